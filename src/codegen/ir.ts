@@ -1,0 +1,90 @@
+/**
+ * The IR: BPF instructions on *virtual* registers plus symbolic labels and map references (ply's design).
+ * Codegen produces an IrFunction; `regalloc.ts` maps virtual registers to r0-r9 (spilling to the stack when they
+ * run out); `emit.ts` resolves labels to jump offsets, expands ld_imm64 to two slots and records, for every emitted
+ * instruction, the source span it came from (so verifier errors point at the user's program).
+ *
+ * Register numbers 0-10 are the physical BPF registers (r10 = frame pointer); numbers >= VREG_BASE are virtual.
+ * Codegen only uses physical registers for the calling convention: r1 on entry (ctx), r1-r5 moved in right before
+ * a `call`, r0 read right after it, r0 before `exit`, and r10 for stack addresses.
+ */
+import type { Span } from '../lang/ast.js';
+
+export const VREG_BASE = 16;
+
+/** One raw BPF instruction (8 bytes when encoded): `code`, `dst` and `src` registers, signed 16-bit `off`, signed 32-bit `imm`. */
+export interface Insn {
+  code: number;
+  dst: number;
+  src: number;
+  off: number;
+  imm: number;
+}
+
+/** An IR instruction: a raw instruction whose registers may be virtual, plus symbolic extras. */
+export interface IrInsn extends Insn {
+  /** Jump target label for conditional jumps and `ja` (code class JMP/JMP32, not CALL/EXIT); `off` is then ignored. */
+  target?: string;
+  /** For ld_imm64 (code 0x18): the full 64-bit immediate (`imm` ignored). */
+  imm64?: bigint;
+  /** For ld_imm64 with src = BPF_PSEUDO_MAP_FD / BPF_PSEUDO_MAP_VALUE: name of the map whose fd goes in `imm`. */
+  mapRef?: string;
+  /** For BPF_CALL to a helper: how many argument registers (r1..rN) the helper reads. */
+  callArgs?: number;
+  /** Source construct this instruction was generated for. */
+  pos?: Span;
+}
+
+export interface IrLabel {
+  label: string;
+}
+
+export type IrItem = IrInsn | IrLabel;
+
+export function isLabel(i: IrItem): i is IrLabel {
+  return (i as IrLabel).label !== undefined;
+}
+
+/** One BPF program under construction. */
+export class IrFunction {
+  readonly items: IrItem[] = [];
+  /** Bytes of stack used below r10 so far (multiple of 8). Slots are at negative offsets from r10. */
+  frameSize = 0;
+  private nextVreg = VREG_BASE;
+  private nextLabel = 0;
+  /** Current source position, stamped onto every instruction added. */
+  pos: Span | undefined;
+
+  constructor(readonly name: string) {}
+
+  /** A fresh virtual register. */
+  vreg(): number {
+    return this.nextVreg++;
+  }
+
+  get vregCount(): number {
+    return this.nextVreg - VREG_BASE;
+  }
+
+  /** A fresh unique label name (`prefix` + counter). */
+  newLabel(prefix = 'L'): string {
+    return `${prefix}${this.nextLabel++}`;
+  }
+
+  /** Reserve `size` bytes of stack aligned to `align` (<= 8); returns the (negative) offset from r10. */
+  allocStack(size: number, align = 8): number {
+    const a = Math.max(align, 1);
+    this.frameSize = Math.ceil((this.frameSize + size) / a) * a;
+    this.frameSize = Math.ceil(this.frameSize / 8) * 8;
+    return -this.frameSize;
+  }
+
+  emit(insn: IrInsn): void {
+    if (this.pos && !insn.pos) insn.pos = this.pos;
+    this.items.push(insn);
+  }
+
+  mark(label: string): void {
+    this.items.push({ label });
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * The language's type system: the "sized types" every expression, map key and map value gets after semantic
+ * analysis. Names and sizes follow bpftrace (`src/types.h` SizedType): integers are 1/2/4/8 bytes, signed or not;
+ * strings are fixed-size NUL-padded buffers (`max_strlen`, default 64 bytes); aggregations are map-value-only types.
+ */
+
+/** Integer width in bytes. */
+export type IntSize = 1 | 2 | 4 | 8;
+
+export type SType =
+  | { kind: 'none' } // statement-only expressions (printf, delete, ...) and unset
+  | { kind: 'int'; size: IntSize; signed: boolean }
+  | { kind: 'bool' }
+  /** NUL-padded string buffer of `size` bytes (includes room for the NUL). */
+  | { kind: 'string'; size: number }
+  /** Tuple: fields laid out with C alignment (each at a multiple of its own alignment), size rounded to 8. */
+  | { kind: 'tuple'; elems: SType[] }
+  /** Seconds-resolution wall/boot timestamp etc. are added by later issues. */
+  | { kind: 'ksym' }
+  | { kind: 'usym' }
+  | { kind: 'kstack'; limit: number; mode: 'bpftrace' | 'perf' | 'raw' }
+  | { kind: 'ustack'; limit: number; mode: 'bpftrace' | 'perf' | 'raw' }
+  /** Pointer into kernel or user memory; `to` is the pointee (a BTF/record type or an int). */
+  | { kind: 'pointer'; to: SType; space: 'kernel' | 'user' }
+  /** A C struct/union from BTF or a tracepoint record. */
+  | { kind: 'record'; name: string; size: number; fields: RecordField[] }
+  | { kind: 'array'; elem: SType; count: number }
+  /** Aggregations (map values only). Per-CPU in the kernel, summed in user space. */
+  | { kind: 'count' }
+  | { kind: 'sum'; signed: boolean }
+  | { kind: 'min'; signed: boolean }
+  | { kind: 'max'; signed: boolean }
+  | { kind: 'avg'; signed: boolean }
+  | { kind: 'stats'; signed: boolean }
+  /** log2 histogram: bucket index appended to the key (bpftrace layout), value a u64 count. */
+  | { kind: 'hist'; bits: number }
+  /** linear histogram over [min, max) in `step` wide buckets plus under/overflow buckets. */
+  | { kind: 'lhist'; min: number; max: number; step: number };
+
+export interface RecordField {
+  name: string;
+  type: SType;
+  /** Byte offset within the record. */
+  offset: number;
+  /** Bitfield width in bits, when the field is a bitfield. */
+  bitSize?: number;
+  bitOffset?: number;
+}
+
+export const NONE: SType = { kind: 'none' };
+export const U64: SType = { kind: 'int', size: 8, signed: false };
+export const I64: SType = { kind: 'int', size: 8, signed: true };
+export const U32: SType = { kind: 'int', size: 4, signed: false };
+export const I32: SType = { kind: 'int', size: 4, signed: true };
+export const BOOL: SType = { kind: 'bool' };
+
+/** Default `max_strlen` in bytes (bpftrace's default is 64). */
+export const DEFAULT_STRLEN = 64;
+
+export function stringType(size = DEFAULT_STRLEN): SType {
+  return { kind: 'string', size };
+}
+
+export function isInt(t: SType): t is Extract<SType, { kind: 'int' }> {
+  return t.kind === 'int';
+}
+
+export function isAggregation(t: SType): boolean {
+  return ['count', 'sum', 'min', 'max', 'avg', 'stats', 'hist', 'lhist'].includes(t.kind);
+}
+
+/** Alignment in bytes of a value of type `t` when stored in a key, value, tuple or record. */
+export function alignOf(t: SType): number {
+  switch (t.kind) {
+    case 'int':
+      return t.size;
+    case 'bool':
+      return 1;
+    case 'string':
+      return 1;
+    case 'tuple':
+      return t.elems.reduce((a, e) => Math.max(a, alignOf(e)), 1);
+    case 'array':
+      return alignOf(t.elem);
+    case 'record':
+      return 8;
+    default:
+      return 8;
+  }
+}
+
+/** Size in bytes of a value of type `t` as stored in BPF memory (stack, map key/value, ring buffer record). */
+export function sizeOf(t: SType): number {
+  switch (t.kind) {
+    case 'none':
+      return 0;
+    case 'int':
+      return t.size;
+    case 'bool':
+      return 1;
+    case 'string':
+      return t.size;
+    case 'tuple':
+      return tupleLayout(t.elems).size;
+    case 'ksym':
+    case 'usym':
+    case 'pointer':
+      return 8;
+    case 'kstack':
+    case 'ustack':
+      return 8; // stack id (plus pid for ustack, stored separately)
+    case 'record':
+      return t.size;
+    case 'array':
+      return sizeOf(t.elem) * t.count;
+    case 'avg':
+    case 'stats':
+      return 16; // {total, count}
+    case 'hist':
+    case 'lhist':
+    case 'count':
+    case 'sum':
+    case 'min':
+    case 'max':
+      return 8;
+  }
+}
+
+/** Byte offsets of each element of a tuple laid out with C alignment; total size rounded up to 8. */
+export function tupleLayout(elems: SType[]): { offsets: number[]; size: number } {
+  let off = 0;
+  const offsets: number[] = [];
+  for (const e of elems) {
+    const a = alignOf(e);
+    off = Math.ceil(off / a) * a;
+    offsets.push(off);
+    off += sizeOf(e);
+  }
+  return { offsets, size: Math.ceil(off / 8) * 8 };
+}
+
+export function typeEquals(a: SType, b: SType): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Human-readable type name for diagnostics, in bpftrace's spelling (`uint64`, `string[64]`, `(int64,string[16])`). */
+export function typeName(t: SType): string {
+  switch (t.kind) {
+    case 'int':
+      return `${t.signed ? 'int' : 'uint'}${t.size * 8}`;
+    case 'string':
+      return `string[${t.size}]`;
+    case 'tuple':
+      return `(${t.elems.map(typeName).join(',')})`;
+    case 'pointer':
+      return `${typeName(t.to)} *`;
+    case 'record':
+      return t.name;
+    case 'array':
+      return `${typeName(t.elem)}[${t.count}]`;
+    case 'sum':
+    case 'min':
+    case 'max':
+    case 'avg':
+    case 'stats':
+      return `${t.signed ? '' : 'u'}${t.kind}_t`;
+    case 'count':
+      return 'count_t';
+    case 'hist':
+      return 'hist_t';
+    case 'lhist':
+      return 'lhist_t';
+    default:
+      return t.kind;
+  }
+}
