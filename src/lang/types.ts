@@ -45,6 +45,14 @@ export interface RecordField {
   /** Bitfield width in bits, when the field is a bitfield. */
   bitSize?: number;
   bitOffset?: number;
+  /**
+   * Tracepoint `__data_loc` field (kernel `Documentation/trace/events.rst`): the record holds a u32 locator
+   * `(length << 16) | offset` at `offset`, and the data (e.g. a NUL-terminated string for `__data_loc char[]`) lives
+   * at record start + (locator & 0xffff). `type` is the type of the data (`string`, or `array` with count 0).
+   */
+  dataLoc?: boolean;
+  /** With `dataLoc`: a `__rel_loc` field, whose data offset counts from the end of the 4-byte locator instead. */
+  relLoc?: boolean;
 }
 
 export const NONE: SType = { kind: 'none' };

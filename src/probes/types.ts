@@ -1,0 +1,92 @@
+/**
+ * The probe provider plug-in interface (ply's design: one module per provider behind one interface). The compiler
+ * asks the registry (`registry.ts`) for the provider of each attach point, `expand`s it into concrete probes
+ * (resolving wildcards), compiles one BPF program per probe with the program type the probe names, and the runtime
+ * loads it and calls `attach` (or, for BEGIN/END, runs it with BPF_PROG_TEST_RUN).
+ */
+import type { AttachPoint } from '../lang/ast.js';
+import type { SType } from '../lang/types.js';
+
+/** BPF program types used by the providers (`enum bpf_prog_type`, include/uapi/linux/bpf.h). */
+export const BPF_PROG_TYPE = {
+  KPROBE: 2,
+  TRACEPOINT: 5,
+  PERF_EVENT: 7,
+  RAW_TRACEPOINT: 17,
+  TRACING: 26,
+} as const;
+
+/** BPF attach types used by the providers (`enum bpf_attach_type`, include/uapi/linux/bpf.h). */
+export const BPF_ATTACH_TYPE = {
+  TRACE_RAW_TP: 23,
+  TRACE_FENTRY: 24,
+  TRACE_FEXIT: 25,
+  PERF_EVENT: 41,
+  KPROBE_MULTI: 42,
+  UPROBE_MULTI: 48,
+} as const;
+
+/** What `attach` returns: closing it detaches the program and closes every fd the attachment opened. Idempotent. */
+export interface AttachedProbe {
+  close(): void;
+}
+
+/** Options for {@link ExpandedProbe.attach}. */
+export interface AttachOptions {
+  /** `-p PID`: providers that can filter by process in the kernel (profile) open their events for this pid only. */
+  pid?: number;
+}
+
+/** One concrete probe an attach point expanded to; the compiler emits one BPF program per ExpandedProbe. */
+export interface ExpandedProbe {
+  /** Canonical provider name (`tracepoint`, `interval`, `begin`, ...), never an alias. */
+  readonly provider: string;
+  /**
+   * Canonical full name, what the `probe` builtin prints (current bpftrace's form): `tracepoint:sched:sched_switch`,
+   * `interval:s:1`, `interval:us:1000000` (for `interval:1s`), `profile:hz:99`, `begin`, `end`.
+   */
+  readonly name: string;
+  /** The attach point as written, for error positions. */
+  readonly attachPoint: AttachPoint;
+  /** Program type to load this probe's program with (see {@link BPF_PROG_TYPE}). */
+  readonly progType: number;
+  /** `expected_attach_type` for BPF_PROG_LOAD, when the program type needs one. */
+  readonly expectedAttachType?: number;
+  /** `attach_btf_id` for BPF_PROG_LOAD (tp_btf/fentry). */
+  readonly attachBtfId?: number;
+  /**
+   * Type of the `args` builtin: a tracepoint's record (fields at their context offsets, see
+   * `tracepoint-format.ts`), or null where `args` does not exist. May be computed lazily on first read (it can
+   * throw a BpfscopeError if the format cannot be read).
+   */
+  readonly args: SType | null;
+  /** BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`. */
+  readonly special?: 'begin' | 'end';
+  /**
+   * Attach a loaded program (`progFd` is the fd BPF_PROG_LOAD returned; the caller keeps owning it).
+   * @throws KernelError / BpfscopeError when the kernel refuses (nothing stays open then).
+   */
+  attach(progFd: number, opts?: AttachOptions): AttachedProbe;
+}
+
+/** A probe provider: parses, expands, lists and attaches one kind of attach point. */
+export interface ProbeProvider {
+  /** Canonical name first, then aliases (bpftrace's): `['tracepoint', 't']`. Matched exactly, then lower-cased. */
+  readonly names: readonly string[];
+  /** False for providers that are known but not implemented yet (`expand` then throws "not supported yet"). */
+  readonly supported: boolean;
+  /** Shown when `-l` lists every provider (bpftrace's `show_in_kernel_list`). */
+  readonly listed: boolean;
+  /**
+   * Expand one attach point (wildcards resolved) into concrete probes, sorted by name, never empty.
+   * @throws CompileError (positioned at `ap.pos`, with a "did you mean" hint where one helps) for a malformed attach
+   * point or when nothing matches.
+   */
+  expand(ap: AttachPoint): ExpandedProbe[];
+  /**
+   * Lines of `-l` output for the attach points matching `search`, the text after `provider:` (a glob, e.g.
+   * `sched:sched_*`, `*:*`); with `verbose`, each probe's argument lines follow it, indented by four spaces, as
+   * `bpftrace -lv` prints them.
+   */
+  list(search: string, verbose: boolean): string[];
+}
