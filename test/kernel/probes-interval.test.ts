@@ -1,0 +1,67 @@
+/**
+ * Live tests of the interval and profile providers: hand-written PERF_EVENT programs counting runs per CPU,
+ * attached through `ExpandedProbe.attach` for about a second of idle time.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { onlineCpus } from '../../src/kernel/cpus.js';
+import { expandAttachPoint } from '../../src/probes/registry.js';
+import { BPF_PROG_TYPE } from '../../src/probes/types.js';
+import { attachPoint } from '../probes/helpers.js';
+import { PerCpuCounter } from './probes-helpers.js';
+
+/** Attach a counting program to the one probe `raw` expands to, sleep `ms`, detach; returns per-CPU counts. */
+function countFor(raw: string, ms: number): number[] {
+  const [probe, ...more] = expandAttachPoint(attachPoint(raw));
+  assert.equal(more.length, 0);
+  assert.equal(probe!.progType, BPF_PROG_TYPE.PERF_EVENT);
+  const counter = new PerCpuCounter(BPF_PROG_TYPE.PERF_EVENT);
+  try {
+    const attached = probe!.attach(counter.prog.fd);
+    try {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+    } finally {
+      attached.close();
+    }
+    const counts = counter.counts();
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 150);
+    assert.deepEqual(counter.counts(), counts, 'the program still ran after close()');
+    return counts;
+  } finally {
+    counter.close();
+  }
+}
+
+describe('interval provider (live)', () => {
+  it('interval:ms:100 fires about 10 times in a second, on one CPU only', () => {
+    const counts = countFor('interval:ms:100', 1050);
+    const busy = counts.filter((c) => c > 0);
+    assert.equal(busy.length, 1, `fired on several CPUs: ${counts}`);
+    assert.ok(busy[0]! >= 9 && busy[0]! <= 11, `fired ${busy[0]} times`);
+    assert.equal(counts[onlineCpus()[0]!]! > 0, true, 'not on the first online CPU');
+  });
+
+  it('interval:hz:20 fires about 20 times in a second', () => {
+    const total = countFor('i:hz:20', 1050).reduce((a, b) => a + b, 0);
+    assert.ok(total >= 18 && total <= 23, `fired ${total} times`);
+  });
+
+  it('interval:200ms (nanoseconds with a suffix) fires about 5 times in a second', () => {
+    const total = countFor('interval:200ms', 1050).reduce((a, b) => a + b, 0);
+    assert.ok(total >= 4 && total <= 6, `fired ${total} times`);
+  });
+});
+
+describe('profile provider (live)', () => {
+  it('profile:ms:10 fires on every online CPU', () => {
+    const counts = countFor('profile:ms:10', 500);
+    for (const cpu of onlineCpus()) assert.ok(counts[cpu]! > 0, `no samples on CPU ${cpu}: ${counts}`);
+    // At most one sample per 10 ms per CPU (plus timing slack).
+    for (const c of counts) assert.ok(c <= 55, `too many samples: ${counts}`);
+  });
+
+  it('profile:hz:99 fires on every online CPU', () => {
+    const counts = countFor('profile:hz:99', 500);
+    for (const cpu of onlineCpus()) assert.ok(counts[cpu]! > 0, `no samples on CPU ${cpu}: ${counts}`);
+  });
+});
