@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+/**
+ * The `bpfscope` command: bpftrace's command line (run a program, list probes). Errors are printed as one clear
+ * message (compile errors with file:line:col and a marker) with a non-zero exit; never a stack trace unless
+ * BPFSCOPE_DEBUG=1.
+ */
+import { parseCli, USAGE } from './args.js';
+import { reportError } from './report.js';
+
+const VERSION = 'bpfscope v0.1.0';
+
+async function main(argv: string[]): Promise<number> {
+  const opts = parseCli(argv);
+  if (opts.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (opts.version) {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  if (opts.list) {
+    const { listProbes } = await import('../probes/list.js');
+    const lines = listProbes(opts.listPattern, opts.verbose);
+    if (lines.length) process.stdout.write(`${lines.join('\n')}\n`);
+    return 0;
+  }
+  const { runProgram } = await import('./run.js');
+  return runProgram(opts);
+}
+
+process.on('uncaughtException', (err) => process.exit(reportError(err)));
+process.on('unhandledRejection', (err) => process.exit(reportError(err)));
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+    // Nothing else should keep us alive; exit explicitly so a stray handle cannot hang the tool.
+    setImmediate(() => process.exit(code));
+  },
+  (err) => {
+    const code = reportError(err);
+    process.exit(code);
+  },
+);

@@ -1,0 +1,955 @@
+/**
+ * Code generation: one typed probe body (for one expanded attach point) → an IrFunction on virtual registers.
+ *
+ * Values are either scalars in a virtual register (integers, already sign/zero-extended to 64 bits; pointers) or
+ * byte buffers on the stack (strings, tuples). Helpers follow the BPF calling convention: arguments are evaluated
+ * into virtual registers first, then moved into r1-r5 right before the `call`, and the result is copied out of r0
+ * right after it (see `ir.ts`).
+ */
+
+import * as I from '../bpf/insn.js';
+import { FP, R0, R1, R2, R3, R4, R5 } from '../bpf/opcodes.js';
+import { BpfscopeError } from '../errors.js';
+import type {
+  AssignStmt,
+  BinaryExpr,
+  Block,
+  CallExpr,
+  Expr,
+  FieldExpr,
+  IfStmt,
+  MapExpr,
+  Span,
+  Stmt,
+} from '../lang/ast.js';
+import type { Analyzer, ProbeUnit } from '../lang/passes/semantic.js';
+import { storageType } from '../lang/passes/semantic.js';
+import { type RecordField, type SType, sizeOf, tupleLayout } from '../lang/types.js';
+import { compilePrintf } from '../runtime/output/printf.js';
+import { emitAggregation } from './aggregate.js';
+import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
+import { IrFunction } from './ir.js';
+import { AsyncAction, type MapPlan, type PrintfPlan, type PrintValuePlan } from './plan.js';
+
+/** A generated value: a scalar in a register, or `size` bytes of stack at r10+off. */
+export type Val = { kind: 'reg'; reg: number } | { kind: 'mem'; off: number; size: number };
+
+/** One argument of a helper call. */
+export type HelperArg = number | { stack: number } | { map: string } | { imm: number };
+
+/** Tables shared by all programs of one compilation. */
+export interface GenTables {
+  maps: Map<string, MapPlan>;
+  printfs: PrintfPlan[];
+  printValues: PrintValuePlan[];
+  timeFormats: string[];
+  ringbufName: string;
+  lostName: string;
+  positional: string[];
+  cpid: number | undefined;
+  probeNameSize: number;
+  /** CLOCK_MONOTONIC ns at session start, for `elapsed`. */
+  startNs: bigint;
+}
+
+// Helper ids (uapi `include/uapi/linux/bpf.h`, ___BPF_FUNC_MAPPER order).
+export const H = {
+  map_lookup_elem: 1,
+  map_update_elem: 2,
+  map_delete_elem: 3,
+  ktime_get_ns: 5,
+  get_smp_processor_id: 8,
+  get_current_pid_tgid: 14,
+  get_current_uid_gid: 15,
+  get_current_comm: 16,
+  probe_read_user_str: 114,
+  probe_read_kernel: 113,
+  probe_read_user: 112,
+  probe_read_kernel_str: 115,
+  ringbuf_output: 130,
+} as const;
+
+const CMP_OPS: Record<string, { u: I.JmpOpName; s: I.JmpOpName; inv: string }> = {
+  '==': { u: 'jeq', s: 'jeq', inv: '!=' },
+  '!=': { u: 'jne', s: 'jne', inv: '==' },
+  '<': { u: 'jlt', s: 'jslt', inv: '>=' },
+  '<=': { u: 'jle', s: 'jsle', inv: '>' },
+  '>': { u: 'jgt', s: 'jsgt', inv: '<=' },
+  '>=': { u: 'jge', s: 'jsge', inv: '<' },
+};
+
+export class ProbeGen {
+  readonly fn: IrFunction;
+  readonly frame: Frame;
+  private ctx = 0;
+  private readonly vars = new Map<string, Val>();
+  private readonly endLabel: string;
+
+  constructor(
+    readonly tables: GenTables,
+    readonly unit: ProbeUnit,
+    readonly analyzer: Analyzer,
+    name: string,
+  ) {
+    this.fn = new IrFunction(name);
+    this.frame = new Frame(this.fn);
+    this.endLabel = this.fn.newLabel('end');
+  }
+
+  /** Generate the whole program. */
+  generate(): IrFunction {
+    const fn = this.fn;
+    const probe = this.unit.probe;
+    fn.pos = probe.pos;
+    this.ctx = fn.vreg();
+    fn.emit(I.mov64(this.ctx, R1));
+    // Scratch variables: scalars get a register, buffers a permanent stack slot; all start zeroed.
+    for (const [name, t] of this.analyzer.variables) {
+      if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer') {
+        const r = fn.vreg();
+        fn.emit(I.mov64Imm(r, 0));
+        this.vars.set(name, { kind: 'reg', reg: r });
+      } else {
+        const size = sizeOf(t);
+        const off = this.frame.permanent(size);
+        zeroStack(fn, off, size);
+        this.vars.set(name, { kind: 'mem', off, size });
+      }
+    }
+    if (probe.predicate) {
+      const pred = probe.predicate;
+      this.frame.scope(() => this.branchIfFalse(pred, this.endLabel));
+    }
+    this.block(probe.body);
+    fn.mark(this.endLabel);
+    fn.pos = probe.pos;
+    fn.emit(I.mov64Imm(R0, 0));
+    fn.emit(I.exit());
+    return fn;
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------------------------
+
+  private at(pos: Span): void {
+    this.fn.pos = pos;
+  }
+
+  /** Call helper `id` with `args` (evaluated already); returns a vreg holding r0. */
+  callHelper(id: number, args: HelperArg[]): number {
+    const fn = this.fn;
+    const regs = [R1, R2, R3, R4, R5];
+    args.forEach((a, i) => {
+      const r = regs[i]!;
+      if (typeof a === 'number') fn.emit(I.mov64(r, a));
+      else if ('stack' in a) {
+        fn.emit(I.mov64(r, FP));
+        fn.emit(I.alu64Imm('add', r, a.stack));
+      } else if ('map' in a) fn.emit(I.ldMapFd(r, a.map));
+      else fn.emit(I.mov64Imm(r, a.imm));
+    });
+    fn.emit(I.call(id, args.length));
+    const res = fn.vreg();
+    fn.emit(I.mov64(res, R0));
+    return res;
+  }
+
+  /** A constant into a fresh register. */
+  constant(v: bigint | number): number {
+    const r = this.fn.vreg();
+    const b = BigInt(v);
+    if (b >= -0x80000000n && b <= 0x7fffffffn) this.fn.emit(I.mov64Imm(r, Number(b)));
+    else this.fn.emit(I.ldImm64(r, BigInt.asIntN(64, b)));
+    return r;
+  }
+
+  /** Write a value of type `t` to [base+off] (the destination area has `destSize` bytes for buffers). */
+  storeVal(v: Val, t: SType, base: number, off: number, destSize?: number): void {
+    if (v.kind === 'reg') {
+      const size = t.kind === 'int' ? t.size : 8;
+      this.fn.emit(I.stx(size as 1 | 2 | 4 | 8, base, v.reg, off));
+      return;
+    }
+    copyMem(this.fn, base, off, FP, v.off, Math.min(v.size, destSize ?? v.size));
+  }
+
+  /** Write a value converted to the storage type `st` (ints as 8 bytes) into a zeroed area. */
+  storeAs(v: Val, st: SType, base: number, off: number): void {
+    if (st.kind === 'tuple' && v.kind === 'mem') {
+      // element-wise copy: element layouts of the value and the storage type may differ (string sizes)
+      copyMem(this.fn, base, off, FP, v.off, Math.min(v.size, sizeOf(st)));
+      return;
+    }
+    this.storeVal(v, st, base, off, sizeOf(st));
+  }
+
+  /** Evaluate `e` into a scalar register. */
+  scalar(e: Expr): number {
+    const v = this.expr(e);
+    if (v.kind !== 'reg') throw new BpfscopeError('internal: expected a scalar value');
+    return v.reg;
+  }
+
+  /** Evaluate `e` to a value that lives in stack memory (copying a register value to the stack). */
+  mem(e: Expr): { off: number; size: number } {
+    const v = this.expr(e);
+    if (v.kind === 'mem') return v;
+    const off = this.frame.temp(8);
+    this.fn.emit(I.stx(8, FP, v.reg, off));
+    return { off, size: 8 };
+  }
+
+  // ---- statements ------------------------------------------------------------------------------------------
+
+  private block(b: Block): void {
+    for (const s of b.stmts) this.frame.scope(() => this.stmt(s));
+  }
+
+  private stmt(s: Stmt): void {
+    this.at(s.pos);
+    switch (s.kind) {
+      case 'ExprStmt':
+        this.exprStmt(s.expr);
+        return;
+      case 'AssignStmt':
+        this.assign(s);
+        return;
+      case 'VarDeclStmt':
+        if (s.value) {
+          this.assign({
+            kind: 'AssignStmt',
+            pos: s.pos,
+            target: s.variable,
+            op: '=',
+            value: s.value,
+          });
+        }
+        return;
+      case 'IfStmt':
+        this.ifStmt(s);
+        return;
+      case 'Block':
+        this.block(s);
+        return;
+      case 'JumpStmt':
+        this.fn.emit(I.ja(this.endLabel));
+        return;
+      default:
+        throw new BpfscopeError(`internal: unsupported statement ${s.kind}`);
+    }
+  }
+
+  private ifStmt(s: IfStmt): void {
+    const elseL = this.fn.newLabel('else');
+    const doneL = this.fn.newLabel('fi');
+    this.frame.scope(() => this.branchIfFalse(s.cond, elseL));
+    this.block(s.then);
+    if (s.else) this.fn.emit(I.ja(doneL));
+    this.fn.mark(elseL);
+    if (s.else) {
+      if (s.else.kind === 'IfStmt') this.frame.scope(() => this.ifStmt(s.else as IfStmt));
+      else this.block(s.else);
+      this.fn.mark(doneL);
+    }
+  }
+
+  private exprStmt(e: Expr): void {
+    if (e.kind === 'CallExpr') {
+      this.callStmt(e);
+      return;
+    }
+    this.expr(e);
+  }
+
+  private assign(s: AssignStmt): void {
+    const fn = this.fn;
+    const target = s.target;
+    if (target.kind === 'VarExpr') {
+      const slot = this.vars.get(target.name)!;
+      if (slot.kind === 'reg') {
+        const v = this.scalar(s.value);
+        if (s.op === '=') fn.emit(I.mov64(slot.reg, v));
+        else this.compound(slot.reg, s.op.slice(0, -1), v, target.type ?? s.value.type!, s.value.type!);
+      } else {
+        const v = this.expr(s.value);
+        zeroStack(fn, slot.off, slot.size);
+        this.storeAs(v, target.type!, FP, slot.off);
+      }
+      return;
+    }
+    const plan = this.tables.maps.get(target.name)!;
+    if (s.value.kind === 'CallExpr' && plan.perCpu) {
+      const args = s.value.args;
+      emitAggregation(this, plan, target, s.value, args);
+      return;
+    }
+    if (s.op !== '=') {
+      const v = this.scalar(s.value);
+      this.mapUpdateInt(plan, target, s.op.slice(0, -1), v, s.value.type!);
+      return;
+    }
+    const v = this.expr(s.value);
+    const keyOff = this.mapKey(plan, target);
+    const valOff = this.frame.temp(plan.valueSize);
+    if (v.kind === 'mem' || plan.valueSize !== 8) zeroStack(fn, valOff, plan.valueSize);
+    this.storeAs(v, plan.valueType, FP, valOff);
+    this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]);
+  }
+
+  /** `dst op= v` on a register, with signedness from the types. */
+  private compound(dst: number, op: string, v: number, lt: SType, rt: SType): void {
+    const signed = isSigned(lt) && isSigned(rt);
+    this.arith(op, dst, v, signed);
+  }
+
+  /** Build the key of `@m[k...]` on the stack; returns its offset. */
+  mapKey(plan: MapPlan, m: MapExpr, extraBytes = 0): number {
+    const off = this.frame.temp(plan.keySize + extraBytes);
+    zeroStack(this.fn, off, plan.keySize);
+    m.keys.forEach((k, i) => {
+      const v = this.expr(k);
+      this.storeAs(v, plan.keyTypes[i]!, FP, off + plan.keyOffsets[i]!);
+    });
+    return off;
+  }
+
+  /** Non-aggregate `@m[k] op= v` / `@m[k]++`: atomic add in place, or insert the initial value. */
+  mapUpdateInt(plan: MapPlan, m: MapExpr, op: string, v: number, vt: SType): number {
+    const fn = this.fn;
+    const keyOff = this.mapKey(plan, m);
+    const p = this.callHelper(H.map_lookup_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
+    const missing = fn.newLabel('miss');
+    const done = fn.newLabel('upd');
+    const result = fn.vreg();
+    fn.emit(I.jmpImm('jeq', p, 0, missing));
+    if (op === '+' || op === '-') {
+      const delta = fn.vreg();
+      fn.emit(I.mov64(delta, v));
+      if (op === '-') fn.emit(I.neg64(delta));
+      fn.emit(I.atomicAdd(8, p, delta, 0));
+      fn.emit(I.ldx(8, result, p, 0));
+    } else {
+      fn.emit(I.ldx(8, result, p, 0));
+      this.arith(op, result, v, isSigned(plan.valueType) && isSigned(vt));
+      fn.emit(I.stx(8, p, result, 0));
+    }
+    fn.emit(I.ja(done));
+    fn.mark(missing);
+    // initial value: 0 op v
+    fn.emit(I.mov64Imm(result, 0));
+    this.arith(op, result, v, isSigned(plan.valueType) && isSigned(vt));
+    const valOff = this.frame.temp(8);
+    fn.emit(I.stx(8, FP, result, valOff));
+    this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]);
+    fn.mark(done);
+    return result;
+  }
+
+  // ---- calls used as statements ------------------------------------------------------------------------------
+
+  private callStmt(c: CallExpr): void {
+    switch (c.name) {
+      case 'printf':
+        this.printf(c);
+        return;
+      case 'exit':
+        this.asyncRecord(AsyncAction.EXIT, 0, 0, () => {});
+        this.fn.emit(I.ja(this.endLabel));
+        return;
+      case 'time': {
+        const fmt = c.args[0]?.kind === 'StrLit' ? c.args[0].value : '%H:%M:%S\n';
+        const id = this.tables.timeFormats.push(fmt) - 1;
+        this.asyncRecord(AsyncAction.TIME, id, 0, () => {});
+        return;
+      }
+      case 'clear':
+      case 'zero': {
+        const plan = this.tables.maps.get((c.args[0] as MapExpr).name)!;
+        this.asyncRecord(c.name === 'clear' ? AsyncAction.CLEAR : AsyncAction.ZERO, plan.index, 0, () => {});
+        return;
+      }
+      case 'delete': {
+        const m = c.args[0] as MapExpr;
+        const plan = this.tables.maps.get(m.name)!;
+        let keyOff: number;
+        if (c.args.length === 2) {
+          keyOff = this.frame.temp(plan.keySize);
+          zeroStack(this.fn, keyOff, plan.keySize);
+          const k = c.args[1]!;
+          if (plan.keyTypes.length === 1) {
+            this.storeAs(this.expr(k), plan.keyTypes[0]!, FP, keyOff);
+          } else {
+            this.storeAs(this.expr(k), { kind: 'tuple', elems: plan.keyTypes }, FP, keyOff);
+          }
+        } else {
+          keyOff = this.mapKey(plan, m);
+        }
+        this.callHelper(H.map_delete_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
+        return;
+      }
+      case 'print': {
+        const a = c.args[0]!;
+        if (a.kind === 'MapExpr' && a.keys.length === 0) {
+          const plan = this.tables.maps.get(a.name)!;
+          const top = c.args[1] ? (this.analyzer.constInt(c.args[1], 'print top') ?? 0) : 0;
+          const div = c.args[2] ? (this.analyzer.constInt(c.args[2], 'print div') ?? 0) : 0;
+          this.asyncRecord(AsyncAction.PRINT_MAP, plan.index, 16, (rec) => {
+            this.fn.emit(I.st(8, FP, rec + 8, top));
+            this.fn.emit(I.st(8, FP, rec + 16, div));
+          });
+          return;
+        }
+        const t = storageType(a.type!);
+        const size = sizeOf(t);
+        const id = this.tables.printValues.push({ id: this.tables.printValues.length, type: t }) - 1;
+        const v = this.expr(a);
+        this.asyncRecord(AsyncAction.PRINT_VALUE, id, size, (rec) => this.storeAs(v, t, FP, rec + 8));
+        return;
+      }
+      default:
+        this.expr(c);
+    }
+  }
+
+  /**
+   * Build an async record `[u64 action | id << 32][payload]` on the stack and send it with ringbuf_output; on
+   * failure (ring full) count a lost event.
+   */
+  private asyncRecord(action: AsyncAction, id: number, payload: number, fill: (recOff: number) => void): void {
+    const fn = this.fn;
+    const size = 8 + payload;
+    const rec = this.frame.temp(size);
+    if (payload > 0) zeroStack(fn, rec + 8, payload);
+    fill(rec);
+    fn.emit(I.st(4, FP, rec, action));
+    fn.emit(I.st(4, FP, rec + 4, id));
+    const r = this.callHelper(H.ringbuf_output, [
+      { map: this.tables.ringbufName },
+      { stack: rec },
+      { imm: Math.ceil(size / 8) * 8 },
+      { imm: 0 },
+    ]);
+    this.countLost(r);
+  }
+
+  /** If `res` (a helper result) is negative, add one to the lost-events counter. */
+  private countLost(res: number): void {
+    const fn = this.fn;
+    const ok = fn.newLabel('sent');
+    fn.emit(I.jmpImm('jsge', res, 0, ok));
+    const key = this.frame.temp(8);
+    fn.emit(I.st(4, FP, key, 0));
+    const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.lostName }, { stack: key }]);
+    fn.emit(I.jmpImm('jeq', p, 0, ok));
+    const one = this.constant(1);
+    fn.emit(I.atomicAdd(8, p, one, 0));
+    fn.mark(ok);
+  }
+
+  private printf(c: CallExpr): void {
+    const fmt = (c.args[0] as { value: string }).value;
+    compilePrintf(fmt);
+    const argTypes = c.args.slice(1).map((a) => storageType(a.type!));
+    const layout = tupleLayout(argTypes);
+    const id = this.tables.printfs.length;
+    this.tables.printfs.push({ id, format: fmt, argTypes, offsets: layout.offsets, payloadSize: layout.size });
+    const vals = c.args.slice(1).map((a) => this.expr(a));
+    this.asyncRecord(AsyncAction.PRINTF, id, layout.size, (rec) => {
+      vals.forEach((v, i) => this.storeAs(v, argTypes[i]!, FP, rec + 8 + layout.offsets[i]!));
+    });
+  }
+
+  // ---- expressions -------------------------------------------------------------------------------------------
+
+  expr(e: Expr): Val {
+    const fn = this.fn;
+    const saved = fn.pos;
+    fn.pos = e.pos;
+    try {
+      return this.exprInner(e);
+    } finally {
+      fn.pos = saved;
+    }
+  }
+
+  private reg(r: number): Val {
+    return { kind: 'reg', reg: r };
+  }
+
+  private exprInner(e: Expr): Val {
+    const fn = this.fn;
+    switch (e.kind) {
+      case 'IntLit':
+        return this.reg(this.constant(e.value));
+      case 'BoolLit':
+        return this.reg(this.constant(e.value ? 1 : 0));
+      case 'StrLit':
+        return this.constString(e.value, sizeOf(e.type!));
+      case 'PositionalExpr': {
+        if (e.count) return this.reg(this.constant(this.tables.positional.length));
+        const s = this.tables.positional[e.index - 1];
+        if (e.type!.kind === 'string') return this.constString(s ?? '', sizeOf(e.type!));
+        return this.reg(this.constant(s === undefined ? 0n : BigInt(s.trim())));
+      }
+      case 'BuiltinExpr':
+        return this.builtin(e.name, e.type!);
+      case 'VarExpr':
+        return this.vars.get(e.name)!;
+      case 'MapExpr':
+        return this.mapRead(e);
+      case 'BinaryExpr':
+        return this.binary(e);
+      case 'UnaryExpr': {
+        const v = this.scalar(e.operand);
+        const r = fn.vreg();
+        fn.emit(I.mov64(r, v));
+        if (e.op === '-') fn.emit(I.neg64(r));
+        else if (e.op === '~') fn.emit(I.alu64Imm('xor', r, -1));
+        else if (e.op === '!') return this.reg(this.boolOf((f) => this.branchIfFalse(e.operand, f)));
+        return this.reg(r);
+      }
+      case 'IncDecExpr':
+        return this.incDec(e);
+      case 'TernaryExpr':
+        return this.ternary(e);
+      case 'FieldExpr':
+        return this.field(e);
+      case 'IndexExpr': {
+        // constant index into a record array field (args.args[2])
+        const obj = e.object;
+        if (obj.kind === 'FieldExpr' && obj.object.kind === 'BuiltinExpr' && obj.object.name === 'args') {
+          const f = this.argsField(obj);
+          const t = f.type;
+          if (t.kind === 'array') {
+            const idx = Number((e.index as { value: bigint }).value ?? 0);
+            const es = sizeOf(t.elem);
+            return this.loadCtx(t.elem, f.offset + idx * es);
+          }
+        }
+        throw new BpfscopeError('internal: unsupported index expression');
+      }
+      case 'CastExpr': {
+        const v = this.scalar(e.operand);
+        const t = e.type!;
+        const r = fn.vreg();
+        fn.emit(I.mov64(r, v));
+        if (t.kind === 'int') this.normalize(r, t.size, t.signed);
+        return this.reg(r);
+      }
+      case 'TupleExpr': {
+        const t = e.type as Extract<SType, { kind: 'tuple' }>;
+        const l = tupleLayout(t.elems);
+        const off = this.frame.temp(l.size);
+        zeroStack(fn, off, l.size);
+        e.elems.forEach((x, i) => this.storeAs(this.expr(x), t.elems[i]!, FP, off + l.offsets[i]!));
+        return { kind: 'mem', off, size: l.size };
+      }
+      case 'CallExpr':
+        return this.callExpr(e);
+      default:
+        throw new BpfscopeError(`internal: unsupported expression ${e.kind}`);
+    }
+  }
+
+  /** Truncate/extend a 64-bit register to an integer of `size` bytes. */
+  private normalize(r: number, size: number, signed: boolean): void {
+    if (size === 8) return;
+    const shift = 64 - size * 8;
+    this.fn.emit(I.alu64Imm('lsh', r, shift));
+    this.fn.emit(I.alu64Imm(signed ? 'arsh' : 'rsh', r, shift));
+  }
+
+  constString(s: string, size: number): Val {
+    const off = this.frame.temp(size);
+    storeBytes(this.fn, off, Buffer.from(s), size);
+    return { kind: 'mem', off, size };
+  }
+
+  private builtin(name: string, t: SType): Val {
+    const fn = this.fn;
+    switch (name) {
+      case 'pid':
+      case 'tid': {
+        const r = this.callHelper(H.get_current_pid_tgid, []);
+        if (name === 'pid') fn.emit(I.alu64Imm('rsh', r, 32));
+        else fn.emit(I.mov32(r, r));
+        return this.reg(r);
+      }
+      case 'uid':
+      case 'gid': {
+        const r = this.callHelper(H.get_current_uid_gid, []);
+        if (name === 'gid') fn.emit(I.alu64Imm('rsh', r, 32));
+        else fn.emit(I.mov32(r, r));
+        return this.reg(r);
+      }
+      case 'nsecs':
+        return this.reg(this.callHelper(H.ktime_get_ns, []));
+      case 'elapsed': {
+        const r = this.callHelper(H.ktime_get_ns, []);
+        const s = this.constant(this.tables.startNs);
+        fn.emit(I.alu64('sub', r, s));
+        return this.reg(r);
+      }
+      case 'cpu':
+        return this.reg(this.callHelper(H.get_smp_processor_id, []));
+      case 'cpid':
+        return this.reg(this.constant(this.tables.cpid ?? 0));
+      case 'comm': {
+        const off = this.frame.temp(16);
+        zeroStack(fn, off, 16);
+        this.callHelper(H.get_current_comm, [{ stack: off }, { imm: 16 }]);
+        return { kind: 'mem', off, size: 16 };
+      }
+      case 'probe':
+        return this.constString(this.unit.expanded.name, sizeOf(t));
+    }
+    throw new BpfscopeError(`internal: unsupported builtin ${name}`);
+  }
+
+  private argsField(e: FieldExpr): RecordField {
+    const rec = this.unit.expanded.args;
+    if (rec?.kind !== 'record') throw new BpfscopeError('internal: args without a record type');
+    return rec.fields.find((f) => f.name === e.field)!;
+  }
+
+  private field(e: FieldExpr): Val {
+    const obj = e.object;
+    if (obj.kind === 'BuiltinExpr' && obj.name === 'args') {
+      const f = this.argsField(e);
+      if ((f as { dataLoc?: boolean }).dataLoc) return this.dataLocString(f, sizeOf(e.type!));
+      return this.loadCtx(f.type, f.offset);
+    }
+    const t = obj.type!;
+    if (t.kind === 'tuple') {
+      const v = this.expr(obj);
+      if (v.kind !== 'mem') throw new BpfscopeError('internal: tuple not in memory');
+      const i = Number(e.field);
+      const l = tupleLayout(t.elems);
+      const et = t.elems[i]!;
+      const off = v.off + l.offsets[i]!;
+      if (et.kind === 'int') {
+        const r = this.fn.vreg();
+        this.fn.emit(I.ldx(et.size, r, FP, off));
+        return this.reg(r);
+      }
+      return { kind: 'mem', off, size: sizeOf(et) };
+    }
+    throw new BpfscopeError('internal: unsupported field access');
+  }
+
+  /** Load a tracepoint record field of type `t` at `offset` from the context. */
+  private loadCtx(t: SType, offset: number): Val {
+    const fn = this.fn;
+    if (t.kind === 'int') {
+      const r = fn.vreg();
+      fn.emit(I.ldx(t.size, r, this.ctx, offset));
+      if (t.signed && t.size < 8) this.normalize(r, t.size, true);
+      return this.reg(r);
+    }
+    if (t.kind === 'pointer' || t.kind === 'bool') {
+      const r = fn.vreg();
+      fn.emit(I.ldx(t.kind === 'bool' ? 1 : 8, r, this.ctx, offset));
+      return this.reg(r);
+    }
+    // strings and arrays: copy out of the record
+    const size = sizeOf(t);
+    const off = this.frame.temp(size);
+    zeroStack(fn, off, size);
+    const src = fn.vreg();
+    fn.emit(I.mov64(src, this.ctx));
+    fn.emit(I.alu64Imm('add', src, offset));
+    this.callHelper(H.probe_read_kernel, [{ stack: off }, { imm: size }, src]);
+    return { kind: 'mem', off, size };
+  }
+
+  /** A `__data_loc char[]` field: the u32 at `offset` is (len << 16 | offset from the record start). */
+  private dataLocString(f: RecordField, size: number): Val {
+    const fn = this.fn;
+    const loc = fn.vreg();
+    fn.emit(I.ldx(4, loc, this.ctx, f.offset));
+    fn.emit(I.alu64Imm('and', loc, 0xffff));
+    const src = fn.vreg();
+    fn.emit(I.mov64(src, this.ctx));
+    fn.emit(I.alu64('add', src, loc));
+    const off = this.frame.temp(size);
+    zeroStack(fn, off, size);
+    this.callHelper(H.probe_read_kernel_str, [{ stack: off }, { imm: size }, src]);
+    return { kind: 'mem', off, size };
+  }
+
+  private mapRead(m: MapExpr): Val {
+    const fn = this.fn;
+    const plan = this.tables.maps.get(m.name)!;
+    const keyOff = this.mapKey(plan, m);
+    const p = this.callHelper(H.map_lookup_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
+    const t = m.type!;
+    const missing = fn.newLabel('nokey');
+    const done = fn.newLabel('gotkey');
+    if (t.kind === 'int' || t.kind === 'bool') {
+      const r = fn.vreg();
+      fn.emit(I.mov64Imm(r, 0));
+      fn.emit(I.jmpImm('jeq', p, 0, done));
+      fn.emit(I.ldx(8, r, p, 0));
+      fn.mark(done);
+      return this.reg(r);
+    }
+    const size = sizeOf(t);
+    const off = this.frame.temp(size);
+    zeroStack(fn, off, size);
+    fn.emit(I.jmpImm('jeq', p, 0, missing));
+    copyMem(fn, FP, off, p, 0, size);
+    fn.mark(missing);
+    return { kind: 'mem', off, size };
+  }
+
+  private incDec(e: Expr & { kind: 'IncDecExpr' }): Val {
+    const fn = this.fn;
+    const one = this.constant(1);
+    const op = e.op === '++' ? '+' : '-';
+    if (e.target.kind === 'VarExpr') {
+      const slot = this.vars.get(e.target.name)!;
+      if (slot.kind !== 'reg') throw new BpfscopeError('internal: ++ on a buffer variable');
+      const before = fn.vreg();
+      fn.emit(I.mov64(before, slot.reg));
+      this.arith(op, slot.reg, one, false);
+      return this.reg(e.prefix ? slot.reg : before);
+    }
+    const plan = this.tables.maps.get(e.target.name)!;
+    const after = this.mapUpdateInt(plan, e.target, op, one, plan.valueType);
+    if (e.prefix) return this.reg(after);
+    const before = fn.vreg();
+    fn.emit(I.mov64(before, after));
+    this.arith(op === '+' ? '-' : '+', before, one, false);
+    return this.reg(before);
+  }
+
+  private ternary(e: Expr & { kind: 'TernaryExpr' }): Val {
+    const fn = this.fn;
+    const t = e.type!;
+    const elseL = fn.newLabel('tern_else');
+    const done = fn.newLabel('tern_done');
+    if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer' || t.kind === 'none') {
+      const r = fn.vreg();
+      this.branchIfFalse(e.cond, elseL);
+      if (t.kind === 'none') {
+        this.exprStmt(e.then);
+        fn.emit(I.ja(done));
+        fn.mark(elseL);
+        this.exprStmt(e.else);
+        fn.mark(done);
+        return this.reg(this.constant(0));
+      }
+      fn.emit(I.mov64(r, this.scalar(e.then)));
+      fn.emit(I.ja(done));
+      fn.mark(elseL);
+      fn.emit(I.mov64(r, this.scalar(e.else)));
+      fn.mark(done);
+      return this.reg(r);
+    }
+    const size = sizeOf(t);
+    const off = this.frame.temp(size);
+    zeroStack(fn, off, size);
+    this.branchIfFalse(e.cond, elseL);
+    this.storeAs(this.expr(e.then), t, FP, off);
+    fn.emit(I.ja(done));
+    fn.mark(elseL);
+    this.storeAs(this.expr(e.else), t, FP, off);
+    fn.mark(done);
+    return { kind: 'mem', off, size };
+  }
+
+  /** Materialise a condition as 0/1: `jumpFalse` jumps to its label argument when false. */
+  private boolOf(jumpFalse: (falseLabel: string) => void, invert = true): number {
+    const fn = this.fn;
+    const r = fn.vreg();
+    const l = fn.newLabel('bool');
+    // For '!x': result 1 when x is false.
+    fn.emit(I.mov64Imm(r, invert ? 1 : 0));
+    const falseL = fn.newLabel('isfalse');
+    jumpFalse(falseL);
+    fn.emit(I.mov64Imm(r, invert ? 0 : 1));
+    fn.emit(I.ja(l));
+    fn.mark(falseL);
+    fn.mark(l);
+    return r;
+  }
+
+  /** Emit a jump to `label` when `e` is false (zero); falls through when true. */
+  branchIfFalse(e: Expr, label: string): void {
+    const fn = this.fn;
+    if (e.kind === 'UnaryExpr' && e.op === '!') {
+      const skip = fn.newLabel('not');
+      this.branchIfFalse(e.operand, skip);
+      fn.emit(I.ja(label));
+      fn.mark(skip);
+      return;
+    }
+    if (e.kind === 'BinaryExpr' && e.op === '&&') {
+      this.branchIfFalse(e.left, label);
+      this.branchIfFalse(e.right, label);
+      return;
+    }
+    if (e.kind === 'BinaryExpr' && e.op === '||') {
+      const isTrue = fn.newLabel('or_true');
+      const tryRight = fn.newLabel('or_right');
+      this.branchIfFalse(e.left, tryRight);
+      fn.emit(I.ja(isTrue));
+      fn.mark(tryRight);
+      this.branchIfFalse(e.right, label);
+      fn.mark(isTrue);
+      return;
+    }
+    if (e.kind === 'BinaryExpr' && CMP_OPS[e.op]) {
+      const lt = e.left.type!;
+      const rt = e.right.type!;
+      if (lt.kind === 'string' && rt.kind === 'string') {
+        const eq = this.stringEquals(e.left, e.right);
+        fn.emit(I.jmpImm(e.op === '==' ? 'jeq' : 'jne', eq, 0, label));
+        return;
+      }
+      const l = this.scalar(e.left);
+      const r = this.scalar(e.right);
+      const signed = isSigned(lt) && isSigned(rt);
+      const inv = CMP_OPS[CMP_OPS[e.op]!.inv]!;
+      fn.emit(I.jmp(signed ? inv.s : inv.u, l, r, label));
+      return;
+    }
+    const v = this.expr(e);
+    if (v.kind !== 'reg') throw new BpfscopeError('internal: condition is not a scalar');
+    fn.emit(I.jmpImm('jeq', v.reg, 0, label));
+  }
+
+  /** 1 if two strings are equal (compared over the shorter buffer; both are NUL padded), else 0. */
+  private stringEquals(a: Expr, b: Expr): number {
+    const fn = this.fn;
+    const va = this.mem(a);
+    const vb = this.mem(b);
+    const n = Math.min(va.size, vb.size);
+    const r = fn.vreg();
+    const ne = fn.newLabel('str_ne');
+    const done = fn.newLabel('str_done');
+    const x = fn.vreg();
+    const y = fn.vreg();
+    let i = 0;
+    while (i < n) {
+      const c = n - i >= 8 ? 8 : n - i >= 4 ? 4 : n - i >= 2 ? 2 : 1;
+      fn.emit(I.ldx(c, x, FP, va.off + i));
+      fn.emit(I.ldx(c, y, FP, vb.off + i));
+      fn.emit(I.jmp('jne', x, y, ne));
+      i += c;
+    }
+    fn.emit(I.mov64Imm(r, 1));
+    fn.emit(I.ja(done));
+    fn.mark(ne);
+    fn.emit(I.mov64Imm(r, 0));
+    fn.mark(done);
+    return r;
+  }
+
+  private binary(e: BinaryExpr): Val {
+    const fn = this.fn;
+    if (CMP_OPS[e.op] || e.op === '&&' || e.op === '||') {
+      return this.reg(this.boolOf((falseL) => this.branchIfFalse(e, falseL), false));
+    }
+    const l = this.scalar(e.left);
+    const r = this.scalar(e.right);
+    const res = fn.vreg();
+    fn.emit(I.mov64(res, l));
+    this.arith(e.op, res, r, isSigned(e.left.type!) && isSigned(e.right.type!));
+    return this.reg(res);
+  }
+
+  /** dst = dst op src (64-bit), with C semantics for signed division and remainder. */
+  arith(op: string, dst: number, src: number, signed: boolean): void {
+    const fn = this.fn;
+    const simple: Record<string, I.AluOpName> = {
+      '+': 'add',
+      '-': 'sub',
+      '*': 'mul',
+      '&': 'and',
+      '|': 'or',
+      '^': 'xor',
+      '<<': 'lsh',
+    };
+    if (simple[op]) {
+      fn.emit(I.alu64(simple[op]!, dst, src));
+      return;
+    }
+    if (op === '>>') {
+      fn.emit(I.alu64(signed ? 'arsh' : 'rsh', dst, src));
+      return;
+    }
+    if (op === '/' || op === '%') {
+      if (!signed) {
+        fn.emit(I.alu64(op === '/' ? 'div' : 'mod', dst, src));
+        return;
+      }
+      // |a| op |b|, then fix the sign: quotient negative when signs differ, remainder takes a's sign.
+      const a = fn.vreg();
+      const b = fn.vreg();
+      const neg = fn.vreg();
+      fn.emit(I.mov64(a, dst));
+      fn.emit(I.mov64(b, src));
+      fn.emit(I.mov64Imm(neg, 0));
+      const aPos = fn.newLabel('apos');
+      fn.emit(I.jmpImm('jsge', a, 0, aPos));
+      fn.emit(I.neg64(a));
+      fn.emit(I.mov64Imm(neg, 1));
+      fn.mark(aPos);
+      const bPos = fn.newLabel('bpos');
+      fn.emit(I.jmpImm('jsge', b, 0, bPos));
+      fn.emit(I.neg64(b));
+      if (op === '/') fn.emit(I.alu64Imm('xor', neg, 1));
+      fn.mark(bPos);
+      fn.emit(I.mov64(dst, a));
+      fn.emit(I.alu64(op === '/' ? 'div' : 'mod', dst, b));
+      const done = fn.newLabel('sdone');
+      fn.emit(I.jmpImm('jeq', neg, 0, done));
+      fn.emit(I.neg64(dst));
+      fn.mark(done);
+      return;
+    }
+    throw new BpfscopeError(`internal: unsupported operator ${op}`);
+  }
+
+  private callExpr(c: CallExpr): Val {
+    const fn = this.fn;
+    if (c.name === 'str') {
+      const t = c.type!;
+      const size = sizeOf(t);
+      const a = c.args[0]!;
+      if (a.type!.kind === 'string') {
+        const v = this.mem(a);
+        const off = this.frame.temp(size);
+        zeroStack(fn, off, size);
+        copyMem(fn, FP, off, FP, v.off, Math.min(size - 1, v.size));
+        return { kind: 'mem', off, size };
+      }
+      const ptr = this.scalar(a);
+      const off = this.frame.temp(size);
+      zeroStack(fn, off, size);
+      let n: number | { reg: number } = size;
+      if (c.args.length === 2 && c.args[1]!.kind !== 'IntLit' && c.args[1]!.kind !== 'PositionalExpr') {
+        // runtime length: clamp to the buffer
+        const len = this.scalar(c.args[1]!);
+        const r = fn.vreg();
+        fn.emit(I.mov64(r, len));
+        fn.emit(I.alu64Imm('add', r, 1));
+        const ok = fn.newLabel('len_ok');
+        fn.emit(I.jmpImm('jle', r, size, ok));
+        fn.emit(I.mov64Imm(r, size));
+        fn.mark(ok);
+        n = { reg: r };
+      }
+      const userSpace = a.type!.kind === 'pointer' ? a.type!.space === 'user' : true;
+      const helper = userSpace ? H.probe_read_user_str : H.probe_read_kernel_str;
+      this.callHelper(helper, [{ stack: off }, typeof n === 'number' ? { imm: n } : n.reg, ptr]);
+      return { kind: 'mem', off, size };
+    }
+    this.callStmt(c);
+    return this.reg(this.constant(0));
+  }
+}
+
+function isSigned(t: SType): boolean {
+  return t.kind === 'int' && t.signed;
+}

@@ -1,0 +1,84 @@
+/**
+ * Map planning: kernel map type, key layout and value layout for each `@map` from its analysed types.
+ *
+ * - aggregations (count/sum/min/max/avg/stats/hist/lhist) live in PERCPU_HASH maps and are summed (or min/max
+ *   merged) in user space, as DESIGN.md asks (exact, no atomics);
+ * - hist/lhist keys are the user key followed by a u64 bucket index (bpftrace's layout);
+ * - scalar maps (`@x`) use a u64 key of 0;
+ * - min/max values are `{u64 value, u64 is_set}` so CPUs that never saw a value do not contribute;
+ * - avg/stats values are `{u64 total, u64 count}`.
+ */
+import type { MapSymbol } from '../lang/passes/semantic.js';
+import { type SType, sizeOf, tupleLayout } from '../lang/types.js';
+import { MapKind, type MapPlan } from './plan.js';
+
+/** bpftrace's default `max_map_keys`. */
+export const DEFAULT_MAX_MAP_KEYS = 4096;
+
+/** Byte size of a map value of type `t` (per CPU for aggregations). */
+export function mapValueSize(t: SType): number {
+  switch (t.kind) {
+    case 'min':
+    case 'max':
+    case 'avg':
+    case 'stats':
+      return 16;
+    case 'count':
+    case 'sum':
+    case 'hist':
+    case 'lhist':
+      return 8;
+    default:
+      return Math.max(1, sizeOf(t));
+  }
+}
+
+export function isPerCpuAggregation(t: SType): boolean {
+  return ['count', 'sum', 'min', 'max', 'avg', 'stats', 'hist', 'lhist'].includes(t.kind);
+}
+
+export function isHistogram(t: SType): boolean {
+  return t.kind === 'hist' || t.kind === 'lhist';
+}
+
+/** Plan the kernel layout of every map, in name order. */
+export function planMaps(symbols: Iterable<MapSymbol>, maxEntries = DEFAULT_MAX_MAP_KEYS): MapPlan[] {
+  const sorted = [...symbols].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return sorted.map((m, index) => {
+    const perCpu = isPerCpuAggregation(m.valueType);
+    let keyOffsets: number[];
+    let keySize: number;
+    if (m.keyTypes.length === 0) {
+      keyOffsets = [];
+      keySize = 8;
+    } else {
+      const l = tupleLayout(m.keyTypes);
+      keyOffsets = l.offsets;
+      keySize = l.size;
+    }
+    if (isHistogram(m.valueType)) {
+      // the bucket index follows the user key (8-aligned); a scalar histogram has only the bucket index.
+      keySize = m.keyTypes.length === 0 ? 8 : keySize + 8;
+    }
+    const label = m.name === '' ? 'AT_' : `AT_${m.name}`;
+    return {
+      index,
+      name: m.name,
+      kernelName: label.slice(0, 15),
+      mapType: perCpu ? MapKind.PERCPU_HASH : MapKind.HASH,
+      keyTypes: m.keyTypes,
+      keyOffsets,
+      keySize,
+      valueType: m.valueType,
+      valueSize: mapValueSize(m.valueType),
+      maxEntries,
+      perCpu,
+      pos: m.pos,
+    };
+  });
+}
+
+/** Offset of the hist/lhist bucket index within the key. */
+export function bucketOffset(plan: MapPlan): number {
+  return plan.keySize - 8;
+}

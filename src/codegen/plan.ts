@@ -1,0 +1,95 @@
+/**
+ * What the compiler hands the runtime: the kernel maps to create (with the layouts user space needs to decode
+ * them), one IR program per expanded attach point, and the tables of asynchronous actions whose records the
+ * programs write to the ring buffer.
+ *
+ * Ring buffer record layout (all little-endian): a u64 header `action | (id << 32)`, then the action's payload:
+ * - PRINTF:      printf arguments at `PrintfPlan.offsets` (each argument's storage type, C-aligned)
+ * - EXIT:        nothing
+ * - PRINT_MAP:   u64 top, u64 div (0 = not given)
+ * - CLEAR/ZERO:  nothing (id = map index)
+ * - TIME:        nothing (id = time format index)
+ * - PRINT_VALUE: the value (id = print-value index)
+ */
+
+import type { Span } from '../lang/ast.js';
+import type { SType } from '../lang/types.js';
+import type { ExpandedProbe } from '../probes/types.js';
+import type { IrFunction } from './ir.js';
+
+export enum AsyncAction {
+  PRINTF = 1,
+  EXIT = 2,
+  PRINT_MAP = 3,
+  CLEAR = 4,
+  ZERO = 5,
+  TIME = 6,
+  PRINT_VALUE = 7,
+}
+
+/** Kernel map type numbers used by the compiler (uapi `enum bpf_map_type`). */
+export const MapKind = {
+  HASH: 1,
+  ARRAY: 2,
+  PERCPU_HASH: 5,
+  PERCPU_ARRAY: 6,
+  RINGBUF: 27,
+} as const;
+
+/** A user map (`@name`) as laid out in the kernel. */
+export interface MapPlan {
+  /** Index in CompiledProgram.maps (also the id in PRINT_MAP/CLEAR/ZERO records). */
+  index: number;
+  /** The map's name in the program without '@' ('' for `@`). */
+  name: string;
+  /** Kernel object name (<= 15 chars). */
+  kernelName: string;
+  mapType: number;
+  /** Key element types (`[]` for a scalar map, whose kernel key is a u64 0). */
+  keyTypes: SType[];
+  /** Byte offset of each key element in the key. */
+  keyOffsets: number[];
+  /** Key size in bytes, including the trailing u64 bucket index for hist/lhist maps. */
+  keySize: number;
+  valueType: SType;
+  /** Value size in bytes (per CPU for per-CPU maps). */
+  valueSize: number;
+  maxEntries: number;
+  perCpu: boolean;
+  pos: Span;
+}
+
+export interface PrintfPlan {
+  id: number;
+  format: string;
+  argTypes: SType[];
+  /** Byte offset of each argument in the record payload (after the 8-byte header). */
+  offsets: number[];
+  payloadSize: number;
+}
+
+export interface PrintValuePlan {
+  id: number;
+  type: SType;
+}
+
+export interface ProgramPlan {
+  fn: IrFunction;
+  expanded: ExpandedProbe;
+  /** Kernel program name (<= 15 chars). */
+  kernelName: string;
+}
+
+export interface CompiledProgram {
+  maps: MapPlan[];
+  programs: ProgramPlan[];
+  printfs: PrintfPlan[];
+  printValues: PrintValuePlan[];
+  /** time() formats by id. */
+  timeFormats: string[];
+  /** Name of the ring buffer map and the lost-event counter map in IR map references. */
+  ringbufName: string;
+  lostName: string;
+  /** Ring buffer size in bytes (power of two, multiple of the page size). */
+  ringbufSize: number;
+}

@@ -1,0 +1,106 @@
+/**
+ * The compiler pipeline, front to back: parse → expand attach points (probe providers) → semantic analysis (types,
+ * map typing) → map planning → code generation (one IR program per expanded probe). Register allocation and
+ * emission happen at load time (`runtime/loader.ts`), when map fds are known.
+ *
+ * @throws CompileError for errors in the user's program (with positions), BpfscopeError for environment problems.
+ */
+
+import { type GenTables, ProbeGen } from './codegen/gen.js';
+import { planMaps } from './codegen/maps.js';
+import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
+import type { Program } from './lang/ast.js';
+import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
+import { parse } from './lang/parser.js';
+import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
+import { expandAttachPoint } from './probes/registry.js';
+
+export interface CompileOptions {
+  positional?: string[];
+  cpid?: number;
+  /** CLOCK_MONOTONIC ns at session start, for `elapsed` (defaults to now). */
+  startNs?: bigint;
+  /** Ring buffer size in bytes (power of two >= page size). Default 1 MiB. */
+  ringbufSize?: number;
+}
+
+export interface CompileResult {
+  ast: Program;
+  compiled: CompiledProgram;
+  units: ProbeUnit[];
+  warnings: Diagnostic[];
+}
+
+export const RINGBUF_MAP = 'ringbuf';
+export const LOST_MAP = 'lost_events';
+
+/** Compile a program's text. */
+export function compile(source: SourceFile, opts: CompileOptions = {}): CompileResult {
+  const ast = parse(source);
+  if (ast.probes.length === 0) {
+    throw new CompileError([{ severity: 'error', message: 'No probes found in the program' }], source);
+  }
+  const units: ProbeUnit[] = [];
+  const errors: Diagnostic[] = [];
+  ast.probes.forEach((probe, probeIndex) => {
+    for (const ap of probe.attachPoints) {
+      try {
+        for (const expanded of expandAttachPoint(ap)) units.push({ probe, expanded, probeIndex });
+      } catch (e) {
+        if (e instanceof CompileError) errors.push(...e.diagnostics);
+        else throw e;
+      }
+    }
+  });
+  if (errors.length) throw new CompileError(errors, source);
+  const probeNameSize = units.reduce((m, u) => Math.max(m, Buffer.byteLength(u.expanded.name) + 1), 8);
+  const positional = opts.positional ?? [];
+  const analyzer = new Analyzer(units, { positional, cpid: opts.cpid, probeNameSize });
+  try {
+    analyzer.analyze();
+  } catch (e) {
+    if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
+    throw e;
+  }
+  const maps = planMaps(analyzer.maps.values());
+  const tables: GenTables = {
+    maps: new Map(maps.map((m) => [m.name, m])),
+    printfs: [],
+    printValues: [],
+    timeFormats: [],
+    ringbufName: RINGBUF_MAP,
+    lostName: LOST_MAP,
+    positional,
+    cpid: opts.cpid,
+    probeNameSize,
+    startNs: opts.startNs ?? process.hrtime.bigint(),
+  };
+  const programs: ProgramPlan[] = units.map((u, i) => {
+    analyzer.typeUnit(u, true);
+    const kernelName = programName(u, i);
+    const gen = new ProbeGen(tables, u, analyzer, kernelName);
+    return { fn: gen.generate(), expanded: u.expanded, kernelName };
+  });
+  return {
+    ast,
+    units,
+    warnings: analyzer.warnings,
+    compiled: {
+      maps,
+      programs,
+      printfs: tables.printfs,
+      printValues: tables.printValues,
+      timeFormats: tables.timeFormats,
+      ringbufName: RINGBUF_MAP,
+      lostName: LOST_MAP,
+      ringbufSize: opts.ringbufSize ?? 1 << 20,
+    },
+  };
+}
+
+/** Kernel program name: provider initial + sanitised probe name, at most 15 characters. */
+function programName(u: ProbeUnit, i: number): string {
+  const base = u.expanded.name.split(':').pop() ?? u.expanded.provider;
+  const clean = base.replace(/[^A-Za-z0-9_]/g, '_');
+  return `${clean.slice(0, 11)}_${i}`.slice(0, 15);
+}

@@ -1,0 +1,850 @@
+/**
+ * Semantic analysis: types every expression, infers map key/value types across all probes (a fixed-point over the
+ * program, since a map may be read in one probe before the probe that assigns it), and reports bpftrace's errors
+ * (type mismatches, aggregations not assigned to maps, unknown builtins, bad printf arguments, ...).
+ *
+ * Typing rules follow bpftrace (`src/ast/passes/semantic_analyser.cpp`, `docs/language.md`):
+ * - integer literals are int64; `pid`/`tid`/`uid`/`gid`/`cpu` are uint32; `nsecs`/`elapsed` uint64; `comm` string[16];
+ * - arithmetic is done in 64 bits, signed only when both operands are signed;
+ * - comparisons and `!`, `&&`, `||` give 0/1 as int64 (bpftrace 0.17 behaviour; see docs/compat.md);
+ * - maps and variables store integers widened to 64 bits; strings unify to the largest size assigned.
+ */
+
+import type { ExpandedProbe } from '../../probes/types.js';
+import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
+import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
+import { CompileError, type Diagnostic } from '../diagnostics.js';
+import { BOOL, DEFAULT_STRLEN, I64, isAggregation, type SType, stringType, typeName, U32, U64 } from '../types.js';
+
+/** A map after analysis: its key element types (`[]` for `@x`) and value type. */
+export interface MapSymbol {
+  name: string;
+  keyTypes: SType[];
+  valueType: SType;
+  /** First place it was assigned, for messages. */
+  pos: Span;
+}
+
+/** One probe body compiled for one expanded attach point. */
+export interface ProbeUnit {
+  probe: Probe;
+  expanded: ExpandedProbe;
+  /** Index of the AST probe in the program (for naming). */
+  probeIndex: number;
+}
+
+export interface AnalysisOptions {
+  /** Positional parameters `$1..$N` as given on the command line. */
+  positional: string[];
+  /** Child pid for `cpid` (`-c`), if any. */
+  cpid?: number;
+  /** Size of the `probe` builtin's string (longest probe name + 1). */
+  probeNameSize: number;
+}
+
+/** Builtin variables of the current subset and their types. */
+const BUILTIN_TYPES: Record<string, SType> = {
+  pid: U32,
+  tid: U32,
+  uid: U32,
+  gid: U32,
+  cpu: U32,
+  nsecs: U64,
+  elapsed: U64,
+  cpid: U32,
+  comm: stringType(16),
+};
+
+const AGG_FUNCS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist']);
+const VOID_FUNCS = new Set(['printf', 'exit', 'delete', 'clear', 'zero', 'print', 'time']);
+
+/** Widen an integer/bool type to what maps and variables store (64-bit ints). */
+export function storageType(t: SType): SType {
+  if (t.kind === 'int') return t.signed ? I64 : U64;
+  if (t.kind === 'bool') return I64;
+  if (t.kind === 'tuple') return { kind: 'tuple', elems: t.elems.map(storageType) };
+  return t;
+}
+
+/** Join two storage types where they may be unified (ints of either sign, strings of different sizes). */
+function unify(a: SType, b: SType): SType | null {
+  if (a.kind === 'int' && b.kind === 'int') return a.signed && b.signed ? I64 : a.signed || b.signed ? I64 : U64;
+  if (a.kind === 'string' && b.kind === 'string') return stringType(Math.max(a.size, b.size));
+  if (a.kind === 'tuple' && b.kind === 'tuple' && a.elems.length === b.elems.length) {
+    const elems: SType[] = [];
+    for (let i = 0; i < a.elems.length; i++) {
+      const u = unify(a.elems[i]!, b.elems[i]!);
+      if (!u) return null;
+      elems.push(u);
+    }
+    return { kind: 'tuple', elems };
+  }
+  if (JSON.stringify(a) === JSON.stringify(b)) return a;
+  return null;
+}
+
+function sameShape(a: SType, b: SType): boolean {
+  return unify(a, b) !== null;
+}
+
+/**
+ * Analyse a whole program. Returns the map table; annotates nothing permanently (call `typeUnit` per unit before
+ * code generation). Throws CompileError with every diagnostic found.
+ */
+export class Analyzer {
+  readonly maps = new Map<string, MapSymbol>();
+  private diags: Diagnostic[] = [];
+  private final = false;
+  private vars = new Map<string, SType>();
+  private unit: ProbeUnit | null = null;
+  private changed = false;
+
+  constructor(
+    readonly units: ProbeUnit[],
+    readonly opts: AnalysisOptions,
+  ) {}
+
+  /** Infer map types to a fixed point, then check every unit with errors on. */
+  analyze(): void {
+    for (let iter = 0; iter < 8; iter++) {
+      this.changed = false;
+      this.final = false;
+      for (const u of this.units) this.typeUnit(u, false);
+      if (!this.changed) break;
+    }
+    this.final = true;
+    this.diags = [];
+    for (const u of this.units) this.typeUnit(u, true);
+    const errors = this.diags.filter((d) => d.severity === 'error');
+    if (errors.length) throw new CompileError(dedupe(this.diags));
+  }
+
+  /** Scratch variables of the unit typed last, with their storage types. */
+  get variables(): ReadonlyMap<string, SType> {
+    return this.vars;
+  }
+
+  /** Warnings collected by the final pass. */
+  get warnings(): Diagnostic[] {
+    return this.diags.filter((d) => d.severity === 'warning');
+  }
+
+  /** Type one unit's predicate and body (annotating `expr.type`); used again right before its codegen. */
+  typeUnit(u: ProbeUnit, final: boolean): void {
+    this.final = final;
+    this.unit = u;
+    this.vars = new Map();
+    if (u.probe.predicate) this.expr(u.probe.predicate);
+    this.block(u.probe.body);
+  }
+
+  private error(pos: Span | undefined, message: string): void {
+    if (!this.final) return;
+    this.diags.push(pos ? { severity: 'error', message, pos } : { severity: 'error', message });
+  }
+
+  private block(b: Block): void {
+    for (const s of b.stmts) this.stmt(s);
+  }
+
+  private stmt(s: Stmt): void {
+    switch (s.kind) {
+      case 'ExprStmt':
+        this.exprStatement(s.expr);
+        return;
+      case 'AssignStmt':
+        this.assign(s);
+        return;
+      case 'VarDeclStmt': {
+        if (s.value) {
+          const t = this.expr(s.value);
+          if (t) this.defineVar(s.variable, storageType(t));
+        } else {
+          this.error(s.pos, 'Variable declarations without a value are not supported yet');
+        }
+        return;
+      }
+      case 'IfStmt':
+        this.condition(s.cond);
+        this.block(s.then);
+        if (s.else) this.stmt(s.else);
+        return;
+      case 'Block':
+        this.block(s);
+        return;
+      case 'WhileStmt':
+      case 'UnrollStmt':
+      case 'ForStmt':
+        this.error(s.pos, `${s.kind.replace('Stmt', '').toLowerCase()} loops are not supported yet`);
+        return;
+      case 'JumpStmt':
+        if (s.jump !== 'return') this.error(s.pos, `'${s.jump}' is only valid inside a loop`);
+        if (s.value) this.error(s.value.pos, 'return values are not supported in probes');
+        return;
+    }
+  }
+
+  private condition(e: Expr): void {
+    const t = this.expr(e);
+    if (t && t.kind !== 'int' && t.kind !== 'bool' && t.kind !== 'pointer') {
+      this.error(e.pos, `Invalid condition: ${typeName(t)} is not an integer`);
+    }
+  }
+
+  private exprStatement(e: Expr): void {
+    if (e.kind === 'CallExpr' && AGG_FUNCS.has(e.name)) {
+      this.error(e.pos, `${e.name}() should be directly assigned to a map`);
+      return;
+    }
+    if (e.kind === 'CallExpr' || e.kind === 'IncDecExpr') {
+      this.expr(e);
+      return;
+    }
+    this.expr(e);
+  }
+
+  private defineVar(v: VarExpr, t: SType): void {
+    const prev = this.vars.get(v.name);
+    if (!prev) {
+      this.vars.set(v.name, t);
+      v.type = t;
+      return;
+    }
+    const u = unify(prev, t);
+    if (!u) {
+      this.error(
+        v.pos,
+        `Type mismatch for $${v.name}: trying to assign value of type '${typeName(t)}' when variable already contains a value of type '${typeName(prev)}'`,
+      );
+      return;
+    }
+    this.vars.set(v.name, u);
+    v.type = u;
+  }
+
+  private mapKeyTypes(m: MapExpr): SType[] | null {
+    const out: SType[] = [];
+    for (const k of m.keys) {
+      const t = this.expr(k);
+      if (!t) return null;
+      if (t.kind === 'none' || isAggregation(t)) {
+        this.error(k.pos, `Invalid map key type: ${typeName(t)}`);
+        return null;
+      }
+      out.push(storageType(t));
+    }
+    return out;
+  }
+
+  /** Record/unify a map's type at an assignment site. */
+  private defineMap(m: MapExpr, keyTypes: SType[], valueType: SType): void {
+    const prev = this.maps.get(m.name);
+    const label = m.name === '' ? '@' : `@${m.name}`;
+    if (!prev) {
+      this.maps.set(m.name, { name: m.name, keyTypes, valueType, pos: m.pos });
+      this.changed = true;
+      m.type = valueType;
+      return;
+    }
+    if (prev.keyTypes.length !== keyTypes.length || !prev.keyTypes.every((k, i) => sameShape(k, keyTypes[i]!))) {
+      this.error(
+        m.pos,
+        `Argument mismatch for ${label}: trying to access with arguments: [${keyTypes.map(typeName).join(', ')}] when map expects arguments: [${prev.keyTypes.map(typeName).join(', ')}]`,
+      );
+      return;
+    }
+    const keys = prev.keyTypes.map((k, i) => unify(k, keyTypes[i]!)!);
+    let value: SType | null;
+    if (isAggregation(prev.valueType) || isAggregation(valueType)) {
+      value = JSON.stringify(prev.valueType) === JSON.stringify(valueType) ? prev.valueType : null;
+      if (!value && prev.valueType.kind === valueType.kind && valueType.kind !== 'lhist') value = prev.valueType;
+    } else {
+      value = unify(prev.valueType, valueType);
+    }
+    if (!value) {
+      this.error(
+        m.pos,
+        `Type mismatch for ${label}: trying to assign value of type '${typeName(valueType)}' when map already contains a value of type '${typeName(prev.valueType)}'`,
+      );
+      return;
+    }
+    if (
+      JSON.stringify(value) !== JSON.stringify(prev.valueType) ||
+      JSON.stringify(keys) !== JSON.stringify(prev.keyTypes)
+    ) {
+      this.changed = true;
+    }
+    prev.keyTypes = keys;
+    prev.valueType = value;
+    m.type = value;
+  }
+
+  private assign(s: AssignStmt): void {
+    const target = s.target;
+    const v = s.value;
+    if (target.kind === 'MapExpr') {
+      const keys = this.mapKeyTypes(target);
+      if (v.kind === 'CallExpr' && AGG_FUNCS.has(v.name)) {
+        if (s.op !== '=') this.error(s.pos, `${v.name}() can only be assigned with '='`);
+        const t = this.aggregation(v);
+        if (t && keys) this.defineMap(target, keys, t);
+        return;
+      }
+      const t = this.expr(v);
+      if (!t || !keys) return;
+      if (t.kind === 'none') {
+        this.error(v.pos, `Cannot assign a value of type none to a map`);
+        return;
+      }
+      if (s.op !== '=') {
+        if (t.kind !== 'int' && t.kind !== 'bool') this.error(v.pos, `Compound assignment needs an integer value`);
+        const prev = this.maps.get(target.name);
+        if (prev && prev.valueType.kind !== 'int' && !isAggregation(prev.valueType)) {
+          this.error(target.pos, `Compound assignment to a map of type ${typeName(prev.valueType)}`);
+        }
+        if (prev && isAggregation(prev.valueType)) {
+          this.error(target.pos, `Compound assignment to an aggregation map is not supported`);
+          return;
+        }
+      }
+      this.defineMap(target, keys, storageType(t));
+      return;
+    }
+    // variable
+    const t = this.expr(v);
+    if (!t) return;
+    if (v.kind === 'CallExpr' && AGG_FUNCS.has(v.name)) return;
+    if (t.kind === 'none') {
+      this.error(v.pos, `Cannot assign a value of type none to a variable`);
+      return;
+    }
+    if (s.op !== '=') {
+      const prev = this.vars.get(target.name);
+      if (!prev) {
+        this.error(target.pos, `Undefined or undeclared variable: $${target.name}`);
+        return;
+      }
+      if (prev.kind !== 'int') this.error(target.pos, `Compound assignment to a variable of type ${typeName(prev)}`);
+      target.type = prev;
+      return;
+    }
+    this.defineVar(target, storageType(t));
+  }
+
+  /** Type an aggregation call (`count()`, `hist(x)`, ...) and check its arguments. */
+  private aggregation(c: CallExpr): SType | null {
+    const args = c.args.map((a) => this.expr(a));
+    const need = (n: number, m = n): boolean => {
+      if (c.args.length < n || c.args.length > m) {
+        this.error(
+          c.pos,
+          `${c.name}() requires ${n === m ? n : `${n}-${m}`} argument${m === 1 ? '' : 's'} (${c.args.length} provided)`,
+        );
+        return false;
+      }
+      return true;
+    };
+    const intArg = (i: number): boolean => {
+      const t = args[i];
+      if (t && t.kind !== 'int' && t.kind !== 'bool') {
+        this.error(c.args[i]!.pos, `${c.name}() only supports integer arguments (${typeName(t)} provided)`);
+        return false;
+      }
+      return true;
+    };
+    const signed = (i: number): boolean => {
+      const t = args[i];
+      return !!t && t.kind === 'int' && t.signed;
+    };
+    switch (c.name) {
+      case 'count':
+        if (!need(0)) return null;
+        c.type = { kind: 'count' };
+        return c.type;
+      case 'sum':
+      case 'avg':
+      case 'min':
+      case 'max':
+      case 'stats':
+        if (!need(1) || !intArg(0)) return null;
+        c.type = { kind: c.name, signed: signed(0) } as SType;
+        return c.type;
+      case 'hist': {
+        if (!need(1, 2) || !intArg(0)) return null;
+        let bits = 0;
+        if (c.args.length === 2) {
+          const k = this.constInt(c.args[1]!, 'hist: bits');
+          if (k === null) return null;
+          if (k < 0 || k > 5) {
+            this.error(c.args[1]!.pos, `hist: bits must be between 0 and 5 (${k} provided)`);
+            return null;
+          }
+          bits = k;
+        }
+        c.type = { kind: 'hist', bits };
+        return c.type;
+      }
+      case 'lhist': {
+        if (!need(4) || !intArg(0)) return null;
+        const min = this.constInt(c.args[1]!, 'lhist: min');
+        const max = this.constInt(c.args[2]!, 'lhist: max');
+        const step = this.constInt(c.args[3]!, 'lhist: step');
+        if (min === null || max === null || step === null) return null;
+        if (step <= 0) {
+          this.error(c.args[3]!.pos, 'lhist() step must be >= 1');
+          return null;
+        }
+        if (min < 0) {
+          this.error(c.args[1]!.pos, 'lhist() min must be non-negative');
+          return null;
+        }
+        if (min > max) {
+          this.error(c.args[1]!.pos, 'lhist() min must be less than max');
+          return null;
+        }
+        if ((max - min) / step > 1000) {
+          this.error(c.pos, 'lhist() too many buckets, must be <= 1000 (rows = (max - min) / step)');
+          return null;
+        }
+        c.type = { kind: 'lhist', min, max, step };
+        return c.type;
+      }
+    }
+    return null;
+  }
+
+  /** Evaluate a compile-time integer (literal, positional parameter, negation). */
+  constInt(e: Expr, what: string): number | null {
+    const v = this.constValue(e);
+    if (v === null) {
+      this.error(e.pos, `${what} must be an integer literal`);
+      return null;
+    }
+    return Number(v);
+  }
+
+  private constValue(e: Expr): bigint | null {
+    if (e.kind === 'IntLit') return e.value;
+    if (e.kind === 'UnaryExpr' && e.op === '-') {
+      const v = this.constValue(e.operand);
+      return v === null ? null : -v;
+    }
+    if (e.kind === 'PositionalExpr') {
+      if (e.count) return BigInt(this.opts.positional.length);
+      const s = this.opts.positional[e.index - 1];
+      if (s !== undefined && /^-?(0x[0-9a-f]+|\d+)$/i.test(s.trim())) return BigInt(s.trim());
+    }
+    return null;
+  }
+
+  /** Type an expression; returns null when unknown (only during inference). */
+  expr(e: Expr): SType | null {
+    const t = this.exprInner(e);
+    if (t) e.type = t;
+    return t;
+  }
+
+  private exprInner(e: Expr): SType | null {
+    switch (e.kind) {
+      case 'IntLit':
+        return e.value > 0x7fffffffffffffffn ? U64 : I64;
+      case 'StrLit':
+        return stringType(Buffer.byteLength(e.value) + 1);
+      case 'BoolLit':
+        return BOOL;
+      case 'BuiltinExpr':
+        return this.builtin(e.name, e.pos);
+      case 'PositionalExpr': {
+        if (e.count) return I64;
+        const s = this.opts.positional[e.index - 1];
+        if (s === undefined) {
+          // bpftrace: an unset positional parameter is 0 / "" (with a check only in str())
+          return I64;
+        }
+        return /^-?(0x[0-9a-f]+|\d+)$/i.test(s.trim()) ? I64 : stringType(Buffer.byteLength(s) + 1);
+      }
+      case 'VarExpr': {
+        const t = this.vars.get(e.name);
+        if (!t) {
+          this.error(e.pos, `Undefined or undeclared variable: $${e.name}`);
+          return null;
+        }
+        return t;
+      }
+      case 'MapExpr': {
+        const keys = this.mapKeyTypes(e);
+        const m = this.maps.get(e.name);
+        if (!m) {
+          this.error(e.pos, `Undefined map: ${e.name === '' ? '@' : `@${e.name}`}`);
+          return null;
+        }
+        if (keys && (keys.length !== m.keyTypes.length || !keys.every((k, i) => sameShape(k, m.keyTypes[i]!)))) {
+          const label = e.name === '' ? '@' : `@${e.name}`;
+          this.error(
+            e.pos,
+            `Argument mismatch for ${label}: trying to access with arguments: [${keys.map(typeName).join(', ')}] when map expects arguments: [${m.keyTypes.map(typeName).join(', ')}]`,
+          );
+        }
+        const vt = m.valueType;
+        if (vt.kind === 'count' || vt.kind === 'sum' || vt.kind === 'min' || vt.kind === 'max') {
+          return vt.kind === 'count' ? U64 : (vt as { signed: boolean }).signed ? I64 : U64;
+        }
+        if (vt.kind === 'avg' || vt.kind === 'stats' || vt.kind === 'hist' || vt.kind === 'lhist') {
+          this.error(e.pos, `Reading a ${vt.kind}() map in an expression is not supported`);
+          return null;
+        }
+        return vt;
+      }
+      case 'CallExpr':
+        return this.call(e);
+      case 'BinaryExpr': {
+        const l = this.expr(e.left);
+        const r = this.expr(e.right);
+        if (!l || !r) return null;
+        if (e.op === '&&' || e.op === '||') {
+          for (const [t, x] of [
+            [l, e.left],
+            [r, e.right],
+          ] as const) {
+            if (t.kind !== 'int' && t.kind !== 'bool' && t.kind !== 'pointer') {
+              this.error(x.pos, `Invalid operand of type ${typeName(t)} for '${e.op}'`);
+            }
+          }
+          return I64;
+        }
+        if (l.kind === 'string' || r.kind === 'string') {
+          if (l.kind !== 'string' || r.kind !== 'string' || (e.op !== '==' && e.op !== '!=')) {
+            this.error(e.pos, `Type mismatch for '${e.op}': comparing '${typeName(l)}' with '${typeName(r)}'`);
+            return null;
+          }
+          return I64;
+        }
+        const isNum = (t: SType): boolean => t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer';
+        if (!isNum(l) || !isNum(r)) {
+          this.error(e.pos, `Type mismatch for '${e.op}': comparing '${typeName(l)}' with '${typeName(r)}'`);
+          return null;
+        }
+        const signed = isSigned(l) && isSigned(r);
+        if (['==', '!=', '<', '<=', '>', '>='].includes(e.op)) return I64;
+        if ((e.op === '/' || e.op === '%') && signed && this.final && e.right.kind !== 'IntLit') {
+          // bpftrace warns about signed division; we implement C semantics (truncation toward zero).
+        }
+        return signed ? I64 : U64;
+      }
+      case 'UnaryExpr': {
+        const t = this.expr(e.operand);
+        if (!t) return null;
+        if (e.op === '*' || e.op === '&') {
+          this.error(e.pos, `Pointer ${e.op === '*' ? 'dereference' : 'address-of'} is not supported yet`);
+          return null;
+        }
+        if (t.kind !== 'int' && t.kind !== 'bool' && t.kind !== 'pointer') {
+          this.error(e.pos, `Invalid type for unary operator '${e.op}': ${typeName(t)}`);
+          return null;
+        }
+        if (e.op === '!') return I64;
+        if (e.op === '-') return I64;
+        return isSigned(t) ? I64 : U64;
+      }
+      case 'IncDecExpr': {
+        const target = e.target;
+        if (target.kind === 'VarExpr') {
+          const t = this.vars.get(target.name);
+          if (!t) {
+            this.error(target.pos, `Undefined or undeclared variable: $${target.name}`);
+            return null;
+          }
+          if (t.kind !== 'int') this.error(e.pos, `${e.op} needs an integer variable`);
+          target.type = t;
+          return t;
+        }
+        const keys = this.mapKeyTypes(target);
+        if (!keys) return null;
+        const prev = this.maps.get(target.name);
+        if (prev && prev.valueType.kind !== 'int') {
+          this.error(e.pos, `${e.op} needs a map of integers (${typeName(prev.valueType)} found)`);
+          return null;
+        }
+        this.defineMap(target, keys, I64);
+        return this.maps.get(target.name)?.valueType ?? I64;
+      }
+      case 'TernaryExpr': {
+        this.condition(e.cond);
+        const a = this.expr(e.then);
+        const b = this.expr(e.else);
+        if (!a || !b) return null;
+        if (a.kind === 'none' && b.kind === 'none') return a;
+        const u = unify(storageType(a), storageType(b));
+        if (!u) {
+          this.error(e.pos, `Ternary operator must return the same type: have '${typeName(a)}' and '${typeName(b)}'`);
+          return null;
+        }
+        return u;
+      }
+      case 'FieldExpr':
+        return this.field(e);
+      case 'TupleExpr': {
+        const elems: SType[] = [];
+        for (const x of e.elems) {
+          const t = this.expr(x);
+          if (!t) return null;
+          if (t.kind === 'none' || isAggregation(t)) {
+            this.error(x.pos, `Invalid tuple element type: ${typeName(t)}`);
+            return null;
+          }
+          elems.push(storageType(t));
+        }
+        return { kind: 'tuple', elems };
+      }
+      case 'CastExpr': {
+        const t = this.expr(e.operand);
+        const spec = e.typeSpec;
+        const m = /^(u?)int(8|16|32|64)$/.exec(spec.name);
+        if (!m || spec.pointerDepth > 0 || spec.arrayCount !== null) {
+          this.error(spec.pos, `Cast to '${spec.name}${'*'.repeat(spec.pointerDepth)}' is not supported yet`);
+          return null;
+        }
+        if (t && t.kind !== 'int' && t.kind !== 'bool' && t.kind !== 'pointer') {
+          this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name}'`);
+        }
+        return { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
+      }
+      case 'IndexExpr': {
+        const t = this.expr(e.object);
+        this.expr(e.index);
+        if (!t) return null;
+        if (t.kind === 'array') {
+          const idx = this.constValue(e.index);
+          if (idx === null) {
+            this.error(e.index.pos, 'Array index must be a constant integer for now');
+            return null;
+          }
+          if (idx < 0n || idx >= BigInt(t.count)) {
+            this.error(e.index.pos, `Index ${idx} out of bounds for array of size ${t.count}`);
+            return null;
+          }
+          return t.elem;
+        }
+        this.error(e.pos, `The [] operator can not be used on expressions of type ${typeName(t)}`);
+        return null;
+      }
+      case 'RangeExpr':
+      case 'SizeofExpr':
+      case 'OffsetofExpr':
+      case 'BlockExpr':
+        this.error(e.pos, `${e.kind.replace('Expr', '')} expressions are not supported yet`);
+        return null;
+    }
+  }
+
+  private builtin(name: string, pos: Span): SType | null {
+    const u = this.unit!;
+    if (name === 'probe') return stringType(this.opts.probeNameSize);
+    if (name === 'cpid') {
+      if (this.opts.cpid === undefined) {
+        this.error(pos, 'cpid cannot be used without child command (-c)');
+        return null;
+      }
+      return U32;
+    }
+    if (name === 'args') {
+      if (!u.expanded.args) {
+        this.error(pos, `The args builtin can not be used with '${u.expanded.provider}' probes`);
+        return null;
+      }
+      return u.expanded.args;
+    }
+    if (/^arg\d+$/.test(name)) {
+      this.error(pos, `The ${name} builtin can not be used with '${u.expanded.provider}' probes`);
+      return null;
+    }
+    const t = BUILTIN_TYPES[name];
+    if (!t) {
+      this.error(pos, `Unknown identifier: '${name}'`);
+      return null;
+    }
+    return t;
+  }
+
+  private field(e: Expr & { kind: 'FieldExpr' }): SType | null {
+    const t = this.expr(e.object);
+    if (!t) return null;
+    if (t.kind === 'tuple') {
+      const i = Number(e.field);
+      if (!/^\d+$/.test(e.field) || i >= t.elems.length) {
+        this.error(e.pos, `Invalid tuple index: ${e.field}. Found ${t.elems.length} elements in tuple.`);
+        return null;
+      }
+      return t.elems[i]!;
+    }
+    if (t.kind === 'record') {
+      const f = t.fields.find((x) => x.name === e.field);
+      if (!f) {
+        const what =
+          e.object.kind === 'BuiltinExpr' && e.object.name === 'args' ? `${this.unit!.expanded.name}` : t.name;
+        this.error(
+          e.pos,
+          `Can't find field '${e.field}' in ${e.object.kind === 'BuiltinExpr' ? `args of ${what}` : what}`,
+        );
+        return null;
+      }
+      return f.type;
+    }
+    this.error(e.pos, `Can not access field '${e.field}' on expression of type '${typeName(t)}'`);
+    return null;
+  }
+
+  private call(c: CallExpr): SType | null {
+    if (AGG_FUNCS.has(c.name)) {
+      this.error(c.pos, `${c.name}() should be directly assigned to a map`);
+      c.args.forEach((a) => this.expr(a));
+      return null;
+    }
+    const args = c.args;
+    const mapArg = (i: number, fn: string): MapExpr | null => {
+      const a = args[i];
+      if (a?.kind !== 'MapExpr') {
+        this.error(a?.pos ?? c.pos, `${fn}() expects a map argument`);
+        return null;
+      }
+      return a;
+    };
+    switch (c.name) {
+      case 'printf': {
+        if (args.length === 0 || args[0]!.kind !== 'StrLit') {
+          this.error(c.pos, 'printf() expects a string literal as its first argument');
+          args.forEach((a) => this.expr(a));
+          return { kind: 'none' };
+        }
+        const types: SType[] = [];
+        let ok = true;
+        for (const a of args.slice(1)) {
+          const t = this.expr(a);
+          if (!t) ok = false;
+          else types.push(t);
+        }
+        if (ok && this.final) {
+          const err = checkPrintfArgs(compilePrintf((args[0] as { value: string }).value), types);
+          if (err) this.error(c.pos, err);
+        }
+        return { kind: 'none' };
+      }
+      case 'exit':
+        if (args.length > 1) this.error(c.pos, 'exit() takes at most one argument');
+        args.forEach((a) => this.expr(a));
+        return { kind: 'none' };
+      case 'time':
+        if (args.length > 1 || (args.length === 1 && args[0]!.kind !== 'StrLit')) {
+          this.error(c.pos, 'time() expects an optional string literal format');
+        }
+        return { kind: 'none' };
+      case 'clear':
+      case 'zero': {
+        if (args.length !== 1) this.error(c.pos, `${c.name}() requires one argument`);
+        const m = mapArg(0, c.name);
+        if (m) {
+          if (m.keys.length) this.error(m.pos, `The map passed to ${c.name}() should not be indexed by a key`);
+          this.checkMapExists(m);
+        }
+        return { kind: 'none' };
+      }
+      case 'delete': {
+        if (args.length === 2) {
+          const m = mapArg(0, 'delete');
+          if (m) {
+            this.checkMapExists(m);
+            const t = this.expr(args[1]!);
+            const sym = this.maps.get(m.name);
+            if (t && sym) {
+              const keyT =
+                sym.keyTypes.length === 1 ? sym.keyTypes[0]! : { kind: 'tuple' as const, elems: sym.keyTypes };
+              if (!sameShape(storageType(t), keyT)) this.error(args[1]!.pos, `delete(): key type mismatch`);
+            }
+          }
+          return { kind: 'none' };
+        }
+        if (args.length !== 1) {
+          this.error(c.pos, 'delete() requires 1 or 2 arguments');
+          return { kind: 'none' };
+        }
+        const m = mapArg(0, 'delete');
+        if (m) {
+          const sym = this.maps.get(m.name);
+          this.mapKeyTypes(m);
+          if (!sym) this.error(m.pos, `Undefined map: @${m.name}`);
+          else if (sym.keyTypes.length > 0 && m.keys.length === 0) {
+            this.error(m.pos, `delete() of a keyed map needs a key: delete(@${m.name}[key])`);
+          }
+        }
+        return { kind: 'none' };
+      }
+      case 'print': {
+        if (args.length === 0 || args.length > 3) {
+          this.error(c.pos, 'print() requires 1 to 3 arguments');
+          return { kind: 'none' };
+        }
+        const a = args[0]!;
+        if (a.kind === 'MapExpr' && a.keys.length === 0) {
+          this.checkMapExists(a);
+          for (const x of args.slice(1)) {
+            const v = this.constValue(x);
+            if (v === null) this.error(x.pos, 'print(): top and div arguments must be integer literals');
+          }
+          return { kind: 'none' };
+        }
+        if (args.length > 1) this.error(c.pos, 'Non-map print() only takes 1 argument');
+        const t = this.expr(a);
+        if (t && (t.kind === 'none' || isAggregation(t)))
+          this.error(a.pos, `print() can not print a value of type ${typeName(t)}`);
+        return { kind: 'none' };
+      }
+      case 'str': {
+        if (args.length < 1 || args.length > 2) {
+          this.error(c.pos, `str() requires 1 or 2 arguments (${args.length} provided)`);
+          return null;
+        }
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'int' && t.kind !== 'pointer' && t.kind !== 'string') {
+          this.error(c.pos, `str() expects an integer or a pointer type as first argument (${typeName(t)} provided)`);
+        }
+        let size = DEFAULT_STRLEN;
+        if (args.length === 2) {
+          const lt = this.expr(args[1]!);
+          const n = this.constValue(args[1]!);
+          if (n !== null) {
+            if (n < 0n) this.error(args[1]!.pos, 'str() length must be non-negative');
+            size = Math.min(Number(n) + 1, DEFAULT_STRLEN);
+          } else if (lt && lt.kind !== 'int') {
+            this.error(args[1]!.pos, `str() expects an integer length (${typeName(lt)} provided)`);
+          }
+        }
+        if (t && t.kind === 'string') return stringType(Math.min(size, Math.max(t.size, 1)));
+        return stringType(size);
+      }
+    }
+    if (VOID_FUNCS.has(c.name)) return { kind: 'none' };
+    this.error(c.pos, `Unknown function: '${c.name}'`);
+    args.forEach((a) => this.expr(a));
+    return null;
+  }
+
+  private checkMapExists(m: MapExpr): void {
+    if (!this.maps.has(m.name)) this.error(m.pos, `Undefined map: ${m.name === '' ? '@' : `@${m.name}`}`);
+  }
+}
+
+function isSigned(t: SType): boolean {
+  return t.kind === 'int' ? t.signed : false;
+}
+
+function dedupe(ds: Diagnostic[]): Diagnostic[] {
+  const seen = new Set<string>();
+  return ds.filter((d) => {
+    const k = `${d.message}@${d.pos?.offset}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+export const _test = { unify, storageType };

@@ -1,0 +1,149 @@
+/**
+ * Decoding kernel bytes (map keys and values, ring buffer payloads) into the output model
+ * (`runtime/output/model.ts`), following the layouts the code generator uses (`codegen/maps.ts`,
+ * `codegen/plan.ts`): integers little-endian at their storage size, strings NUL-terminated in fixed buffers,
+ * tuples C-aligned, per-CPU aggregation slots summed (min/max merged over the CPUs whose is_set flag is 1).
+ */
+
+import { bucketOffset } from '../codegen/maps.js';
+import type { MapPlan } from '../codegen/plan.js';
+import { type SType, sizeOf, tupleLayout } from '../lang/types.js';
+import type { AggValue, MapDump, MapEntry, Value } from './output/model.js';
+
+/** Decode a value of storage type `t` at `buf[off..]`. */
+export function decodeValue(buf: Buffer, off: number, t: SType): Value {
+  switch (t.kind) {
+    case 'int': {
+      let v: bigint;
+      switch (t.size) {
+        case 1:
+          v = BigInt(t.signed ? buf.readInt8(off) : buf.readUInt8(off));
+          break;
+        case 2:
+          v = BigInt(t.signed ? buf.readInt16LE(off) : buf.readUInt16LE(off));
+          break;
+        case 4:
+          v = BigInt(t.signed ? buf.readInt32LE(off) : buf.readUInt32LE(off));
+          break;
+        default:
+          v = t.signed ? buf.readBigInt64LE(off) : buf.readBigUInt64LE(off);
+      }
+      return { kind: 'int', value: v, signed: t.signed, size: t.size };
+    }
+    case 'bool':
+      return { kind: 'bool', value: buf[off] !== 0 };
+    case 'string': {
+      const end = buf.indexOf(0, off);
+      const stop = end < 0 || end > off + t.size ? off + t.size : end;
+      return { kind: 'string', value: buf.toString('latin1', off, stop) };
+    }
+    case 'tuple': {
+      const l = tupleLayout(t.elems);
+      return { kind: 'tuple', elems: t.elems.map((e, i) => decodeValue(buf, off + l.offsets[i]!, e)) };
+    }
+    case 'pointer':
+      return { kind: 'int', value: buf.readBigUInt64LE(off), signed: false, size: 8 };
+    default:
+      return { kind: 'none' };
+  }
+}
+
+/** Decode one map key into its elements (`[]` for scalar maps). */
+export function decodeKey(plan: MapPlan, key: Buffer): Value[] {
+  return plan.keyTypes.map((t, i) => decodeValue(key, plan.keyOffsets[i]!, t));
+}
+
+/** Merge the per-CPU slots (each `slot` bytes) of an aggregation value. */
+export function decodeAggregation(t: SType, slots: Buffer[]): AggValue | null {
+  switch (t.kind) {
+    case 'count':
+    case 'sum': {
+      let s = 0n;
+      for (const b of slots) s += b.readBigUInt64LE(0);
+      const signed = t.kind === 'sum' && t.signed;
+      return { kind: t.kind, value: signed ? BigInt.asIntN(64, s) : BigInt.asUintN(64, s), signed };
+    }
+    case 'min':
+    case 'max': {
+      let best: bigint | null = null;
+      for (const b of slots) {
+        if (b.readBigUInt64LE(8) === 0n) continue;
+        const v = t.signed ? b.readBigInt64LE(0) : b.readBigUInt64LE(0);
+        if (best === null || (t.kind === 'min' ? v < best : v > best)) best = v;
+      }
+      if (best === null) return null;
+      return { kind: t.kind, value: best, signed: t.signed };
+    }
+    case 'avg':
+    case 'stats': {
+      let total = 0n;
+      let count = 0n;
+      for (const b of slots) {
+        total += b.readBigUInt64LE(0);
+        count += b.readBigUInt64LE(8);
+      }
+      return {
+        kind: t.kind,
+        total: t.signed ? BigInt.asIntN(64, total) : BigInt.asUintN(64, total),
+        count,
+        signed: t.signed,
+      };
+    }
+    default:
+      return null;
+  }
+}
+
+/** A raw map entry: key bytes and per-CPU value slots (one slot for non per-CPU maps). */
+export interface RawEntry {
+  key: Buffer;
+  slots: Buffer[];
+}
+
+/** Build the MapDump the formatters print from raw entries of a planned map. */
+export function buildMapDump(plan: MapPlan, raw: Iterable<RawEntry>): MapDump {
+  const name = plan.name === '' ? '@' : `@${plan.name}`;
+  const t = plan.valueType;
+  const entries: MapEntry[] = [];
+  if (t.kind === 'hist' || t.kind === 'lhist') {
+    // group by the user key; the trailing u64 is the bucket index
+    const groups = new Map<string, { key: Value[]; buckets: Map<number, bigint> }>();
+    const bo = bucketOffset(plan);
+    for (const e of raw) {
+      const userKey = e.key.subarray(0, bo);
+      const id = userKey.toString('hex');
+      let g = groups.get(id);
+      if (!g) {
+        g = { key: decodeKey(plan, e.key), buckets: new Map() };
+        groups.set(id, g);
+      }
+      const idx = Number(e.key.readBigUInt64LE(bo));
+      let n = 0n;
+      for (const s of e.slots) n += s.readBigUInt64LE(0);
+      if (n !== 0n) g.buckets.set(idx, (g.buckets.get(idx) ?? 0n) + n);
+    }
+    for (const g of groups.values()) {
+      const value: AggValue =
+        t.kind === 'hist'
+          ? { kind: 'hist', bits: t.bits, buckets: g.buckets }
+          : { kind: 'lhist', min: t.min, max: t.max, step: t.step, buckets: g.buckets };
+      entries.push({ key: g.key, value });
+    }
+  } else {
+    for (const e of raw) {
+      const key = decodeKey(plan, e.key);
+      if (plan.perCpu) {
+        const v = decodeAggregation(t, e.slots);
+        if (v) entries.push({ key, value: v });
+      } else {
+        entries.push({ key, value: decodeValue(e.slots[0]!, 0, t) });
+      }
+    }
+  }
+  return { name, keyTypes: plan.keyTypes, valueType: t, entries };
+}
+
+/** Size in bytes of a value of storage type `t` in a record. */
+export function storageSize(t: SType): number {
+  return sizeOf(t);
+}

@@ -1,0 +1,242 @@
+/**
+ * A tracing session: owns every kernel object of one run (maps, ring buffer, programs, attachments) and drives
+ * bpftrace's lifecycle: print "Attaching N probes...", run BEGIN (BPF_PROG_TEST_RUN), attach the other probes,
+ * consume async events (printf, print, exit, time, clear, zero) until exit()/a signal/the -c child ends, detach,
+ * run END, print the maps, close everything. `close()` is idempotent and safe from any exit path.
+ */
+import { BpfMap } from '../bpf/map.js';
+import type { LoadedProgram } from '../bpf/program.js';
+import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
+import { AsyncAction, MapKind } from '../codegen/plan.js';
+import type { AttachedProbe } from '../probes/types.js';
+import { buildMapDump, decodeValue } from './decode.js';
+import { loadPlan } from './loader.js';
+import type { Output } from './output/index.js';
+import type { MapDump, Value } from './output/model.js';
+import { compilePrintf, renderPrintf } from './output/printf.js';
+import { formatTime } from './output/strftime.js';
+import { RingBufConsumer } from './ringbuf.js';
+
+export interface SessionOptions {
+  output: Output;
+  /** Verifier log level for loads (-v: stats). */
+  logLevel?: number;
+  /** Called with each program's load result (for -d / -v output). */
+  onLoaded?: (name: string, program: LoadedProgram, insns: import('../codegen/ir.js').Insn[]) => void;
+}
+
+export class Session {
+  private maps = new Map<string, BpfMap>();
+  private planByIndex: MapPlan[] = [];
+  private programs: { plan: CompiledProgram['programs'][number]; prog: LoadedProgram }[] = [];
+  private attachments: AttachedProbe[] = [];
+  private ring: RingBufConsumer | null = null;
+  private lost: BpfMap | null = null;
+  private lostReported = 0n;
+  private closed = false;
+  /** First error raised while consuming events in the background; rethrown by `finish()`. */
+  private error: unknown = null;
+  private exitRequested = false;
+  private stopResolve: (() => void) | null = null;
+  private readonly printfs: ReturnType<typeof compilePrintf>[];
+
+  constructor(
+    readonly compiled: CompiledProgram,
+    readonly opts: SessionOptions,
+  ) {
+    this.printfs = compiled.printfs.map((p) => compilePrintf(p.format));
+  }
+
+  /** Create maps and load every program. @throws ProgramRejected, KernelError */
+  load(): void {
+    const c = this.compiled;
+    for (const m of c.maps) {
+      this.maps.set(
+        m.kernelName,
+        BpfMap.create({
+          type: m.mapType,
+          keySize: m.keySize,
+          valueSize: m.valueSize,
+          maxEntries: m.maxEntries,
+          name: m.kernelName,
+        }),
+      );
+      this.planByIndex[m.index] = m;
+    }
+    const ring = BpfMap.create({
+      type: MapKind.RINGBUF,
+      keySize: 0,
+      valueSize: 0,
+      maxEntries: c.ringbufSize,
+      name: 'ringbuf',
+    });
+    this.maps.set(c.ringbufName, ring);
+    this.lost = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'lost_events' });
+    this.maps.set(c.lostName, this.lost);
+    const fdOf = (name: string): number => {
+      const m = this.maps.get(name);
+      if (!m) throw new Error(`internal: unknown map ${name}`);
+      return m.fd;
+    };
+    for (const plan of c.programs) {
+      const r = loadPlan(plan, fdOf, this.opts.logLevel);
+      this.programs.push({ plan, prog: r.program });
+      this.opts.onLoaded?.(plan.expanded.name, r.program, r.insns);
+    }
+    this.ring = new RingBufConsumer(ring, (data) => this.onRecord(data), {
+      onError: (err) => {
+        this.error ??= err;
+        this.stop();
+      },
+    });
+  }
+
+  /** Number of probes bpftrace would report in "Attaching N probes...". */
+  get probeCount(): number {
+    return this.compiled.programs.length;
+  }
+
+  /** Run BEGIN probes; returns false if one of them called exit(). */
+  runBegin(): boolean {
+    for (const p of this.programs) if (p.plan.expanded.special === 'begin') p.prog.testRun({});
+    this.drain();
+    return !this.exitRequested;
+  }
+
+  /** Attach every non-special probe. */
+  attach(opts: { pid?: number } = {}): void {
+    for (const p of this.programs) {
+      if (p.plan.expanded.special) continue;
+      this.attachments.push(p.plan.expanded.attach(p.prog.fd, opts.pid !== undefined ? { pid: opts.pid } : {}));
+    }
+  }
+
+  /** Consume events until exit() is called or `stop()` is; resolves then. */
+  waitForStop(): Promise<void> {
+    if (this.exitRequested || this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.stopResolve = resolve;
+      this.ring!.start();
+      const timer = setInterval(() => this.checkLost(), 1000);
+      timer.unref();
+      const done = this.stopResolve;
+      this.stopResolve = () => {
+        clearInterval(timer);
+        done();
+      };
+    });
+  }
+
+  /** Ask a running session to stop (Ctrl-C, SIGTERM, -c child ended). */
+  stop(): void {
+    this.exitRequested = true;
+    const r = this.stopResolve;
+    this.stopResolve = null;
+    r?.();
+  }
+
+  /** Detach probes, run END, drain events and print every map (bpftrace's end of run). */
+  finish(): void {
+    if (this.error) throw this.error;
+    for (const a of this.attachments) a.close();
+    this.attachments = [];
+    this.drain();
+    for (const p of this.programs) if (p.plan.expanded.special === 'end') p.prog.testRun({});
+    this.drain();
+    this.checkLost();
+    const dumps: MapDump[] = [];
+    for (const plan of this.planByIndex) dumps.push(this.dumpMap(plan));
+    this.opts.output.exitMaps(dumps);
+    this.opts.output.flush();
+  }
+
+  /** Close every kernel object. Idempotent; safe at any point. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const a of this.attachments) {
+      try {
+        a.close();
+      } catch {
+        /* closing is best effort on the way out */
+      }
+    }
+    this.attachments = [];
+    this.ring?.close();
+    for (const p of this.programs) p.prog.close();
+    for (const m of this.maps.values()) m.close();
+    this.maps.clear();
+  }
+
+  private drain(): void {
+    this.ring?.drain();
+    this.opts.output.flush();
+  }
+
+  private checkLost(): void {
+    if (!this.lost || this.closed) return;
+    const v = this.lost.lookup(Buffer.alloc(4));
+    const n = v ? v.readBigUInt64LE(0) : 0n;
+    if (n > this.lostReported) {
+      this.opts.output.lostEvents(Number(n - this.lostReported));
+      this.lostReported = n;
+    }
+  }
+
+  private mapFor(plan: MapPlan): BpfMap {
+    return this.maps.get(plan.kernelName)!;
+  }
+
+  /** Read a whole map into the output model. */
+  dumpMap(plan: MapPlan): MapDump {
+    const m = this.mapFor(plan);
+    const raw = [];
+    for (const [key, value] of m.entries()) {
+      const slots: Buffer[] = Array.isArray(value) ? value : [value as Buffer];
+      raw.push({ key, slots });
+    }
+    return buildMapDump(plan, raw);
+  }
+
+  private onRecord(data: Buffer): void {
+    if (data.length < 8) return;
+    const action = data.readUInt32LE(0);
+    const id = data.readUInt32LE(4);
+    const out = this.opts.output;
+    switch (action) {
+      case AsyncAction.PRINTF: {
+        const p = this.compiled.printfs[id]!;
+        const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t));
+        out.printf(renderPrintf(this.printfs[id]!, args));
+        return;
+      }
+      case AsyncAction.EXIT:
+        this.stop();
+        return;
+      case AsyncAction.PRINT_MAP: {
+        const plan = this.planByIndex[id]!;
+        const top = Number(data.readBigUInt64LE(8));
+        const div = Number(data.readBigUInt64LE(16));
+        out.printMap(this.dumpMap(plan), { ...(top ? { top } : {}), ...(div ? { div } : {}) });
+        return;
+      }
+      case AsyncAction.CLEAR:
+        this.mapFor(this.planByIndex[id]!).clear();
+        return;
+      case AsyncAction.ZERO: {
+        const m = this.mapFor(this.planByIndex[id]!);
+        const zero = Buffer.alloc(m.valueBytes);
+        for (const key of [...m.keys()]) m.update(key, zero);
+        return;
+      }
+      case AsyncAction.TIME:
+        out.time(formatTime(this.compiled.timeFormats[id]!, new Date()));
+        return;
+      case AsyncAction.PRINT_VALUE: {
+        const pv = this.compiled.printValues[id]!;
+        out.printValue(decodeValue(data, 8, pv.type));
+        return;
+      }
+    }
+  }
+}
