@@ -1,0 +1,47 @@
+/**
+ * The decoded data model the output formatters print. The runtime decodes map keys/values and async event
+ * arguments from BPF memory into these shapes (per-CPU values already summed) and hands them to `text.ts` /
+ * `json.ts`. Nothing here knows about BPF byte layouts.
+ */
+import type { SType } from '../../lang/types.js';
+
+/** A decoded scalar value. */
+export type Value =
+  | {
+      kind: 'int';
+      value: bigint;
+      signed: boolean;
+      size: 1 | 2 | 4 | 8;
+      /**
+       * Optional symbolic form (added field): an enum constant's name or a pointer's `0x…` text. Text output and
+       * printf `%s` print the symbol; JSON output and numeric conversions (`%d`, `%x`, ...) use `value`, as
+       * bpftrace's `Primitive::Symbolic` does.
+       */
+      symbol?: string;
+    }
+  | { kind: 'bool'; value: boolean }
+  | { kind: 'string'; value: string }
+  | { kind: 'tuple'; elems: Value[] }
+  | { kind: 'none' };
+
+/** A decoded aggregation (already summed over CPUs). */
+export type AggValue =
+  | { kind: 'count' | 'sum' | 'min' | 'max'; value: bigint; signed: boolean }
+  | { kind: 'avg' | 'stats'; count: bigint; total: bigint; signed: boolean }
+  /** log2 histogram; `buckets` maps bpftrace's internal bucket index to its count (only non-zero buckets). */
+  | { kind: 'hist'; bits: number; buckets: Map<number, bigint> }
+  | { kind: 'lhist'; min: number; max: number; step: number; buckets: Map<number, bigint> };
+
+export interface MapEntry {
+  /** [] for a scalar map `@x` */
+  key: Value[];
+  value: Value | AggValue;
+}
+
+export interface MapDump {
+  /** '@x', or '@' */
+  name: string;
+  keyTypes: SType[];
+  valueType: SType;
+  entries: MapEntry[];
+}
