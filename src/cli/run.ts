@@ -29,7 +29,8 @@ export async function runProgram(opts: CliOptions): Promise<number> {
       positional: opts.positional,
       ...(child ? { cpid: child.pid } : {}),
     });
-    if (opts.debug.has('ast')) printDebugAst(result.ast);
+    const debug = opts.debug.size ? await import('./debug.js') : undefined;
+    if (opts.debug.has('ast')) debug?.printDebugAst(result.ast);
     const fd = opts.outputFile ? openOutput(opts.outputFile) : 1;
     const output = createOutput(opts.format, new OutputSink(fd));
     session = new Session(result.compiled, {
@@ -38,7 +39,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
         ? { logLevel: LOG_LEVEL_STATS | (opts.debug.has('verifier') ? 2 : 0) }
         : {}),
       onLoaded: (name, prog, insns) => {
-        if (opts.debug.has('insns')) printDebugInsns(name, insns);
+        if (opts.debug.has('insns')) debug?.printDebugInsns(name, insns);
         if (opts.debug.has('verifier') && prog.log) process.stderr.write(`\nVerifier log for ${name}:\n${prog.log}\n`);
         else if (opts.verbose) {
           const info = prog.info();
@@ -46,7 +47,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
         }
       },
     });
-    if (opts.debug.has('ir')) printDebugIr(result.compiled);
+    if (opts.debug.has('ir')) debug?.printDebugIr(result.compiled);
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
     session.load();

@@ -14,7 +14,7 @@ import { loadPlan } from './loader.js';
 import type { Output } from './output/index.js';
 import type { MapDump, Value } from './output/model.js';
 import { compilePrintf, renderPrintf } from './output/printf.js';
-import { formatTime } from './output/strftime.js';
+import { formatTimeBuiltin } from './output/strftime.js';
 import { RingBufConsumer } from './ringbuf.js';
 
 export interface SessionOptions {
@@ -192,7 +192,7 @@ export class Session {
     const m = this.mapFor(plan);
     const raw = [];
     for (const [key, value] of m.entries()) {
-      const slots: Buffer[] = Array.isArray(value) ? value : [value as Buffer];
+      const slots: Buffer[] = m.perCpu ? m.perCpuValues(value) : [value];
       raw.push({ key, slots });
     }
     return buildMapDump(plan, raw);
@@ -230,7 +230,7 @@ export class Session {
         return;
       }
       case AsyncAction.TIME:
-        out.time(formatTime(this.compiled.timeFormats[id]!, new Date()));
+        out.time(formatTimeBuiltin(this.compiled.timeFormats[id]!));
         return;
       case AsyncAction.PRINT_VALUE: {
         const pv = this.compiled.printValues[id]!;
