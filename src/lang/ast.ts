@@ -170,6 +170,12 @@ export interface IntLit extends ExprBase {
 export interface StrLit extends ExprBase {
   kind: 'StrLit';
   value: string;
+  /**
+   * The literal's exact bytes, without a NUL terminator: source characters UTF-8 encoded, `\xNN`/octal escapes as
+   * the raw byte (in `value` such a byte b is the code unit b, so `value` alone cannot tell "\xc3\xa9" from "é").
+   * Set by the parser.
+   */
+  bytes?: Uint8Array;
 }
 
 export interface BoolLit extends ExprBase {
