@@ -5,11 +5,14 @@
  * BPFSCOPE_DEBUG=1.
  */
 import { parseCli, USAGE } from './args.js';
+import { COMMANDS } from './commands.js';
 import { reportError } from './report.js';
 
 const VERSION = 'bpfscope v0.1.0';
 
 async function main(argv: string[]): Promise<number> {
+  const sub = argv[0] !== undefined ? COMMANDS[argv[0]] : undefined;
+  if (sub) return (await sub.load())(argv.slice(1));
   const opts = parseCli(argv);
   if (opts.help) {
     process.stdout.write(USAGE);
