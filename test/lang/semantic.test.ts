@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { compile } from '../../src/compiler.js';
+import { CompileError } from '../../src/lang/diagnostics.js';
+import { typeName } from '../../src/lang/types.js';
+
+/** Compile BEGIN/END-only programs (no kernel access needed) and return the planned maps. */
+function maps(text: string, positional: string[] = []) {
+  const r = compile({ name: 'stdin', text }, { positional });
+  return Object.fromEntries(
+    r.compiled.maps.map((m) => [
+      m.name === '' ? '@' : `@${m.name}`,
+      `[${m.keyTypes.map(typeName).join(',')}] -> ${typeName(m.valueType)} (key ${m.keySize}, value ${m.valueSize})`,
+    ]),
+  );
+}
+
+function errors(text: string, opts: { cpid?: number } = {}): string[] {
+  try {
+    compile({ name: 'stdin', text }, opts);
+  } catch (e) {
+    assert.ok(e instanceof CompileError, `expected CompileError, got ${e}`);
+    return e.diagnostics.map((d) => `${d.pos ? `${d.pos.line}:${d.pos.col}: ` : ''}${d.message}`);
+  }
+  assert.fail('expected a compile error');
+}
+
+describe('semantic analysis: map typing', () => {
+  it('types scalar, keyed and tuple-keyed maps with bpftrace storage types', () => {
+    assert.deepEqual(maps('BEGIN { @ = 1; @a[1, "x"] = comm; @b[pid] = nsecs; }'), {
+      '@': '[] -> int64 (key 8, value 8)',
+      '@a': '[int64,string[2]] -> string[16] (key 16, value 16)',
+      '@b': '[uint64] -> uint64 (key 8, value 8)',
+    });
+  });
+
+  it('infers a map read in an earlier probe from its assignment in a later one (fixed point)', () => {
+    assert.deepEqual(maps('END { printf("%d\\n", @late); } BEGIN { @late = 5; }'), {
+      '@late': '[] -> int64 (key 8, value 8)',
+    });
+  });
+
+  it('unifies string sizes to the largest assigned', () => {
+    assert.deepEqual(maps('BEGIN { @s = "ab"; @s = "abcdef"; }'), { '@s': '[] -> string[7] (key 8, value 7)' });
+  });
+
+  it('gives aggregations per-CPU layouts; hist/lhist keys carry the bucket index', () => {
+    assert.deepEqual(
+      maps('BEGIN { @c = count(); @m[1] = min(2); @a = avg(3); @h[comm] = hist(4); @l = lhist(5, 0, 10, 1); }'),
+      {
+        '@a': '[] -> avg_t (key 8, value 16)',
+        '@c': '[] -> count_t (key 8, value 8)',
+        '@h': '[string[16]] -> hist_t (key 24, value 8)',
+        '@l': '[] -> lhist_t (key 8, value 8)',
+        '@m': '[int64] -> min_t (key 8, value 16)',
+      },
+    );
+  });
+
+  it('treats numeric positional parameters as integers and others as strings', () => {
+    assert.deepEqual(maps('BEGIN { @n = $1; @s = $2; @c = $#; }', ['42', 'hello']), {
+      '@c': '[] -> int64 (key 8, value 8)',
+      '@n': '[] -> int64 (key 8, value 8)',
+      '@s': '[] -> string[6] (key 8, value 6)',
+    });
+  });
+});
+
+describe('semantic analysis: errors (bpftrace wording)', () => {
+  it('rejects a value type change', () => {
+    assert.deepEqual(errors('BEGIN { @x = 1; @x = "a"; }'), [
+      "1:17: Type mismatch for @x: trying to assign value of type 'string[2]' when map already contains a value of type 'int64'",
+    ]);
+  });
+  it('rejects a key type change', () => {
+    assert.deepEqual(errors('BEGIN { @x[1] = 1; @x["a"] = 2; }'), [
+      '1:20: Argument mismatch for @x: trying to access with arguments: [string[2]] when map expects arguments: [int64]',
+    ]);
+  });
+  it('requires aggregations to be assigned to maps', () => {
+    assert.deepEqual(errors('BEGIN { count(); }'), ['1:9: count() should be directly assigned to a map']);
+    assert.deepEqual(errors('BEGIN { $x = sum(1); }'), ['1:14: sum() should be directly assigned to a map']);
+  });
+  it('reports undefined variables and maps', () => {
+    assert.deepEqual(errors('BEGIN { printf("%d\\n", $y); }'), ['1:24: Undefined or undeclared variable: $y']);
+    assert.deepEqual(errors('BEGIN { printf("%d\\n", @nope); }'), ['1:24: Undefined map: @nope']);
+  });
+  it('checks printf arguments', () => {
+    assert.equal(errors('BEGIN { printf("%d %d\\n", 1); }').length, 1);
+    assert.match(errors('BEGIN { printf("%d\\n", comm); }')[0]!, /^1:9: /);
+  });
+  it('rejects cpid without -c and accepts it with one', () => {
+    assert.deepEqual(errors('BEGIN { @ = cpid; }'), ['1:13: cpid cannot be used without child command (-c)']);
+    compile({ name: 'stdin', text: 'BEGIN { @ = cpid; }' }, { cpid: 1 });
+  });
+  it('rejects args on probes without arguments', () => {
+    assert.deepEqual(errors('BEGIN { @ = args.x; }'), ["1:13: The args builtin can not be used with 'begin' probes"]);
+  });
+  it('checks hist bits and lhist bounds', () => {
+    assert.deepEqual(errors('BEGIN { @ = hist(1, 9); }'), ['1:21: hist: bits must be between 0 and 5 (9 provided)']);
+    assert.deepEqual(errors('BEGIN { @ = lhist(1, 0, 10, 0); }'), ['1:29: lhist() step must be >= 1']);
+  });
+  it('rejects comparing a string with an integer', () => {
+    assert.deepEqual(errors('BEGIN { if (comm == 1) { exit(); } }'), [
+      "1:13: Type mismatch for '==': comparing 'string[16]' with 'int64'",
+    ]);
+  });
+  it('reports an unknown function and an unknown identifier', () => {
+    assert.deepEqual(errors('BEGIN { frob(); }'), ["1:9: Unknown function: 'frob'"]);
+    assert.deepEqual(errors('BEGIN { @ = nosuchthing; }'), ["1:13: Unknown identifier: 'nosuchthing'"]);
+  });
+});
