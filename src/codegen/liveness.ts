@@ -1,0 +1,232 @@
+/**
+ * Register definitions/uses of BPF instructions, basic blocks of an IR item list, and liveness by iterative
+ * backward dataflow (jumps may go backwards: loops converge to the fixed point).
+ *
+ * Implicit operands follow the BPF calling convention and instruction set
+ * (`Documentation/bpf/standardization/instruction-set.rst`): `call` reads r1..r{callArgs} and writes r0 and
+ * clobbers r1-r5 (reported here as definitions of r0-r5), `exit` reads r0, BPF_CMPXCHG reads and writes r0, the
+ * FETCH/XCHG atomics write their source register, legacy LD_ABS/LD_IND read r6 and clobber r0-r5.
+ * r10 (frame pointer, read-only, never allocated) is left out of every set.
+ */
+import { helperById } from '../bpf/helpers.js';
+import { insnClass, insnMode, insnOp, isExit, isJump, isUncondJump } from '../bpf/insn.js';
+import {
+  BPF_ABS,
+  BPF_ALU,
+  BPF_ALU64,
+  BPF_ATOMIC,
+  BPF_CALL,
+  BPF_CMPXCHG,
+  BPF_END,
+  BPF_EXIT,
+  BPF_FETCH,
+  BPF_IND,
+  BPF_JA,
+  BPF_JMP,
+  BPF_JMP32,
+  BPF_LD,
+  BPF_LDX,
+  BPF_MOV,
+  BPF_NEG,
+  BPF_ST,
+  BPF_STX,
+  BPF_X,
+  BPF_XCHG,
+  FP,
+  LD_IMM64,
+} from '../bpf/opcodes.js';
+import { type IrInsn, type IrItem, isLabel } from './ir.js';
+
+/** Registers an instruction writes (`defs`) and reads (`uses`); r10 excluded. */
+export interface DefUse {
+  defs: number[];
+  uses: number[];
+}
+
+const CALL_CLOBBERS = [0, 1, 2, 3, 4, 5];
+
+function noFp(regs: number[]): number[] {
+  return regs.filter((r) => r !== FP);
+}
+
+/** Number of argument registers a call reads: `callArgs`, else the helper table's count, else all five. */
+export function callArgCount(insn: IrInsn): number {
+  if (insn.callArgs !== undefined) return insn.callArgs;
+  if (insn.src === 0) {
+    const h = helperById(insn.imm);
+    if (h) return h.args;
+  }
+  return 5;
+}
+
+/** Registers defined and used by one instruction, from its opcode (see the module comment for implicit ones). */
+export function defUse(insn: IrInsn): DefUse {
+  const cls = insnClass(insn.code);
+  const op = insnOp(insn.code);
+  const x = (insn.code & BPF_X) !== 0;
+  switch (cls) {
+    case BPF_ALU:
+    case BPF_ALU64:
+      if (op === BPF_MOV) return { defs: noFp([insn.dst]), uses: x ? noFp([insn.src]) : [] };
+      if (op === BPF_NEG || op === BPF_END) return { defs: noFp([insn.dst]), uses: noFp([insn.dst]) };
+      return { defs: noFp([insn.dst]), uses: noFp(x ? [insn.dst, insn.src] : [insn.dst]) };
+    case BPF_LDX:
+      return { defs: noFp([insn.dst]), uses: noFp([insn.src]) };
+    case BPF_ST:
+      return { defs: [], uses: noFp([insn.dst]) };
+    case BPF_STX:
+      if (insnMode(insn.code) === BPF_ATOMIC) {
+        if (insn.imm === BPF_CMPXCHG) return { defs: [0], uses: noFp([insn.dst, insn.src, 0]) };
+        if (insn.imm === BPF_XCHG || insn.imm & BPF_FETCH) {
+          return { defs: noFp([insn.src]), uses: noFp([insn.dst, insn.src]) };
+        }
+      }
+      return { defs: [], uses: noFp([insn.dst, insn.src]) };
+    case BPF_LD:
+      if (insn.code === LD_IMM64) return { defs: noFp([insn.dst]), uses: [] };
+      if (insnMode(insn.code) === BPF_ABS) return { defs: CALL_CLOBBERS, uses: [6] };
+      if (insnMode(insn.code) === BPF_IND) return { defs: CALL_CLOBBERS, uses: noFp([6, insn.src]) };
+      return { defs: [], uses: [] };
+    case BPF_JMP:
+    case BPF_JMP32:
+      if (op === BPF_CALL && cls === BPF_JMP) {
+        const n = callArgCount(insn);
+        return { defs: CALL_CLOBBERS, uses: [1, 2, 3, 4, 5].slice(0, n) };
+      }
+      if (op === BPF_EXIT && cls === BPF_JMP) return { defs: [], uses: [0] };
+      if (op === BPF_JA) return { defs: [], uses: [] };
+      return { defs: [], uses: noFp(x ? [insn.dst, insn.src] : [insn.dst]) };
+    default:
+      return { defs: [], uses: [] };
+  }
+}
+
+/** A basic block: items `[start, end)` of the item list (a label, if any, is its first item). */
+export interface BasicBlock {
+  readonly index: number;
+  readonly start: number;
+  readonly end: number;
+  /** Successor block indexes (jump target first for a conditional jump, then the fall-through). */
+  readonly succs: number[];
+  readonly preds: number[];
+}
+
+/** Item index of every label. Throws Error on a duplicate label (a code generator bug). */
+export function labelIndex(items: readonly IrItem[]): Map<string, number> {
+  const m = new Map<string, number>();
+  items.forEach((it, i) => {
+    if (isLabel(it)) {
+      if (m.has(it.label)) throw new Error(`internal: label ${it.label} defined twice`);
+      m.set(it.label, i);
+    }
+  });
+  return m;
+}
+
+/**
+ * Splits items into basic blocks: a block starts at a label or after a jump or `exit`. A jump without a target or
+ * to an undefined label throws Error (a code generator bug).
+ */
+export function buildBlocks(items: readonly IrItem[]): BasicBlock[] {
+  const labels = labelIndex(items);
+  const starts: number[] = [];
+  let open = false;
+  items.forEach((it, i) => {
+    if (isLabel(it) || !open) {
+      starts.push(i);
+      open = true;
+    }
+    if (!isLabel(it) && (isJump(it) || isExit(it))) open = false;
+  });
+  const blockAt = new Map<number, number>();
+  for (const [b, s] of starts.entries()) blockAt.set(s, b);
+  const blocks: BasicBlock[] = starts.map((start, b) => ({
+    index: b,
+    start,
+    end: b + 1 < starts.length ? starts[b + 1]! : items.length,
+    succs: [],
+    preds: [],
+  }));
+  for (const b of blocks) {
+    const last = b.end > b.start ? items[b.end - 1]! : undefined;
+    const fallsThrough = !last || isLabel(last) || !(isExit(last) || isUncondJump(last));
+    if (last && !isLabel(last) && isJump(last)) {
+      const t = (last as IrInsn).target;
+      if (t === undefined) throw new Error('internal: IR jump without a target label');
+      const ti = labels.get(t);
+      if (ti === undefined) throw new Error(`internal: jump to undefined label ${t}`);
+      b.succs.push(blockAt.get(ti)!);
+    }
+    if (fallsThrough && b.index + 1 < blocks.length && !b.succs.includes(b.index + 1)) b.succs.push(b.index + 1);
+  }
+  for (const b of blocks) for (const s of b.succs) blocks[s]!.preds.push(b.index);
+  return blocks;
+}
+
+/** Result of {@link computeLiveness}. */
+export interface Liveness {
+  blocks: BasicBlock[];
+  /** Registers live on entry to each block. */
+  liveIn: Set<number>[];
+  /** Registers live on exit from each block. */
+  liveOut: Set<number>[];
+  /** Per item index: registers live right after that instruction (undefined for labels). */
+  insnLiveOut: (Set<number> | undefined)[];
+}
+
+/**
+ * Liveness of physical (r0-r9) and virtual registers over an IR item list, by iterating
+ * `in[b] = use[b] ∪ (out[b] − def[b])`, `out[b] = ∪ in[succ]` to the fixed point, then one backward pass per block
+ * for per-instruction live-out sets.
+ */
+export function computeLiveness(items: readonly IrItem[]): Liveness {
+  const blocks = buildBlocks(items);
+  const du: (DefUse | undefined)[] = items.map((it) => (isLabel(it) ? undefined : defUse(it)));
+  const gen: Set<number>[] = [];
+  const kill: Set<number>[] = [];
+  for (const b of blocks) {
+    const g = new Set<number>();
+    const k = new Set<number>();
+    for (let i = b.start; i < b.end; i++) {
+      const d = du[i];
+      if (!d) continue;
+      for (const u of d.uses) if (!k.has(u)) g.add(u);
+      for (const x of d.defs) k.add(x);
+    }
+    gen.push(g);
+    kill.push(k);
+  }
+  const liveIn = blocks.map(() => new Set<number>());
+  const liveOut = blocks.map(() => new Set<number>());
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (let bi = blocks.length - 1; bi >= 0; bi--) {
+      const b = blocks[bi]!;
+      const out = liveOut[bi]!;
+      for (const s of b.succs) for (const r of liveIn[s]!) out.add(r);
+      const inn = liveIn[bi]!;
+      const before = inn.size;
+      for (const r of gen[bi]!) inn.add(r);
+      for (const r of out) if (!kill[bi]!.has(r)) inn.add(r);
+      if (inn.size !== before) changed = true;
+    }
+  }
+  const insnLiveOut: (Set<number> | undefined)[] = new Array(items.length).fill(undefined);
+  for (const b of blocks) {
+    const live = new Set(liveOut[b.index]);
+    for (let i = b.end - 1; i >= b.start; i--) {
+      const d = du[i];
+      if (!d) continue;
+      insnLiveOut[i] = new Set(live);
+      for (const x of d.defs) live.delete(x);
+      for (const u of d.uses) live.add(u);
+    }
+  }
+  return { blocks, liveIn, liveOut, insnLiveOut };
+}
+
+/** True for a 64-bit register-to-register move (`mov64 dst, src`), the only copy the allocator may delete. */
+export function isMove64(insn: IrInsn): boolean {
+  return insn.code === (BPF_ALU64 | BPF_MOV | BPF_X) && insn.off === 0;
+}
