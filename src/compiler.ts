@@ -62,6 +62,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
     throw e;
   }
+  const warnings = [...analyzer.warnings];
   const maps = planMaps(analyzer.maps.values());
   const tables: GenTables = {
     maps: new Map(maps.map((m) => [m.name, m])),
@@ -84,7 +85,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   return {
     ast,
     units,
-    warnings: analyzer.warnings,
+    warnings,
     compiled: {
       maps,
       programs,

@@ -6,7 +6,7 @@ import { openSync, readFileSync } from 'node:fs';
 import { LOG_LEVEL_STATS } from '../bpf/program.js';
 import { compile } from '../compiler.js';
 import { BpfscopeError } from '../errors.js';
-import type { SourceFile } from '../lang/diagnostics.js';
+import { formatDiagnostic, type SourceFile } from '../lang/diagnostics.js';
 import { createOutput } from '../runtime/output/index.js';
 import { OutputSink } from '../runtime/output/sink.js';
 import { Session } from '../runtime/session.js';
@@ -29,6 +29,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
       positional: opts.positional,
       ...(child ? { cpid: child.pid } : {}),
     });
+    for (const w of result.warnings) process.stderr.write(`${formatDiagnostic(w, source)}\n`);
     const debug = opts.debug.size ? await import('./debug.js') : undefined;
     if (opts.debug.has('ast')) debug?.printDebugAst(result.ast);
     const fd = opts.outputFile ? openOutput(opts.outputFile) : 1;

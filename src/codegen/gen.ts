@@ -165,7 +165,7 @@ export class ProbeGen {
   /** Write a value of type `t` to [base+off] (the destination area has `destSize` bytes for buffers). */
   storeVal(v: Val, t: SType, base: number, off: number, destSize?: number): void {
     if (v.kind === 'reg') {
-      const size = t.kind === 'int' ? t.size : 8;
+      const size = t.kind === 'int' ? t.size : t.kind === 'bool' ? 1 : 8;
       this.fn.emit(I.stx(size as 1 | 2 | 4 | 8, base, v.reg, off));
       return;
     }
@@ -483,7 +483,7 @@ export class ProbeGen {
       case 'BoolLit':
         return this.reg(this.constant(e.value ? 1 : 0));
       case 'StrLit':
-        return this.constString(e.value, sizeOf(e.type!));
+        return this.constBytes(e.bytes ?? Buffer.from(e.value), sizeOf(e.type!));
       case 'PositionalExpr': {
         if (e.count) return this.reg(this.constant(this.tables.positional.length));
         const s = this.tables.positional[e.index - 1];
@@ -559,8 +559,13 @@ export class ProbeGen {
   }
 
   constString(s: string, size: number): Val {
+    return this.constBytes(Buffer.from(s), size);
+  }
+
+  /** Constant bytes, NUL padded to `size`, in a stack temporary. */
+  constBytes(bytes: Uint8Array, size: number): Val {
     const off = this.frame.temp(size);
-    storeBytes(this.fn, off, Buffer.from(s), size);
+    storeBytes(this.fn, off, bytes, size);
     return { kind: 'mem', off, size };
   }
 
@@ -688,7 +693,7 @@ export class ProbeGen {
       const r = fn.vreg();
       fn.emit(I.mov64Imm(r, 0));
       fn.emit(I.jmpImm('jeq', p, 0, done));
-      fn.emit(I.ldx(8, r, p, 0));
+      fn.emit(I.ldx(t.kind === 'bool' ? 1 : 8, r, p, 0));
       fn.mark(done);
       return this.reg(r);
     }
@@ -859,7 +864,7 @@ export class ProbeGen {
   }
 
   /** dst = dst op src (64-bit), with C semantics for signed division and remainder. */
-  arith(op: string, dst: number, src: number, signed: boolean): void {
+  arith(op: string, dst: number, src: number, _signed: boolean): void {
     const fn = this.fn;
     const simple: Record<string, I.AluOpName> = {
       '+': 'add',
@@ -875,36 +880,18 @@ export class ProbeGen {
       return;
     }
     if (op === '>>') {
-      fn.emit(I.alu64(signed ? 'arsh' : 'rsh', dst, src));
+      fn.emit(I.alu64('rsh', dst, src));
       return;
     }
     if (op === '/' || op === '%') {
-      if (!signed) {
-        fn.emit(I.alu64(op === '/' ? 'div' : 'mod', dst, src));
-        return;
-      }
-      // |a| op |b|, then fix the sign: quotient negative when signs differ, remainder takes a's sign.
-      const a = fn.vreg();
-      const b = fn.vreg();
-      const neg = fn.vreg();
-      fn.emit(I.mov64(a, dst));
-      fn.emit(I.mov64(b, src));
-      fn.emit(I.mov64Imm(neg, 0));
-      const aPos = fn.newLabel('apos');
-      fn.emit(I.jmpImm('jsge', a, 0, aPos));
-      fn.emit(I.neg64(a));
-      fn.emit(I.mov64Imm(neg, 1));
-      fn.mark(aPos);
-      const bPos = fn.newLabel('bpos');
-      fn.emit(I.jmpImm('jsge', b, 0, bPos));
-      fn.emit(I.neg64(b));
-      if (op === '/') fn.emit(I.alu64Imm('xor', neg, 1));
-      fn.mark(bPos);
-      fn.emit(I.mov64(dst, a));
-      fn.emit(I.alu64(op === '/' ? 'div' : 'mod', dst, b));
-      const done = fn.newLabel('sdone');
-      fn.emit(I.jmpImm('jeq', neg, 0, done));
-      fn.emit(I.neg64(dst));
+      // Unsigned, as current bpftrace (CreateCheckedBinop): x / 0 and x % 0 give 1.
+      const zero = fn.newLabel('divz');
+      const done = fn.newLabel('divd');
+      fn.emit(I.jmpImm('jeq', src, 0, zero));
+      fn.emit(I.alu64(op === '/' ? 'div' : 'mod', dst, src));
+      fn.emit(I.ja(done));
+      fn.mark(zero);
+      fn.emit(I.mov64Imm(dst, 1));
       fn.mark(done);
       return;
     }

@@ -5,8 +5,9 @@
  *
  * Typing rules follow bpftrace (`src/ast/passes/semantic_analyser.cpp`, `docs/language.md`):
  * - integer literals are int64; `pid`/`tid`/`uid`/`gid`/`cpu` are uint32; `nsecs`/`elapsed` uint64; `comm` string[16];
- * - arithmetic is done in 64 bits, signed only when both operands are signed;
- * - comparisons and `!`, `&&`, `||` give 0/1 as int64 (bpftrace 0.17 behaviour; see docs/compat.md);
+ * - arithmetic is done in 64 bits; the result is signed when either operand is (shifts: when the left one is);
+ * - `/` and `%` are unsigned divisions and `>>` a logical shift, as current bpftrace's codegen does;
+ * - comparisons and `!`, `&&`, `||` give a bool (current bpftrace; 0.17 gave 0/1 integers, see docs/compat.md);
  * - maps and variables store integers widened to 64 bits; strings unify to the largest size assigned.
  */
 
@@ -61,7 +62,6 @@ const VOID_FUNCS = new Set(['printf', 'exit', 'delete', 'clear', 'zero', 'print'
 /** Widen an integer/bool type to what maps and variables store (64-bit ints). */
 export function storageType(t: SType): SType {
   if (t.kind === 'int') return t.signed ? I64 : U64;
-  if (t.kind === 'bool') return I64;
   if (t.kind === 'tuple') return { kind: 'tuple', elems: t.elems.map(storageType) };
   return t;
 }
@@ -141,6 +141,10 @@ export class Analyzer {
   private error(pos: Span | undefined, message: string): void {
     if (!this.final) return;
     this.diags.push(pos ? { severity: 'error', message, pos } : { severity: 'error', message });
+  }
+
+  private warn(pos: Span, message: string): void {
+    if (this.final) this.diags.push({ severity: 'warning', message, pos });
   }
 
   private block(b: Block): void {
@@ -449,7 +453,7 @@ export class Analyzer {
       case 'IntLit':
         return e.value > 0x7fffffffffffffffn ? U64 : I64;
       case 'StrLit':
-        return stringType(Buffer.byteLength(e.value) + 1);
+        return stringType((e.bytes?.length ?? Buffer.byteLength(e.value)) + 1);
       case 'BoolLit':
         return BOOL;
       case 'BuiltinExpr':
@@ -510,24 +514,27 @@ export class Analyzer {
               this.error(x.pos, `Invalid operand of type ${typeName(t)} for '${e.op}'`);
             }
           }
-          return I64;
+          return BOOL;
         }
         if (l.kind === 'string' || r.kind === 'string') {
           if (l.kind !== 'string' || r.kind !== 'string' || (e.op !== '==' && e.op !== '!=')) {
             this.error(e.pos, `Type mismatch for '${e.op}': comparing '${typeName(l)}' with '${typeName(r)}'`);
             return null;
           }
-          return I64;
+          return BOOL;
         }
         const isNum = (t: SType): boolean => t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer';
         if (!isNum(l) || !isNum(r)) {
           this.error(e.pos, `Type mismatch for '${e.op}': comparing '${typeName(l)}' with '${typeName(r)}'`);
           return null;
         }
-        const signed = isSigned(l) && isSigned(r);
-        if (['==', '!=', '<', '<=', '>', '>='].includes(e.op)) return I64;
-        if ((e.op === '/' || e.op === '%') && signed && this.final && e.right.kind !== 'IntLit') {
-          // bpftrace warns about signed division; we implement C semantics (truncation toward zero).
+        if (['==', '!=', '<', '<=', '>', '>='].includes(e.op)) return BOOL;
+        const signed = e.op === '<<' || e.op === '>>' ? isSigned(l) : isSigned(l) || isSigned(r);
+        if ((e.op === '/' || e.op === '%') && isSigned(l) && isSigned(r)) {
+          this.warn(
+            e.pos,
+            `signed operands for '${e.op}' can lead to undefined behavior (cast to unsigned to silence warning)`,
+          );
         }
         return signed ? I64 : U64;
       }
@@ -542,7 +549,7 @@ export class Analyzer {
           this.error(e.pos, `Invalid type for unary operator '${e.op}': ${typeName(t)}`);
           return null;
         }
-        if (e.op === '!') return I64;
+        if (e.op === '!') return BOOL;
         if (e.op === '-') return I64;
         return isSigned(t) ? I64 : U64;
       }
