@@ -117,8 +117,9 @@ export class Session {
     return new Promise((resolve) => {
       this.stopResolve = resolve;
       this.ring!.start();
+      // This timer also keeps the event loop (and so the process) alive while we wait: the ring buffer consumer's
+      // handles are unref'd.
       const timer = setInterval(() => this.checkLost(), 1000);
-      timer.unref();
       const done = this.stopResolve;
       this.stopResolve = () => {
         clearInterval(timer);
