@@ -1,0 +1,148 @@
+/**
+ * Differential tests: every case of test/diff/cases.ts runs through bpftrace 0.17 (the oracle) and bpfscope;
+ * bpfscope's stdout must equal the oracle's (without 0.17's `Attaching N probes...` line), or the case's
+ * `expect` where current bpftrace differs from 0.17, and bpfscope must report `Attached N probes` on stderr.
+ *
+ * Environment:
+ *   BPFSCOPE_DIFF_ONLY_ORACLE=1  run only bpftrace, twice per case, and check the case is valid and deterministic
+ *                                (exit 0, same non-empty stdout both times, an attach line, and an `expect`
+ *                                that really differs from 0.17's output).
+ *   BPFSCOPE_DIFF_FILTER=REGEX   run only the cases whose name matches REGEX.
+ * Until dist/src/cli/main.js exists the bpfscope side is skipped with that reason (never passed).
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe as suite, test } from 'node:test';
+import {
+  bpfscopeSkipReason,
+  bpftraceSkipReason,
+  describe,
+  ourAttachCount,
+  repoRoot,
+  runTool,
+  stripOracleAttach,
+  type ToolResult,
+} from '../helpers/cli.js';
+import { type DiffCase, diffCases } from './cases.js';
+
+const ORACLE_ONLY = process.env.BPFSCOPE_DIFF_ONLY_ORACLE === '1';
+const FILTER = process.env.BPFSCOPE_DIFF_FILTER ? new RegExp(process.env.BPFSCOPE_DIFF_FILTER) : undefined;
+const DEFAULT_TIMEOUT_MS = 15_000;
+
+let cases: DiffCase[] = [];
+let buildError: unknown;
+try {
+  cases = diffCases();
+} catch (e) {
+  buildError = e;
+}
+
+const isJson = (args: string[]) => args.some((a, i) => a === '-f' && args[i + 1] === 'json');
+const isQuiet = (args: string[]) => args.includes('-q');
+
+interface OracleRun {
+  result: ToolResult;
+  /** stdout without the `Attaching N probes...` line. */
+  stdout: string;
+  attached: number | undefined;
+}
+
+async function runOracle(dc: DiffCase): Promise<OracleRun> {
+  const result = await runTool('bpftrace', dc.oracleArgs ?? dc.args, { timeoutMs: dc.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+  const { stdout, attached } = stripOracleAttach(result.stdout);
+  return { result, stdout, attached };
+}
+
+function assertClean(r: ToolResult, what: string) {
+  assert.ok(!r.timedOut, `${what} timed out:\n${describe(r)}`);
+  assert.equal(r.code, 0, `${what} failed:\n${describe(r)}`);
+}
+
+/** Oracle-only mode: the case is valid for 0.17 and its output is deterministic. */
+async function checkOracle(dc: DiffCase) {
+  const a = await runOracle(dc);
+  assertClean(a.result, 'bpftrace');
+  const b = await runOracle(dc);
+  assertClean(b.result, 'bpftrace (second run)');
+  assert.equal(b.stdout, a.stdout, `bpftrace output differs between two runs: the case is not deterministic`);
+  assert.notEqual(a.stdout.trim(), '', 'bpftrace printed nothing: the case would prove nothing');
+  if (!isQuiet(dc.args) && !isJson(dc.args)) {
+    assert.ok(a.attached !== undefined && a.attached > 0, `no "Attaching N probes..." line:\n${describe(a.result)}`);
+  }
+  if (dc.expect !== undefined) {
+    assert.notEqual(a.stdout, dc.expect, 'bpftrace 0.17 already prints `expect`: drop the exception');
+  }
+}
+
+/** Full mode: bpfscope prints what the oracle (or the case's current-bpftrace expectation) prints. */
+async function checkBpfscope(dc: DiffCase) {
+  let oracle: OracleRun | undefined;
+  if (!dc.noOracle) {
+    oracle = await runOracle(dc);
+    assertClean(oracle.result, 'bpftrace (the oracle; the case itself is broken)');
+  }
+  const expected = dc.expect ?? oracle!.stdout;
+  const ours = await runTool('bpfscope', dc.args, { timeoutMs: dc.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+  assertClean(ours, 'bpfscope');
+  assert.equal(
+    ours.stdout,
+    expected,
+    `stdout differs from ${dc.expect !== undefined ? 'the case expectation' : 'bpftrace 0.17'}${dc.reason ? ` (exception: ${dc.reason})` : ''}\n${describe(ours)}`,
+  );
+  const attached = ourAttachCount(ours.stderr);
+  if (isQuiet(dc.args) || isJson(dc.args)) {
+    assert.equal(
+      attached,
+      undefined,
+      `-q / -f json: no "Attached N probes" line expected on stderr\n${describe(ours)}`,
+    );
+  } else {
+    const want = dc.attached ?? oracle?.attached;
+    assert.ok(want !== undefined, 'case needs `attached`: the oracle gives no probe count');
+    assert.equal(attached, want, `stderr must have "Attached ${want} probe(s)" (current bpftrace)\n${describe(ours)}`);
+  }
+}
+
+suite('differential case list', () => {
+  test('builds (compiles the workload)', () => {
+    assert.equal(buildError, undefined, `diffCases() threw: ${(buildError as Error)?.stack}`);
+  });
+
+  test('has at least 45 cases with unique names', () => {
+    assert.ok(cases.length >= 45, `only ${cases.length} cases`);
+    const names = cases.map((c) => c.name);
+    assert.deepEqual([...new Set(names)], names, 'duplicate case names');
+  });
+
+  test('every exception has a reason and is listed in docs/compat.md', () => {
+    const compat = readFileSync(join(repoRoot(), 'docs', 'compat.md'), 'utf8');
+    const section = compat.slice(compat.indexOf('## Differential test exceptions'));
+    assert.ok(compat.includes('## Differential test exceptions'), 'docs/compat.md lacks the exceptions section');
+    for (const c of cases) {
+      if (c.expect !== undefined) assert.ok(c.reason, `${c.name}: expect without reason`);
+      if (c.reason !== undefined) assert.ok(c.expect !== undefined, `${c.name}: reason without expect`);
+      if (c.noOracle !== undefined) assert.ok(c.expect !== undefined, `${c.name}: noOracle needs expect`);
+      if (c.expect !== undefined) assert.ok(section.includes(`\`${c.name}\``), `${c.name} missing from docs/compat.md`);
+    }
+  });
+});
+
+suite(ORACLE_ONLY ? 'bpftrace 0.17 oracle: cases are valid and deterministic' : 'bpfscope vs bpftrace 0.17', () => {
+  for (const dc of cases) {
+    if (FILTER && !FILTER.test(dc.name)) continue;
+    test(dc.name, { timeout: 3 * (dc.timeoutMs ?? DEFAULT_TIMEOUT_MS) + 5000 }, async (t) => {
+      if (ORACLE_ONLY) {
+        if (dc.noOracle) return t.skip(`bpftrace 0.17 cannot run this case: ${dc.noOracle}`);
+        const why = bpftraceSkipReason();
+        if (why) return t.skip(why);
+        return checkOracle(dc);
+      }
+      const ourWhy = bpfscopeSkipReason();
+      if (ourWhy) return t.skip(ourWhy);
+      const oracleWhy = dc.noOracle ? undefined : bpftraceSkipReason();
+      if (oracleWhy) return t.skip(oracleWhy);
+      return checkBpfscope(dc);
+    });
+  }
+});
