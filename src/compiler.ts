@@ -12,6 +12,7 @@ import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
 import type { Program } from './lang/ast.js';
 import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
 import { parse } from './lang/parser.js';
+import { foldLiterals } from './lang/passes/fold.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { expandAttachPoint } from './probes/registry.js';
 
@@ -37,6 +38,12 @@ export const LOST_MAP = 'lost_events';
 /** Compile a program's text. */
 export function compile(source: SourceFile, opts: CompileOptions = {}): CompileResult {
   const ast = parse(source);
+  try {
+    foldLiterals(ast);
+  } catch (e) {
+    if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
+    throw e;
+  }
   if (ast.probes.length === 0) {
     throw new CompileError([{ severity: 'error', message: 'No probes found in the program' }], source);
   }

@@ -920,7 +920,6 @@ export class ProbeGen {
         const len = this.scalar(c.args[1]!);
         const r = fn.vreg();
         fn.emit(I.mov64(r, len));
-        fn.emit(I.alu64Imm('add', r, 1));
         const ok = fn.newLabel('len_ok');
         fn.emit(I.jmpImm('jle', r, size, ok));
         fn.emit(I.mov64Imm(r, size));

@@ -820,7 +820,8 @@ export class Analyzer {
           const n = this.constValue(args[1]!);
           if (n !== null) {
             if (n < 0n) this.error(args[1]!.pos, 'str() length must be non-negative');
-            size = Math.min(Number(n) + 1, DEFAULT_STRLEN);
+            // the length includes the NUL terminator (bpftrace: str(args.filename, 5) gives 4 characters)
+            size = Math.max(1, Math.min(Number(n), DEFAULT_STRLEN));
           } else if (lt && lt.kind !== 'int') {
             this.error(args[1]!.pos, `str() expects an integer length (${typeName(lt)} provided)`);
           }
