@@ -490,27 +490,22 @@ class Parser {
   }
 
   /**
-   * After an error in a statement: skips to just after the next `;` or to the `}` closing the current block
-   * (nested braces skipped whole). Reaching the end of the input ends parsing.
+   * After an error in a statement: skips to just after the next `;`, or just after a `{ ... }` group (the end of a
+   * compound statement), or to the `}` closing the current block. Reaching the end of the input ends parsing.
    */
   private recover(): void {
     let depth = 0;
     for (;;) {
       const t = this.peek();
       if (t.kind === 'eof') throw new ParseAbort(true);
-      if (t.kind === 'punct') {
-        if (t.text === '{') depth++;
-        else if (t.text === '}') {
-          if (depth === 0) return;
-          depth--;
-        } else if (t.text === ';' && depth === 0) {
-          this.tok = null;
-          this.lastEnd = t.end;
-          return;
-        }
-      }
+      if (t.kind === 'punct' && t.text === '}' && depth === 0) return;
       this.tok = null;
       this.lastEnd = t.end;
+      if (t.kind === 'punct') {
+        if (t.text === '{') depth++;
+        else if (t.text === '}' && --depth === 0) return;
+        else if (t.text === ';' && depth === 0) return;
+      }
     }
   }
 
