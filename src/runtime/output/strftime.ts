@@ -2,7 +2,8 @@
  * strftime(3) in TypeScript, for the `time()` and `strftime()` builtins. Behaves like glibc's strftime in the C
  * locale (bpftrace does not set a locale): every POSIX conversion plus the GNU ones (`%k %l %P %s %e %C %g %G %V`),
  * GNU flags `_ - 0 ^ #` and a field width (`%-d`, `%_H`, `%10Y`, `%^a`), `E`/`O` modifiers accepted and ignored;
- * an unknown conversion is copied literally (as glibc does).
+ * an unknown conversion is copied literally (as glibc does). One deliberate difference: `%s` of a UTC breakdown is
+ * the real epoch (glibc computes `%s` with mktime(), which reads a gmtime() result as local time).
  * Local time uses the process time zone (`TZ`); `%Z` comes from Intl (`CET` may print as `GMT+1` for zones
  * without an English abbreviation, where glibc prints the tz database abbreviation).
  *
@@ -128,26 +129,27 @@ interface Field {
 
 function num(f: Field, value: number | bigint, digits: number, padChar: '0' | ' '): string {
   const neg = value < 0;
-  let s = (neg ? -value : value).toString();
+  const s = (neg ? -value : value).toString();
+  // glibc: `-` drops the default padding, but an explicit width still pads (with spaces).
+  if (f.flag === '-' && f.width < 0) return neg ? `-${s}` : s;
   let fill: string = padChar;
-  if (f.flag === '_') fill = ' ';
+  if (f.flag === '_' || f.flag === '-') fill = ' ';
   else if (f.flag === '0') fill = '0';
   const w = f.width >= 0 ? f.width : digits;
-  if (f.flag !== '-') {
-    const want = w - (neg ? 1 : 0);
-    if (s.length < want) {
-      if (fill === '0') s = s.padStart(want, '0');
-      else return (neg ? `-${s}` : s).padStart(w, ' ');
-    }
+  if (fill === '0') {
+    const body = s.padStart(w - (neg ? 1 : 0), '0');
+    return neg ? `-${body}` : body;
   }
-  return neg ? `-${s}` : s;
+  return (neg ? `-${s}` : s).padStart(w, ' ');
 }
 
-function text(f: Field, s: string, caseFlip: 'upper' | 'lower' | null): string {
+/** Text conversions: `^` uppercases, `#` flips case (`caseFlip`); `%P` is always lowercase (glibc). */
+function text(f: Field, s: string, caseFlip: 'upper' | 'lower' | null, forceLower = false): string {
   let r = s;
-  if (f.upcase) r = r.toUpperCase();
+  if (forceLower) r = r.toLowerCase();
+  else if (f.upcase) r = r.toUpperCase();
   else if (f.swapcase && caseFlip) r = caseFlip === 'upper' ? r.toUpperCase() : r.toLowerCase();
-  if (f.width > r.length && f.flag !== '-') r = r.padStart(f.width, f.flag === '0' ? '0' : ' ');
+  if (f.width > r.length) r = r.padStart(f.width, f.flag === '0' ? '0' : ' ');
   return r;
 }
 
@@ -246,7 +248,7 @@ function convert(conv: string, f: Field, t: BrokenDownTime): string | null {
     case 'p':
       return text(f, t.hour < 12 ? 'AM' : 'PM', 'lower');
     case 'P':
-      return text(f, t.hour < 12 ? 'am' : 'pm', null);
+      return text(f, t.hour < 12 ? 'am' : 'pm', null, true);
     case 'r':
       return composite(f, '%I:%M:%S %p', t);
     case 'R':
