@@ -170,14 +170,16 @@ export interface Liveness {
   liveIn: Set<number>[];
   /** Registers live on exit from each block. */
   liveOut: Set<number>[];
-  /** Per item index: registers live right after that instruction (undefined for labels). */
-  insnLiveOut: (Set<number> | undefined)[];
+  /** Per item index: the instruction's defs and uses (undefined for labels). */
+  defUse: (DefUse | undefined)[];
+  /** Per item index: registers live right after that instruction (undefined for labels). Computed on first use. */
+  readonly insnLiveOut: (Set<number> | undefined)[];
 }
 
 /**
  * Liveness of physical (r0-r9) and virtual registers over an IR item list, by iterating
- * `in[b] = use[b] ∪ (out[b] − def[b])`, `out[b] = ∪ in[succ]` to the fixed point, then one backward pass per block
- * for per-instruction live-out sets.
+ * `in[b] = use[b] ∪ (out[b] − def[b])`, `out[b] = ∪ in[succ]` to the fixed point. Per-instruction live-out sets
+ * come from one backward pass per block ({@link forEachLiveOut}, or `insnLiveOut` materialised lazily).
  */
 export function computeLiveness(items: readonly IrItem[]): Liveness {
   const blocks = buildBlocks(items);
@@ -212,18 +214,41 @@ export function computeLiveness(items: readonly IrItem[]): Liveness {
       if (inn.size !== before) changed = true;
     }
   }
-  const insnLiveOut: (Set<number> | undefined)[] = new Array(items.length).fill(undefined);
-  for (const b of blocks) {
-    const live = new Set(liveOut[b.index]);
+  let perInsn: (Set<number> | undefined)[] | undefined;
+  const lv: Liveness = {
+    blocks,
+    liveIn,
+    liveOut,
+    defUse: du,
+    get insnLiveOut() {
+      if (!perInsn) {
+        const arr: (Set<number> | undefined)[] = new Array(items.length).fill(undefined);
+        forEachLiveOut(lv, (i, live) => {
+          arr[i] = new Set(live);
+        });
+        perInsn = arr;
+      }
+      return perInsn;
+    },
+  };
+  return lv;
+}
+
+/**
+ * Calls `fn(itemIndex, liveOut)` for every instruction, walking each block backwards; `liveOut` is the set of
+ * registers live right after the instruction and is only valid during the call (it is mutated afterwards).
+ */
+export function forEachLiveOut(lv: Liveness, fn: (index: number, liveOut: ReadonlySet<number>) => void): void {
+  for (const b of lv.blocks) {
+    const live = new Set(lv.liveOut[b.index]);
     for (let i = b.end - 1; i >= b.start; i--) {
-      const d = du[i];
+      const d = lv.defUse[i];
       if (!d) continue;
-      insnLiveOut[i] = new Set(live);
+      fn(i, live);
       for (const x of d.defs) live.delete(x);
       for (const u of d.uses) live.add(u);
     }
   }
-  return { blocks, liveIn, liveOut, insnLiveOut };
 }
 
 /** True for a 64-bit register-to-register move (`mov64 dst, src`), the only copy the allocator may delete. */

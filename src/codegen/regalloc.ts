@@ -17,7 +17,7 @@ import { ldx, stx } from '../bpf/insn.js';
 import { BPF_ALU, BPF_ALU64, BPF_K, BPF_MOV, FP, LD_IMM64, MAX_STACK } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
 import { type IrFunction, type IrInsn, type IrItem, isLabel, VREG_BASE } from './ir.js';
-import { computeLiveness, defUse, isMove64, labelIndex } from './liveness.js';
+import { computeLiveness, defUse, forEachLiveOut, isMove64, labelIndex } from './liveness.js';
 
 /** Registers handed out by default, in order of preference (caller-saved first, keeping r6-r9 for values live across calls). */
 export const ALLOCATABLE: readonly number[] = [1, 2, 3, 4, 5, 0, 6, 7, 8, 9];
@@ -92,16 +92,15 @@ function buildGraph(items: readonly IrItem[]): Graph {
     if (isVreg(a)) node(a).add(b);
     if (isVreg(b)) node(b).add(a);
   };
-  items.forEach((it, i) => {
-    if (isLabel(it)) return;
-    const { defs, uses } = defUse(it);
-    const out = live.insnLiveOut[i]!;
+  forEachLiveOut(live, (i, out) => {
+    const it = items[i] as IrInsn;
+    const { defs, uses } = live.defUse[i]!;
     const move = isMove64(it) ? it.src : undefined;
-    for (const r of [...defs, ...uses]) {
-      if (isVreg(r)) {
-        node(r);
-        cost.set(r, cost.get(r)! + weights[i]!);
-      }
+    const w = weights[i]!;
+    for (const r of defs.concat(uses)) {
+      if (!isVreg(r)) continue;
+      node(r);
+      cost.set(r, cost.get(r)! + w);
     }
     for (const d of defs) {
       for (const l of out) if (l !== move) edge(d, l);
