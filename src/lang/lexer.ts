@@ -283,8 +283,9 @@ export class Lexer {
   /**
    * Reads one attach point as raw text, by bpftrace v0.26's rules (`Parser::parse_attach_point`): everything up to
    * `{`, `,`, whitespace, or a `/` that starts a predicate (a `/` before any `:`; after a `:` it belongs to a path
-   * as in `uprobe:/bin/bash:readline`). Double-quoted parts are taken whole, with `\` escapes kept. `}` and `;`
-   * also end it (they never belong to an attach point). Returns '' when no attach point starts here.
+   * as in `uprobe:/bin/bash:readline`). Double-quoted parts are taken whole, with `\` escapes kept. Unlike
+   * bpftrace, `}`, `;` and a comment (`//`, or `/*` before any `:`) also end it. Returns '' when no attach point
+   * starts here.
    */
   readAttachPoint(): { raw: string; start: number; end: number } {
     this.skipLayout();
@@ -295,9 +296,10 @@ export class Lexer {
       const c = t[this.pos] as string;
       if (c === '{' || c === ',' || c === '}' || c === ';') break;
       if (c === ' ' || c === '\t' || c === '\r' || c === '\n' || c === '\f' || c === '\v') break;
-      if (c === '/' && this.pos > start && !sawColon) {
-        const n = t[this.pos + 1];
-        if (n !== '/' && n !== '*') break;
+      if (c === '/' && this.pos > start) {
+        // Before any ':' a '/' starts a predicate or a comment; after it only `//` (a comment) ends the attach
+        // point, as `/*` may be a path glob (`uprobe:/usr/lib/*.so:f`).
+        if (!sawColon || t[this.pos + 1] === '/') break;
       }
       if (c === ':') sawColon = true;
       if (c === '"') {

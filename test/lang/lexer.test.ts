@@ -196,7 +196,7 @@ describe('Lexer tokens', () => {
     assert.deepEqual(tokens.map(brief), ['invalid:`', 'invalid:\\', 'invalid:😀', 'invalid:#', 'eof:']);
   });
 
-  test('readAttachPoint follows bpftrace v0.26 rules', () => {
+  test('readAttachPoint follows bpftrace v0.26 rules (plus: comments end an attach point)', () => {
     const read = (text: string) => {
       const idx = new LineIndex(text);
       const lx = new Lexer(
@@ -213,5 +213,9 @@ describe('Lexer tokens', () => {
     assert.equal(read('kprobe:f\n{'), 'kprobe:f');
     assert.equal(read('  t:a:b;'), 't:a:b');
     assert.equal(read('{'), '');
+    assert.equal(read('BEGIN// c\n{'), 'BEGIN');
+    assert.equal(read('BEGIN/* c */{'), 'BEGIN');
+    assert.equal(read('kprobe:f// c\n{'), 'kprobe:f');
+    assert.equal(read('uprobe:/usr/lib/*.so:f{'), 'uprobe:/usr/lib/*.so:f');
   });
 });

@@ -280,6 +280,11 @@ const VALID: [string, string][] = [
   ['BEGIN /$1 > 0/ { }', 'BEGIN /($1 > 0)/ { }'],
   ['kprobe:f /arg0/\n{ }', 'kprobe:f /arg0/ { }'],
   ['BEGIN/1/{ exit() }', 'BEGIN /1/ { exit() }'],
+  [
+    'tracepoint:syscalls:sys_enter_openat /str(args.filename) == "/etc/passwd"/ { }',
+    'tracepoint:syscalls:sys_enter_openat /(str(args.filename) == "/etc/passwd")/ { }',
+  ],
+  ['uprobe:/usr/lib/*.so:f// c\n{ }', 'uprobe:/usr/lib/*.so:f { }'],
   // several attach points, comments, layout
   ['kprobe:a, kprobe:b,\n  kprobe:c { }', 'kprobe:a,kprobe:b,kprobe:c { }'],
   ['kprobe:a,kprobe:b, { }', 'kprobe:a,kprobe:b { }'],
