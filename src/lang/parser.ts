@@ -162,10 +162,13 @@ class Parser {
 
   /** Records an error at `at` (default: the next token) and abandons the current statement. */
   private fail(message: string, at?: Range, hint?: string): never {
+    if (at !== undefined) {
+      this.error(message, at, hint);
+      throw new ParseAbort(false);
+    }
     const tok = this.peek();
-    const where = at ?? tok;
-    if (at === undefined && tok.fatal) throw new ParseAbort(false); // already reported by the lexer
-    this.error(at === undefined && tok.kind === 'invalid' && tok.error ? tok.error : message, where, hint);
+    if (tok.fatal) throw new ParseAbort(false); // already reported by the lexer
+    this.error(tok.kind === 'invalid' && tok.error ? tok.error : message, tok, hint);
     throw new ParseAbort(false);
   }
 
@@ -320,35 +323,39 @@ class Parser {
 
   /** At `struct|union|enum NAME ... {` (bpftrace `looks_like_c_definition`), not an attach point like `struct:x`. */
   private atCDefinition(): boolean {
+    return this.cDefinitionBrace() >= 0;
+  }
+
+  /** Offset of the `{` opening the C definition that starts at the current position, or -1. */
+  private cDefinitionBrace(): number {
     const w = this.lx.peekWord();
-    if (w !== 'struct' && w !== 'union' && w !== 'enum') return false;
+    if (w !== 'struct' && w !== 'union' && w !== 'enum') return -1;
     const t = this.source.text;
     let p = scanLayout(t, this.lx.pos + w.length);
     while (p < t.length) {
       const c = t[p] as string;
-      if (c === '{') return true;
-      if (c === ':' || c === '/' || c === ',' || c === ';') return false;
+      if (c === '{') return p;
+      if (c === ':' || c === '/' || c === ',' || c === ';') return -1;
       if (isIdentStart(c)) {
         while (isIdentBody(t[p] ?? '')) p++;
       } else if (c === '(' || c === '[') {
         const close = c === '(' ? ')' : ']';
         const after = scanBalanced(t, p, c, close);
-        if (after < 0) return false;
+        if (after < 0) return -1;
         p = after;
       } else {
-        return false;
+        return -1;
       }
       p = scanLayout(t, p);
     }
-    return false;
+    return -1;
   }
 
   /** Skips a C struct/union/enum definition, its `__attribute__((...))`s and an optional `;`. */
   private skipCDefinition(): void {
     const t = this.source.text;
     const lx = this.lx;
-    const start = lx.pos;
-    let p = t.indexOf('{', start);
+    let p = this.cDefinitionBrace();
     let depth = 0;
     while (p < t.length) {
       const c = t[p];
