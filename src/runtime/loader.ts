@@ -7,8 +7,8 @@
 import { type LoadedProgram, loadProgram, VerifierError } from '../bpf/program.js';
 import { emit } from '../codegen/emit.js';
 import type { Insn } from '../codegen/ir.js';
+import { peephole } from '../codegen/peephole.js';
 import type { ProgramPlan } from '../codegen/plan.js';
-import { removeUnreachable } from '../codegen/cleanup.js';
 import { allocateRegisters } from '../codegen/regalloc.js';
 import { BpfscopeError } from '../errors.js';
 import type { Span } from '../lang/ast.js';
@@ -34,7 +34,7 @@ export interface LoadResult {
 
 /** Allocate registers, emit and load one program. `mapFd` resolves IR map names. */
 export function loadPlan(plan: ProgramPlan, mapFd: (name: string) => number, logLevel?: number): LoadResult {
-  removeUnreachable(plan.fn);
+  peephole(plan.fn); // also removes unreachable code, which the verifier rejects
   allocateRegisters(plan.fn);
   const out = emit(plan.fn, mapFd);
   try {
