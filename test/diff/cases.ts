@@ -436,7 +436,8 @@ export function diffCases(): DiffCase[] {
       expect: '-3 -1 -1\n' + END,
       reason:
         'v0.26.1 folds integer literal expressions at compile time with signed 64-bit C++ arithmetic ' +
-        '(src/ast/passes/fold_literals.cpp eval_binop: -7/2 = -3, -7%3 = -1, -8>>60 = -1); 0.17 computes them at ' +
+        '(src/ast/passes/fold_literals.cpp eval_binop; its unit tests tests/fold_literals.cpp: "-10 / 2" = -5, ' +
+        '"-10 % 3" = -1, "-8 >> 2" = -2 "Sign extension"), so -7/2 = -3, -7%3 = -1, -8>>60 = -1; 0.17 computes them at ' +
         'run time with unsigned division and logical shift (-4 0 15). Variables still use unsigned BPF division in ' +
         'both (see arith-variables-negative)',
     }),
