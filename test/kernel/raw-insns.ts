@@ -20,6 +20,8 @@ export const movImm = (dst: number, imm: number) => ins(0xb7, dst, 0, 0, imm);
 export const movReg = (dst: number, src: number) => ins(0xbf, dst, src, 0, 0);
 /** r_dst += imm. */
 export const addImm = (dst: number, imm: number) => ins(0x07, dst, 0, 0, imm);
+/** r_dst &= imm. */
+export const andImm = (dst: number, imm: number) => ins(0x57, dst, 0, 0, imm);
 /** r_dst >>= imm (logical, 64-bit). */
 export const rshImm = (dst: number, imm: number) => ins(0x77, dst, 0, 0, imm);
 /** r_dst = *(u64 *)(r_src + off). */
@@ -32,6 +34,8 @@ export const stDw = (dst: number, off: number, imm: number) => ins(0x7a, dst, 0,
 export const stW = (dst: number, off: number, imm: number) => ins(0x62, dst, 0, off, imm);
 /** lock *(u64 *)(r_dst + off) += r_src. */
 export const atomicAddDw = (dst: number, off: number, src: number) => ins(0xdb, dst, src, off, 0);
+/** r_src = atomic_fetch_add((u64 *)(r_dst + off), r_src): BPF_ATOMIC with imm BPF_ADD | BPF_FETCH. */
+export const atomicFetchAddDw = (dst: number, off: number, src: number) => ins(0xdb, dst, src, off, 0x01);
 /** if r_dst == imm goto pc+1+off. */
 export const jeqImm = (dst: number, imm: number, off: number) => ins(0x15, dst, 0, off, imm);
 /** if r_dst != imm goto pc+1+off. */
