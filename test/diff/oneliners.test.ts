@@ -17,6 +17,7 @@ import { describe as suite, test } from 'node:test';
 import {
   bpfscopeSkipReason,
   bpftraceSkipReason,
+  bpftraceVersion,
   describe,
   ourAttachCount,
   repoRoot,
@@ -107,6 +108,12 @@ async function checkBpfscope(dc: DiffCase) {
 suite('differential case list', () => {
   test('builds (compiles the workload)', () => {
     assert.equal(buildError, undefined, `diffCases() threw: ${(buildError as Error)?.stack}`);
+  });
+
+  test('the oracle is bpftrace 0.17 (the exceptions are written against it)', (t) => {
+    const why = bpftraceSkipReason();
+    if (why) return t.skip(why);
+    assert.match(bpftraceVersion(), /^bpftrace v0\.17\./);
   });
 
   test('has at least 45 cases with unique names', () => {

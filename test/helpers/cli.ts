@@ -14,7 +14,7 @@
  * {@link ourAttachCount} reads our stderr line so tests assert it separately. Our stdout is compared as is.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -272,14 +272,5 @@ export function isAlive(pid: number): boolean {
     return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
   } catch {
     return false;
-  }
-}
-
-/** The executable of a live pid (readlink /proc/PID/exe), or undefined. */
-export function exeOf(pid: number): string | undefined {
-  try {
-    return readlinkSync(`/proc/${pid}/exe`);
-  } catch {
-    return undefined;
   }
 }
