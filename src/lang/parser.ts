@@ -16,7 +16,12 @@
  * - `a ?: b` is a `TernaryExpr` whose `then` is the same node object as `cond`;
  * - `_ = expr;` (bpftrace's discard) is an `ExprStmt`;
  * - `@m[a, b]` has `keys` [a, b]; `-1` is a `UnaryExpr` over `IntLit 1`;
- * - config values: strings and identifiers (`stack_mode = perf`, `x = true`) are strings, integers bigints.
+ * - config values: strings and identifiers (`stack_mode = perf`, `x = true`) are strings, integers bigints;
+ * - `if`/`while`/`unroll` take `(expr)` or, as in bpftrace v0.26, a single unparenthesised term (`if $x { }`);
+ * - a `/` is a division unless the next token is `{` or the end of input (bpftrace v0.26's rule), so in
+ *   `probe /a / 2 > 0/ { }` only the last `/` closes the predicate;
+ * - not supported (reported as errors): records `(a=1)`, `if` used as a value, macros, `fn`, map declarations,
+ *   imports, `typeof`, `offsetof(expr, f)`, pointer-to-array types.
  */
 import type * as A from './ast.js';
 import { CompileError, type Diagnostic, LineIndex, type SourceFile } from './diagnostics.js';
