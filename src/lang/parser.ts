@@ -697,6 +697,7 @@ class Parser {
       return null;
     };
     if (t.kind !== 'ident' || KEYWORDS.has(t.text)) return no('expected type name');
+    if (t.text === 'typeof') return no('typeof is not supported');
     this.advance();
     let name = t.text;
     if (name === 'struct' || name === 'union' || name === 'enum') {
