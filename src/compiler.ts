@@ -12,6 +12,7 @@ import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
 import type { Program } from './lang/ast.js';
 import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
 import { parse } from './lang/parser.js';
+import { type RuntimeConfig, resolveConfig } from './lang/passes/config.js';
 import { foldLiterals } from './lang/passes/fold.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { expandAttachPoint } from './probes/registry.js';
@@ -21,7 +22,7 @@ export interface CompileOptions {
   cpid?: number;
   /** CLOCK_MONOTONIC ns at session start, for `elapsed` (defaults to now). */
   startNs?: bigint;
-  /** Ring buffer size in bytes (power of two >= page size). Default 1 MiB. */
+  /** Ring buffer size in bytes (power of two >= page size); overrides `perf_rb_pages`. */
   ringbufSize?: number;
 }
 
@@ -34,11 +35,17 @@ export interface CompileResult {
 
 export const RINGBUF_MAP = 'ringbuf';
 export const LOST_MAP = 'lost_events';
+export const EXIT_MAP = 'exit_flag';
 
 /** Compile a program's text. */
 export function compile(source: SourceFile, opts: CompileOptions = {}): CompileResult {
   const ast = parse(source);
+  let config: RuntimeConfig;
+  const warnings: Diagnostic[] = [];
   try {
+    const r = resolveConfig(ast);
+    config = r.config;
+    warnings.push(...r.warnings);
     foldLiterals(ast);
   } catch (e) {
     if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
@@ -69,8 +76,8 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
     throw e;
   }
-  const warnings = [...analyzer.warnings];
-  const maps = planMaps(analyzer.maps.values());
+  warnings.push(...analyzer.warnings);
+  const maps = planMaps(analyzer.maps.values(), config.maxMapKeys);
   const tables: GenTables = {
     maps: new Map(maps.map((m) => [m.name, m])),
     printfs: [],
@@ -78,6 +85,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     timeFormats: [],
     ringbufName: RINGBUF_MAP,
     lostName: LOST_MAP,
+    exitName: EXIT_MAP,
     positional,
     cpid: opts.cpid,
     probeNameSize,
@@ -101,7 +109,8 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       timeFormats: tables.timeFormats,
       ringbufName: RINGBUF_MAP,
       lostName: LOST_MAP,
-      ringbufSize: opts.ringbufSize ?? 1 << 20,
+      exitName: EXIT_MAP,
+      ringbufSize: opts.ringbufSize ?? config.ringbufSize,
     },
   };
 }

@@ -45,6 +45,7 @@ export interface GenTables {
   timeFormats: string[];
   ringbufName: string;
   lostName: string;
+  exitName: string;
   positional: string[];
   cpid: number | undefined;
   probeNameSize: number;
@@ -351,10 +352,19 @@ export class ProbeGen {
       case 'printf':
         this.printf(c);
         return;
-      case 'exit':
+      case 'exit': {
+        // Set the exit flag first: the EXIT record can be lost when the ring buffer is full, the flag cannot.
+        const key = this.frame.temp(8);
+        this.fn.emit(I.st(4, FP, key, 0));
+        const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.exitName }, { stack: key }]);
+        const skip = this.fn.newLabel('noflag');
+        this.fn.emit(I.jmpImm('jeq', p, 0, skip));
+        this.fn.emit(I.st(8, p, 0, 1));
+        this.fn.mark(skip);
         this.asyncRecord(AsyncAction.EXIT, 0, 0, () => {});
         this.fn.emit(I.ja(this.endLabel));
         return;
+      }
       case 'time': {
         const fmt = c.args[0]?.kind === 'StrLit' ? c.args[0].value : '%H:%M:%S\n';
         const id = this.tables.timeFormats.push(fmt) - 1;

@@ -90,6 +90,8 @@ export interface CompiledProgram {
   /** Name of the ring buffer map and the lost-event counter map in IR map references. */
   ringbufName: string;
   lostName: string;
+  /** 1-entry ARRAY map whose u64 is set to 1 by exit() (see session.ts). */
+  exitName: string;
   /** Ring buffer size in bytes (power of two, multiple of the page size). */
   ringbufSize: number;
 }

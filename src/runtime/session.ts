@@ -32,6 +32,7 @@ export class Session {
   private attachments: AttachedProbe[] = [];
   private ring: RingBufConsumer | null = null;
   private lost: BpfMap | null = null;
+  private exitFlag: BpfMap | null = null;
   private lostReported = 0n;
   private closed = false;
   /** First error raised while consuming events in the background; rethrown by `finish()`. */
@@ -73,6 +74,8 @@ export class Session {
     this.maps.set(c.ringbufName, ring);
     this.lost = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'lost_events' });
     this.maps.set(c.lostName, this.lost);
+    this.exitFlag = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'exit_flag' });
+    this.maps.set(c.exitName, this.exitFlag);
     const fdOf = (name: string): number => {
       const m = this.maps.get(name);
       if (!m) throw new Error(`internal: unknown map ${name}`);
@@ -100,6 +103,7 @@ export class Session {
   runBegin(): boolean {
     for (const p of this.programs) if (p.plan.expanded.special === 'begin') p.prog.testRun({});
     this.drain();
+    this.checkExitFlag();
     return !this.exitRequested;
   }
 
@@ -118,8 +122,12 @@ export class Session {
       this.stopResolve = resolve;
       this.ring!.start();
       // This timer also keeps the event loop (and so the process) alive while we wait: the ring buffer consumer's
-      // handles are unref'd.
-      const timer = setInterval(() => this.checkLost(), 1000);
+      // handles are unref'd. It checks the exit flag every 100 ms and lost events every second.
+      let ticks = 0;
+      const timer = setInterval(() => {
+        if (++ticks % 10 === 0) this.checkLost();
+        this.checkExitFlag();
+      }, 100);
       const done = this.stopResolve;
       this.stopResolve = () => {
         clearInterval(timer);
@@ -172,6 +180,16 @@ export class Session {
   private drain(): void {
     this.ring?.drain();
     this.opts.output.flush();
+  }
+
+  /** exit() sets the flag even when its ring buffer record is lost. */
+  private checkExitFlag(): void {
+    if (!this.exitFlag || this.closed || this.exitRequested) return;
+    const v = this.exitFlag.lookup(Buffer.alloc(4));
+    if (v && v.readBigUInt64LE(0) !== 0n) {
+      this.drain();
+      this.stop();
+    }
   }
 
   private checkLost(): void {

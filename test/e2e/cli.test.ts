@@ -100,6 +100,27 @@ describe('bpfscope command line', () => {
     assert.equal(r.stdout, '\n\n@calls: 25\n');
   });
 
+  it('reports ring buffer overflow as "Lost N events" and loses nothing else', async () => {
+    const printfs = Array.from({ length: 300 }, (_, i) => `printf("%s %d\\n", comm, ${i});`).join(' ');
+    const r = await runTool('bpfscope', ['-e', `config = { perf_rb_pages = 1 } BEGIN { ${printfs} exit(); }`]);
+    assert.equal(r.code, 0, r.stderr);
+    const m = /^Lost (\d+) events$/m.exec(r.stderr);
+    assert.ok(m, r.stderr);
+    const printed = r.stdout.split('\n').filter((l) => /^\S+ \d+$/.test(l));
+    assert.ok(printed.length > 0);
+    // 300 printf records and the exit() record: the ring fills up before exit(), so its record is lost too (and
+    // counted) while the exit flag still ends the run.
+    assert.equal(printed.length + Number(m[1]), 301);
+    // what arrived is the first records, in order
+    printed.forEach((l, i) => assert.ok(l.endsWith(` ${i}`), l));
+  });
+
+  it('rejects an unknown config variable', async () => {
+    const r = await runTool('bpfscope', ['-e', 'config = { frob = 1 } BEGIN { exit(); }']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^stdin:1:12-\d+: ERROR: Unrecognized config variable: frob\n/);
+  });
+
   it('explains missing privileges in one sentence', async () => {
     const setpriv = spawnSync('setpriv', ['--version']);
     if (setpriv.status !== 0) return;

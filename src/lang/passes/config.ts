@@ -1,0 +1,92 @@
+/**
+ * The `config = { key = value; ... }` block and the matching `BPFTRACE_*` environment variables (bpftrace
+ * `docs/language.md` "Config Variables"; the block wins over the environment). Supported so far:
+ * - `max_map_keys` (default 4096): max_entries of every map;
+ * - `perf_rb_pages` (default: 256 pages = 1 MiB): size of the event ring buffer in pages, rounded up to a power of
+ *   two (bpftrace sizes its per-CPU buffers with it; we have one BPF ring buffer).
+ * Other bpftrace variables are accepted with a warning that they have no effect yet.
+ */
+import type { Program } from '../ast.js';
+import { CompileError, type Diagnostic } from '../diagnostics.js';
+
+export interface RuntimeConfig {
+  maxMapKeys: number;
+  /** Ring buffer size in bytes: a power of two, at least one page. */
+  ringbufSize: number;
+}
+
+const PAGE = 4096;
+const KNOWN_LATER = new Set([
+  'max_strlen',
+  'max_bpf_progs',
+  'max_probes',
+  'log_size',
+  'cpp_demangle',
+  'lazy_symbolication',
+  'missing_probes',
+  'on_stack_limit',
+  'print_maps_on_exit',
+  'stack_mode',
+  'str_trunc_trailer',
+  'symbol_source',
+  'license',
+  'max_cat_bytes',
+  'max_type_res_iterations',
+  'unstable_map_decl',
+  'unstable_import',
+  'show_debug_info',
+  'cache_user_symbols',
+]);
+
+function pow2AtLeast(n: number): number {
+  let p = PAGE;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/** Resolve the configuration from the program's config block and the environment. @throws CompileError */
+export function resolveConfig(
+  program: Program,
+  env: NodeJS.ProcessEnv = process.env,
+): { config: RuntimeConfig; warnings: Diagnostic[] } {
+  const values = new Map<string, bigint | string>();
+  for (const [k, v] of [
+    ['max_map_keys', env.BPFTRACE_MAX_MAP_KEYS],
+    ['perf_rb_pages', env.BPFTRACE_PERF_RB_PAGES],
+  ] as const) {
+    if (v !== undefined && /^\d+$/.test(v)) values.set(k, BigInt(v));
+  }
+  const errors: Diagnostic[] = [];
+  const warnings: Diagnostic[] = [];
+  for (const item of program.config) {
+    const key = item.key.replace(/^BPFTRACE_/i, '').toLowerCase();
+    if (key === 'max_map_keys' || key === 'perf_rb_pages') {
+      if (typeof item.value !== 'bigint' || item.value <= 0n) {
+        errors.push({
+          severity: 'error',
+          message: `Invalid value for ${key}: expected a positive integer`,
+          pos: item.pos,
+        });
+        continue;
+      }
+      values.set(key, item.value);
+    } else if (KNOWN_LATER.has(key)) {
+      warnings.push({
+        severity: 'warning',
+        message: `config variable ${key} has no effect in bpfscope yet`,
+        pos: item.pos,
+      });
+    } else {
+      errors.push({ severity: 'error', message: `Unrecognized config variable: ${item.key}`, pos: item.pos });
+    }
+  }
+  if (errors.length) throw new CompileError(errors);
+  const pages = Number(values.get('perf_rb_pages') ?? 256n);
+  return {
+    config: {
+      maxMapKeys: Number(values.get('max_map_keys') ?? 4096n),
+      ringbufSize: pow2AtLeast(pages * PAGE),
+    },
+    warnings,
+  };
+}
