@@ -318,5 +318,16 @@ export function openProbeEvent(spec: ProbeEventSpec, target: PerfTarget = {}): P
     config2: spec.addr ?? spec.offset ?? 0n,
   });
   const what = `${spec.retprobe ? spec.kind.replace('probe', 'retprobe') : spec.kind} ${spec.target ?? `0x${(spec.addr ?? 0n).toString(16)}`}${spec.offset ? `+0x${spec.offset.toString(16)}` : ''}`;
-  return new PerfEvent(perfEventOpenRaw(attr, target, what, name), what);
+  try {
+    return new PerfEvent(perfEventOpenRaw(attr, target, what, name), what);
+  } catch (e) {
+    if (e instanceof KernelError && e.errno === Errno.ENOENT && spec.target !== undefined) {
+      const msg =
+        spec.kind === 'uprobe'
+          ? `cannot attach ${what}: ${spec.target} does not exist`
+          : `cannot attach ${what}: no kernel function ${spec.target}`;
+      throw new KernelError(e.syscall, e.errno, msg);
+    }
+    throw e;
+  }
 }

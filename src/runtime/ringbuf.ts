@@ -67,7 +67,16 @@ export interface RingBufOptions {
   commitEvery?: number;
   /** Receives errors thrown by the record callback during background consumption (default: rethrown). */
   onError?: (err: unknown) => void;
+  /**
+   * Zero-allocation delivery for hot paths: called instead of the record callback with the Buffer over the whole
+   * producer mapping and the record's byte offset and length in it (valid only during the call). Saves creating a
+   * Buffer view per record (roughly half the per-record cost).
+   */
+  rawRecord?: RawRecordCallback;
 }
+
+/** See {@link RingBufOptions.rawRecord}. */
+export type RawRecordCallback = (ring: Buffer, offset: number, length: number) => void;
 
 /** Counters of a consumer's work since it was created. */
 export interface RingBufStats {
@@ -115,7 +124,8 @@ export class RingBufConsumer {
   private closeRequested = false;
   private timer: NodeJS.Timeout | undefined;
   private emptyPolls = 0;
-  private readonly opt: Required<Omit<RingBufOptions, 'onError'>> & Pick<RingBufOptions, 'onError'>;
+  private readonly opt: Required<Omit<RingBufOptions, 'onError' | 'rawRecord'>> &
+    Pick<RingBufOptions, 'onError' | 'rawRecord'>;
   private waiterKind: 'uv' | 'thread' | undefined;
   private poller: FdPoller | undefined;
   private pollerActive = false;
@@ -141,6 +151,7 @@ export class RingBufConsumer {
       waitTimeoutMs: opts.waitTimeoutMs ?? 100,
       commitEvery: opts.commitEvery ?? 2048,
       onError: opts.onError,
+      rawRecord: opts.rawRecord,
     };
     this.size = map.maxEntries;
     this.page = pageSize();
@@ -195,6 +206,7 @@ export class RingBufConsumer {
     let cons = this.cons;
     let sinceCommit = 0;
     let lastCommitPos = cons;
+    const raw = this.opt.rawRecord;
     try {
       outer: for (;;) {
         const prod = Number(Atomics.load(this.prodPos, 0));
@@ -211,7 +223,8 @@ export class RingBufConsumer {
           } else {
             this.stats.records++;
             this.cons = cons;
-            this.cb(this.bytes.subarray(hdr + HDR_SIZE, hdr + HDR_SIZE + n));
+            if (raw) raw(this.bytes, hdr + HDR_SIZE, n);
+            else this.cb(this.bytes.subarray(hdr + HDR_SIZE, hdr + HDR_SIZE + n));
             if (this.closeRequested) break outer;
           }
           if (++sinceCommit >= commitEvery || cons - lastCommitPos >= commitBytes) {

@@ -9,6 +9,7 @@ import {
   btfGetNextId,
   btfInfo,
   LOG_LEVEL_STATS,
+  linkCreate,
   mapCreate,
   mapDelete,
   mapDump,
@@ -25,9 +26,10 @@ import {
   rawTracepointOpen,
   VerifierError,
 } from '../../src/kernel/bpf.js';
+import { Btf } from '../../src/kernel/btf.js';
 import { close, Errno } from '../../src/kernel/ffi.js';
 import { runFixture } from './fixtures/run.js';
-import { exit, jeqImm, ldxDw, movImm, prog } from './raw-insns.js';
+import { call, exit, H, incrementArray0, jeqImm, jneImm, ldxDw, movImm, movReg, prog, rshImm } from './raw-insns.js';
 
 const u32 = (v: number) => {
   const b = Buffer.alloc(4);
@@ -240,6 +242,58 @@ test('RAW_TRACEPOINT_OPEN attaches; an unknown tracepoint is ENOENT', () => {
     close(fd);
   }
 });
+
+const SYS_GETPPID = process.arch === 'arm64' ? 173 : 110;
+
+/** ctx = u64[] {regs, id} of sys_enter: counts getppid entries of this process in slot 0 of `map`. */
+function sysEnterGetppidCounter(mapFd: number) {
+  return prog(
+    movReg(6, 1), // 0
+    call(H.getCurrentPidTgid), // 1
+    rshImm(0, 32), // 2
+    jneImm(0, process.pid, 11), // 3: -> 15
+    ldxDw(1, 6, 8), // 4: id
+    jneImm(1, SYS_GETPPID, 9), // 5: -> 15
+    incrementArray0(mapFd), // 6-14
+    movImm(0, 0), // 15
+    exit(), // 16
+  );
+}
+
+for (const how of ['raw_tp', 'tp_btf (RAW_TRACEPOINT_OPEN)', 'tp_btf (LINK_CREATE tracing)'] as const) {
+  test(`${how} on sys_enter counts exactly N getppid calls of this process`, () => {
+    const map = mapCreate({ mapType: 2, keySize: 4, valueSize: 8, maxEntries: 1, name: 'bpf_test_cnt' });
+    const tpBtf = how !== 'raw_tp';
+    const btfId = tpBtf ? Btf.vmlinux().typedefId('btf_trace_sys_enter') : undefined;
+    const { fd } = progLoad({
+      progType: tpBtf ? 26 : 17,
+      insns: sysEnterGetppidCounter(map),
+      name: 'bpf_test_sysent',
+      ...(tpBtf ? { expectedAttachType: 23, attachBtfId: btfId! } : {}),
+    });
+    const count = () => {
+      const v = Buffer.alloc(8);
+      mapLookup(map, Buffer.alloc(4), v);
+      return v.readBigUInt64LE();
+    };
+    try {
+      const link =
+        how === 'raw_tp'
+          ? rawTracepointOpen('sys_enter', fd)
+          : how === 'tp_btf (RAW_TRACEPOINT_OPEN)'
+            ? rawTracepointOpen(null, fd)
+            : linkCreate(fd, 0, 23, { kind: 'tracing' });
+      for (let i = 0; i < 500; i++) void process.ppid;
+      close(link);
+      assert.equal(count(), 500n);
+      for (let i = 0; i < 100; i++) void process.ppid;
+      assert.equal(count(), 500n, 'closing the link detaches');
+    } finally {
+      close(fd);
+      close(map);
+    }
+  });
+}
 
 test('BTF_GET_NEXT_ID / BTF_GET_FD_BY_ID find the vmlinux BTF object', () => {
   let id = btfGetNextId(0);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { BpfMap, MapType } from '../../src/bpf/map.js';
 import { type LoadedProgram, loadProgram, ProgType } from '../../src/bpf/program.js';
-import { BpfscopeError } from '../../src/errors.js';
+import { BpfscopeError, KernelError } from '../../src/errors.js';
 import { onlineCpus } from '../../src/kernel/cpus.js';
 import { elfEntryFileOffset } from '../../src/kernel/features.js';
 import {
@@ -153,6 +153,18 @@ test('uprobe PMU event on an ELF entry point counts each run', () => {
     ev.attach(c.prog.fd);
     for (let i = 0; i < 3; i++) assert.equal(spawnSync(bin).status, 0);
     assert.equal(c.count(), 3n);
+    // A return probe on the same place opens and attaches too (the entry point never returns: no hits).
+    const ret = openProbeEvent({ kind: 'uprobe', retprobe: true, target: bin, offset });
+    ret.attach(c.prog.fd);
+    assert.equal(ret.attachMode, 'link');
+    ret.close();
+    // A missing file is a clear error.
+    assert.throws(
+      () => openProbeEvent({ kind: 'uprobe', target: join(dir, 'missing'), offset }),
+      (e: unknown) =>
+        e instanceof KernelError &&
+        /^cannot attach uprobe .*\/missing\+0x[0-9a-f]+: .*\/missing does not exist$/.test(e.message),
+    );
   } finally {
     ev.close();
     c.prog.close();

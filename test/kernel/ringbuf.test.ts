@@ -132,6 +132,35 @@ test('drain() delivers exactly N records with their payloads, in order', () => {
   }
 });
 
+test('rawRecord delivers offsets into the ring instead of per-record Buffers', () => {
+  const rb = BpfMap.create({ type: MapType.RINGBUF, keySize: 0, valueSize: 0, maxEntries: 4096, name: 'rb_raw' });
+  const errs = BpfMap.create({ type: MapType.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'rb_errs' });
+  const p = outputProgram(rb, errs);
+  const got: bigint[] = [];
+  const c = new RingBufConsumer(rb, () => assert.fail('record callback used'), {
+    rawRecord: (ring, off, len) => {
+      assert.equal(len, 8);
+      got.push(ring.readBigUInt64LE(off));
+    },
+  });
+  try {
+    // 3 rounds of 200 16-byte records through a 4 KiB ring: offsets wrap around.
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 200; i++) run(p, BigInt(round * 200 + i));
+      assert.equal(c.drain(), 200);
+    }
+    assert.deepEqual(
+      got,
+      Array.from({ length: 600 }, (_, i) => BigInt(i)),
+    );
+  } finally {
+    c.close();
+    p.close();
+    rb.close();
+    errs.close();
+  }
+});
+
 test('a burst larger than the ring: the program sees the drops, the consumer gets the rest', () => {
   const rb = BpfMap.create({ type: MapType.RINGBUF, keySize: 0, valueSize: 0, maxEntries: 4096, name: 'rb_burst' });
   const errs = BpfMap.create({ type: MapType.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'rb_errs' });
