@@ -145,7 +145,7 @@ export class Session {
   }
 
   /** Detach probes, run END, drain events and print every map (bpftrace's end of run). */
-  finish(): void {
+  finish(opts: { printMaps?: boolean } = {}): void {
     if (this.error) throw this.error;
     for (const a of this.attachments) a.close();
     this.attachments = [];
@@ -153,10 +153,17 @@ export class Session {
     for (const p of this.programs) if (p.plan.expanded.special === 'end') p.prog.testRun({});
     this.drain();
     this.checkLost();
-    const dumps: MapDump[] = [];
-    for (const plan of this.planByIndex) dumps.push(this.dumpMap(plan));
-    this.opts.output.exitMaps(dumps);
+    if (opts.printMaps ?? true) {
+      this.opts.output.exitMaps(this.planByIndex.map((plan) => this.dumpMap(plan)));
+    } else {
+      this.opts.output.end();
+    }
     this.opts.output.flush();
+  }
+
+  /** Delete every entry of a map. */
+  clearMap(plan: MapPlan): void {
+    this.mapFor(plan).clear();
   }
 
   /** Close every kernel object. Idempotent; safe at any point. */
@@ -240,7 +247,7 @@ export class Session {
         return;
       }
       case AsyncAction.CLEAR:
-        this.mapFor(this.planByIndex[id]!).clear();
+        this.clearMap(this.planByIndex[id]!);
         return;
       case AsyncAction.ZERO: {
         const m = this.mapFor(this.planByIndex[id]!);

@@ -1,0 +1,167 @@
+/**
+ * The public way to run a bpftrace-language program: compile, load, attach, stream output, read maps, stop and
+ * clean up. The CLI (`cli/run.ts`) and the tools (`tools/`) are both users of this class.
+ *
+ * Lifecycle (bpftrace's): compile → (start `-c` command stopped) → load → print the attach notice → BEGIN →
+ * attach → resume the command → events until exit(), `stop()` (signals), the command ending or the `-p` process
+ * exiting → detach → END → print maps (unless disabled) → close. `close()` is idempotent and runs on every path.
+ */
+
+import type { LoadedProgram } from '../bpf/program.js';
+import type { Insn } from '../codegen/ir.js';
+import { type CompileResult, compile } from '../compiler.js';
+import { BpfscopeError } from '../errors.js';
+import type { Diagnostic, SourceFile } from '../lang/diagnostics.js';
+import { type StoppedChild, spawnStopped } from './child.js';
+import type { Output } from './output/index.js';
+import type { MapDump } from './output/model.js';
+import { Session } from './session.js';
+
+export interface TracerOptions {
+  source: SourceFile;
+  output: Output;
+  positional?: string[];
+  /** `-c CMD`: run this shell command, traced from its first instruction; stop when it exits. */
+  command?: string;
+  /** `-p PID`: target process; stop when it exits. */
+  pid?: number;
+  /** Don't print the `Attached N probes` notice. */
+  quiet?: boolean;
+  /** Print every non-empty map when the run ends (bpftrace's default). Default true. */
+  printMapsAtExit?: boolean;
+  /** Stop on SIGINT/SIGTERM (handlers removed on close). Default true. */
+  handleSignals?: boolean;
+  /** Verifier log level for loads. */
+  logLevel?: number;
+  /** Called after compilation, before loading (for -d output). */
+  onCompiled?: (r: CompileResult) => void;
+  /** Called with each loaded program (for -d / -v output). */
+  onLoaded?: (probeName: string, program: LoadedProgram, insns: Insn[]) => void;
+}
+
+export class Tracer {
+  private child: StoppedChild | undefined;
+  private resumed = false;
+  private pidWatch: NodeJS.Timeout | undefined;
+  private readonly onSignal = (): void => this.stop();
+  private finished = false;
+
+  private constructor(
+    readonly opts: TracerOptions,
+    readonly result: CompileResult,
+    private readonly session: Session,
+  ) {}
+
+  /** Warnings of the compilation (print them with `formatDiagnostic`). */
+  get warnings(): Diagnostic[] {
+    return this.result.warnings;
+  }
+
+  /**
+   * Compile, load and attach. Resolves once probes are live (BEGIN has run).
+   * @throws CompileError, ProgramRejected, KernelError, BpfscopeError — with everything already cleaned up
+   */
+  static async start(opts: TracerOptions): Promise<Tracer> {
+    let child: StoppedChild | undefined;
+    let session: Session | undefined;
+    try {
+      if (opts.command) child = await spawnStopped(opts.command);
+      const result = compile(opts.source, {
+        ...(opts.positional ? { positional: opts.positional } : {}),
+        ...(child ? { cpid: child.pid } : {}),
+      });
+      opts.onCompiled?.(result);
+      session = new Session(result.compiled, {
+        output: opts.output,
+        ...(opts.logLevel !== undefined ? { logLevel: opts.logLevel } : {}),
+        ...(opts.onLoaded ? { onLoaded: opts.onLoaded } : {}),
+      });
+      const tracer = new Tracer(opts, result, session);
+      tracer.child = child;
+      if (opts.handleSignals ?? true) {
+        process.on('SIGINT', tracer.onSignal);
+        process.on('SIGTERM', tracer.onSignal);
+      }
+      try {
+        session.load();
+        if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
+        if (session.runBegin()) {
+          session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
+          if (child) {
+            child.resume();
+            tracer.resumed = true;
+            child.exited.then(() => tracer.stop());
+          }
+          if (opts.pid !== undefined) tracer.watchPid(opts.pid);
+        }
+      } catch (e) {
+        tracer.close();
+        throw e;
+      }
+      return tracer;
+    } catch (e) {
+      session?.close();
+      child?.kill();
+      throw e;
+    }
+  }
+
+  /** Resolves when the run should end (exit(), stop(), the command or -p process ended). */
+  wait(): Promise<void> {
+    return this.session.waitForStop();
+  }
+
+  /** Ask the run to end (idempotent). */
+  stop(): void {
+    this.session.stop();
+  }
+
+  /** Current contents of map `@name` (name without '@'; '' for `@`). @throws BpfscopeError for an unknown map */
+  readMap(name: string): MapDump {
+    return this.session.dumpMap(this.plan(name));
+  }
+
+  /** Delete every entry of map `@name`. */
+  clearMap(name: string): void {
+    this.session.clearMap(this.plan(name));
+  }
+
+  /** Names of the program's maps (without '@'). */
+  mapNames(): string[] {
+    return this.result.compiled.maps.map((m) => m.name);
+  }
+
+  /** Detach, run END, drain events and (unless disabled) print the maps. Idempotent. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.session.finish({ printMaps: this.opts.printMapsAtExit ?? true });
+  }
+
+  /** Close every kernel object, stop watching signals, kill a never-started command. Idempotent. */
+  close(): void {
+    process.off('SIGINT', this.onSignal);
+    process.off('SIGTERM', this.onSignal);
+    if (this.pidWatch) clearInterval(this.pidWatch);
+    this.session.close();
+    if (this.child && !this.resumed) this.child.kill();
+  }
+
+  private plan(name: string) {
+    const p = this.result.compiled.maps.find((m) => m.name === name);
+    if (!p) throw new BpfscopeError(`internal: no map @${name}`);
+    return p;
+  }
+
+  /** -p: bpftrace stops when the traced process is gone. */
+  private watchPid(pid: number): void {
+    this.pidWatch = setInterval(() => {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        this.stop();
+      }
+    }, 200);
+    this.pidWatch.unref();
+  }
+}
