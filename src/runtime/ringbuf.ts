@@ -155,7 +155,7 @@ export class RingBufConsumer {
     };
     this.size = map.maxEntries;
     this.page = pageSize();
-    if (this.size <= 0 || (this.size & (this.size - 1)) !== 0 || this.size % this.page !== 0) {
+    if (!Number.isInteger(Math.log2(this.size)) || this.size % this.page !== 0) {
       throw new BpfscopeError(`internal error: ring buffer size ${this.size} is not a power-of-2 multiple of the page`);
     }
     const c = mmap(this.page, PROT_READ | PROT_WRITE, MAP_SHARED, map.fd, 0);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { BpfMap, MapType } from '../../src/bpf/map.js';
 import { type LoadedProgram, loadProgram, ProgType } from '../../src/bpf/program.js';
+import { BpfscopeError } from '../../src/errors.js';
 import { openTracepoint } from '../../src/kernel/perf.js';
 import { systemTracefs } from '../../src/kernel/tracefs.js';
 import { RingBufConsumer } from '../../src/runtime/ringbuf.js';
@@ -430,3 +431,12 @@ for (const waiter of ['uv', 'thread'] as const) {
     assert.ok(performance.now() - t0 < 5000, `exit took ${performance.now() - t0} ms`);
   });
 }
+
+test('ring sizes that are not a power-of-2 multiple of the page are refused before mmap', () => {
+  for (const maxEntries of [0, 3000, 4096 * 3]) {
+    assert.throws(
+      () => new RingBufConsumer({ fd: -1, maxEntries }, () => {}),
+      (e: unknown) => e instanceof BpfscopeError && /power-of-2/.test(e.message),
+    );
+  }
+});
