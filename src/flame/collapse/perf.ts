@@ -1,0 +1,378 @@
+/**
+ * Collapses `perf script` output into folded stacks, reproducing FlameGraph's stackcollapse-perf.pl (commit 41fee1f)
+ * byte for byte, options included (`--pid`, `--tid`, `--kernel`, `--jit`, `--all`, `--addrs`, `--event-filter`;
+ * `--inline`, `--context` and `--srcline`, which run addr2line or read source lines, are not supported).
+ *
+ * Input: samples separated by blank lines. A sample starts with an event line
+ *   `java 24636/25607 [000] 4794564.109216: 10101010 cpu-clock:`
+ * (comm, optional PID, TID, period, event name), followed by one line per frame, leaf first:
+ *   `\t    7f0e2f4c9afc cpu_startup_entry+0x2ec ([kernel.kallsyms])`.
+ * Output: `comm;root;...;leaf count` lines sorted in byte order, counts summed per distinct stack (a sample counts
+ * its period, or 1 when the event line has none).
+ *
+ * Behaviour kept from the Perl script because byte-identical output depends on it: only the first event type seen
+ * is kept unless `--event-filter` names one; a sample only ends at a blank line (a last sample without one is
+ * dropped); a TID of 0 counts as absent (PID shown as "?"); a period of 0 counts as 1; "+0x..." offsets, argument
+ * lists, quotes and Java "L" prefixes are tidied; "[unknown]" frames are replaced by the DSO's file name.
+ *
+ * Speed: the input stays bytes. Each distinct frame line (the text after its address) is decoded and processed once,
+ * found again by a hash of its bytes (verified byte for byte), and stands for interned frame ids; a sample is a
+ * sequence of ids hashed into a table, and strings for stacks are built only once per distinct stack.
+ */
+import { perlSplit } from '../perl.js';
+import { ByteTable, hashBytes } from './byte-table.js';
+import type { StackCollapser, WarnFn } from './collapser.js';
+import { Interner, StackTable } from './stack-table.js';
+
+/** Options of stackcollapse-perf.pl (the Perl option names in comments). */
+export interface PerfCollapseOptions {
+  /** `--pid`: process names become "comm-PID". */
+  pid?: boolean;
+  /** `--tid`: process names become "comm-PID/TID" (takes precedence over `pid`). */
+  tid?: boolean;
+  /** `--kernel`: append "_[k]" to kernel frames (DSO "[...]" or ending in "vmlinux"). */
+  kernel?: boolean;
+  /** `--jit`: append "_[j]" to JIT frames (DSO /tmp/perf-PID.map). */
+  jit?: boolean;
+  /** `--all`: both `kernel` and `jit`. */
+  all?: boolean;
+  /** `--addrs`: "[unknown]" frames keep their address: "[dso <addr>]". */
+  addrs?: boolean;
+  /** `--event-filter EVENT`: keep only samples of this event (default: the first event seen). */
+  eventFilter?: string;
+  /** Where warnings go (the Perl script prints them to stderr). Default: dropped. */
+  warn?: WarnFn;
+}
+
+// Perl's \s on byte strings: [\t\n\v\f\r ].
+const isWs = (c: number): boolean => c === 32 || (c >= 9 && c <= 13);
+// Perl's \w on byte strings: ASCII letters, digits, underscore.
+const isWord = (c: number): boolean =>
+  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95;
+
+const WS = '[\\t\\n\\v\\f\\r ]';
+const NWS = '[^\\t\\n\\v\\f\\r ]';
+/** The event line: comm, PID (or TID), optional "/TID". */
+const EVENT_LINE_RE = new RegExp(`^(${NWS}.+?)${WS}+(\\d+)\\/*(\\d+)*${WS}+`, 's');
+/** Period and event name at the end of the event line. */
+const PERIOD_EVENT_RE = new RegExp(`:${WS}*(\\d+)*${WS}+(${NWS}+):${WS}*$`, 's');
+/** A frame line: address, symbol, "(dso)". The fast path in `frameLine` finds the same split without a regex. */
+const FRAME_LINE_RE = new RegExp(`^${WS}*(\\w+)${WS}*(.+) \\((.*)\\)`, 's');
+const GO_METHOD_RE = /\.\(.*\)\./s;
+const ARGS_RE = /\((?!anonymous namespace\)).*/s;
+const JIT_DSO_RE = /\/tmp\/perf-\d+\.map/;
+const KERNEL_DSO_RE = /^\[|vmlinux$/;
+const OFFSET_RE = /\+0x[0-9a-f]+$/;
+
+/** Value of a frame-line table entry that must go through the regex (no fast split). */
+const SLOW = -1;
+/** Value of an entry whose frames include the line's address ("[unknown]" with --addrs). */
+const WITH_ADDRESS = -2;
+
+export class PerfCollapser implements StackCollapser {
+  private readonly includeTid: boolean;
+  private readonly includePid: boolean;
+  private readonly annotateKernel: boolean;
+  private readonly annotateJit: boolean;
+  private readonly includeAddrs: boolean;
+  private eventFilter: string;
+  private eventDefaulted = false;
+  private eventWarned = false;
+  private readonly warn: WarnFn;
+
+  private readonly interner = new Interner();
+  /** Frame-line bytes after the address -> index into `groups`; separate for "java..." processes. */
+  private readonly frameTable = new ByteTable();
+  private readonly javaFrameTable = new ByteTable();
+  /**
+   * Frame ids of frame lines: at a table value v, pool[v] is the count n, then n ids in reverse of their order in
+   * the printed stack.
+   */
+  private pool = new Int32Array(1 << 14);
+  private poolLen = 0;
+  /** The previous frame line's table entry in this sample (-1 at its start), to predict the next one. */
+  private prev = -1;
+  private readonly stacks: StackTable;
+  /** A line cut by the end of a chunk. */
+  private carry: Buffer | null = null;
+
+  // Current sample.
+  private pname = -1;
+  private pnameIsJava = false;
+  private period = 1;
+  private periodBig: bigint | null = null;
+  private cur = new Int32Array(256);
+  private curLen = 0;
+
+  constructor(opts: PerfCollapseOptions = {}) {
+    this.includeTid = !!opts.tid;
+    this.includePid = !!opts.pid;
+    this.annotateKernel = !!(opts.kernel || opts.all);
+    this.annotateJit = !!(opts.jit || opts.all);
+    this.includeAddrs = !!opts.addrs;
+    this.eventFilter = opts.eventFilter ?? '';
+    this.warn = opts.warn ?? (() => {});
+    this.stacks = new StackTable(this.interner.names, true);
+  }
+
+  push(chunk: Uint8Array): void {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const len = b.length;
+    let pos = 0;
+    if (this.carry !== null) {
+      const nl = b.indexOf(10);
+      if (nl < 0) {
+        this.carry = Buffer.concat([this.carry, b]);
+        return;
+      }
+      const line = Buffer.concat([this.carry, b.subarray(0, nl)]);
+      this.carry = null;
+      this.line(line, new DataView(line.buffer, line.byteOffset, line.length), 0, line.length);
+      pos = nl + 1;
+    }
+    pos = this.lines(b, pos);
+    if (pos < len) this.carry = Buffer.from(b.subarray(pos));
+  }
+
+  /** Processes the complete lines of `b` from `pos`; returns where the unfinished last line starts. */
+  private lines(b: Buffer, pos: number): number {
+    const len = b.length;
+    const dv = new DataView(b.buffer, b.byteOffset, len);
+    while (pos < len) {
+      const nl = b.indexOf(10, pos);
+      if (nl < 0) break;
+      this.line(b, dv, pos, nl);
+      pos = nl + 1;
+    }
+    return pos;
+  }
+
+  endFile(): void {
+    if (this.carry !== null) {
+      const line = this.carry;
+      this.carry = null;
+      this.line(line, new DataView(line.buffer, line.byteOffset, line.length), 0, line.length);
+    }
+  }
+
+  *finish(): Generator<string> {
+    this.endFile();
+    yield* this.stacks.lines();
+  }
+
+  private line(b: Buffer, dv: DataView, start: number, end: number): void {
+    if (start === end) {
+      this.endSample();
+      return;
+    }
+    const c0 = b[start]!;
+    if (c0 === 35) return; // "#" comment (the perf header)
+    if (isWs(c0)) {
+      this.frameLine(b, dv, start, end);
+      return;
+    }
+    const line = b.toString('latin1', start, end);
+    if (!this.eventLine(line)) this.frameLineSlow(line);
+  }
+
+  /** Returns false when the line is not an event line (it is then tried as a frame line, as the Perl does). */
+  private eventLine(line: string): boolean {
+    const m = EVENT_LINE_RE.exec(line);
+    if (!m) return false;
+    const comm = m[1]!;
+    let pid = m[2]!;
+    let tid = m[3];
+    if (!tid || tid === '0') {
+      tid = pid;
+      pid = '?';
+    }
+    let period: string | undefined = '';
+    const pe = PERIOD_EVENT_RE.exec(line);
+    if (pe) {
+      period = pe[1];
+      const event = pe[2]!;
+      if (this.eventFilter === '') {
+        this.eventFilter = event;
+        this.eventDefaulted = true;
+      } else if (event !== this.eventFilter) {
+        if (this.eventDefaulted && !this.eventWarned) {
+          this.warn(`Filtering for events of type: ${event}`);
+          this.eventWarned = true;
+        }
+        return true; // skipped; the current process name (if any) stays as it is
+      }
+    }
+    this.setPeriod(period);
+    let pname = this.includeTid ? `${comm}-${pid}/${tid}` : this.includePid ? `${comm}-${pid}` : comm;
+    if (pname.includes(' ')) pname = pname.replaceAll(' ', '_');
+    this.pname = this.interner.id(pname);
+    this.pnameIsJava = pname.startsWith('java');
+    this.prev = -1;
+    return true;
+  }
+
+  private setPeriod(p: string | undefined): void {
+    // Perl: `$period = 1 if not $period` ("" and "0" are false).
+    if (!p || p === '0') {
+      this.period = 1;
+      this.periodBig = null;
+    } else if (p.length <= 15) {
+      this.period = Number(p);
+      this.periodBig = null;
+    } else {
+      const big = BigInt(p);
+      this.period = Number(big);
+      this.periodBig = big < 1n << 64n ? big : null; // beyond 64 bits Perl has a double too
+    }
+  }
+
+  private frameLine(b: Buffer, dv: DataView, start: number, end: number): void {
+    let i = start + 1;
+    while (i < end && isWs(b[i]!)) i++;
+    const pcStart = i;
+    while (i < end && isWord(b[i]!)) i++;
+    const pcEnd = i;
+    while (i < end && isWs(b[i]!)) i++;
+    const p = i;
+    if (pcEnd === pcStart || this.pname < 0) {
+      // Not an address (the regex decides), or outside a sample / in a filtered one, where only whether the line
+      // is well formed matters (for the warning).
+      this.frameLineSlow(b.toString('latin1', start, end));
+      return;
+    }
+    const table = this.pnameIsJava ? this.javaFrameTable : this.frameTable;
+    // Stacks repeat: try the line that followed the previous one last time before hashing.
+    const prev = this.prev;
+    let e = prev >= 0 ? table.successor(prev) : table.first;
+    if (e < 0 || !table.matches(e, dv, p, end)) {
+      const h = hashBytes(dv, p, end);
+      e = table.find(dv, p, end, h);
+      if (e < 0) e = table.insert(b, p, end, h, this.classify(b, pcStart, pcEnd, p, end));
+      if (prev >= 0) table.setSuccessor(prev, e);
+      else table.first = e;
+    }
+    this.prev = e;
+    const v = table.value(e);
+    if (v >= 0) {
+      this.pushPooled(v);
+    } else if (v === SLOW) {
+      this.frameLineSlow(b.toString('latin1', start, end));
+    } else {
+      // "[unknown]" with --addrs: the frame name holds this line's address.
+      const key = b.toString('latin1', p, end);
+      const r = key.lastIndexOf(')');
+      const q = key.lastIndexOf(' (', r - 2);
+      this.pushIds(this.makeFrames(b.toString('latin1', pcStart, pcEnd), key.slice(0, q), key.slice(q + 2, r)).ids);
+    }
+  }
+
+  /**
+   * First sight of a frame line's text after its address: splits it as /^\s*(\w+)\s*(.+) \((.*)\)/ does and
+   * returns the table value. With the address and the spaces after it taken greedily, the greedy (.+) ends at the
+   * last " (" that still has a ")" after it, and (.*) runs to the last ")"; both depend only on the text after the
+   * address, the table key. Without such a split the regex would backtrack into the address: SLOW.
+   */
+  private classify(b: Buffer, pcStart: number, pcEnd: number, p: number, end: number): number {
+    const key = b.toString('latin1', p, end);
+    const r = key.lastIndexOf(')');
+    const q = r >= 3 ? key.lastIndexOf(' (', r - 2) : -1;
+    if (q < 1) return SLOW;
+    const made = this.makeFrames(b.toString('latin1', pcStart, pcEnd), key.slice(0, q), key.slice(q + 2, r));
+    if (made.usesAddress) return WITH_ADDRESS;
+    const ids = made.ids;
+    const v = this.poolLen;
+    if (v + ids.length + 1 > this.pool.length) {
+      const bigger = new Int32Array(Math.max(this.pool.length * 2, v + ids.length + 1));
+      bigger.set(this.pool.subarray(0, v));
+      this.pool = bigger;
+    }
+    this.pool[v] = ids.length;
+    this.pool.set(ids, v + 1);
+    this.poolLen = v + ids.length + 1;
+    return v;
+  }
+
+  private frameLineSlow(line: string): void {
+    const m = FRAME_LINE_RE.exec(line);
+    if (!m) {
+      this.warn(`Unrecognized line: ${line}`);
+      return;
+    }
+    if (this.pname < 0) return;
+    this.pushIds(this.makeFrames(m[1]!, m[2]!, m[3]!).ids);
+  }
+
+  private pushPooled(v: number): void {
+    const pool = this.pool;
+    const n = pool[v]!;
+    let len = this.curLen;
+    if (len + n > this.cur.length) this.growCur(len + n);
+    const cur = this.cur;
+    for (let k = v + 1, stop = v + 1 + n; k < stop; k++) cur[len++] = pool[k]!;
+    this.curLen = len;
+  }
+
+  private growCur(need: number): void {
+    const grown = new Int32Array(Math.max(this.cur.length * 2, need));
+    grown.set(this.cur.subarray(0, this.curLen));
+    this.cur = grown;
+  }
+
+  private pushIds(ids: Int32Array): void {
+    const n = ids.length;
+    let len = this.curLen;
+    if (len + n > this.cur.length) {
+      const grown = new Int32Array(Math.max(this.cur.length * 2, len + n));
+      grown.set(this.cur.subarray(0, len));
+      this.cur = grown;
+    }
+    const cur = this.cur;
+    for (let k = 0; k < n; k++) cur[len++] = ids[k]!;
+    this.curLen = len;
+  }
+
+  /** One frame line's frames (several when the symbol holds inlined "a->b" chains), as ids in reverse order. */
+  private makeFrames(pc: string, rawfunc: string, mod: string): { ids: Int32Array; usesAddress: boolean } {
+    rawfunc = rawfunc.replace(OFFSET_RE, '');
+    if (rawfunc.charCodeAt(0) === 40) return { ids: new Int32Array(0), usesAddress: false }; // "(": a process name
+    let usesAddress = false;
+    const out: string[] = [];
+    for (let func of perlSplit(rawfunc, '->')) {
+      if (func === '[unknown]') {
+        func = mod !== '[unknown]' ? mod.slice(mod.lastIndexOf('/') + 1) : 'unknown';
+        if (this.includeAddrs) {
+          func = `[${func} <${pc}>]`;
+          usesAddress = true;
+        } else {
+          func = `[${func}]`;
+        }
+      }
+      // Generic tidying: ";" would split the frame; argument lists are noise unless this is a Go method name
+      // such as "net/http.(*Client).Do"; "(anonymous namespace)" is kept; quotes go.
+      if (func.includes(';')) func = func.replaceAll(';', ':');
+      if (!GO_METHOD_RE.test(func)) func = func.replace(ARGS_RE, '');
+      if (func.includes('"') || func.includes("'")) func = func.replace(/["']/g, '');
+      // Java: "Lorg/foo/Bar;.baz" -> "org/foo/Bar:.baz".
+      if (this.pnameIsJava && func.includes('/') && func.charCodeAt(0) === 76) func = func.slice(1);
+      if (out.length > 0) {
+        if (!func.includes('_[i]')) func += '_[i]'; // inlined
+      } else if (this.annotateKernel && KERNEL_DSO_RE.test(mod) && !mod.includes('unknown')) {
+        func += '_[k]';
+      } else if (this.annotateJit && JIT_DSO_RE.test(mod)) {
+        if (!func.includes('_[j]')) func += '_[j]';
+      }
+      out.push(func);
+    }
+    const ids = new Int32Array(out.length);
+    for (let k = 0; k < out.length; k++) ids[out.length - 1 - k] = this.interner.id(out[k]!);
+    return { ids, usesAddress };
+  }
+
+  private endSample(): void {
+    if (this.pname < 0) return;
+    this.stacks.add(this.pname, this.cur, this.curLen, this.period, this.periodBig);
+    this.curLen = 0;
+    this.pname = -1;
+    this.prev = -1;
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * Input plumbing shared by the flame graph commands: read the files named on the command line one after another
+ * (standard input when none is named, or for "-"), in large chunks, and split text into lines the way Perl's `<>`
+ * does (lines end at "\n", which is removed; a last line without "\n" still counts, and lines never run across two
+ * files).
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+import { BpfscopeError } from '../errors.js';
+
+/** Bytes read per `read(2)`; large enough that per-chunk overhead disappears, small enough to stay cache-friendly. */
+export const CHUNK_BYTES = 1 << 20;
+
+/**
+ * Calls `onChunk` with successive pieces of each input (the Buffer is reused: copy or decode it before returning),
+ * and `onFileEnd` after each file. Reads standard input when `files` is empty or holds "-".
+ * Throws BpfscopeError when a file cannot be opened or read.
+ */
+export async function readInputs(
+  files: readonly string[],
+  onChunk: (chunk: Buffer) => void,
+  onFileEnd: () => void = () => {},
+): Promise<void> {
+  const names = files.length ? files : ['-'];
+  const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+  for (const name of names) {
+    if (name === '-') await readStdin(buf, onChunk);
+    else readFile(name, buf, onChunk);
+    onFileEnd();
+  }
+}
+
+function readFile(name: string, buf: Buffer, onChunk: (chunk: Buffer) => void): void {
+  let fd: number;
+  try {
+    fd = openSync(name, 'r');
+  } catch (err) {
+    throw new BpfscopeError(`cannot open ${name}: ${describe(err)}`);
+  }
+  try {
+    for (;;) {
+      let n: number;
+      try {
+        n = readSync(fd, buf, 0, buf.length, null);
+      } catch (err) {
+        throw new BpfscopeError(`cannot read ${name}: ${describe(err)}`);
+      }
+      if (n === 0) break;
+      onChunk(n === buf.length ? buf : buf.subarray(0, n));
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function readStdin(buf: Buffer, onChunk: (chunk: Buffer) => void): Promise<void> {
+  // Blocking reads on fd 0 are fastest; when stdin is non-blocking (EAGAIN) fall back to the stream API.
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(0, buf, 0, buf.length, null);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') break;
+      if (code === 'EOF') return;
+      throw new BpfscopeError(`cannot read standard input: ${describe(err)}`);
+    }
+    if (n === 0) return;
+    onChunk(n === buf.length ? buf : buf.subarray(0, n));
+  }
+  for await (const chunk of process.stdin) onChunk(chunk as Buffer);
+}
+
+function describe(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  if (e.code === 'ENOENT') return 'no such file or directory';
+  if (e.code === 'EACCES') return 'permission denied';
+  if (e.code === 'EISDIR') return 'is a directory';
+  return e.message ?? String(err);
+}
+
+/**
+ * Splits decoded text chunks into lines without copying: `onLine(text, start, end)` receives the chunk (or, for a
+ * line spanning two chunks, the joined line) and the line's bounds, "\n" excluded.
+ */
+export class LineSplitter {
+  private carry = '';
+  constructor(private readonly onLine: (text: string, start: number, end: number) => void) {}
+
+  /** Feeds the next piece of text. */
+  push(chunk: string): void {
+    let pos = 0;
+    if (this.carry !== '') {
+      const nl = chunk.indexOf('\n');
+      if (nl < 0) {
+        this.carry += chunk;
+        return;
+      }
+      const line = this.carry + chunk.slice(0, nl);
+      this.carry = '';
+      this.onLine(line, 0, line.length);
+      pos = nl + 1;
+    }
+    const onLine = this.onLine;
+    for (;;) {
+      const nl = chunk.indexOf('\n', pos);
+      if (nl < 0) break;
+      onLine(chunk, pos, nl);
+      pos = nl + 1;
+    }
+    if (pos < chunk.length) this.carry = chunk.slice(pos);
+  }
+
+  /** End of one input: a last line without "\n" is delivered now. */
+  end(): void {
+    if (this.carry !== '') {
+      const line = this.carry;
+      this.carry = '';
+      this.onLine(line, 0, line.length);
+    }
+  }
+}
+
+/**
+ * Splits byte chunks into lines without copying: `onLine(bytes, start, end)` receives the chunk (or, for a line
+ * spanning chunks, a copy of the joined line) and the line's bounds, "\n" excluded. The bytes are only valid
+ * during the call.
+ */
+export class ByteLineSplitter {
+  private carry: Uint8Array | null = null;
+  constructor(private readonly onLine: (bytes: Buffer, start: number, end: number) => void) {}
+
+  /** Feeds the next piece of input. */
+  push(chunk: Uint8Array): void {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let pos = 0;
+    if (this.carry !== null) {
+      const nl = b.indexOf(10);
+      if (nl < 0) {
+        this.carry = Buffer.concat([this.carry, b]);
+        return;
+      }
+      const line = Buffer.concat([this.carry, b.subarray(0, nl)]);
+      this.carry = null;
+      this.onLine(line, 0, line.length);
+      pos = nl + 1;
+    }
+    const onLine = this.onLine;
+    const len = b.length;
+    while (pos < len) {
+      const nl = b.indexOf(10, pos);
+      if (nl < 0) break;
+      onLine(b, pos, nl);
+      pos = nl + 1;
+    }
+    if (pos < len) this.carry = Buffer.from(b.subarray(pos));
+  }
+
+  /** End of one input: a last line without "\n" is delivered now. */
+  end(): void {
+    if (this.carry !== null) {
+      const line = this.carry;
+      this.carry = null;
+      this.onLine(Buffer.isBuffer(line) ? line : Buffer.from(line), 0, line.length);
+    }
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Number formatting and string helpers that reproduce what FlameGraph's Perl scripts print, so our output matches
+ * theirs byte for byte:
+ * - `printf("%.Nf")` as C does it (exact binary value, ties to even), where JavaScript's `toFixed` rounds ties away
+ *   from zero and switches to exponent notation at 1e21;
+ * - Perl's default number stringification (`"$x"`, which is C's `%.15g`);
+ * - Perl's `split` with a literal separator, which drops trailing empty fields;
+ * - perlfaq5's thousands separators, as flamegraph.pl applies them to sample counts.
+ */
+
+/** 2^53 - 1: above this a double no longer holds every integer. */
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+/**
+ * C's `printf("%.<digits>f", x)` for a finite double: the exact binary value rounded to `digits` decimals, an exact
+ * tie going to the even neighbour (glibc's rounding), never exponent notation. `digits` is 0..20.
+ * Non-finite values print as Perl does ("Inf", "-Inf", "NaN").
+ */
+export function cFixed(x: number, digits: number): string {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? 'NaN' : x > 0 ? 'Inf' : '-Inf';
+  const neg = x < 0 || Object.is(x, -0);
+  const a = Math.abs(x);
+  let body: string;
+  if (a >= 1e21) {
+    // Every double this large is an integer.
+    body = BigInt(a).toString() + (digits > 0 ? `.${'0'.repeat(digits)}` : '');
+  } else {
+    body = a.toFixed(digits);
+    // A decimal tie at `digits` places is a value j / 2^(digits+1) with j odd (5^digits divides out of the
+    // 10^digits denominator only for such values). toFixed rounds those up; C rounds to even.
+    const scaled = a * 2 ** (digits + 1);
+    if (Number.isInteger(scaled) && scaled % 2 === 1) {
+      const t = a * 10 ** digits; // exact: (j * 5^digits) / 2, while it stays below 2^53
+      if (t < MAX_SAFE) {
+        const lo = Math.floor(t);
+        const n = lo % 2 === 0 ? lo : lo + 1;
+        body = insertPoint(String(n), digits);
+      }
+    }
+  }
+  // C prints a minus sign for negative values that round to zero ("-0.00"), and for -0.0.
+  return neg && (x !== 0 || Object.is(x, -0)) ? `-${body}` : body;
+}
+
+function insertPoint(intDigits: string, digits: number): string {
+  if (digits === 0) return intDigits;
+  const padded = intDigits.padStart(digits + 1, '0');
+  return `${padded.slice(0, padded.length - digits)}.${padded.slice(padded.length - digits)}`;
+}
+
+/**
+ * Perl's stringification of a numeric value (`"$x"`): integers as integers, everything else as C's `%.15g`
+ * (15 significant digits, trailing zeros removed, exponent form below 1e-4 or from 1e15 on).
+ */
+export function perlNum(x: number): string {
+  if (Number.isInteger(x) && Math.abs(x) < 1e15) return Object.is(x, -0) ? '0' : String(x);
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? 'NaN' : x > 0 ? 'Inf' : '-Inf';
+  // %.15g: the exponent is the one %.14e gives (after rounding to 15 significant digits).
+  const [mant, e] = x.toExponential(14).split('e') as [string, string];
+  const exp = Number(e);
+  if (exp < -4 || exp >= 15) {
+    const ae = Math.abs(exp);
+    return `${stripZeros(mant)}e${exp < 0 ? '-' : '+'}${ae < 10 ? `0${ae}` : ae}`;
+  }
+  return stripZeros(x.toFixed(14 - exp));
+}
+
+function stripZeros(s: string): string {
+  if (!s.includes('.')) return s;
+  s = s.replace(/0+$/, '');
+  return s.endsWith('.') ? s.slice(0, -1) : s;
+}
+
+/**
+ * Perl's `split(/SEP/, $s)` for a literal separator: like `String.prototype.split`, but trailing empty fields are
+ * removed (so `"a;b;"` gives `["a", "b"]` and `""` gives `[]`).
+ */
+export function perlSplit(s: string, sep: string): string[] {
+  const parts = s.split(sep);
+  let n = parts.length;
+  while (n > 0 && parts[n - 1] === '') n--;
+  if (n !== parts.length) parts.length = n;
+  return parts;
+}
+
+/** Thousands separators for an integer string such as `"-1234567"` -> `"-1,234,567"` (perlfaq5's recipe). */
+export function commas(intStr: string): string {
+  const m = /^([-+]?)(\d+)(.*)$/s.exec(intStr);
+  if (!m) return intStr;
+  const digits = m[2]!;
+  if (digits.length <= 3) return intStr;
+  let out = '';
+  const head = digits.length % 3;
+  if (head) out = digits.slice(0, head);
+  for (let i = head; i < digits.length; i += 3) out += (out ? ',' : '') + digits.slice(i, i + 3);
+  return m[1]! + out + m[3]!;
+}
+
+/**
+ * Perl's numeric value of a string (`"12abc" + 0` is 12, `"abc"` is 0): the longest leading decimal number, after
+ * leading whitespace. Used where the scripts numify user input (`--minwidth 1.2.3` is 1.2).
+ */
+export function perlNumify(s: string): number {
+  const m = /^[\t\n\v\f\r ]*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))/.exec(s);
+  if (m) return Number(m[1]);
+  if (/^[\t\n\v\f\r ]*[-+]?inf/i.test(s)) return s.includes('-') ? -Infinity : Infinity;
+  return 0;
+}
+
+/**
+ * A string that owns its characters. Substrings of a large input chunk (V8 "sliced strings") keep the whole chunk
+ * alive; strings that outlive the chunk (cache keys, interned frame names) go through this once.
+ */
+export function ownString(s: string): string {
+  return s.length < 13 ? s : Buffer.from(s, 'latin1').toString('latin1');
+}
+
+/** Like {@link ownString} for strings that may hold characters beyond latin1 (flame graph input is UTF-8). */
+export function ownStringUtf16(s: string): string {
+  return s.length < 13 ? s : Buffer.from(s, 'utf16le').toString('utf16le');
+}
