@@ -86,6 +86,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     ringbufName: RINGBUF_MAP,
     lostName: LOST_MAP,
     exitName: EXIT_MAP,
+    stackMaps: new Map(),
     positional,
     cpid: opts.cpid,
     probeNameSize,
@@ -110,6 +111,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       ringbufName: RINGBUF_MAP,
       lostName: LOST_MAP,
       exitName: EXIT_MAP,
+      stackMaps: [...tables.stackMaps.values()],
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,
     },
   };

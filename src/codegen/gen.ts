@@ -29,7 +29,7 @@ import { compilePrintf } from '../runtime/output/printf.js';
 import { emitAggregation } from './aggregate.js';
 import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
 import { IrFunction } from './ir.js';
-import { AsyncAction, type MapPlan, type PrintfPlan, type PrintValuePlan } from './plan.js';
+import { AsyncAction, type MapPlan, type PrintfPlan, type PrintValuePlan, type StackMapPlan } from './plan.js';
 
 /** A generated value: a scalar in a register, or `size` bytes of stack at r10+off. */
 export type Val = { kind: 'reg'; reg: number } | { kind: 'mem'; off: number; size: number };
@@ -46,6 +46,8 @@ export interface GenTables {
   ringbufName: string;
   lostName: string;
   exitName: string;
+  /** Stack trace maps used so far, by IR map name. */
+  stackMaps: Map<string, StackMapPlan>;
   positional: string[];
   cpid: number | undefined;
   probeNameSize: number;
@@ -63,6 +65,7 @@ export const H = {
   get_current_pid_tgid: 14,
   get_current_uid_gid: 15,
   get_current_comm: 16,
+  get_stackid: 27,
   probe_read_user_str: 114,
   probe_read_kernel: 113,
   probe_read_user: 112,
@@ -616,8 +619,36 @@ export class ProbeGen {
       }
       case 'probe':
         return this.constString(this.unit.expanded.name, sizeOf(t));
+      case 'kstack':
+      case 'ustack':
+        return this.stack(t as Extract<SType, { kind: 'kstack' | 'ustack' }>);
     }
     throw new BpfscopeError(`internal: unsupported builtin ${name}`);
+  }
+
+  /**
+   * A stack: `{s64 stack id, u32 pid, u32 0}` on the stack. The id comes from bpf_get_stackid() into a
+   * STACK_TRACE map with one slot per frame up to the limit; user space reads and symbolizes it.
+   */
+  private stack(t: Extract<SType, { kind: 'kstack' | 'ustack' }>): Val {
+    const fn = this.fn;
+    const user = t.kind === 'ustack';
+    const limit = Math.max(1, t.limit);
+    const name = `stack_${user ? 'u' : 'k'}${limit}`;
+    if (!this.tables.stackMaps.has(name)) this.tables.stackMaps.set(name, { name, user, limit });
+    const off = this.frame.temp(16);
+    const BPF_F_USER_STACK = 1 << 8;
+    const id = this.callHelper(H.get_stackid, [this.ctx, { map: name }, { imm: user ? BPF_F_USER_STACK : 0 }]);
+    fn.emit(I.stx(8, FP, id, off));
+    if (user) {
+      const pid = this.callHelper(H.get_current_pid_tgid, []);
+      fn.emit(I.alu64Imm('rsh', pid, 32));
+      fn.emit(I.stx(4, FP, pid, off + 8));
+    } else {
+      fn.emit(I.st(4, FP, off + 8, 0));
+    }
+    fn.emit(I.st(4, FP, off + 12, 0));
+    return { kind: 'mem', off, size: 16 };
   }
 
   private argsField(e: FieldExpr): RecordField {
@@ -910,6 +941,9 @@ export class ProbeGen {
 
   private callExpr(c: CallExpr): Val {
     const fn = this.fn;
+    if (c.name === 'kstack' || c.name === 'ustack') {
+      return this.stack(c.type as Extract<SType, { kind: 'kstack' | 'ustack' }>);
+    }
     if (c.name === 'str') {
       const t = c.type!;
       const size = sizeOf(t);

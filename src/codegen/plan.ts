@@ -33,6 +33,7 @@ export const MapKind = {
   ARRAY: 2,
   PERCPU_HASH: 5,
   PERCPU_ARRAY: 6,
+  STACK_TRACE: 7,
   RINGBUF: 27,
 } as const;
 
@@ -57,6 +58,15 @@ export interface MapPlan {
   maxEntries: number;
   perCpu: boolean;
   pos: Span;
+}
+
+/** A BPF_MAP_TYPE_STACK_TRACE map for kstack/ustack of one frame limit. */
+export interface StackMapPlan {
+  /** IR/kernel map name (`stack_k127`, `stack_u10`). */
+  name: string;
+  user: boolean;
+  /** Frames per stack (value size = 8 * limit). */
+  limit: number;
 }
 
 export interface PrintfPlan {
@@ -90,6 +100,8 @@ export interface CompiledProgram {
   /** Name of the ring buffer map and the lost-event counter map in IR map references. */
   ringbufName: string;
   lostName: string;
+  /** Stack trace maps the programs use. */
+  stackMaps: StackMapPlan[];
   /** 1-entry ARRAY map whose u64 is set to 1 by exit() (see session.ts). */
   exitName: string;
   /** Ring buffer size in bytes (power of two, multiple of the page size). */

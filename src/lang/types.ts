@@ -116,7 +116,7 @@ export function sizeOf(t: SType): number {
       return 8;
     case 'kstack':
     case 'ustack':
-      return 8; // stack id (plus pid for ustack, stored separately)
+      return 16; // {s64 stack id (negative: no stack), u32 pid (for ustack symbolization), u32 0}
     case 'record':
       return t.size;
     case 'array':

@@ -10,9 +10,21 @@ import type { MapPlan } from '../codegen/plan.js';
 import { type SType, sizeOf, tupleLayout } from '../lang/types.js';
 import type { AggValue, MapDump, MapEntry, Value } from './output/model.js';
 
+/** Turns stored stack references into text (the session reads the stack maps and symbolizes). */
+export interface DecodeContext {
+  /** `id` < 0 means the kernel could not record the stack. */
+  stack(t: Extract<SType, { kind: 'kstack' | 'ustack' }>, id: bigint, pid: number): string;
+}
+
 /** Decode a value of storage type `t` at `buf[off..]`. */
-export function decodeValue(buf: Buffer, off: number, t: SType): Value {
+export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeContext): Value {
   switch (t.kind) {
+    case 'kstack':
+    case 'ustack': {
+      const id = buf.readBigInt64LE(off);
+      const pid = buf.readUInt32LE(off + 8);
+      return { kind: 'string', value: ctx ? ctx.stack(t, id, pid) : '' };
+    }
     case 'int': {
       let v: bigint;
       switch (t.size) {
@@ -39,7 +51,7 @@ export function decodeValue(buf: Buffer, off: number, t: SType): Value {
     }
     case 'tuple': {
       const l = tupleLayout(t.elems);
-      return { kind: 'tuple', elems: t.elems.map((e, i) => decodeValue(buf, off + l.offsets[i]!, e)) };
+      return { kind: 'tuple', elems: t.elems.map((e, i) => decodeValue(buf, off + l.offsets[i]!, e, ctx)) };
     }
     case 'pointer':
       return { kind: 'int', value: buf.readBigUInt64LE(off), signed: false, size: 8 };
@@ -49,8 +61,8 @@ export function decodeValue(buf: Buffer, off: number, t: SType): Value {
 }
 
 /** Decode one map key into its elements (`[]` for scalar maps). */
-export function decodeKey(plan: MapPlan, key: Buffer): Value[] {
-  return plan.keyTypes.map((t, i) => decodeValue(key, plan.keyOffsets[i]!, t));
+export function decodeKey(plan: MapPlan, key: Buffer, ctx?: DecodeContext): Value[] {
+  return plan.keyTypes.map((t, i) => decodeValue(key, plan.keyOffsets[i]!, t, ctx));
 }
 
 /** Merge the per-CPU slots (each `slot` bytes) of an aggregation value. */
@@ -101,7 +113,7 @@ export interface RawEntry {
 }
 
 /** Build the MapDump the formatters print from raw entries of a planned map. */
-export function buildMapDump(plan: MapPlan, raw: Iterable<RawEntry>): MapDump {
+export function buildMapDump(plan: MapPlan, raw: Iterable<RawEntry>, ctx?: DecodeContext): MapDump {
   const name = plan.name === '' ? '@' : `@${plan.name}`;
   const t = plan.valueType;
   const entries: MapEntry[] = [];
@@ -114,7 +126,7 @@ export function buildMapDump(plan: MapPlan, raw: Iterable<RawEntry>): MapDump {
       const id = userKey.toString('hex');
       let g = groups.get(id);
       if (!g) {
-        g = { key: decodeKey(plan, e.key), buckets: new Map() };
+        g = { key: decodeKey(plan, e.key, ctx), buckets: new Map() };
         groups.set(id, g);
       }
       const idx = Number(e.key.readBigUInt64LE(bo));
@@ -131,12 +143,12 @@ export function buildMapDump(plan: MapPlan, raw: Iterable<RawEntry>): MapDump {
     }
   } else {
     for (const e of raw) {
-      const key = decodeKey(plan, e.key);
+      const key = decodeKey(plan, e.key, ctx);
       if (plan.perCpu) {
         const v = decodeAggregation(t, e.slots);
         if (v) entries.push({ key, value: v });
       } else {
-        entries.push({ key, value: decodeValue(e.slots[0]!, 0, t) });
+        entries.push({ key, value: decodeValue(e.slots[0]!, 0, t, ctx) });
       }
     }
   }

@@ -9,7 +9,14 @@ import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
 import { AsyncAction, MapKind } from '../codegen/plan.js';
 import type { AttachedProbe } from '../probes/types.js';
-import { buildMapDump, decodeValue } from './decode.js';
+import { buildMapDump, type DecodeContext, decodeValue } from './decode.js';
+import type { StackFrameSymbolizer } from './stackformat.js';
+import { StackReader } from './stacks.js';
+import { defaultSymbolizer } from './symbolizer.js';
+
+/** Stacks kept per stack map (bpftrace's default). */
+const STACK_MAP_ENTRIES = 4096;
+
 import { loadPlan } from './loader.js';
 import type { Output } from './output/index.js';
 import type { MapDump, Value } from './output/model.js';
@@ -19,6 +26,8 @@ import { RingBufConsumer } from './ringbuf.js';
 
 export interface SessionOptions {
   output: Output;
+  /** Resolves stack addresses (default: kallsyms and the processes' ELF files, see runtime/symbolizer.ts). */
+  symbolizer?: StackFrameSymbolizer;
   /** Verifier log level for loads (-v: stats). */
   logLevel?: number;
   /** Called with each program's load result (for -d / -v output). */
@@ -40,12 +49,19 @@ export class Session {
   private exitRequested = false;
   private stopResolve: (() => void) | null = null;
   private readonly printfs: ReturnType<typeof compilePrintf>[];
+  private readonly stacks: StackReader;
+  /** Decoding for printf/print values (stacks indented by 8) and for map keys and values (by 4), as bpftrace. */
+  private readonly valueCtx: DecodeContext;
+  private readonly mapCtx: DecodeContext;
 
   constructor(
     readonly compiled: CompiledProgram,
     readonly opts: SessionOptions,
   ) {
     this.printfs = compiled.printfs.map((p) => compilePrintf(p.format));
+    this.stacks = new StackReader((name) => this.maps.get(name), opts.symbolizer ?? defaultSymbolizer());
+    this.valueCtx = { stack: (t, id, pid) => this.stacks.text(t, id, pid, 8) };
+    this.mapCtx = { stack: (t, id, pid) => this.stacks.text(t, id, pid, 4) };
   }
 
   /** Create maps and load every program. @throws ProgramRejected, KernelError */
@@ -74,6 +90,18 @@ export class Session {
     this.maps.set(c.ringbufName, ring);
     this.lost = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'lost_events' });
     this.maps.set(c.lostName, this.lost);
+    for (const st of c.stackMaps) {
+      this.maps.set(
+        st.name,
+        BpfMap.create({
+          type: MapKind.STACK_TRACE,
+          keySize: 4,
+          valueSize: 8 * st.limit,
+          maxEntries: STACK_MAP_ENTRIES,
+          name: st.name,
+        }),
+      );
+    }
     this.exitFlag = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'exit_flag' });
     this.maps.set(c.exitName, this.exitFlag);
     const fdOf = (name: string): number => {
@@ -221,7 +249,7 @@ export class Session {
       const slots: Buffer[] = m.perCpu ? m.perCpuValues(value) : [value];
       raw.push({ key, slots });
     }
-    return buildMapDump(plan, raw);
+    return buildMapDump(plan, raw, this.mapCtx);
   }
 
   private onRecord(data: Buffer): void {
@@ -232,7 +260,7 @@ export class Session {
     switch (action) {
       case AsyncAction.PRINTF: {
         const p = this.compiled.printfs[id]!;
-        const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t));
+        const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
         out.printf(renderPrintf(this.printfs[id]!, args));
         return;
       }
@@ -260,7 +288,7 @@ export class Session {
         return;
       case AsyncAction.PRINT_VALUE: {
         const pv = this.compiled.printValues[id]!;
-        out.printValue(decodeValue(data, 8, pv.type));
+        out.printValue(decodeValue(data, 8, pv.type, this.valueCtx));
         return;
       }
     }

@@ -56,6 +56,10 @@ const BUILTIN_TYPES: Record<string, SType> = {
   comm: stringType(16),
 };
 
+/** Frames kept by kstack/ustack without a limit, and the most allowed (the kernel's perf_event_max_stack default). */
+export const DEFAULT_STACK_LIMIT = 127;
+export const MAX_STACK_LIMIT = 127;
+
 const AGG_FUNCS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist']);
 const VOID_FUNCS = new Set(['printf', 'exit', 'delete', 'clear', 'zero', 'print', 'time']);
 
@@ -647,6 +651,7 @@ export class Analyzer {
   private builtin(name: string, pos: Span): SType | null {
     const u = this.unit!;
     if (name === 'probe') return stringType(this.opts.probeNameSize);
+    if (name === 'kstack' || name === 'ustack') return { kind: name, limit: DEFAULT_STACK_LIMIT, mode: 'bpftrace' };
     if (name === 'cpid') {
       if (this.opts.cpid === undefined) {
         this.error(pos, 'cpid cannot be used without child command (-c)');
@@ -805,6 +810,9 @@ export class Analyzer {
           this.error(a.pos, `print() can not print a value of type ${typeName(t)}`);
         return { kind: 'none' };
       }
+      case 'kstack':
+      case 'ustack':
+        return this.stackCall(c);
       case 'str': {
         if (args.length < 1 || args.length > 2) {
           this.error(c.pos, `str() requires 1 or 2 arguments (${args.length} provided)`);
@@ -834,6 +842,36 @@ export class Analyzer {
     this.error(c.pos, `Unknown function: '${c.name}'`);
     args.forEach((a) => this.expr(a));
     return null;
+  }
+
+  /** `kstack(mode)`, `kstack(limit)`, `kstack(mode, limit)` (bpftrace docs/stdlib.md). */
+  private stackCall(c: CallExpr): SType | null {
+    let mode: 'bpftrace' | 'perf' | 'raw' = 'bpftrace';
+    let limit = DEFAULT_STACK_LIMIT;
+    if (c.args.length > 2) {
+      this.error(c.pos, `${c.name}() takes at most 2 arguments (${c.args.length} provided)`);
+      return null;
+    }
+    c.args.forEach((a, i) => {
+      if (a.kind === 'BuiltinExpr' && i === 0 && ['bpftrace', 'perf', 'raw'].includes(a.name)) {
+        mode = a.name as typeof mode;
+        return;
+      }
+      const n = this.constValue(a);
+      if (n === null) {
+        this.error(
+          a.pos,
+          `${c.name}: invalid ${i === 0 ? 'mode or limit' : 'limit'} (expected bpftrace, perf, raw or an integer)`,
+        );
+        return;
+      }
+      if (n < 0n || n > BigInt(MAX_STACK_LIMIT)) {
+        this.error(a.pos, `${c.name}: limit must be between 0 and ${MAX_STACK_LIMIT}`);
+        return;
+      }
+      limit = Number(n);
+    });
+    return { kind: c.name as 'kstack' | 'ustack', limit, mode };
   }
 
   private checkMapExists(m: MapExpr): void {

@@ -1,0 +1,50 @@
+/**
+ * Reading kstack/ustack values back: a stored stack is a STACK_TRACE map id (plus the pid for user stacks); the
+ * map holds up to `limit` u64 instruction pointers, zero-terminated. Frames are symbolized and formatted in the
+ * stack's mode (bpftrace `docs/language.md` kstack/ustack): `bpftrace` (one indented `name+offset` per line),
+ * `perf` (`\t<hex address> name+offset (module)`), `raw` (hex addresses). Results are cached per (map, id, pid)
+ * for the life of the session: a stack id names one stack until the map is cleared.
+ */
+import type { BpfMap } from '../bpf/map.js';
+import type { SType } from '../lang/types.js';
+import { formatStack, type StackFrameSymbolizer } from './stackformat.js';
+
+export class StackReader {
+  private cache = new Map<string, string>();
+
+  constructor(
+    private readonly maps: (name: string) => BpfMap | undefined,
+    private readonly symbolizer: StackFrameSymbolizer,
+  ) {}
+
+  /** Text of one stored stack (empty when the kernel could not record it, as bpftrace prints it). */
+  text(t: Extract<SType, { kind: 'kstack' | 'ustack' }>, id: bigint, pid: number, indent = 8): string {
+    if (id < 0n) return '';
+    const user = t.kind === 'ustack';
+    const name = `stack_${user ? 'u' : 'k'}${Math.max(1, t.limit)}`;
+    const key = `${name}/${id}/${pid}/${t.mode}/${indent}`;
+    const hit = this.cache.get(key);
+    if (hit !== undefined) return hit;
+    const ips = this.addresses(name, id);
+    const text = formatStack(ips, { user, pid, mode: t.mode, limit: t.limit, indent }, this.symbolizer);
+    this.cache.set(key, text);
+    return text;
+  }
+
+  /** Instruction pointers of stack `id` in map `name` (innermost first). */
+  addresses(name: string, id: bigint): bigint[] {
+    const map = this.maps(name);
+    if (!map) return [];
+    const k = Buffer.alloc(4);
+    k.writeUInt32LE(Number(id));
+    const v = map.lookup(k);
+    if (!v) return [];
+    const ips: bigint[] = [];
+    for (let off = 0; off + 8 <= v.length; off += 8) {
+      const ip = v.readBigUInt64LE(off);
+      if (ip === 0n) break;
+      ips.push(ip);
+    }
+    return ips;
+  }
+}
