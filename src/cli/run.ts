@@ -18,9 +18,18 @@ export async function runProgram(opts: CliOptions): Promise<number> {
   setReportSource(source);
   const debug = opts.debug.size ? await import('./debug.js') : undefined;
   const fd = opts.outputFile ? openOutput(opts.outputFile) : 1;
-  const output = createOutput(opts.format, new OutputSink(fd));
+  let tracer: Tracer | undefined;
+  let brokenPipe = false;
+  // A reader that goes away (`bpfscope ... | head`) ends the run, as it does bpftrace's.
+  const sink = new OutputSink(fd, {
+    onBrokenPipe: () => {
+      brokenPipe = true;
+      tracer?.stop();
+    },
+  });
+  const output = createOutput(opts.format, sink);
   const verifierLog = opts.debug.has('verifier');
-  const tracer = await Tracer.start({
+  tracer = await Tracer.start({
     source,
     output,
     positional: opts.positional,
@@ -43,9 +52,10 @@ export async function runProgram(opts: CliOptions): Promise<number> {
     },
   });
   try {
-    await tracer.wait();
+    if (!brokenPipe) await tracer.wait();
     tracer.finish();
-    return 0;
+    // bpftrace dies of SIGPIPE there; we exit with the shell's code for it (128 + 13)
+    return brokenPipe ? 141 : 0;
   } finally {
     tracer.close();
   }

@@ -67,6 +67,8 @@ export interface RingBufOptions {
   commitEvery?: number;
   /** Receives errors thrown by the record callback during background consumption (default: rethrown). */
   onError?: (err: unknown) => void;
+  /** Called after each background poll that delivered records (e.g. to flush buffered output). */
+  onBatch?: () => void;
   /**
    * Zero-allocation delivery for hot paths: called instead of the record callback with the Buffer over the whole
    * producer mapping and the record's byte offset and length in it (valid only during the call). Saves creating a
@@ -124,8 +126,8 @@ export class RingBufConsumer {
   private closeRequested = false;
   private timer: NodeJS.Timeout | undefined;
   private emptyPolls = 0;
-  private readonly opt: Required<Omit<RingBufOptions, 'onError' | 'rawRecord'>> &
-    Pick<RingBufOptions, 'onError' | 'rawRecord'>;
+  private readonly opt: Required<Omit<RingBufOptions, 'onError' | 'rawRecord' | 'onBatch'>> &
+    Pick<RingBufOptions, 'onError' | 'rawRecord' | 'onBatch'>;
   private waiterKind: 'uv' | 'thread' | undefined;
   private poller: FdPoller | undefined;
   private pollerActive = false;
@@ -151,6 +153,7 @@ export class RingBufConsumer {
       waitTimeoutMs: opts.waitTimeoutMs ?? 100,
       commitEvery: opts.commitEvery ?? 2048,
       onError: opts.onError,
+      onBatch: opts.onBatch,
       rawRecord: opts.rawRecord,
     };
     this.size = map.maxEntries;
@@ -313,6 +316,7 @@ export class RingBufConsumer {
     let failed = false;
     try {
       got = this.drain();
+      if (got > 0) this.opt.onBatch?.();
     } catch (e) {
       failed = true;
       err = e;

@@ -115,6 +115,8 @@ export class Session {
       this.opts.onLoaded?.(plan.expanded.name, r.program, r.insns);
     }
     this.ring = new RingBufConsumer(ring, (data) => this.onRecord(data), {
+      // bpftrace writes each line as it is printed (line buffered): flush after every batch of events
+      onBatch: () => this.opts.output.flush(),
       onError: (err) => {
         this.error ??= err;
         this.stop();
