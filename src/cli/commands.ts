@@ -11,4 +11,21 @@ export interface CommandEntry {
   load: () => Promise<CommandMain>;
 }
 
-export const COMMANDS: Record<string, CommandEntry> = {};
+export const COMMANDS: Record<string, CommandEntry> = {
+  'stackcollapse-perf': {
+    summary: 'fold "perf script" output into stacks (FlameGraph stackcollapse-perf.pl)',
+    load: async () => (await import('../flame/commands/stackcollapse-perf.js')).main,
+  },
+  'stackcollapse-bpftrace': {
+    summary: 'fold bpftrace/bpfscope stack map output into stacks (FlameGraph stackcollapse-bpftrace.pl)',
+    load: async () => (await import('../flame/commands/stackcollapse-bpftrace.js')).main,
+  },
+  flamegraph: {
+    summary: 'render folded stacks as an interactive SVG flame graph (FlameGraph flamegraph.pl)',
+    load: async () => (await import('../flame/commands/flamegraph.js')).main,
+  },
+  difffolded: {
+    summary: 'merge two folded profiles into differential flame graph input (FlameGraph difffolded.pl)',
+    load: async () => (await import('../flame/commands/difffolded.js')).main,
+  },
+};

@@ -1,0 +1,327 @@
+/**
+ * Flame graph rendering: folded stacks in, an interactive SVG out, with flamegraph.pl's options and geometry
+ * (FlameGraph commit 41fee1f): every frame's rectangle (x, y, width, height), sample count, percentage and label
+ * are what flamegraph.pl prints for the same input and options. Differences, all deliberate: frames are written in
+ * a fixed order (depth, then x) instead of Perl's hash order; colours never depend on chance unless `random` is
+ * set; titles and notes are XML-escaped; the embedded JavaScript is our own (see svg/script.ts).
+ */
+import { backgroundColors, type ColorMode, defaultBackground, deltaColor, frameColor } from './color.js';
+import { type Frames, mergeFrames, parseStacks } from './merge.js';
+import { cFixed, commas, perlNum, perlNumify } from './perl.js';
+import { documentHead, errorDocument, escapeAttr, escapeText } from './svg/document.js';
+
+/** Options of flamegraph.pl, with its defaults. Sizes are in pixels. */
+export interface FlameGraphOptions {
+  /** --title (default "Flame Graph", "Icicle Graph" when inverted, "Flame Chart" for flame charts). */
+  title: string;
+  /** --subtitle: second title line (default none). */
+  subtitle: string;
+  /** --width: image width (default 1200). */
+  width: number;
+  /** --height: frame height (default 16). */
+  height: number;
+  /** --minwidth: omit frames narrower than this: pixels ("0.1", the default) or percent of the total ("0.5%"). */
+  minwidth: string;
+  /** --fonttype (default "Verdana"). */
+  fonttype: string;
+  /** --fontsize (default 12). */
+  fontsize: number;
+  /** --fontwidth: average character width relative to the font size (default 0.59). */
+  fontwidth: number;
+  /** --countname: what the counts are (default "samples"). */
+  countname: string;
+  /** --nametype: what the names are (default "Function:"). */
+  nametype: string;
+  /** --colors: palette (default "hot"; see color.ts). */
+  colors: string;
+  /** --bgcolors: yellow, blue, green, grey or "#rrggbb" (default: by palette). */
+  bgcolors: string;
+  /** --hash: colour by name hash. */
+  hash: boolean;
+  /** --random: random colours (the only non-deterministic option). */
+  random: boolean;
+  /** --cp: consistent palette: colours come from / are added to this map (the CLI keeps it in palette.map). */
+  paletteMap?: Map<string, string>;
+  /** --reverse: reverse each stack before merging. */
+  reverse: boolean;
+  /** --inverted: icicle graph (root at the top). */
+  inverted: boolean;
+  /** --flamechart: keep input order, x is time. */
+  flamechart: boolean;
+  /** --negate: swap differential hues. */
+  negate: boolean;
+  /** --notes: text in an XML comment (no "<" or ">"). */
+  notes: string;
+  /** --total: width of the graph in counts, when larger than the input's total (default: the total). */
+  total?: string;
+  /** --factor: multiply counts in the labels by this (default 1). */
+  factor: number;
+  /** --nameattr: per-function attributes of the frame's `<g>`/`<a>` (title, href, target, id, class, g_extra, a_extra). */
+  nameattr?: Map<string, Record<string, string>>;
+  /** --encoding: XML encoding declaration. */
+  encoding?: string;
+}
+
+export const DEFAULT_OPTIONS: FlameGraphOptions = {
+  title: '',
+  subtitle: '',
+  width: 1200,
+  height: 16,
+  minwidth: '0.1',
+  fonttype: 'Verdana',
+  fontsize: 12,
+  fontwidth: 0.59,
+  countname: 'samples',
+  nametype: 'Function:',
+  colors: 'hot',
+  bgcolors: '',
+  hash: false,
+  random: false,
+  reverse: false,
+  inverted: false,
+  flamechart: false,
+  negate: false,
+  notes: '',
+  factor: 1,
+};
+
+export interface FlameGraphResult {
+  /** The SVG document (also for errors: an SVG saying there was no input, as flamegraph.pl prints). */
+  svg: string;
+  /** Warnings flamegraph.pl would print to stderr. */
+  warnings: string[];
+  /** Set when there were no valid counts (flamegraph.pl exits 2). */
+  error?: string;
+}
+
+/** An option value flamegraph.pl rejects. */
+export class FlameGraphOptionError extends Error {}
+
+const XPAD = 10; // left and right padding
+const FRAMEPAD = 1; // vertical padding between frames
+const SEARCH_COLOR = 'rgb(230,0,230)';
+const ANNOTATION = /_\[[kwij]\]$/;
+
+/**
+ * Renders folded stack lines (each "stack count" or "stack count1 count2", without "\n") as a flame graph SVG.
+ * Throws FlameGraphOptionError for invalid options (a bad --minwidth, --bgcolors, or notes with "<" / ">").
+ */
+export function renderFlameGraph(lines: string[], options: Partial<FlameGraphOptions> = {}): FlameGraphResult {
+  const o: FlameGraphOptions = { ...DEFAULT_OPTIONS, ...options };
+  const warnings: string[] = [];
+  const fontsize = o.fontsize;
+  const ypad1 = fontsize * 3; // top, with title
+  const ypad2 = fontsize * 2 + 10; // bottom, with labels
+  const ypad3 = fontsize * 2; // extra top for a subtitle
+  let title = o.title;
+  if (title === '') title = o.flamechart ? 'Flame Chart' : o.inverted ? 'Icicle Graph' : 'Flame Graph';
+  if (/[<>]/.test(o.notes)) throw new FlameGraphOptionError("Notes string can't contain < or >");
+  const mw = /^([0-9.]+)%?$/.exec(o.minwidth);
+  if (!mw) throw new FlameGraphOptionError(`Value '${o.minwidth}' is invalid for minwidth, expected a float.`);
+  const minwidth = perlNumify(mw[1]!);
+  const bg = backgroundColors(o.bgcolors === '' ? defaultBackground(o.colors) : o.bgcolors);
+  if (!bg) throw new FlameGraphOptionError(`Unrecognized bgcolor option "${o.bgcolors}"`);
+
+  const parsed = parseStacks(lines, {
+    reverse: o.reverse,
+    order: o.flamechart ? 'input' : 'sorted',
+    chain: o.colors === 'chain',
+  });
+  const time = parsed.total;
+  if (o.countname === 'samples' && time < 100)
+    warnings.push(`Stack count is low (${perlNum(time)}). Did something go wrong?`);
+  if (parsed.ignored) warnings.push(`Ignored ${parsed.ignored} lines with invalid format`);
+  if (!time) {
+    return {
+      svg: errorDocument(o.width, fontsize, 'ERROR: No valid input provided to flamegraph.'),
+      warnings,
+      error: 'no stack counts found in the input',
+    };
+  }
+  let timemax = time;
+  if (o.total !== undefined && o.total !== '' && o.total !== '0') {
+    const t = perlNumify(o.total);
+    if (t < time) {
+      if (t / time > 0.02) {
+        warnings.push(`Specified --total ${o.total} is less than actual total ${perlNum(time)}, so ignored`);
+      }
+    } else {
+      timemax = t;
+    }
+  }
+  const widthPerTime = (o.width - 2 * XPAD) / timemax;
+  const minTime = o.minwidth.endsWith('%') ? (timemax * minwidth) / 100 : minwidth / widthPerTime;
+  const frames = mergeFrames(parsed, minTime);
+
+  let imageHeight = (frames.depthMax + 1) * o.height + ypad1 + ypad2;
+  if (o.subtitle !== '') imageHeight += ypad3;
+  const head = documentHead({
+    width: o.width,
+    height: imageHeight,
+    encoding: o.encoding,
+    notes: o.notes,
+    background: bg,
+    fontType: o.fonttype,
+    fontSize: fontsize,
+    title,
+    subtitle: o.subtitle,
+    xpad: XPAD,
+    ypad2,
+    script: {
+      width: o.width,
+      xpad: XPAD,
+      fontSize: fontsize,
+      fontWidth: o.fontwidth,
+      inverted: o.inverted,
+      nameType: o.nametype,
+      searchColor: SEARCH_COLOR,
+    },
+  });
+  const body = renderFrames(frames, o, {
+    timemax,
+    widthPerTime,
+    imageHeight,
+    ypad1,
+    ypad2,
+    maxDelta: parsed.maxDelta,
+  });
+  return { svg: `${head}<g id="frames">\n${body}</g>\n</svg>\n`, warnings };
+}
+
+interface Layout {
+  timemax: number;
+  widthPerTime: number;
+  imageHeight: number;
+  ypad1: number;
+  ypad2: number;
+  maxDelta: number;
+}
+
+/** The `<g>` element of every frame, ordered by depth and then x. */
+function renderFrames(f: Frames, o: FlameGraphOptions, l: Layout): string {
+  const order = new Int32Array(f.count);
+  for (let i = 0; i < f.count; i++) order[i] = i;
+  order.sort((a, b) => f.depth[a]! - f.depth[b]! || f.stime[a]! - f.stime[b]!);
+  const colorCache = new Map<string, string>();
+  const mode: ColorMode = o.hash ? 'hash' : o.random ? 'random' : 'name';
+  const charWidth = o.fontsize * o.fontwidth;
+  const countDiv = l.timemax * o.factor;
+  const out: string[] = [];
+  for (const i of order) {
+    const func = f.names[i]!;
+    const depth = f.depth[i]!;
+    const stime = f.stime[i]!;
+    const isRoot = func === '' && depth === 0;
+    const etime = isRoot ? l.timemax : f.etime[i]!;
+    const delta = f.delta[i]!;
+    const x1 = XPAD + stime * l.widthPerTime;
+    const x2 = XPAD + etime * l.widthPerTime;
+    let y1: number;
+    let y2: number;
+    if (!o.inverted) {
+      y1 = l.imageHeight - l.ypad2 - (depth + 1) * o.height + FRAMEPAD;
+      y2 = l.imageHeight - l.ypad2 - depth * o.height;
+    } else {
+      y1 = l.ypad1 + depth * o.height;
+      y2 = l.ypad1 + (depth + 1) * o.height - FRAMEPAD;
+    }
+    const samples = cFixed((etime - stime) * o.factor, 0);
+    const samplesTxt = commas(samples);
+    let info: string;
+    if (isRoot) {
+      info = `all (${samplesTxt} ${o.countname}, 100%)`;
+    } else {
+      const pct = cFixed((100 * Number(samples)) / countDiv, 2);
+      const escaped = escapeAttr(func).replace(ANNOTATION, '');
+      if (Number.isNaN(delta)) {
+        info = `${escaped} (${samplesTxt} ${o.countname}, ${pct}%)`;
+      } else {
+        const d = o.negate ? -delta : delta;
+        const dp = cFixed((100 * d) / countDiv, 2);
+        info = `${escaped} (${samplesTxt} ${o.countname}, ${pct}%; ${d > 0 ? '+' : ''}${dp}%)`;
+      }
+    }
+    const attrs = o.nameattr?.get(func);
+    const title = attrs?.title || info;
+
+    let color: string;
+    if (func === '--') color = 'rgb(160,160,160)';
+    else if (func === '-') color = 'rgb(200,200,200)';
+    else if (!Number.isNaN(delta)) color = deltaColor(delta, l.maxDelta, o.negate);
+    else if (o.paletteMap) {
+      let c = o.paletteMap.get(func);
+      if (c === undefined) {
+        c = frameColor(o.colors, func, mode);
+        o.paletteMap.set(func, c);
+      }
+      color = c;
+    } else if (mode === 'random') {
+      color = frameColor(o.colors, func, mode);
+    } else {
+      let c = colorCache.get(func);
+      if (c === undefined) {
+        c = frameColor(o.colors, func, mode);
+        colorCache.set(func, c);
+      }
+      color = c;
+    }
+
+    const chars = Math.trunc((x2 - x1) / charWidth);
+    let text = '';
+    if (chars >= 3) text = escapeText(truncate(func.replace(ANNOTATION, ''), chars));
+
+    const x1s = cFixed(x1, 1);
+    const x2s = cFixed(x2, 1);
+    const w = cFixed(Number(x2s) - Number(x1s), 1);
+    const h = cFixed(y2 - y1, 1);
+    const open = attrs ? groupOpen(attrs) : '<g>';
+    out.push(
+      `${open}\n<title>${title}</title><rect x="${x1s}" y="${perlNum(y1)}" width="${w}" height="${h}" fill="${color}" rx="2" ry="2" />\n`,
+      `<text x="${cFixed(x1 + 3, 2)}" y="${perlNum(3 + (y1 + y2) / 2)}">${text}</text>\n`,
+      attrs?.href ? '</a>\n' : '</g>\n',
+    );
+  }
+  return out.join('');
+}
+
+/** The first `chars` characters (code points), the last two replaced by ".." when the name is longer. */
+function truncate(name: string, chars: number): string {
+  if (!/[\ud800-\udfff]/.test(name)) {
+    return chars < name.length ? `${name.slice(0, chars - 2)}..` : name;
+  }
+  const cps = Array.from(name);
+  return chars < cps.length ? `${cps.slice(0, chars - 2).join('')}..` : name;
+}
+
+/** flamegraph.pl's group_start with --nameattr attributes: `<a ...>` when there is an href, else `<g ...>`. */
+function groupOpen(a: Record<string, string>): string {
+  const g: string[] = [];
+  if (a.id !== undefined) g.push(`id="${a.id}"`);
+  if (a.class !== undefined) g.push(`class="${a.class}"`);
+  if (a.g_extra) g.push(a.g_extra);
+  if (a.href) {
+    const link = [`xlink:href="${a.href}"`, `target="${a.target || '_top'}"`];
+    if (a.a_extra) link.push(a.a_extra);
+    return `<a ${[...link, ...g].join(' ')}>`;
+  }
+  return g.length ? `<g ${g.join(' ')}>` : '<g>';
+}
+
+/** Parses a --nameattr file: "function<TAB>name=value<TAB>name=value..." per line. Throws on a line without a tab. */
+export function parseNameAttr(text: string, fileName: string): Map<string, Record<string, string>> {
+  const map = new Map<string, Record<string, string>>();
+  const lines = text.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  for (const line of lines) {
+    const tab = line.indexOf('\t');
+    if (tab < 0) throw new FlameGraphOptionError(`Invalid format in ${fileName}`);
+    const attrs: Record<string, string> = {};
+    for (const pair of line.slice(tab + 1).split('\t')) {
+      const eq = pair.indexOf('=');
+      if (eq < 0) attrs[pair] = '';
+      else attrs[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+    map.set(line.slice(0, tab), attrs);
+  }
+  return map;
+}

@@ -1,0 +1,227 @@
+/**
+ * Turning folded stacks into flame graph frames, as flamegraph.pl's flow() does: lines are sorted (or kept in
+ * input order for flame charts), and walking them keeps the stack of open frames: a frame opens where a line's
+ * stack first differs from the previous line's and closes when a later line stops sharing it. A frame's extent
+ * [stime, etime) is in count units (samples); depth 0 is the root frame "" ("all").
+ *
+ * Divergence from flamegraph.pl, on purpose: the Perl keys finished frames by (name, depth, end time), so a
+ * zero-width frame (a line with count 0, as differential input has) ending at the same time as an earlier frame of
+ * the same name and depth overwrites it and that frame disappears; here every frame is kept.
+ */
+import { countStart } from './folded.js';
+import { perlSplit } from './perl.js';
+
+/** Input after sorting and parsing: per valid line, its stack and counts. */
+export interface ParsedStacks {
+  stacks: string[];
+  samples: Float64Array;
+  /** NaN when the line has one count. */
+  samples2: Float64Array;
+  /** Sum of the counts that give widths (the second column for differential lines), in merge order. */
+  total: number;
+  /** Largest |samples2 - samples| over differential lines, at least 1. */
+  maxDelta: number;
+  /** Lines without a count. */
+  ignored: number;
+}
+
+/**
+ * Reads `lines` (without "\n") as flamegraph.pl does: `reverse` reverses each stack first (--reverse);
+ * `order`: 'sorted' sorts lines as strings (the default merge order), 'input' keeps them (--flamechart);
+ * `chain` marks waker frames after ";--;" with "_[w]" (--colors chain).
+ */
+export function parseStacks(
+  lines: string[],
+  opts: { reverse?: boolean; order?: 'sorted' | 'input'; chain?: boolean } = {},
+): ParsedStacks {
+  let data = lines;
+  if (opts.reverse) data = lines.map(reverseLine);
+  if (opts.order !== 'input') data = sortLines(data === lines ? lines.slice() : data);
+  const n = data.length;
+  const stacks: string[] = [];
+  const samples = new Float64Array(n);
+  const samples2 = new Float64Array(n);
+  let total = 0;
+  let maxDelta = 1;
+  let ignored = 0;
+  let k = 0;
+  for (const line of data) {
+    const j = countStart(line);
+    if (j < 0) {
+      ignored++;
+      continue;
+    }
+    const c1 = Number(line.slice(j));
+    const j2 = countStart(line, j - 1);
+    let stack: string;
+    if (j2 < 0) {
+      stack = line.slice(0, j - 1);
+      samples[k] = c1;
+      samples2[k] = Number.NaN;
+      total += c1;
+    } else {
+      stack = line.slice(0, j2 - 1);
+      const c0 = Number(line.slice(j2, j - 1));
+      samples[k] = c0;
+      samples2[k] = c1;
+      const d = Math.abs(c1 - c0);
+      if (d > maxDelta) maxDelta = d;
+      total += c1;
+    }
+    stacks.push(opts.chain ? chainStack(stack) : stack);
+    k++;
+  }
+  return { stacks, samples: samples.subarray(0, k), samples2: samples2.subarray(0, k), total, maxDelta, ignored };
+}
+
+/** --reverse: the stack's frames in reverse order, counts unchanged. Invalid lines stay invalid. */
+function reverseLine(line: string): string {
+  const j = countStart(line);
+  if (j < 0) return ' ';
+  const j2 = countStart(line, j - 1);
+  const stack = line.slice(0, (j2 < 0 ? j : j2) - 1);
+  const counts = j2 < 0 ? line.slice(j) : `${line.slice(j2, j - 1)} ${line.slice(j)}`;
+  return `${perlSplit(stack, ';').reverse().join(';')} ${counts}`;
+}
+
+/** Perl's `sort` on character strings: by code point (JavaScript's default compares UTF-16 units). */
+function sortLines(lines: string[]): string[] {
+  if (!lines.some((l) => /[\ud800-\udfff]/.test(l))) return lines.sort();
+  return lines.sort((a, b) => {
+    const x = Array.from(a);
+    const y = Array.from(b);
+    const n = Math.min(x.length, y.length);
+    for (let i = 0; i < n; i++) {
+      if (x[i] !== y[i]) return x[i]!.codePointAt(0)! - y[i]!.codePointAt(0)!;
+    }
+    return x.length - y.length;
+  });
+}
+
+/** flamegraph.pl's chain palette preparation: frames after each ";--;" get "_[w]" (and a "--" frame is added). */
+function chainStack(stack: string): string {
+  const parts = perlSplit(stack, ';--;');
+  const first = parts.shift() ?? '';
+  return `${first};--;${parts.map((p) => `${p.replaceAll(';', '_[w];')}_[w]`).join(';--;')}`;
+}
+
+/** Frames of a flame graph, in the order they closed. `delta` is NaN for non-differential frames. */
+export interface Frames {
+  count: number;
+  names: string[];
+  depth: Int32Array;
+  stime: Float64Array;
+  etime: Float64Array;
+  delta: Float64Array;
+  /** Largest depth among the frames. */
+  depthMax: number;
+}
+
+/** Strips trailing ";" (Perl's split drops trailing empty fields, so "a;b;" is the frames a, b). */
+function trimStack(s: string): string {
+  let e = s.length;
+  while (e > 0 && s.charCodeAt(e - 1) === 59) e--;
+  return e === s.length ? s : s.slice(0, e);
+}
+
+/**
+ * Merges parsed stacks into frames, dropping frames narrower than `minTime` count units (flamegraph.pl's
+ * --minwidth pruning; the root frame's width for this test is the total of the counts).
+ */
+export function mergeFrames(parsed: ParsedStacks, minTime: number): Frames {
+  const out: Frames = {
+    count: 0,
+    names: [],
+    depth: new Int32Array(1024),
+    stime: new Float64Array(1024),
+    etime: new Float64Array(1024),
+    delta: new Float64Array(1024),
+    depthMax: 0,
+  };
+  // Open frames; index = depth.
+  const openName: string[] = [];
+  const openStart: number[] = [];
+  const openDelta: number[] = [];
+  const emit = (depth: number, end: number): void => {
+    const start = openStart[depth]!;
+    if (end - start < minTime) return;
+    const i = out.count++;
+    if (i === out.depth.length) grow(out);
+    out.names.push(openName[depth]!);
+    out.depth[i] = depth;
+    out.stime[i] = start;
+    out.etime[i] = end;
+    out.delta[i] = openDelta[depth]!;
+    if (depth > out.depthMax) out.depthMax = depth;
+  };
+  let prev = '';
+  let time = 0;
+  const { stacks, samples, samples2 } = parsed;
+  for (let k = 0; k < stacks.length; k++) {
+    const stack = trimStack(stacks[k]!);
+    const s2 = samples2[k]!;
+    const diff = !Number.isNaN(s2);
+    const d = diff ? s2 - samples[k]! : Number.NaN;
+    // Frames shared with the previous line (the root always is, once open).
+    let keep = 0;
+    let from = 0;
+    if (openName.length > 0) {
+      const c = commonFrames(prev, stack);
+      keep = 1 + c.count;
+      from = c.next;
+    }
+    for (let depth = openName.length - 1; depth >= keep; depth--) emit(depth, time);
+    openName.length = keep;
+    openStart.length = keep;
+    openDelta.length = keep;
+    const fresh = keep === 0 ? [''] : [];
+    if (from < stack.length) for (const f of stack.slice(from).split(';')) fresh.push(f);
+    const last = keep + fresh.length - 1;
+    for (let i = 0; i < fresh.length; i++) {
+      const depth = keep + i;
+      openName.push(fresh[i]!);
+      openStart.push(time);
+      openDelta.push(diff ? (depth === last ? d : 0) : Number.NaN);
+    }
+    prev = stack;
+    time += diff ? s2 : samples[k]!;
+  }
+  for (let depth = openName.length - 1; depth >= 0; depth--) emit(depth, time);
+  return out;
+}
+
+/**
+ * How many leading frames stacks `a` and `b` (trimmed) share, and where in `b` the first unshared frame starts.
+ * Compares characters: frames are equal up to a ";" both have at the same place, or up to where one ends and the
+ * other has ";".
+ */
+function commonFrames(a: string, b: string): { count: number; next: number } {
+  if (a.length === 0 || b.length === 0) return { count: 0, next: 0 };
+  const n = a.length < b.length ? a.length : b.length;
+  let i = 0;
+  let k = 0;
+  let start = 0;
+  for (; i < n; i++) {
+    const c = a.charCodeAt(i);
+    if (c !== b.charCodeAt(i)) break;
+    if (c === 59) {
+      k++;
+      start = i + 1;
+    }
+  }
+  const aEnds = i === a.length || a.charCodeAt(i) === 59;
+  const bEnds = i === b.length || b.charCodeAt(i) === 59;
+  return aEnds && bEnds ? { count: k + 1, next: i + 1 } : { count: k, next: start };
+}
+
+function grow(f: Frames): void {
+  const n = f.depth.length * 2;
+  const d = new Int32Array(n);
+  d.set(f.depth);
+  f.depth = d;
+  for (const key of ['stime', 'etime', 'delta'] as const) {
+    const a = new Float64Array(n);
+    a.set(f[key]);
+    f[key] = a;
+  }
+}
