@@ -622,7 +622,12 @@ export class ProbeGen {
       case 'kstack':
       case 'ustack':
         return this.stack(t as Extract<SType, { kind: 'kstack' | 'ustack' }>);
+      case 'retval':
+        return this.loadCtx(t, this.unit.expanded.regs!.ret);
+      case 'func':
+        return this.constString(this.unit.expanded.func!, sizeOf(t));
     }
+    if (/^arg\d+$/.test(name)) return this.loadCtx(t, this.unit.expanded.regs!.args[Number(name.slice(3))]!);
     throw new BpfscopeError(`internal: unsupported builtin ${name}`);
   }
 

@@ -12,6 +12,7 @@ import { ProfileProvider } from './profile.js';
 import { SpecialProvider } from './special.js';
 import { TracepointProvider } from './tracepoint.js';
 import type { ExpandedProbe, ProbeProvider } from './types.js';
+import { UprobeProvider } from './uprobe.js';
 
 /** A provider bpftrace has and bpfscope does not implement yet: expanding it is a positioned "not supported" error. */
 export class UnsupportedProvider implements ProbeProvider {
@@ -33,8 +34,6 @@ export class UnsupportedProvider implements ProbeProvider {
 const STUBS: readonly (readonly string[])[] = [
   ['kprobe', 'k'],
   ['kretprobe', 'kr'],
-  ['uprobe', 'u'],
-  ['uretprobe', 'ur'],
   ['usdt', 'U'],
   ['rawtracepoint', 'rt'],
   ['fentry', 'f', 'kfunc'],
@@ -51,6 +50,8 @@ const registered: ProbeProvider[] = [
   new TracepointProvider(),
   new IntervalProvider(),
   new ProfileProvider(),
+  new UprobeProvider('uprobe'),
+  new UprobeProvider('uretprobe'),
   ...STUBS.map((names) => new UnsupportedProvider(names)),
 ];
 

@@ -60,6 +60,15 @@ export interface ExpandedProbe {
    * throw a BpfscopeError if the format cannot be read).
    */
   readonly args: SType | null;
+  /**
+   * For probes whose context is `struct pt_regs` (uprobe, kprobe): byte offsets of the argument registers
+   * (`arg0..argN`) and of the return value register (`retval`, meaningful in return probes).
+   */
+  readonly regs?: { readonly args: readonly number[]; readonly ret: number };
+  /** True for return probes (uretprobe, kretprobe, fexit): `retval` is available. */
+  readonly retprobe?: boolean;
+  /** The probed function's name (the `func` builtin), where known at compile time. */
+  readonly func?: string;
   /** BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`. */
   readonly special?: 'begin' | 'end';
   /**

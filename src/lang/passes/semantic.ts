@@ -667,8 +667,31 @@ export class Analyzer {
       return u.expanded.args;
     }
     if (/^arg\d+$/.test(name)) {
-      this.error(pos, `The ${name} builtin can not be used with '${u.expanded.provider}' probes`);
-      return null;
+      const regs = u.expanded.regs;
+      const n = Number(name.slice(3));
+      if (!regs) {
+        this.error(pos, `The ${name} builtin can not be used with '${u.expanded.provider}' probes`);
+        return null;
+      }
+      if (n >= regs.args.length) {
+        this.error(pos, `${name} is not available: only arg0..arg${regs.args.length - 1} are passed in registers`);
+        return null;
+      }
+      return U64;
+    }
+    if (name === 'retval') {
+      if (!u.expanded.retprobe || !u.expanded.regs) {
+        this.error(pos, `The retval builtin can only be used with return probes (not '${u.expanded.provider}')`);
+        return null;
+      }
+      return U64;
+    }
+    if (name === 'func') {
+      if (u.expanded.func === undefined) {
+        this.error(pos, `The func builtin can not be used with '${u.expanded.provider}' probes`);
+        return null;
+      }
+      return stringType(Buffer.byteLength(u.expanded.func) + 1);
     }
     const t = BUILTIN_TYPES[name];
     if (!t) {

@@ -1,0 +1,198 @@
+/**
+ * The `uprobe`/`uretprobe` providers (aliases `u`/`ur`): `uprobe:BINARY:FUNCTION`, `uprobe:BINARY:FUNCTION+OFFSET`,
+ * `uprobe:BINARY:0xADDRESS`, with `*`/`?` wildcards over the binary's ELF function symbols (bpftrace
+ * `docs/language.md` "uprobe, uretprobe"). BINARY is a path, or a library/executable name resolved through the
+ * dynamic linker's cache (`ldconfig -p`) and `$PATH`, as bpftrace does.
+ *
+ * The program is a BPF_PROG_TYPE_KPROBE program whose context is `struct pt_regs` (`arg0..arg5` from the calling
+ * convention's registers, `retval` from the return register); it is attached through the uprobe PMU
+ * (`/sys/bus/event_source/devices/uprobe`) at the function's *file offset*, so nothing is written to tracefs'
+ * `uprobe_events` and nothing outlives the process.
+ */
+import { execFileSync } from 'node:child_process';
+import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { openProbeEvent } from '../kernel/perf.js';
+import type { AttachPoint } from '../lang/ast.js';
+import { ElfFile, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
+import { attachPointError, closestNames, didYouMean } from './errors.js';
+import { globToRegExp, hasWildcard } from './glob.js';
+import { attachPerfEvents } from './perf-attach.js';
+import {
+  type AttachedProbe,
+  type AttachOptions,
+  BPF_PROG_TYPE,
+  type ExpandedProbe,
+  type ProbeProvider,
+} from './types.js';
+
+/** `struct pt_regs` byte offsets of the argument registers and the return value (x86-64, KERNEL.md). */
+export const PT_REGS_X86_64 = {
+  args: [112, 104, 96, 88, 72, 64], // di, si, dx, cx, r8, r9
+  ret: 80, // ax
+  ip: 128,
+  sp: 152,
+} as const;
+
+export class UprobeProbe implements ExpandedProbe {
+  readonly progType = BPF_PROG_TYPE.KPROBE;
+  readonly args = null;
+  readonly name: string;
+  /** pt_regs layout for argN/retval. */
+  readonly regs = PT_REGS_X86_64;
+
+  constructor(
+    readonly attachPoint: AttachPoint,
+    readonly provider: 'uprobe' | 'uretprobe',
+    /** Absolute path of the binary. */
+    readonly path: string,
+    /** Function name (the `func` builtin), or the address text for address probes. */
+    readonly func: string,
+    /** Offset in the file where the probe goes. */
+    readonly fileOffset: number,
+    display: string,
+  ) {
+    this.name = `${provider}:${path}:${display}`;
+  }
+
+  get retprobe(): boolean {
+    return this.provider === 'uretprobe';
+  }
+
+  attach(progFd: number, opts: AttachOptions = {}): AttachedProbe {
+    const spec = {
+      kind: 'uprobe' as const,
+      retprobe: this.retprobe,
+      target: this.path,
+      offset: BigInt(this.fileOffset),
+    };
+    return attachPerfEvents(progFd, [
+      () => openProbeEvent(spec, { pid: opts.pid ?? -1, cpu: opts.pid === undefined ? 0 : -1 }),
+    ]);
+  }
+}
+
+let ldCache: Map<string, string> | undefined;
+
+/** Library name → path from `ldconfig -p` (the dynamic linker's cache), for this machine's architecture. */
+function libraryCache(): Map<string, string> {
+  if (ldCache) return ldCache;
+  ldCache = new Map();
+  for (const bin of ['/sbin/ldconfig', '/usr/sbin/ldconfig', 'ldconfig']) {
+    try {
+      const out = execFileSync(bin, ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      for (const line of out.split('\n')) {
+        const m = /^\s+(\S+) \(([^)]*)\) => (\S+)$/.exec(line);
+        if (!m) continue;
+        if (process.arch === 'x64' && !m[2]!.includes('x86-64')) continue;
+        if (!ldCache.has(m[1]!)) ldCache.set(m[1]!, m[3]!);
+      }
+      break;
+    } catch {
+      /* try the next location */
+    }
+  }
+  return ldCache;
+}
+
+/** Resolve a uprobe target the way bpftrace does: a path, else a library name (`libc`, `c`, `libc.so.6`), else `$PATH`. */
+export function resolveBinary(target: string): string | undefined {
+  if (target.includes('/')) return existsSync(target) ? realpathSync(target) : undefined;
+  const cache = libraryCache();
+  const names = [target, `lib${target}`].flatMap((n) => [n, `${n}.so`]);
+  for (const [soname, path] of cache) {
+    if (names.some((n) => soname === n || soname.startsWith(`${n}.`))) return realpathSync(path);
+  }
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(delimiter)) {
+    const p = join(dir, target);
+    try {
+      accessSync(p, constants.X_OK);
+      return realpathSync(p);
+    } catch {
+      /* not here */
+    }
+  }
+  return undefined;
+}
+
+function isFunction(type: number): boolean {
+  return type === STT_FUNC || type === STT_GNU_IFUNC;
+}
+
+export class UprobeProvider implements ProbeProvider {
+  readonly supported = true;
+  readonly listed = false;
+  readonly names: readonly string[];
+
+  constructor(readonly kind: 'uprobe' | 'uretprobe') {
+    this.names = kind === 'uprobe' ? ['uprobe', 'u'] : ['uretprobe', 'ur'];
+  }
+
+  expand(ap: AttachPoint): ExpandedProbe[] {
+    if (ap.parts.length !== 2 || ap.parts[0] === '' || ap.parts[1] === '') {
+      throw attachPointError(ap, `${this.kind} probe type requires 2 arguments: ${this.kind}:BINARY:FUNCTION`);
+    }
+    const [target, fnSpec] = ap.parts as [string, string];
+    const path = resolveBinary(target);
+    if (!path) throw attachPointError(ap, `could not find binary or library '${target}'`);
+    let elf: ElfFile;
+    try {
+      elf = ElfFile.open(path);
+    } catch (e) {
+      throw attachPointError(ap, `${path}: ${(e as Error).message}`);
+    }
+    try {
+      const loads = elf.loadSegments();
+      if (/^0x[0-9a-f]+$/i.test(fnSpec) || /^\d+$/.test(fnSpec)) {
+        const addr = Number(fnSpec);
+        const off = symbolFileOffset(loads, { name: fnSpec, value: addr });
+        return [new UprobeProbe(ap, this.kind, path, fnSpec, off, fnSpec)];
+      }
+      const m = /^(.*?)\+(0x[0-9a-f]+|\d+)$/i.exec(fnSpec);
+      const fnGlob = m ? m[1]! : fnSpec;
+      const extra = m ? Number(m[2]) : 0;
+      const syms = elf.symbols().list((n) => n.length > 0);
+      const funcs = new Map<string, number>();
+      for (const s of syms) if (isFunction(s.type) && s.value !== 0 && !funcs.has(s.name)) funcs.set(s.name, s.value);
+      let names: string[];
+      if (hasWildcard(fnGlob)) {
+        const re = globToRegExp(fnGlob);
+        names = [...funcs.keys()].filter((n) => re.test(n)).sort();
+        if (names.length === 0) throw attachPointError(ap, `No matches for ${this.kind} ${path}:${fnGlob}`);
+      } else {
+        if (!funcs.has(fnGlob)) {
+          throw attachPointError(
+            ap,
+            `Could not resolve symbol: ${path}:${fnGlob}`,
+            didYouMean(closestNames(fnGlob, funcs.keys()).map((n) => `${this.kind}:${path}:${n}`)),
+          );
+        }
+        names = [fnGlob];
+      }
+      return names.map((n) => {
+        const off = symbolFileOffset(loads, { name: n, value: funcs.get(n)! }) + extra;
+        return new UprobeProbe(ap, this.kind, path, n, off, extra ? `${n}+${extra}` : n);
+      });
+    } finally {
+      elf.close();
+    }
+  }
+
+  /** `-l 'uprobe:/path:glob'`: the binary's function symbols. */
+  list(search: string): string[] {
+    const i = search.lastIndexOf(':');
+    if (i < 0) return [];
+    const path = resolveBinary(search.slice(0, i));
+    if (!path) return [];
+    const re = globToRegExp(search.slice(i + 1) || '*');
+    const elf = ElfFile.open(path);
+    try {
+      const names = new Set<string>();
+      for (const s of elf.symbols().list((n) => n.length > 0))
+        if (isFunction(s.type) && s.value !== 0 && re.test(s.name)) names.add(s.name);
+      return [...names].sort().map((n) => `${this.kind}:${path}:${n}`);
+    } finally {
+      elf.close();
+    }
+  }
+}
