@@ -1,0 +1,574 @@
+/**
+ * Stack symbolization: turns the u64 instruction addresses of BPF stack maps / `bpf_get_stack` into frame names, for
+ * the kernel (`/proc/kallsyms`) and for user processes (ELF `.symtab`/`.dynsym` of the mapped files, their separate
+ * debug files, the vDSO, and `/tmp/perf-PID.map` for JIT code), and formats them as bpftrace, perf, bcc and folded
+ * (flame graph) output.
+ *
+ * Caches, so a long profile symbolizes each address once:
+ * - per address: kernel results by address, user results by (pid, address);
+ * - per process: the parsed /proc/PID/maps, re-checked at most every `mapsTtlMs` and on a lookup that falls outside
+ *   every mapping. When the maps text changed, that process's address results are dropped; when the process start
+ *   time changed (pid reused), everything about the pid is. When the process is gone, its last maps are kept so that
+ *   its addresses still resolve (bpftrace keeps per-pid caches the same way); {@link SymbolResolver.forget} frees them;
+ * - per file (shared across processes): ELF symbol tables keyed by device, inode, size and mtime.
+ * Unknown results are cached for `unknownRetryMs` only, since a JIT may describe the address later.
+ *
+ * Output formats (bpftrace `src/bpftrace.cpp` `get_stack`, `src/ksyms.cpp`, `src/usyms.cpp`; runtime tests
+ * `tests/runtime/call` "ustack_stack_mode_env_*"):
+ * - `bpftrace`: a newline, then per frame `<indent spaces>name+OFFSET` (decimal offset), indent 8; unknown frames
+ *   print as `0x<hex address>`;
+ * - `perf`: per frame `\t<hex address> name+OFFSET`, user frames followed by ` (<file>)`, unknown user frames as
+ *   `0x<hex> ([unknown])`;
+ * - `raw`: per frame `<hex address>` alone.
+ * An address of all ones (u64 -1) prints `<unwind failure>` and ends the stack.
+ */
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { findDebugFile } from './debuglink.js';
+import { demangle as demangleName, loadDemangler } from './demangle.js';
+import { ElfFile, type ElfSymbols, fileOffsetToVaddr } from './elf.js';
+import { type Kallsyms, kallsyms } from './kallsyms.js';
+import { PerfMap, perfMapPaths } from './perfmap.js';
+import { findMapping, type Mapping, mapFilesPath, mappingFileOffset, parseMaps, readMapsText } from './procmaps.js';
+import { vdsoSymbols } from './vdso.js';
+
+/** bpftrace's stack modes (`stack_mode` config, `kstack(perf)`); `build_id` is not supported here. */
+export type StackMode = 'bpftrace' | 'perf' | 'raw';
+
+/** Where a frame's name came from. */
+export type FrameSource = 'kallsyms' | 'elf' | 'vdso' | 'perf-map' | 'none';
+
+/** One symbolized stack frame. Frames are cached and shared: treat them as read-only. */
+export interface Frame {
+  /** The instruction address as captured. */
+  readonly addr: bigint;
+  /** Symbol name (demangled when demangling is on), or `undefined` when nothing knows the address. */
+  readonly name: string | undefined;
+  /** Bytes from the symbol's start (0 when unknown). */
+  readonly offset: number;
+  /**
+   * Kernel: module name (`ext4`, `bpf`), absent for the core kernel. User: the mapped file's path, `[vdso]`, or the
+   * perf map's path; absent when the address is in no mapping.
+   */
+  readonly module?: string;
+  readonly kernel: boolean;
+  readonly source: FrameSource;
+}
+
+/** Options of {@link SymbolResolver}. */
+export interface SymbolResolverOptions {
+  /** Demangle C++/Rust user symbols (bpftrace's `cpp_demangle`, default true). Needs {@link loadDemangler}. */
+  demangle?: boolean;
+  /** Kernel symbol table (default: the shared `/proc/kallsyms` table, loaded on the first kernel lookup). */
+  kallsyms?: Kallsyms;
+  /** Look up JIT frames in `/tmp/perf-PID.map` (default true). */
+  perfMaps?: boolean;
+  /** How long a process's parsed maps are trusted before being re-read, in ms (default 1000). */
+  mapsTtlMs?: number;
+  /** How long an unknown user address stays cached before being looked up again, in ms (default 1000). */
+  unknownRetryMs?: number;
+  /** /proc mount point (default `/proc`; tests only). */
+  procRoot?: string;
+  /** Global debug directory (default `/usr/lib/debug`). */
+  debugDir?: string;
+}
+
+/** Counters for tests and benchmarks. */
+export interface ResolverStats {
+  /** Lookups answered from the per-address caches. */
+  hits: number;
+  /** Lookups that did the work. */
+  misses: number;
+  /** ELF files parsed (each file once per resolver). */
+  elfLoads: number;
+  /** /proc/PID/maps reads. */
+  mapsReads: number;
+}
+
+const U64_MAX = 0xffffffffffffffffn;
+const KERNEL_BASE_HI = 0x80000000; // addresses with the top bit set are kernel addresses on x86-64 and aarch64
+
+interface FileEntry {
+  syms: ElfSymbols;
+}
+
+interface CachedUnknown {
+  frame: Frame;
+  at: number;
+}
+
+interface ProcState {
+  pid: number;
+  startTime: string | undefined;
+  mapsText: string;
+  maps: Mapping[];
+  checkedAt: number;
+  /** Last time a miss forced a maps re-read. */
+  missReadAt: number;
+  exited: boolean;
+  /** Symbol source per mapping (keyed by start-end-offset-inode); null = not symbolizable. */
+  files: Map<string, FileEntry | null>;
+  perfMap: PerfMap | null | undefined;
+  cache: Map<number, Frame>;
+  unknown: Map<number, CachedUnknown>;
+}
+
+function mappingKey(m: Mapping): string {
+  return `${m.start}-${m.end}-${m.offset}-${m.inode}`;
+}
+
+function hex(addr: bigint): string {
+  return addr.toString(16);
+}
+
+/**
+ * Symbolizes kernel and user addresses with caching. Create one per session and reuse it; use
+ * {@link SymbolResolver.create} to also load the demangler.
+ */
+export class SymbolResolver {
+  private readonly opts: Required<Omit<SymbolResolverOptions, 'kallsyms'>>;
+  private ksyms: Kallsyms | undefined;
+  private ksymsError: string | undefined;
+  private readonly kcache = new Map<bigint, Frame>();
+  private readonly procs = new Map<number, ProcState>();
+  private readonly files = new Map<string, FileEntry | null>();
+  private readonly counters: ResolverStats = { hits: 0, misses: 0, elfLoads: 0, mapsReads: 0 };
+
+  constructor(opts: SymbolResolverOptions = {}) {
+    this.ksyms = opts.kallsyms;
+    this.opts = {
+      demangle: opts.demangle ?? true,
+      perfMaps: opts.perfMaps ?? true,
+      mapsTtlMs: opts.mapsTtlMs ?? 1000,
+      unknownRetryMs: opts.unknownRetryMs ?? 1000,
+      procRoot: opts.procRoot ?? '/proc',
+      debugDir: opts.debugDir ?? '/usr/lib/debug',
+    };
+  }
+
+  /** A resolver with the demangler loaded when demangling is on (and the package is installed). */
+  static async create(opts: SymbolResolverOptions = {}): Promise<SymbolResolver> {
+    if (opts.demangle ?? true) await loadDemangler();
+    return new SymbolResolver(opts);
+  }
+
+  /** Cache and load counters since construction. */
+  get stats(): Readonly<ResolverStats> {
+    return this.counters;
+  }
+
+  /** Why kernel symbols are unavailable (kallsyms unreadable), or `undefined`. */
+  get kernelError(): string | undefined {
+    return this.ksymsError;
+  }
+
+  // ---- kernel ----
+
+  /** Symbolize kernel address `addr` from kallsyms. Never throws: unknown addresses give `name: undefined`. */
+  kernel(addr: bigint | number): Frame {
+    const a = typeof addr === 'bigint' ? addr : BigInt(addr);
+    const hit = this.kcache.get(a);
+    if (hit) {
+      this.counters.hits++;
+      return hit;
+    }
+    this.counters.misses++;
+    let frame: Frame;
+    const ks = this.kernelTable();
+    const sym = ks?.resolve(a);
+    if (sym) {
+      frame =
+        sym.module !== undefined
+          ? { addr: a, name: sym.name, offset: sym.offset, module: sym.module, kernel: true, source: 'kallsyms' }
+          : { addr: a, name: sym.name, offset: sym.offset, kernel: true, source: 'kallsyms' };
+    } else {
+      frame = { addr: a, name: undefined, offset: 0, kernel: true, source: 'none' };
+    }
+    this.kcache.set(a, frame);
+    return frame;
+  }
+
+  private kernelTable(): Kallsyms | undefined {
+    if (!this.ksyms && this.ksymsError === undefined) {
+      try {
+        this.ksyms = kallsyms();
+      } catch (e) {
+        this.ksymsError = (e as Error).message;
+      }
+    }
+    return this.ksyms;
+  }
+
+  // ---- user ----
+
+  /**
+   * Symbolize user address `addr` of process `pid`: ELF symbols of the mapped file (or its debug file), the vDSO, then
+   * the process's perf map. Never throws: unknown addresses give `name: undefined`.
+   */
+  user(pid: number, addr: bigint | number): Frame {
+    const a = typeof addr === 'bigint' ? Number(addr) : addr;
+    const st = this.proc(pid);
+    const hit = st.cache.get(a);
+    if (hit) {
+      this.counters.hits++;
+      return hit;
+    }
+    const unk = st.unknown.get(a);
+    if (unk && Date.now() - unk.at < this.opts.unknownRetryMs) {
+      this.counters.hits++;
+      return unk.frame;
+    }
+    this.counters.misses++;
+    const big = typeof addr === 'bigint' ? addr : BigInt(addr);
+    const frame = this.resolveUser(st, a, big);
+    if (frame.name !== undefined) {
+      st.cache.set(a, frame);
+      st.unknown.delete(a);
+    } else st.unknown.set(a, { frame, at: Date.now() });
+    return frame;
+  }
+
+  private resolveUser(st: ProcState, a: number, big: bigint): Frame {
+    let m = findMapping(st.maps, a);
+    if (!m && !st.exited && Date.now() - st.missReadAt >= 10) {
+      // New code may have been mapped since the last read (dlopen, JIT).
+      st.missReadAt = Date.now();
+      this.revalidate(st);
+      m = findMapping(st.maps, a);
+    }
+    if (m) {
+      const entry = m.kind === 'vdso' ? this.vdso() : m.kind === 'file' ? this.fileFor(st, m) : undefined;
+      if (entry) {
+        const vaddr = fileOffsetToVaddr(entry.syms.loads, mappingFileOffset(m, a));
+        const sym = vaddr === undefined ? undefined : entry.syms.resolve(vaddr);
+        if (sym) {
+          const name = this.opts.demangle ? demangleName(sym.name) : sym.name;
+          return {
+            addr: big,
+            name,
+            offset: sym.offset,
+            module: m.path,
+            kernel: false,
+            source: m.kind === 'vdso' ? 'vdso' : 'elf',
+          };
+        }
+      }
+    }
+    if (this.opts.perfMaps) {
+      const pm = this.perfMapFor(st);
+      const sym = pm?.resolve(a);
+      if (pm && sym) {
+        return { addr: big, name: sym.name, offset: sym.offset, module: pm.path, kernel: false, source: 'perf-map' };
+      }
+    }
+    return m
+      ? { addr: big, name: undefined, offset: 0, module: m.path, kernel: false, source: 'none' }
+      : { addr: big, name: undefined, offset: 0, kernel: false, source: 'none' };
+  }
+
+  private vdso(): FileEntry | undefined {
+    const syms = vdsoSymbols();
+    return syms ? { syms } : undefined;
+  }
+
+  private perfMapFor(st: ProcState): PerfMap | undefined {
+    if (st.perfMap === undefined || st.perfMap === null) {
+      // Look for the file each time it is missing: the runtime may create it later.
+      const paths = perfMapPaths(st.pid, this.opts.procRoot);
+      let found: PerfMap | null = null;
+      for (const p of paths) {
+        const pm = new PerfMap(p);
+        if (pm.refresh() || pm.size > 0) {
+          found = pm;
+          break;
+        }
+      }
+      st.perfMap = found;
+    }
+    return st.perfMap ?? undefined;
+  }
+
+  /** The symbol tables for file mapping `m` of process `st`, from the shared per-file cache. */
+  private fileFor(st: ProcState, m: Mapping): FileEntry | undefined {
+    const mk = mappingKey(m);
+    const known = st.files.get(mk);
+    if (known !== undefined) return known ?? undefined;
+    const entry = this.openMapping(st, m);
+    st.files.set(mk, entry);
+    return entry ?? undefined;
+  }
+
+  private openMapping(st: ProcState, m: Mapping): FileEntry | null {
+    const root = `${this.opts.procRoot}/${st.pid}/root`;
+    const candidates = [mapFilesPath(st.pid, m, this.opts.procRoot)];
+    if (!m.deleted) candidates.push(root + m.path, m.path);
+    for (const p of candidates) {
+      let fd: number;
+      try {
+        fd = openSync(p, 'r');
+      } catch {
+        continue;
+      }
+      try {
+        const s = fstatSync(fd);
+        const key = `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
+        const cached = this.files.get(key);
+        if (cached !== undefined) return cached;
+        const entry = this.loadElf(fd, m.path, st.exited ? '' : root);
+        this.files.set(key, entry);
+        return entry;
+      } catch {
+        // try the next way in
+      } finally {
+        closeSync(fd);
+      }
+    }
+    return null;
+  }
+
+  private loadElf(fd: number, path: string, root: string): FileEntry | null {
+    let elf: ElfFile;
+    try {
+      elf = ElfFile.open(path, fd);
+    } catch {
+      return null;
+    }
+    this.counters.elfLoads++;
+    try {
+      if (!elf.hasSymtab()) {
+        const dbg = this.findDebug(elf, path, root);
+        if (dbg) {
+          try {
+            return { syms: elf.symbolsWithDebugFile(dbg) };
+          } finally {
+            dbg.close();
+          }
+        }
+      }
+      return { syms: elf.symbols() };
+    } catch {
+      return null;
+    } finally {
+      elf.close();
+    }
+  }
+
+  private findDebug(elf: ElfFile, path: string, root: string): ElfFile | undefined {
+    const tries = root ? [root, ''] : [''];
+    for (const r of tries) {
+      const match = findDebugFile(elf, { path, root: r, debugDir: this.opts.debugDir });
+      if (!match) continue;
+      try {
+        return ElfFile.open(match.path);
+      } catch {
+        // unreadable: keep looking
+      }
+    }
+    return undefined;
+  }
+
+  // ---- process state ----
+
+  private proc(pid: number): ProcState {
+    let st = this.procs.get(pid);
+    if (!st) {
+      st = {
+        pid,
+        startTime: undefined,
+        mapsText: '',
+        maps: [],
+        checkedAt: 0,
+        missReadAt: 0,
+        exited: false,
+        files: new Map(),
+        perfMap: undefined,
+        cache: new Map(),
+        unknown: new Map(),
+      };
+      this.procs.set(pid, st);
+      this.revalidate(st);
+    } else if (Date.now() - st.checkedAt >= this.opts.mapsTtlMs) {
+      this.revalidate(st);
+    }
+    return st;
+  }
+
+  private startTime(pid: number): string | undefined {
+    try {
+      const s = readFileSync(`${this.opts.procRoot}/${pid}/stat`, 'latin1');
+      const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
+      return rest[19]; // field 22, starttime (proc(5))
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Re-read the process's start time and maps; reset or drop caches as described in the module docs. */
+  private revalidate(st: ProcState): void {
+    st.checkedAt = Date.now();
+    const start = this.startTime(st.pid);
+    if (start === undefined) {
+      // Gone (or never seen): keep what we know. A perf map file may outlive the process.
+      st.exited = true;
+      return;
+    }
+    if (st.startTime !== undefined && start !== st.startTime) {
+      // The pid was reused by a new process.
+      st.files.clear();
+      st.cache.clear();
+      st.unknown.clear();
+      st.perfMap = undefined;
+      st.mapsText = '';
+      st.maps = [];
+    }
+    st.startTime = start;
+    st.exited = false;
+    const text = readMapsText(st.pid, this.opts.procRoot);
+    this.counters.mapsReads++;
+    if (text === undefined) {
+      st.exited = true;
+      return;
+    }
+    if (text === st.mapsText) return;
+    st.mapsText = text;
+    st.maps = parseMaps(text, true);
+    st.cache.clear();
+    st.unknown.clear();
+    const live = new Set(st.maps.map(mappingKey));
+    for (const k of st.files.keys()) if (!live.has(k)) st.files.delete(k);
+  }
+
+  /**
+   * Read process `pid`'s maps and load the symbol tables of all its executable mappings now, so that its addresses
+   * still resolve after it exits. Returns the number of mappings with symbols.
+   */
+  prepare(pid: number): number {
+    const st = this.proc(pid);
+    let n = 0;
+    for (const m of st.maps) {
+      const e = m.kind === 'vdso' ? this.vdso() : m.kind === 'file' ? this.fileFor(st, m) : undefined;
+      if (e) n++;
+    }
+    if (this.opts.perfMaps) this.perfMapFor(st);
+    return n;
+  }
+
+  /** Drop everything cached about process `pid` (call when it exited and its stacks were printed). */
+  forget(pid: number): void {
+    this.procs.delete(pid);
+  }
+
+  /** Drop the per-file ELF cache and all per-process state (kernel results stay). */
+  clear(): void {
+    this.procs.clear();
+    this.files.clear();
+  }
+
+  // ---- stacks ----
+
+  /**
+   * Symbolize a kernel stack: frames up to the first 0 (stack maps pad with zeros) or the u64 -1 unwind-failure
+   * marker (kept as the last frame, with `name: undefined`).
+   */
+  kernelStack(addrs: ArrayLike<bigint>): Frame[] {
+    return this.stack(addrs, (a) => this.kernel(a));
+  }
+
+  /** Symbolize a user stack of process `pid` (same rules as {@link kernelStack}). */
+  userStack(pid: number, addrs: ArrayLike<bigint>): Frame[] {
+    return this.stack(addrs, (a) => this.user(pid, a));
+  }
+
+  private stack(addrs: ArrayLike<bigint>, one: (a: bigint) => Frame): Frame[] {
+    const out: Frame[] = [];
+    for (let i = 0; i < addrs.length; i++) {
+      const a = addrs[i]!;
+      if (a === 0n) break;
+      if (a === U64_MAX) {
+        out.push({ addr: a, name: undefined, offset: 0, kernel: false, source: 'none' });
+        break;
+      }
+      out.push(one(a));
+    }
+    return out;
+  }
+
+  /** Text of `kstack` / `kstack(perf)` / `kstack(raw)` as bpftrace prints it (see {@link formatStack}). */
+  formatKernelStack(addrs: ArrayLike<bigint>, mode: StackMode = 'bpftrace', indent = 8): string {
+    return formatStack(this.kernelStack(addrs), mode, indent);
+  }
+
+  /** Text of `ustack` / `ustack(perf)` / `ustack(raw)` as bpftrace prints it (see {@link formatStack}). */
+  formatUserStack(pid: number, addrs: ArrayLike<bigint>, mode: StackMode = 'bpftrace', indent = 8): string {
+    return formatStack(this.userStack(pid, addrs), mode, indent);
+  }
+}
+
+/** Whether `addr` is a kernel address (top bit set on x86-64 and aarch64). */
+export function isKernelAddress(addr: bigint): boolean {
+  return Number(addr >> 32n) >= KERNEL_BASE_HI;
+}
+
+/**
+ * One frame's symbol text in bpftrace's stack modes: `bpftrace` -> `name+OFFSET` or `0xADDR`; `perf` -> the same,
+ * user frames with ` (FILE)` appended, unknown user frames `0xADDR ([unknown])`; `raw` -> `ADDR` (hex).
+ */
+export function frameText(f: Frame, mode: StackMode = 'bpftrace'): string {
+  if (mode === 'raw') return hex(f.addr);
+  if (f.name === undefined) {
+    const s = `0x${hex(f.addr)}`;
+    return mode === 'perf' && !f.kernel ? `${s} ([unknown])` : s;
+  }
+  const s = `${f.name}+${f.offset}`;
+  if (mode === 'perf' && !f.kernel) return `${s} (${f.module ?? '[unknown]'})`;
+  return s;
+}
+
+/**
+ * A symbolized stack as bpftrace prints a stack value (`print(kstack)`, a map key, `%s` of `kstack()`): a leading
+ * newline, then one line per frame: `bpftrace` mode indents `indent` spaces (8 in bpftrace v0.26, 4 for map keys in
+ * bpftrace 0.17), `perf` mode starts with a tab and the hex address, `raw` mode prints the hex address only. An
+ * unwind-failure frame (address u64 -1) prints `<indent><unwind failure>` and ends the stack.
+ */
+export function formatStack(frames: readonly Frame[], mode: StackMode = 'bpftrace', indent = 8): string {
+  const pad = ' '.repeat(indent);
+  let s = '\n';
+  for (const f of frames) {
+    if (f.addr === U64_MAX) {
+      s += `${pad}<unwind failure>\n`;
+      break;
+    }
+    if (mode === 'raw') s += `${hex(f.addr)}\n`;
+    else if (mode === 'perf') s += `\t${hex(f.addr)} ${frameText(f, 'perf')}\n`;
+    else s += `${pad}${frameText(f, 'bpftrace')}\n`;
+  }
+  return s;
+}
+
+/**
+ * A frame's name in folded stacks (bcc `profile -f`, `offcputime -f`; input of flamegraph.pl): the bare symbol name,
+ * `[unknown]` when unknown. With `annotate` (bcc's `-a`, stackcollapse-perf's `--kernel`/`--jit`), kernel frames get
+ * `_[k]` and JIT (perf-map) frames `_[j]` appended, which flamegraph.pl colours differently.
+ */
+export function foldedName(f: Frame, annotate = false): string {
+  const name = f.name ?? '[unknown]';
+  if (!annotate) return name;
+  if (f.kernel) return `${name}_[k]`;
+  if (f.source === 'perf-map') return `${name}_[j]`;
+  return name;
+}
+
+/**
+ * A frame as bcc's `BPF.sym()` / `BPF.ksym()` print it (bcc `src/python/bcc/__init__.py`): `name`, with
+ * `+0xOFFSET` when `showOffset` (known frames only), and ` [MODULE]` when `showModule` (the file's base name for user
+ * frames, `kernel` for the core kernel). Unknown frames print `[unknown]`.
+ */
+export function bccName(f: Frame, opts: { showModule?: boolean; showOffset?: boolean } = {}): string {
+  let s = f.name ?? '[unknown]';
+  if (opts.showOffset && f.name !== undefined) s += `+0x${f.offset.toString(16)}`;
+  if (opts.showModule) {
+    const mod = f.kernel ? (f.module ?? 'kernel') : f.module !== undefined ? basename(f.module) : undefined;
+    if (mod !== undefined) s += ` [${mod}]`;
+  }
+  return s;
+}
