@@ -561,13 +561,16 @@ export function foldedName(f: Frame, annotate = false): string {
 /**
  * A frame as bcc's `BPF.sym()` / `BPF.ksym()` print it (bcc `src/python/bcc/__init__.py`): `name`, with
  * `+0xOFFSET` when `showOffset` (known frames only), and ` [MODULE]` when `showModule` (the file's base name for user
- * frames, `kernel` for the core kernel). Unknown frames print `[unknown]`.
+ * frames, `kernel` for the core kernel). Unknown frames print `[unknown]` (plus the module of a user frame whose
+ * mapping is known, as bcc does).
  */
 export function bccName(f: Frame, opts: { showModule?: boolean; showOffset?: boolean } = {}): string {
   let s = f.name ?? '[unknown]';
   if (opts.showOffset && f.name !== undefined) s += `+0x${f.offset.toString(16)}`;
   if (opts.showModule) {
-    const mod = f.kernel ? (f.module ?? 'kernel') : f.module !== undefined ? basename(f.module) : undefined;
+    let mod: string | undefined;
+    if (f.kernel) mod = f.name !== undefined ? (f.module ?? 'kernel') : undefined;
+    else mod = f.module !== undefined ? basename(f.module) : undefined;
     if (mod !== undefined) s += ` [${mod}]`;
   }
   return s;

@@ -59,7 +59,11 @@ const PROG = `
 #endif
 void *lib_func_addr(void);
 void *cxx_method_addr(void);
-__attribute__((noinline)) int alpha_func(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int alpha_func(int x) {
+  volatile int a = x;
+  for (int i = 0; i < 8; i++) a = a * 3 + i;
+  return a;
+}
 __attribute__((noinline)) static int beta_static(int x) { return x ^ 0x55; }
 int main(int argc, char **argv) {
   printf("alpha_func %p\\n", (void *)alpha_func);
