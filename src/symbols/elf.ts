@@ -541,6 +541,10 @@ export class ElfSymbols {
     let s = this.names[i];
     if (s === undefined) {
       s = cstr(this.strtabs[this.strtab[i]!]!, this.nameOff[i]!);
+      // `.symver` names in .symtab carry their version (`clock_nanosleep@GLIBC_2.2.5`, `memcpy@@GLIBC_2.14`);
+      // stacks and probes use the bare name, as bpftrace prints them.
+      const at = s.indexOf('@', 1);
+      if (at > 0) s = s.slice(0, at);
       this.names[i] = s;
     }
     return s;

@@ -33,14 +33,13 @@ function nm(path: string, dynamic = false): Map<string, { value: number; type: s
 function readelfSyms(path: string): string[] {
   const out = execFileSync('readelf', ['-sW', path], { encoding: 'utf8' });
   const set = new Set<string>();
-  let dynamic = false;
   for (const line of out.split('\n')) {
-    if (line.startsWith("Symbol table '")) dynamic = line.startsWith("Symbol table '.dynsym'");
     const f = line.trim().split(/\s+/);
-    // Num: Value Size Type Bind Vis Ndx Name; readelf appends @VERSION (N) to .dynsym names only.
+    // Num: Value Size Type Bind Vis Ndx Name
     if (f.length < 8 || !/^\d+:$/.test(f[0]!)) continue;
     if (!['FUNC', 'OBJECT', 'IFUNC'].includes(f[3]!) || f[6] === 'UND') continue;
-    set.add(`${dynamic ? f[7]!.replace(/@.*$/, '') : f[7]} ${Number.parseInt(f[1]!, 16)}`);
+    // readelf appends @VERSION to .dynsym names; .symtab names may hold one (.symver). Both are dropped.
+    set.add(`${f[7]!.replace(/@.*$/, '')} ${Number.parseInt(f[1]!, 16)}`);
   }
   return [...set];
 }
