@@ -236,7 +236,7 @@ function renderFrames(f: Frames, o: FlameGraphOptions, l: Layout): string {
       if (Number.isNaN(delta)) {
         info = `${escaped} (${samplesTxt} ${o.countname}, ${pct}%)`;
       } else {
-        const d = o.negate ? -delta : delta;
+        const d = (o.negate ? -delta : delta) + 0; // + 0: no "-0.00" (Perl negates integer 0 to 0)
         const dp = cFixed((100 * d) / countDiv, 2);
         info = `${escaped} (${samplesTxt} ${o.countname}, ${pct}%; ${d > 0 ? '+' : ''}${dp}%)`;
       }

@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { fixture, repoRoot, svgFrames } from './helpers.js';
+
+/** Runs `bpfscope ARGS` (the compiled CLI when this test is compiled, else the sources through tsx). */
+function bpfscope(
+  args: string[],
+  input?: string | Buffer,
+  cwd?: string,
+): { code: number | null; stdout: Buffer; stderr: string } {
+  const compiled = fileURLToPath(import.meta.url).includes('/dist/');
+  const root = repoRoot();
+  const argv = compiled
+    ? [join(root, 'dist', 'src', 'cli', 'main.js'), ...args]
+    : ['--import', import.meta.resolve('tsx'), join(root, 'src', 'cli', 'main.ts'), ...args];
+  const r = spawnSync(process.execPath, argv, { input, cwd: cwd ?? root, maxBuffer: 1 << 26 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr.toString() };
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'bpfscope-flame-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+const PERF =
+  'java 100/101 [000] 1.0: 5 cycles:\n\tffff0001 leaf+0x10 (/usr/lib/libx.so)\n\t7f00 Lcom/Foo;.bar(I)V (/tmp/perf-100.map)\n\n';
+
+describe('flame graph commands', () => {
+  it('stackcollapse-perf reads stdin and files, with options', () => {
+    assert.deepEqual(bpfscope(['stackcollapse-perf'], PERF), {
+      code: 0,
+      stdout: Buffer.from('java;com/Foo:.bar;leaf 5\n'),
+      stderr: '',
+    });
+    const f = join(tmp, 'in.perf');
+    writeFileSync(f, PERF);
+    const r = bpfscope(['stackcollapse-perf', '--tid', '--jit', f, f]);
+    assert.equal(r.stdout.toString(), 'java-100/101;com/Foo:.bar_[j];leaf 10\n');
+  });
+  it('stackcollapse-perf | flamegraph makes an SVG', () => {
+    const folded = bpfscope(['stackcollapse-perf', '--all'], PERF).stdout;
+    const r = bpfscope(['flamegraph', '--colors', 'java', '--title', 'T'], folded);
+    assert.equal(r.code, 0);
+    const frames = svgFrames(r.stdout.toString());
+    assert.deepEqual(
+      frames.map((f) => f.split('|')[0]),
+      [
+        'all (5 samples, 100%)',
+        'com/Foo:.bar (5 samples, 100.00%)',
+        'java (5 samples, 100.00%)',
+        'leaf (5 samples, 100.00%)',
+      ],
+    );
+    assert.match(r.stderr, /flamegraph: Stack count is low \(5\)/);
+  });
+  it('flamegraph --cp writes palette.map in the current directory', () => {
+    const r = bpfscope(['flamegraph', '--cp', fixture('small.folded')], undefined, tmp);
+    assert.equal(r.code, 0);
+    const map = readFileSync(join(tmp, 'palette.map'), 'utf8');
+    assert.match(map, /^main->rgb\(\d+,\d+,\d+\)$/m);
+  });
+  it('stackcollapse-bpftrace and difffolded', () => {
+    assert.equal(
+      bpfscope(['stackcollapse-bpftrace'], '@[\n    f+1\n    g+2\n, sh]: 4\n').stdout.toString(),
+      'sh;g+2;f+1 4\n',
+    );
+    const a = join(tmp, 'a.folded');
+    const b = join(tmp, 'b.folded');
+    writeFileSync(a, 'x;y 4\n');
+    writeFileSync(b, 'x;y 6\nx;z 1\n');
+    assert.equal(bpfscope(['difffolded', a, b]).stdout.toString(), 'x;y 4 6\nx;z 0 1\n');
+  });
+  it('reports bad input as one error line and a non-zero exit', () => {
+    const cases: [string[], string | undefined, RegExp, number][] = [
+      [['flamegraph', '--width', 'wide'], '', /^ERROR: flamegraph: value "wide" invalid for option --width/, 1],
+      [['flamegraph', '--colors', 'pink'], '', /^ERROR: flamegraph: unknown palette "pink"/, 1],
+      [['flamegraph'], 'no counts\n', /ERROR: flamegraph: no stack counts found in the input/, 2],
+      [['stackcollapse-perf', '--nope'], '', /^ERROR: stackcollapse-perf: Unknown option '--nope'/, 1],
+      [
+        ['stackcollapse-perf', join(tmp, 'missing')],
+        undefined,
+        /^ERROR: cannot open .*missing: no such file or directory/,
+        1,
+      ],
+      [['difffolded', 'one'], undefined, /^ERROR: difffolded: expected two folded files, got 1/, 1],
+    ];
+    for (const [args, input, re, code] of cases) {
+      const r = bpfscope(args, input);
+      assert.equal(r.code, code, args.join(' '));
+      assert.match(r.stderr, re, args.join(' '));
+      assert.ok(!r.stderr.includes('    at '), 'no stack trace');
+    }
+  });
+  it('prints usage for -h and --help', () => {
+    for (const cmd of ['stackcollapse-perf', 'stackcollapse-bpftrace', 'flamegraph', 'difffolded']) {
+      const r = bpfscope([cmd, '--help']);
+      assert.equal(r.code, 0);
+      assert.match(r.stdout.toString(), new RegExp(`^USAGE: bpfscope ${cmd}`));
+    }
+  });
+});

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { cFixed, commas, perlNum, perlNumify, perlSplit } from '../../src/flame/perl.js';
+
+describe('cFixed (C printf %.Nf)', () => {
+  it('rounds exact binary ties to even, as glibc does', () => {
+    assert.equal(cFixed(0.25, 1), '0.2');
+    assert.equal(cFixed(0.75, 1), '0.8');
+    assert.equal(cFixed(0.125, 2), '0.12');
+    assert.equal(cFixed(2.5, 0), '2');
+    assert.equal(cFixed(3.5, 0), '4');
+    assert.equal(cFixed(-0.5, 0), '-0');
+  });
+  it('rounds non-ties by the exact binary value', () => {
+    assert.equal(cFixed(0.35, 1), '0.3'); // 0.35 is 0.34999999999999997779...
+    assert.equal(cFixed(1.005, 2), '1.00');
+    assert.equal(cFixed(114.85000000000001, 1), '114.9');
+  });
+  it('keeps the sign of negative values that round to zero', () => {
+    assert.equal(cFixed(-0.001, 2), '-0.00');
+    assert.equal(cFixed(0, 2), '0.00');
+  });
+  it('prints large values in full', () => {
+    assert.equal(cFixed(1e21, 0), '1000000000000000000000');
+    assert.equal(cFixed(1e21, 1), '1000000000000000000000.0');
+  });
+});
+
+describe('perlNum (Perl number stringification, %.15g)', () => {
+  it('matches perl -e print', () => {
+    assert.equal(perlNum(959.5), '959.5');
+    assert.equal(perlNum(0.1 + 0.2), '0.3');
+    assert.equal(perlNum(1 / 3), '0.333333333333333');
+    assert.equal(perlNum(1e15), '1e+15');
+    assert.equal(perlNum(1e-5), '1e-05');
+    assert.equal(perlNum(2 ** 64), '1.84467440737096e+19');
+    assert.equal(perlNum(-0), '0');
+    assert.equal(perlNum(1157), '1157');
+  });
+});
+
+describe('helpers', () => {
+  it('commas groups thousands', () => {
+    assert.equal(commas('1234567'), '1,234,567');
+    assert.equal(commas('-1234'), '-1,234');
+    assert.equal(commas('999'), '999');
+    assert.equal(commas('1000'), '1,000');
+  });
+  it('perlSplit drops trailing empty fields only', () => {
+    assert.deepEqual(perlSplit('a;b;', ';'), ['a', 'b']);
+    assert.deepEqual(perlSplit(';a', ';'), ['', 'a']);
+    assert.deepEqual(perlSplit('a;;b', ';'), ['a', '', 'b']);
+    assert.deepEqual(perlSplit('', ';'), []);
+    assert.deepEqual(perlSplit('->', '->'), []);
+  });
+  it('perlNumify takes the leading number', () => {
+    assert.equal(perlNumify('1.2.3'), 1.2);
+    assert.equal(perlNumify('12abc'), 12);
+    assert.equal(perlNumify('abc'), 0);
+    assert.equal(perlNumify(' 5e2x'), 500);
+  });
+});
