@@ -40,21 +40,37 @@ describe('flamegraph frames against flamegraph.pl reference SVGs', {
 });
 
 describe('flamegraph options against flamegraph.pl (fixtures)', () => {
-  it('default', () => assertFrames('small.folded', 'default.frames'));
+  it('default', () => {
+    assertFrames('small.folded', 'default.frames');
+  });
   for (const p of PALETTES) {
-    it(`--colors ${p}`, () => assertFrames('small.folded', `colors-${p}.frames`, { colors: p }));
+    it(`--colors ${p}`, () => {
+      assertFrames('small.folded', `colors-${p}.frames`, { colors: p });
+    });
   }
-  it('--colors chain with waker stacks', () => assertFrames('chain.folded', 'chain-input.frames', { colors: 'chain' }));
-  it('--hash', () => assertFrames('small.folded', 'hash.frames', { hash: true }));
-  it('--reverse', () => assertFrames('small.folded', 'reverse.frames', { reverse: true }));
-  it('--inverted', () => assertFrames('small.folded', 'inverted.frames', { inverted: true }));
-  it('--flamechart', () => assertFrames('small.folded', 'flamechart.frames', { flamechart: true }));
+  it('--colors chain with waker stacks', () => {
+    assertFrames('chain.folded', 'chain-input.frames', { colors: 'chain' });
+  });
+  it('--hash', () => {
+    assertFrames('small.folded', 'hash.frames', { hash: true });
+  });
+  it('--reverse', () => {
+    assertFrames('small.folded', 'reverse.frames', { reverse: true });
+  });
+  it('--inverted', () => {
+    assertFrames('small.folded', 'inverted.frames', { inverted: true });
+  });
+  it('--flamechart', () => {
+    assertFrames('small.folded', 'flamechart.frames', { flamechart: true });
+  });
   it('--minwidth 2%', () => {
     const svg = assertFrames('small.folded', 'minwidth-pct.frames', { minwidth: '2%' });
     assert.ok(!svg.includes('empty_frame_before'), '1 of 247 samples is under 2%');
   });
-  it('--minwidth 50 (pixels)', () => assertFrames('small.folded', 'minwidth-px.frames', { minwidth: '50' }));
-  it('layout options: title, subtitle, width, height, font size and width, count and name types, factor, total', () =>
+  it('--minwidth 50 (pixels)', () => {
+    assertFrames('small.folded', 'minwidth-px.frames', { minwidth: '50' });
+  });
+  it('layout options: title, subtitle, width, height, font size and width, count and name types, factor, total', () => {
     assertFrames('small.folded', 'layout.frames', {
       title: 'T',
       subtitle: 'S',
@@ -66,7 +82,8 @@ describe('flamegraph options against flamegraph.pl (fixtures)', () => {
       nametype: 'Func:',
       factor: 2.5,
       total: '500',
-    }));
+    });
+  });
   it('differential input: red for growth, blue for reduction, delta percentages', () => {
     const svg = assertFrames('diff.folded', 'diff.frames');
     assert.match(svg, /<title>paint \(150 samples, 25\.21%; \+16\.81%\)<\/title><rect [^>]*fill="rgb\(255,0,0\)"/);
@@ -77,7 +94,9 @@ describe('flamegraph options against flamegraph.pl (fixtures)', () => {
     assert.match(svg, /<title>paint \(150 samples, 25\.21%; -16\.81%\)<\/title><rect [^>]*fill="rgb\(0,0,255\)"/);
     assert.match(svg, /<title>tokenize \(80 samples, 13\.45%; \+6\.72%\)<\/title><rect [^>]*fill="rgb\(255,126,126\)"/);
   });
-  it('differential --reverse', () => assertFrames('diff.folded', 'diff-reverse.frames', { reverse: true }));
+  it('differential --reverse', () => {
+    assertFrames('diff.folded', 'diff-reverse.frames', { reverse: true });
+  });
 });
 
 describe('flamegraph document', () => {

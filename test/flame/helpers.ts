@@ -14,7 +14,10 @@ export function repoRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const pkg = join(dir, 'package.json');
-    if (existsSync(pkg) && JSON.parse(readFileSync(pkg, 'utf8')).name === 'bpfscope') return (root = dir);
+    if (existsSync(pkg) && JSON.parse(readFileSync(pkg, 'utf8')).name === 'bpfscope') {
+      root = dir;
+      return dir;
+    }
     const up = dirname(dir);
     if (up === dir) throw new Error(`no bpfscope package.json above ${import.meta.url}`);
     dir = up;
