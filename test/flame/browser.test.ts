@@ -1,0 +1,191 @@
+/**
+ * The flame graph SVG's JavaScript in a real headless browser (Debian's chromium driven by playwright-core):
+ * hover details, search (Ctrl-F prompt, regex, case toggle, "Matched: N%", highlight), click to zoom, reset zoom,
+ * and the zoom/search state in the URL.
+ *
+ * playwright-core is taken from the project's node_modules, else from $BPFSCOPE_PLAYWRIGHT_CORE (a directory
+ * holding the package), else /tmp/pw/node_modules/playwright-core; the test is skipped, saying why, when neither
+ * it nor /usr/bin/chromium is there.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { renderFlameGraph } from '../../src/flame/flamegraph.js';
+import { fixture, readLines, svgFrames } from './helpers.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+
+// The page's globals, inside page.evaluate callbacks (this project compiles without the DOM library).
+// biome-ignore lint/suspicious/noExplicitAny: browser global
+declare const document: any;
+
+// biome-ignore lint/suspicious/noExplicitAny: playwright-core is optional and untyped here.
+type Playwright = any;
+
+async function loadPlaywright(): Promise<Playwright | null> {
+  const candidates = ['playwright-core'];
+  if (process.env.BPFSCOPE_PLAYWRIGHT_CORE)
+    candidates.push(pathToFileURL(join(process.env.BPFSCOPE_PLAYWRIGHT_CORE, 'index.mjs')).href);
+  candidates.push(pathToFileURL('/tmp/pw/node_modules/playwright-core/index.mjs').href);
+  for (const spec of candidates) {
+    try {
+      const mod = await import(spec);
+      return mod.chromium ? mod : (mod.default ?? null);
+    } catch {
+      // try the next one
+    }
+  }
+  return null;
+}
+
+const pw = await loadPlaywright();
+const skip = !pw ? 'playwright-core is not installed' : !existsSync(CHROMIUM) ? `${CHROMIUM} is not installed` : false;
+
+describe('flame graph SVG in headless chromium', { skip }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'bpfscope-browser-'));
+  const svgPath = join(dir, 'graph.svg');
+  const { svg } = renderFlameGraph(readLines(fixture('small.folded')));
+  writeFileSync(svgPath, svg);
+  const url = pathToFileURL(svgPath).href;
+  // Geometry from the document itself: "title|x|y|width|...".
+  const frames = svgFrames(svg).map((f) => {
+    const [title, x, y, w] = f.split('|');
+    return { title: title!, name: title!.replace(/ \([^()]*\)$/, ''), x: x!, y: y!, w: Number(w) };
+  });
+  const frame = (name: string) => {
+    const f = frames.find((x) => x.name === name);
+    assert.ok(f, name);
+    return f;
+  };
+  const rootWidth = frame('all').w;
+
+  // biome-ignore lint/suspicious/noExplicitAny: playwright objects
+  let context: any;
+  // biome-ignore lint/suspicious/noExplicitAny: playwright objects
+  let page: any;
+  before(async () => {
+    // A fresh profile directory (playwright passes it as --user-data-dir).
+    context = await pw.chromium.launchPersistentContext(join(dir, 'profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1200, height: 400 },
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    page = await context.newPage();
+  });
+  after(async () => {
+    await context?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The rect attributes and group classes of the frame titled `name`. */
+  const state = (name: string) =>
+    page.evaluate((n: string) => {
+      for (const g of document.querySelectorAll('#frames > *')) {
+        const t = g.querySelector('title')!.textContent!;
+        if (t.replace(/ \([^()]*\)$/, '') !== n) continue;
+        const r = g.querySelector('rect')!;
+        return {
+          x: r.getAttribute('x'),
+          width: r.getAttribute('width'),
+          fill: r.getAttribute('fill'),
+          cls: g.getAttribute('class') ?? '',
+          label: g.querySelector('text')!.textContent,
+        };
+      }
+      return null;
+    }, name);
+  const text = (id: string) => page.evaluate((i: string) => document.getElementById(i)!.textContent, id);
+  const hidden = (id: string) =>
+    page.evaluate((i: string) => document.getElementById(i)!.classList.contains('hide'), id);
+  const clickFrame = (name: string) => {
+    const f = frame(name);
+    return page.click(`#frames rect[x="${f.x}"][y="${f.y}"]`);
+  };
+
+  it('shows details on hover', async () => {
+    await page.goto(url);
+    const f = frame('swapper');
+    await page.hover(`#frames rect[x="${f.x}"][y="${f.y}"]`);
+    assert.equal(await text('details'), `Function: ${f.title}`);
+  });
+
+  it('searches with Ctrl-F: highlights matches and reports the matched share', async () => {
+    await page.goto(url);
+    page.once('dialog', (d: { accept: (v: string) => Promise<void> }) => d.accept('^(swapper|native_safe_halt)$'));
+    await page.keyboard.press('Control+f');
+    await page.waitForFunction(() => !document.getElementById('matched')!.classList.contains('hide'));
+    // native_safe_halt is nested in swapper: counted once.
+    const pct = ((100 * frame('swapper').w) / rootWidth).toFixed(1);
+    assert.equal(await text('matched'), `Matched: ${pct}%`);
+    assert.equal((await state('swapper')).fill, 'rgb(230,0,230)');
+    assert.equal((await state('native_safe_halt')).fill, 'rgb(230,0,230)');
+    assert.notEqual((await state('java')).fill, 'rgb(230,0,230)');
+    assert.equal(await text('search'), 'Reset Search');
+    assert.match(page.url(), /[?&]s=%5E\(swapper%7Cnative_safe_halt\)%24/);
+    // The button resets the search.
+    await page.click('#search');
+    const original = /<title>swapper [^<]*<\/title><rect [^>]*fill="([^"]+)"/.exec(svg)![1];
+    assert.equal((await state('swapper')).fill, original);
+    assert.equal(await hidden('matched'), true);
+    assert.equal(await text('search'), 'Search');
+    assert.doesNotMatch(page.url(), /[?&]s=/);
+  });
+
+  it('toggles case-insensitive search with the ic button', async () => {
+    await page.goto(url);
+    page.once('dialog', (d: { accept: (v: string) => Promise<void> }) => d.accept('SWAPPER'));
+    await page.click('#search');
+    await page.waitForFunction(() => !document.getElementById('matched')!.classList.contains('hide'));
+    assert.equal(await text('matched'), 'Matched: 0.0%');
+    await page.click('#ignorecase');
+    assert.equal(await text('matched'), `Matched: ${((100 * frame('swapper').w) / rootWidth).toFixed(1)}%`);
+    assert.equal(await page.evaluate(() => document.getElementById('ignorecase')!.classList.contains('show')), true);
+  });
+
+  it('zooms on click and resets', async () => {
+    await page.goto(url);
+    const app = frame('app');
+    const before = await state('worker');
+    await clickFrame('app');
+    const zoomedApp = await state('app');
+    assert.equal(zoomedApp.x, '10.0');
+    assert.equal(zoomedApp.width, '1180.0');
+    assert.equal(zoomedApp.cls, '');
+    assert.equal((await state('all')).cls, 'parent');
+    assert.equal((await state('java')).cls, 'hide');
+    const zoomed = await state('worker');
+    const ratio = 1180 / app.w;
+    assert.equal(Number(zoomed.width), Number((Number(before.width) * ratio).toFixed(1)));
+    assert.equal(zoomed.label, 'worker');
+    assert.equal(await hidden('unzoom'), false);
+    assert.match(page.url(), new RegExp(`[?&]x=${app.x.replace('.', '\\.')}&y=${app.y}`));
+    await page.click('#unzoom');
+    assert.deepEqual(await state('worker'), before);
+    assert.equal((await state('all')).cls, '');
+    assert.equal((await state('java')).cls, '');
+    assert.equal(await hidden('unzoom'), true);
+    assert.doesNotMatch(page.url(), /[?&]x=/);
+  });
+
+  it('restores zoom and search from the URL', async () => {
+    const app = frame('app');
+    await page.goto(`${url}?x=${app.x}&y=${app.y}&s=compute`);
+    assert.equal((await state('app')).width, '1180.0');
+    assert.equal((await state('java')).cls, 'hide');
+    assert.equal((await state('compute')).fill, 'rgb(230,0,230)');
+    assert.equal(await text('matched'), `Matched: ${((100 * frame('compute').w) / rootWidth).toFixed(1)}%`);
+  });
+});
