@@ -975,7 +975,13 @@ export class ProbeGen {
         fn.mark(ok);
         n = { reg: r };
       }
-      const userSpace = a.type!.kind === 'pointer' ? a.type!.space === 'user' : true;
+      // A typed pointer knows its address space; a plain integer is a user address only in user-space probes
+      // (current bpftrace: kprobe/tracepoint integers are kernel addresses; use uptr() for user ones).
+      const provider = this.unit.expanded.provider;
+      const userSpace =
+        a.type!.kind === 'pointer'
+          ? a.type!.space === 'user'
+          : provider === 'uprobe' || provider === 'uretprobe' || provider === 'usdt';
       const helper = userSpace ? H.probe_read_user_str : H.probe_read_kernel_str;
       this.callHelper(helper, [{ stack: off }, typeof n === 'number' ? { imm: n } : n.reg, ptr]);
       return { kind: 'mem', off, size };

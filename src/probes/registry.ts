@@ -8,6 +8,7 @@
 import type { AttachPoint } from '../lang/ast.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { IntervalProvider } from './interval.js';
+import { KprobeProvider } from './kprobe.js';
 import { ProfileProvider } from './profile.js';
 import { SpecialProvider } from './special.js';
 import { TracepointProvider } from './tracepoint.js';
@@ -32,8 +33,6 @@ export class UnsupportedProvider implements ProbeProvider {
 
 /** Known-but-unimplemented providers with bpftrace's aliases. */
 const STUBS: readonly (readonly string[])[] = [
-  ['kprobe', 'k'],
-  ['kretprobe', 'kr'],
   ['usdt', 'U'],
   ['rawtracepoint', 'rt'],
   ['fentry', 'f', 'kfunc'],
@@ -50,6 +49,8 @@ const registered: ProbeProvider[] = [
   new TracepointProvider(),
   new IntervalProvider(),
   new ProfileProvider(),
+  new KprobeProvider('kprobe'),
+  new KprobeProvider('kretprobe'),
   new UprobeProvider('uprobe'),
   new UprobeProvider('uretprobe'),
   ...STUBS.map((names) => new UnsupportedProvider(names)),

@@ -1,0 +1,143 @@
+/**
+ * The `kprobe`/`kretprobe` providers (aliases `k`/`kr`): `kprobe:FUNCTION`, `kprobe:FUNCTION+OFFSET`,
+ * `kprobe:MODULE:FUNCTION`, with `*`/`?` wildcards over the traceable kernel functions (tracefs
+ * `available_filter_functions`, else the code symbols of /proc/kallsyms) — bpftrace `docs/language.md` "kprobe".
+ *
+ * Programs are BPF_PROG_TYPE_KPROBE with a `struct pt_regs` context (`arg0..arg5`, `retval`), attached through the
+ * kprobe PMU (`/sys/bus/event_source/devices/kprobe`), so no `kprobe_events` entry is created. Availability is
+ * detected by trying: a kernel without CONFIG_KPROBES (like the development VM) gets one clear sentence, with the
+ * tracepoint alternative when the function has an obvious one.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { openProbeEvent, probePmu } from '../kernel/perf.js';
+import { locateTracefs } from '../kernel/tracefs.js';
+import type { AttachPoint } from '../lang/ast.js';
+import { kallsyms } from '../symbols/kallsyms.js';
+import { attachPointError, closestNames, didYouMean } from './errors.js';
+import { globToRegExp, hasWildcard } from './glob.js';
+import { attachPerfEvents } from './perf-attach.js';
+import { type AttachedProbe, BPF_PROG_TYPE, type ExpandedProbe, type ProbeProvider } from './types.js';
+import { PT_REGS_X86_64 } from './uprobe.js';
+
+export class KprobeProbe implements ExpandedProbe {
+  readonly progType = BPF_PROG_TYPE.KPROBE;
+  readonly args = null;
+  readonly regs = PT_REGS_X86_64;
+  readonly name: string;
+
+  constructor(
+    readonly attachPoint: AttachPoint,
+    readonly provider: 'kprobe' | 'kretprobe',
+    readonly func: string,
+    readonly offset: number,
+    readonly module: string | undefined,
+  ) {
+    this.name = `${provider}:${module ? `${module}:` : ''}${func}${offset ? `+${offset}` : ''}`;
+  }
+
+  get retprobe(): boolean {
+    return this.provider === 'kretprobe';
+  }
+
+  attach(progFd: number): AttachedProbe {
+    const target = this.module ? `${this.module}:${this.func}` : this.func;
+    const spec = { kind: 'kprobe' as const, retprobe: this.retprobe, target, offset: BigInt(this.offset) };
+    return attachPerfEvents(progFd, [() => openProbeEvent(spec, { pid: -1, cpu: 0 })]);
+  }
+}
+
+/** Tracepoints that give the same facts as commonly probed functions (for the "no kprobes" message). */
+const TRACEPOINT_ALTERNATIVES: Record<string, string> = {
+  do_nanosleep: 'tracepoint:syscalls:sys_enter_nanosleep / sys_enter_clock_nanosleep',
+  vfs_read: 'tracepoint:syscalls:sys_enter_read',
+  vfs_write: 'tracepoint:syscalls:sys_enter_write',
+  vfs_open: 'tracepoint:syscalls:sys_enter_openat',
+  do_sys_openat2: 'tracepoint:syscalls:sys_enter_openat',
+  tcp_v4_connect: 'tracepoint:sock:inet_sock_set_state',
+  tcp_set_state: 'tracepoint:sock:inet_sock_set_state',
+  tcp_retransmit_skb: 'tracepoint:tcp:tcp_retransmit_skb',
+  oom_kill_process: 'tracepoint:oom:mark_victim',
+  finish_task_switch: 'tracepoint:sched:sched_switch',
+  blk_account_io_start: 'tracepoint:block:block_io_start / block_rq_issue',
+  do_exit: 'tracepoint:sched:sched_process_exit',
+  wake_up_new_task: 'tracepoint:sched:sched_wakeup_new',
+};
+
+let traceable: string[] | undefined;
+
+/** Names of kernel functions that can be probed (sorted, unique). */
+function traceableFunctions(): string[] {
+  if (traceable) return traceable;
+  const root = locateTracefs();
+  const file = root ? `${root}/available_filter_functions` : undefined;
+  const names = new Set<string>();
+  if (file && existsSync(file)) {
+    for (const line of readFileSync(file, 'latin1').split('\n')) {
+      const n = line.split(/\s/, 1)[0];
+      if (n) names.add(n);
+    }
+  } else {
+    for (const e of kallsyms().symbols()) {
+      if (e.type === 't' || e.type === 'T') names.add(e.module ? `${e.module}:${e.name}` : e.name);
+    }
+  }
+  traceable = [...names].sort();
+  return traceable;
+}
+
+export class KprobeProvider implements ProbeProvider {
+  readonly supported = true;
+  readonly listed = true;
+  readonly names: readonly string[];
+
+  constructor(readonly kind: 'kprobe' | 'kretprobe') {
+    this.names = kind === 'kprobe' ? ['kprobe', 'k'] : ['kretprobe', 'kr'];
+  }
+
+  expand(ap: AttachPoint): ExpandedProbe[] {
+    if (ap.parts.length < 1 || ap.parts.length > 2 || ap.parts.some((p) => p === '')) {
+      throw attachPointError(ap, `${this.kind} probe type requires 1 or 2 arguments: ${this.kind}:[MODULE:]FUNCTION`);
+    }
+    if (!probePmu('kprobe')) {
+      const fn = ap.parts[ap.parts.length - 1]!;
+      const alt = TRACEPOINT_ALTERNATIVES[fn];
+      throw attachPointError(
+        ap,
+        `${this.kind} probes are not available: this kernel was built without CONFIG_KPROBES (no kprobe PMU)`,
+        alt ? `use ${alt} instead` : 'use a tracepoint (bpfscope -l "tracepoint:*") or a uprobe instead',
+      );
+    }
+    const module = ap.parts.length === 2 ? ap.parts[0] : undefined;
+    const spec = ap.parts[ap.parts.length - 1]!;
+    const m = /^(.*?)\+(0x[0-9a-f]+|\d+)$/i.exec(spec);
+    const glob = m ? m[1]! : spec;
+    const offset = m ? Number(m[2]) : 0;
+    if (offset && this.kind === 'kretprobe') throw attachPointError(ap, 'kretprobe does not support an offset');
+    const all = traceableFunctions().filter((n) => (module ? n.startsWith(`${module}:`) : !n.includes(':')));
+    const bare = all.map((n) => (module ? n.slice(module.length + 1) : n));
+    let names: string[];
+    if (hasWildcard(glob)) {
+      const re = globToRegExp(glob);
+      names = bare.filter((n) => re.test(n));
+      if (names.length === 0)
+        throw attachPointError(ap, `No matches for ${this.kind}:${module ? `${module}:` : ''}${glob}`);
+    } else {
+      if (!bare.includes(glob)) {
+        throw attachPointError(
+          ap,
+          `Could not resolve kernel function: ${glob}`,
+          didYouMean(closestNames(glob, bare).map((n) => `${this.kind}:${n}`)),
+        );
+      }
+      names = [glob];
+    }
+    return names.map((n) => new KprobeProbe(ap, this.kind, n, offset, module));
+  }
+
+  list(search: string): string[] {
+    const re = globToRegExp(search || '*');
+    return traceableFunctions()
+      .filter((n) => re.test(n))
+      .map((n) => `${this.kind}:${n}`);
+  }
+}
