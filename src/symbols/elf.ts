@@ -396,53 +396,63 @@ export function parseNotes(b: Buffer): ElfNote[] {
 /** A symbol table being assembled from one or more ELF `SHT_SYMTAB`/`SHT_DYNSYM` sections. */
 class SymbolsBuilder {
   private readonly strtabs: Buffer[] = [];
-  private value: number[] = [];
-  private size: number[] = [];
-  private info: number[] = [];
-  private shndx: number[] = [];
-  private nameOff: number[] = [];
-  private strtab: number[] = [];
-  private dyn: number[] = [];
+  private readonly tables: { elf: ElfFile; sec: ElfSection; str: ElfSection }[] = [];
 
   addTable(elf: ElfFile, sec: ElfSection): void {
     if (sec.type === SHT_NOBITS || sec.size < 24) return;
-    const strSec = elf.sections[sec.link];
-    if (!strSec || strSec.type !== SHT_STRTAB) return;
-    const data = elf.sectionData(sec);
-    const str = elf.sectionData(strSec);
-    const id = this.strtabs.length;
-    this.strtabs.push(str);
-    const ent = Math.max(sec.entsize, 24);
-    const isDyn = sec.type === SHT_DYNSYM ? 1 : 0;
-    for (let o = ent; o + 24 <= data.length; o += ent) {
-      const info = data[o + 4]!;
-      const t = info & 15;
-      if (t !== STT_FUNC && t !== STT_OBJECT && t !== STT_GNU_IFUNC) continue;
-      const shndx = data.readUInt16LE(o + 6);
-      if (shndx === 0) continue; // SHN_UNDEF: an import
-      const name = data.readUInt32LE(o);
-      if (name === 0 || name >= str.length) continue;
-      this.value.push(u64(data, o + 8));
-      this.size.push(u64(data, o + 16));
-      this.info.push(info);
-      this.shndx.push(shndx);
-      this.nameOff.push(name);
-      this.strtab.push(id);
-      this.dyn.push(isDyn);
-    }
+    const str = elf.sections[sec.link];
+    if (!str || str.type !== SHT_STRTAB) return;
+    this.tables.push({ elf, sec, str });
   }
 
   finish(loads: ElfSegment[], path: string): ElfSymbols {
+    // Typed arrays sized for every entry, trimmed at the end: no per-symbol allocation.
+    let cap = 0;
+    for (const t of this.tables) cap += Math.floor(t.sec.size / Math.max(t.sec.entsize, 24));
+    const value = new Float64Array(cap);
+    const size = new Float64Array(cap);
+    const info = new Uint8Array(cap);
+    const shndx = new Uint16Array(cap);
+    const nameOff = new Uint32Array(cap);
+    const strtab = new Uint8Array(cap);
+    const dyn = new Uint8Array(cap);
+    let n = 0;
+    for (const t of this.tables) {
+      const data = t.elf.sectionData(t.sec);
+      const str = t.elf.sectionData(t.str);
+      const id = this.strtabs.length;
+      this.strtabs.push(str);
+      const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
+      const ent = Math.max(t.sec.entsize, 24);
+      const isDyn = t.sec.type === SHT_DYNSYM ? 1 : 0;
+      for (let o = ent; o + 24 <= data.length; o += ent) {
+        const inf = data[o + 4]!;
+        const ty = inf & 15;
+        if (ty !== STT_FUNC && ty !== STT_OBJECT && ty !== STT_GNU_IFUNC) continue;
+        const sh = dv.getUint16(o + 6, true);
+        if (sh === 0) continue; // SHN_UNDEF: an import
+        const name = dv.getUint32(o, true);
+        if (name === 0 || name >= str.length) continue;
+        value[n] = dv.getUint32(o + 8, true) + dv.getUint32(o + 12, true) * TWO32;
+        size[n] = dv.getUint32(o + 16, true) + dv.getUint32(o + 20, true) * TWO32;
+        info[n] = inf;
+        shndx[n] = sh;
+        nameOff[n] = name;
+        strtab[n] = id;
+        dyn[n] = isDyn;
+        n++;
+      }
+    }
     return new ElfSymbols(
       path,
       this.strtabs,
-      Float64Array.from(this.value),
-      Float64Array.from(this.size),
-      Uint8Array.from(this.info),
-      Uint16Array.from(this.shndx),
-      Uint32Array.from(this.nameOff),
-      Uint8Array.from(this.strtab),
-      Uint8Array.from(this.dyn),
+      value.slice(0, n),
+      size.slice(0, n),
+      info.slice(0, n),
+      shndx.slice(0, n),
+      nameOff.slice(0, n),
+      strtab.slice(0, n),
+      dyn.slice(0, n),
       loads,
     );
   }
@@ -456,6 +466,43 @@ export interface SymbolHit {
   start: number;
   /** `st_size`, or the distance to the next symbol when the file recorded 0. */
   size: number;
+}
+
+/**
+ * Sort symbol indices by value, then index (symbol tables are not sorted by address). When value and index fit
+ * together in a double's 53 bits (any user-space file below 2^32 with < 2^21 symbols), they are packed into one
+ * Float64Array key and sorted natively, several times faster than a comparator sort.
+ */
+function sortByValue(idx: Uint32Array, value: Float64Array): Uint32Array {
+  let max = 0;
+  for (let k = 0; k < idx.length; k++) if (value[idx[k]!]! > max) max = value[idx[k]!]!;
+  const bits = Math.max(1, Math.ceil(Math.log2(value.length + 1)));
+  const scale = 2 ** bits;
+  if (max * scale + scale < 2 ** 53) {
+    const keys = new Float64Array(idx.length);
+    for (let k = 0; k < idx.length; k++) keys[k] = value[idx[k]!]! * scale + idx[k]!;
+    keys.sort();
+    const out = new Uint32Array(idx.length);
+    for (let k = 0; k < keys.length; k++) out[k] = keys[k]! % scale;
+    return out;
+  }
+  return idx.sort((a, b) => value[a]! - value[b]! || a - b);
+}
+
+function leadingUnderscores(b: Buffer, o: number): number {
+  let n = 0;
+  while (b[o + n] === 95) n++;
+  return n;
+}
+
+/** Length of a NUL-terminated name up to its end or its `@VERSION` suffix. */
+function bareNameLength(b: Buffer, o: number): number {
+  let i = o;
+  for (; i < b.length; i++) {
+    const c = b[i]!;
+    if (c === 0 || (c === 64 && i > o)) break;
+  }
+  return i - o;
 }
 
 /** Rank for alias choice (perf's `choose_best_symbol`): global 2, weak 1, local 0. */
@@ -491,14 +538,16 @@ export class ElfSymbols {
     /** The `PT_LOAD` segments of the file the addresses belong to. */
     readonly loads: ElfSegment[],
   ) {
-    const idx: number[] = [];
+    let ncode = 0;
+    const idx = new Uint32Array(value.length);
     for (let i = 0; i < value.length; i++) {
       const t = info[i]! & 15;
-      if ((t === STT_FUNC || t === STT_GNU_IFUNC) && value[i]! !== 0) idx.push(i);
+      if ((t === STT_FUNC || t === STT_GNU_IFUNC) && value[i]! !== 0) idx[ncode++] = i;
     }
-    idx.sort((a, b) => value[a]! - value[b]! || a - b);
+    const code = sortByValue(idx.subarray(0, ncode), value);
     const order: number[] = [];
-    for (const i of idx) {
+    for (let k = 0; k < ncode; k++) {
+      const i = code[k]!;
       const last = order.length - 1;
       if (last >= 0 && value[order[last]!] === value[i]) {
         if (this.better(i, order[last]!)) order[last] = i;
@@ -519,19 +568,23 @@ export class ElfSymbols {
   }
 
   private better(a: number, b: number): boolean {
-    // A sized symbol over a zero-sized one, then perf's rules.
+    // A sized symbol over a zero-sized one, then perf's rules, on the raw name bytes (no decoding).
     const za = this.size[a] === 0;
     const zb = this.size[b] === 0;
     if (za !== zb) return !za;
     const ra = bindRank(this.info[a]!);
     const rb = bindRank(this.info[b]!);
     if (ra !== rb) return ra > rb;
-    const na = this.nameOf(a);
-    const nb = this.nameOf(b);
-    const ua = na.length - na.replace(/^_+/, '').length;
-    const ub = nb.length - nb.replace(/^_+/, '').length;
+    const sa = this.strtabs[this.strtab[a]!]!;
+    const sb = this.strtabs[this.strtab[b]!]!;
+    const oa = this.nameOff[a]!;
+    const ob = this.nameOff[b]!;
+    const ua = leadingUnderscores(sa, oa);
+    const ub = leadingUnderscores(sb, ob);
     if (ua !== ub) return ua < ub;
-    if (na.length !== nb.length) return na.length > nb.length;
+    const la = bareNameLength(sa, oa);
+    const lb = bareNameLength(sb, ob);
+    if (la !== lb) return la > lb;
     // Prefer .symtab over .dynsym, then table order.
     if (this.dyn[a] !== this.dyn[b]) return this.dyn[a] === 0;
     return a < b;

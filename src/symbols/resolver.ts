@@ -6,11 +6,12 @@
  *
  * Caches, so a long profile symbolizes each address once:
  * - per address: kernel results by address, user results by (pid, address);
- * - per process: the parsed /proc/PID/maps, re-checked at most every `mapsTtlMs` and on a lookup that falls outside
- *   every mapping. When the maps text changed, that process's address results are dropped; when the process start
- *   time changed (pid reused), everything about the pid is. When the process is gone, its last maps are kept so that
+ * - per process: the parsed /proc/PID/maps, re-checked on cache misses at most every `mapsTtlMs`, and at once when
+ *   an address falls outside every mapping. When executable mappings appeared or went away (dlopen, dlclose, JIT regions), the results inside
+ *   them are dropped; when the process start time changed (pid reused), everything about the pid is. When the process is gone, its last maps are kept so that
  *   its addresses still resolve (bpftrace keeps per-pid caches the same way); {@link SymbolResolver.forget} frees them;
- * - per file (shared across processes): ELF symbol tables keyed by device, inode, size and mtime.
+ * - per file (shared across processes): ELF symbol tables keyed by device, inode, size and mtime;
+ * - per symbol name: its demangled form.
  * Unknown results are cached for `unknownRetryMs` only, since a JIT may describe the address later.
  *
  * Output formats (bpftrace `src/bpftrace.cpp` `get_stack`, `src/ksyms.cpp`, `src/usyms.cpp`; runtime tests
@@ -24,6 +25,7 @@
  */
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
+import { AddrCache } from './addrcache.js';
 import { findDebugFile } from './debuglink.js';
 import { demangle as demangleName, loadDemangler } from './demangle.js';
 import { ElfFile, type ElfSymbols, fileOffsetToVaddr } from './elf.js';
@@ -109,12 +111,14 @@ interface ProcState {
   /** Symbol source per mapping (keyed by start-end-offset-inode); null = not symbolizable. */
   files: Map<string, FileEntry | null>;
   perfMap: PerfMap | null | undefined;
-  cache: Map<number, Frame>;
-  unknown: Map<number, CachedUnknown>;
+  /** When the perf map was last looked for and not found. */
+  perfMapMissAt: number;
+  cache: AddrCache<Frame>;
+  unknown: AddrCache<CachedUnknown>;
 }
 
 function mappingKey(m: Mapping): string {
-  return `${m.start}-${m.end}-${m.offset}-${m.inode}`;
+  return `${m.start}-${m.end}-${m.perms}-${m.offset}-${m.dev}-${m.inode}-${m.path}`;
 }
 
 function hex(addr: bigint): string {
@@ -129,9 +133,10 @@ export class SymbolResolver {
   private readonly opts: Required<Omit<SymbolResolverOptions, 'kallsyms'>>;
   private ksyms: Kallsyms | undefined;
   private ksymsError: string | undefined;
-  private readonly kcache = new Map<bigint, Frame>();
+  private readonly kcache = new AddrCache<Frame>();
   private readonly procs = new Map<number, ProcState>();
   private readonly files = new Map<string, FileEntry | null>();
+  private readonly demangled = new Map<string, string>();
   private readonly counters: ResolverStats = { hits: 0, misses: 0, elfLoads: 0, mapsReads: 0 };
 
   constructor(opts: SymbolResolverOptions = {}) {
@@ -167,15 +172,21 @@ export class SymbolResolver {
   /** Symbolize kernel address `addr` from kallsyms. Never throws: unknown addresses give `name: undefined`. */
   kernel(addr: bigint | number): Frame {
     const a = typeof addr === 'bigint' ? addr : BigInt(addr);
-    const hit = this.kcache.get(a);
+    return this.kernelHiLo(Number(a >> 32n), Number(a & 0xffffffffn), a);
+  }
+
+  /** {@link kernel} for an address given as u32 halves; the bigint is made only on a cache miss. */
+  private kernelHiLo(hi: number, lo: number, big?: bigint): Frame {
+    const hit = this.kcache.get(hi, lo);
     if (hit) {
       this.counters.hits++;
       return hit;
     }
     this.counters.misses++;
+    const a = big ?? (BigInt(hi) << 32n) | BigInt(lo);
     let frame: Frame;
     const ks = this.kernelTable();
-    const sym = ks?.resolve(a);
+    const sym = ks?.resolveHiLo(hi, lo);
     if (sym) {
       frame =
         sym.module !== undefined
@@ -184,7 +195,7 @@ export class SymbolResolver {
     } else {
       frame = { addr: a, name: undefined, offset: 0, kernel: true, source: 'none' };
     }
-    this.kcache.set(a, frame);
+    this.kcache.set(hi, lo, frame);
     return frame;
   }
 
@@ -207,24 +218,31 @@ export class SymbolResolver {
    */
   user(pid: number, addr: bigint | number): Frame {
     const a = typeof addr === 'bigint' ? Number(addr) : addr;
+    const hi = Math.floor(a / 4294967296);
+    const lo = a >>> 0;
+    // Hot path: a cached result needs no clock and no /proc access.
+    const known = this.procs.get(pid)?.cache.get(hi, lo);
+    if (known) {
+      this.counters.hits++;
+      return known;
+    }
     const st = this.proc(pid);
-    const hit = st.cache.get(a);
+    const hit = st.cache.get(hi, lo);
     if (hit) {
       this.counters.hits++;
       return hit;
     }
-    const unk = st.unknown.get(a);
-    if (unk && Date.now() - unk.at < this.opts.unknownRetryMs) {
+    const now = Date.now();
+    const unk = st.unknown.get(hi, lo);
+    if (unk && now - unk.at < this.opts.unknownRetryMs) {
       this.counters.hits++;
       return unk.frame;
     }
     this.counters.misses++;
     const big = typeof addr === 'bigint' ? addr : BigInt(addr);
     const frame = this.resolveUser(st, a, big);
-    if (frame.name !== undefined) {
-      st.cache.set(a, frame);
-      st.unknown.delete(a);
-    } else st.unknown.set(a, { frame, at: Date.now() });
+    if (frame.name !== undefined) st.cache.set(hi, lo, frame);
+    else st.unknown.set(hi, lo, { frame, at: now });
     return frame;
   }
 
@@ -242,7 +260,7 @@ export class SymbolResolver {
         const vaddr = fileOffsetToVaddr(entry.syms.loads, mappingFileOffset(m, a));
         const sym = vaddr === undefined ? undefined : entry.syms.resolve(vaddr);
         if (sym) {
-          const name = this.opts.demangle ? demangleName(sym.name) : sym.name;
+          const name = this.opts.demangle ? this.demangle(sym.name) : sym.name;
           return {
             addr: big,
             name,
@@ -266,14 +284,27 @@ export class SymbolResolver {
       : { addr: big, name: undefined, offset: 0, kernel: false, source: 'none' };
   }
 
+  /** Demangle once per distinct name (many addresses share a symbol; demangling costs microseconds). */
+  private demangle(name: string): string {
+    let d = this.demangled.get(name);
+    if (d === undefined) {
+      d = demangleName(name);
+      this.demangled.set(name, d);
+    }
+    return d;
+  }
+
   private vdso(): FileEntry | undefined {
     const syms = vdsoSymbols();
     return syms ? { syms } : undefined;
   }
 
   private perfMapFor(st: ProcState): PerfMap | undefined {
-    if (st.perfMap === undefined || st.perfMap === null) {
-      // Look for the file each time it is missing: the runtime may create it later.
+    if (
+      st.perfMap === undefined ||
+      (st.perfMap === null && Date.now() - st.perfMapMissAt >= this.opts.unknownRetryMs)
+    ) {
+      // Look again for a missing file now and then: the runtime may create it later.
       const paths = perfMapPaths(st.pid, this.opts.procRoot);
       let found: PerfMap | null = null;
       for (const p of paths) {
@@ -284,6 +315,7 @@ export class SymbolResolver {
         }
       }
       st.perfMap = found;
+      st.perfMapMissAt = Date.now();
     }
     return st.perfMap ?? undefined;
   }
@@ -382,8 +414,9 @@ export class SymbolResolver {
         exited: false,
         files: new Map(),
         perfMap: undefined,
-        cache: new Map(),
-        unknown: new Map(),
+        perfMapMissAt: 0,
+        cache: new AddrCache(),
+        unknown: new AddrCache(),
       };
       this.procs.set(pid, st);
       this.revalidate(st);
@@ -431,10 +464,22 @@ export class SymbolResolver {
     }
     if (text === st.mapsText) return;
     st.mapsText = text;
-    st.maps = parseMaps(text, true);
-    st.cache.clear();
+    const maps = parseMaps(text, true);
+    const oldKeys = new Set(st.maps.map(mappingKey));
+    const live = new Set(maps.map(mappingKey));
+    // Only results inside executable mappings that appeared or went away are stale (heap growth and other data
+    // mappings do not matter; JIT code regions do).
+    const changed = st.maps
+      .filter((m) => !live.has(mappingKey(m)))
+      .concat(maps.filter((m) => !oldKeys.has(mappingKey(m))));
+    st.maps = maps;
     st.unknown.clear();
-    const live = new Set(st.maps.map(mappingKey));
+    if (changed.length > 0) {
+      st.cache.filter((hi, lo) => {
+        const a = hi * 4294967296 + lo;
+        return !changed.some((m) => a >= m.start && a < m.end);
+      });
+    }
     for (const k of st.files.keys()) if (!live.has(k)) st.files.delete(k);
   }
 
@@ -485,10 +530,40 @@ export class SymbolResolver {
       const a = addrs[i]!;
       if (a === 0n) break;
       if (a === U64_MAX) {
-        out.push({ addr: a, name: undefined, offset: 0, kernel: false, source: 'none' });
+        out.push(unwindFailure());
         break;
       }
       out.push(one(a));
+    }
+    return out;
+  }
+
+  /**
+   * {@link kernelStack} straight from the bytes of a stack map value or `bpf_get_stack` buffer (u64 little-endian
+   * instruction pointers): no bigint is made for addresses already in the cache. `count` limits the frames read.
+   */
+  kernelStackFromBytes(buf: Uint8Array, count = buf.byteLength >>> 3): Frame[] {
+    return this.stackFromBytes(buf, count, (hi, lo) => this.kernelHiLo(hi, lo));
+  }
+
+  /** {@link userStack} straight from u64 little-endian bytes, like {@link kernelStackFromBytes}. */
+  userStackFromBytes(pid: number, buf: Uint8Array, count = buf.byteLength >>> 3): Frame[] {
+    return this.stackFromBytes(buf, count, (hi, lo) => this.user(pid, hi * 4294967296 + lo));
+  }
+
+  private stackFromBytes(buf: Uint8Array, count: number, one: (hi: number, lo: number) => Frame): Frame[] {
+    const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    const n = Math.min(count, buf.byteLength >>> 3);
+    const out: Frame[] = [];
+    for (let i = 0; i < n; i++) {
+      const lo = dv.getUint32(i * 8, true);
+      const hi = dv.getUint32(i * 8 + 4, true);
+      if (hi === 0 && lo === 0) break;
+      if (hi === 0xffffffff && lo === 0xffffffff) {
+        out.push(unwindFailure());
+        break;
+      }
+      out.push(one(hi, lo));
     }
     return out;
   }
@@ -502,6 +577,10 @@ export class SymbolResolver {
   formatUserStack(pid: number, addrs: ArrayLike<bigint>, mode: StackMode = 'bpftrace', indent = 8): string {
     return formatStack(this.userStack(pid, addrs), mode, indent);
   }
+}
+
+function unwindFailure(): Frame {
+  return { addr: U64_MAX, name: undefined, offset: 0, kernel: false, source: 'none' };
 }
 
 /** Whether `addr` is a kernel address (top bit set on x86-64 and aarch64). */

@@ -209,6 +209,9 @@ describe('SymbolResolver on live processes', { skip: noCompiler }, () => {
       r.formatUserStack(p.pid, [alpha5, 0xffffffffffffffffn, lib], 'bpftrace', 4),
       '\n    alpha_func+5\n    <unwind failure>\n',
     );
+    const bytes = Buffer.alloc(8 * stack.length);
+    stack.forEach((a, i) => bytes.writeBigUInt64LE(a, i * 8));
+    assert.deepEqual(r.userStackFromBytes(p.pid, bytes), r.userStack(p.pid, stack));
     assert.deepEqual(
       r.userStack(p.pid, stack).map((f) => foldedName(f)),
       ['alpha_func', 'lib_func', '[unknown]'],
@@ -293,6 +296,25 @@ describe('SymbolResolver kernel frames', () => {
       ['do_nanosleep+0x4 [kernel]', 'ext4_x+0x2 [ext4]', '[unknown]'],
     );
     assert.equal(formatStack([]), '\n');
+  });
+
+  it('reads stacks straight from u64 little-endian bytes, stopping at 0 and at the unwind-failure marker', () => {
+    const buf = Buffer.alloc(8 * 5);
+    buf.writeBigUInt64LE(0xffffffff81000104n, 0);
+    buf.writeBigUInt64LE(0xffffffffc0001002n, 8);
+    buf.writeBigUInt64LE(0n, 16);
+    buf.writeBigUInt64LE(0xffffffff81000000n, 24);
+    assert.deepEqual(r.kernelStackFromBytes(buf), r.kernelStack([0xffffffff81000104n, 0xffffffffc0001002n]));
+    assert.deepEqual(r.kernelStackFromBytes(buf, 1), r.kernelStack([0xffffffff81000104n]));
+    buf.writeBigUInt64LE(0xffffffffffffffffn, 16);
+    const withFailure = r.kernelStackFromBytes(buf);
+    assert.equal(withFailure.length, 3);
+    assert.equal(formatStack(withFailure), '\n        do_nanosleep+4\n        ext4_x+2\n        <unwind failure>\n');
+    // A fresh address goes through the miss path with its bigint made from the halves.
+    const fresh = new SymbolResolver({ kallsyms: ks }).kernelStackFromBytes(buf.subarray(0, 8));
+    assert.deepEqual(fresh, [
+      { addr: 0xffffffff81000104n, name: 'do_nanosleep', offset: 4, kernel: true, source: 'kallsyms' },
+    ]);
   });
 
   it('uses /proc/kallsyms by default', {
