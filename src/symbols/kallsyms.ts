@@ -230,9 +230,7 @@ export class Kallsyms {
       pl = l;
       idx.push(k);
     }
-    if (!sorted) {
-      idx.sort((a, b) => this.hi[a]! - this.hi[b]! || this.lo[a]! - this.lo[b]! || a - b);
-    }
+    if (!sorted) this.sortIndices(idx);
     // Keep the best alias per address.
     const out = new Uint32Array(idx.length);
     let m = 0;
@@ -248,6 +246,42 @@ export class Kallsyms {
       out[m++] = k;
     }
     return out.slice(0, m);
+  }
+
+  /**
+   * Sort entry indices by address, then file order. Kernel text, modules and BPF programs span about a gigabyte, so
+   * (address - lowest, index) packs into one double and sorts natively; a wider span falls back to a comparator.
+   */
+  private sortIndices(idx: number[]): void {
+    let minHi = 0xffffffff;
+    let minLo = 0xffffffff;
+    let maxHi = 0;
+    let maxLo = 0;
+    for (const k of idx) {
+      const h = this.hi[k]!;
+      const l = this.lo[k]!;
+      if (h < minHi || (h === minHi && l < minLo)) {
+        minHi = h;
+        minLo = l;
+      }
+      if (h > maxHi || (h === maxHi && l > maxLo)) {
+        maxHi = h;
+        maxLo = l;
+      }
+    }
+    const span = (maxHi - minHi) * TWO32 + (maxLo - minLo);
+    const scale = 2 ** Math.max(1, Math.ceil(Math.log2(this.count + 1)));
+    if (span * scale + scale < 2 ** 53) {
+      const keys = new Float64Array(idx.length);
+      for (let j = 0; j < idx.length; j++) {
+        const k = idx[j]!;
+        keys[j] = ((this.hi[k]! - minHi) * TWO32 + (this.lo[k]! - minLo)) * scale + k;
+      }
+      keys.sort();
+      for (let j = 0; j < keys.length; j++) idx[j] = keys[j]! % scale;
+      return;
+    }
+    idx.sort((a, b) => this.hi[a]! - this.hi[b]! || this.lo[a]! - this.lo[b]! || a - b);
   }
 
   /** Whether entry `a` is a better name than entry `b` for the same address (perf's `choose_best_symbol`). */

@@ -29,7 +29,7 @@ import { AddrCache } from './addrcache.js';
 import { findDebugFile } from './debuglink.js';
 import { demangle as demangleName, loadDemangler } from './demangle.js';
 import { ElfFile, type ElfSymbols, fileOffsetToVaddr } from './elf.js';
-import { type Kallsyms, kallsyms } from './kallsyms.js';
+import { type Kallsyms, kallsyms, reloadKallsyms } from './kallsyms.js';
 import { PerfMap, perfMapPaths } from './perfmap.js';
 import { findMapping, type Mapping, mapFilesPath, mappingFileOffset, parseMaps, readMapsText } from './procmaps.js';
 import { vdsoSymbols } from './vdso.js';
@@ -139,8 +139,11 @@ export class SymbolResolver {
   private readonly demangled = new Map<string, string>();
   private readonly counters: ResolverStats = { hits: 0, misses: 0, elfLoads: 0, mapsReads: 0 };
 
+  private readonly ownKallsyms: boolean;
+
   constructor(opts: SymbolResolverOptions = {}) {
     this.ksyms = opts.kallsyms;
+    this.ownKallsyms = opts.kallsyms === undefined;
     this.opts = {
       demangle: opts.demangle ?? true,
       perfMaps: opts.perfMaps ?? true,
@@ -197,6 +200,19 @@ export class SymbolResolver {
     }
     this.kcache.set(hi, lo, frame);
     return frame;
+  }
+
+  /**
+   * Re-read /proc/kallsyms (symbols of modules and BPF programs loaded since the first kernel lookup) and drop the
+   * cached kernel results. Does nothing when a table was passed in the options.
+   */
+  reloadKernel(): void {
+    if (this.ownKallsyms) {
+      reloadKallsyms();
+      this.ksyms = undefined;
+      this.ksymsError = undefined;
+    }
+    this.kcache.clear();
   }
 
   private kernelTable(): Kallsyms | undefined {

@@ -72,3 +72,17 @@ time('resolver.user: repeats (cached, bigint input)', N, () => {
 });
 const known = uaddrs.filter((a) => u.user(process.pid, a).name !== undefined).length;
 console.log(`  ${known}/${N} user addresses named; stats ${JSON.stringify(u.stats)}`);
+
+// A profile-like workload: 5000 distinct frames, 200k lookups, as stack bytes.
+const few = kaddrs.slice(0, 5000);
+const kbytes = Buffer.alloc(8 * N);
+for (let i = 0; i < N; i++) kbytes.writeBigUInt64LE(few[Math.floor(rand() * few.length)]!, i * 8);
+const rk = new SymbolResolver({ kallsyms: ks });
+time('kernelStackFromBytes: 5k distinct, first pass', N, () => rk.kernelStackFromBytes(kbytes));
+time('kernelStackFromBytes: 5k distinct, cached', N, () => rk.kernelStackFromBytes(kbytes));
+const ufew = uaddrs.filter((a) => u.user(process.pid, a).name !== undefined).slice(0, 5000);
+const ubytes = Buffer.alloc(8 * N);
+for (let i = 0; i < N; i++) ubytes.writeBigUInt64LE(BigInt(ufew[Math.floor(rand() * ufew.length)]!), i * 8);
+const ru = new SymbolResolver();
+time('userStackFromBytes: 5k distinct, first pass', N, () => ru.userStackFromBytes(process.pid, ubytes));
+time('userStackFromBytes: 5k distinct, cached', N, () => ru.userStackFromBytes(process.pid, ubytes));
