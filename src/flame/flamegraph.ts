@@ -2,8 +2,10 @@
  * Flame graph rendering: folded stacks in, an interactive SVG out, with flamegraph.pl's options and geometry
  * (FlameGraph commit 41fee1f): every frame's rectangle (x, y, width, height), sample count, percentage and label
  * are what flamegraph.pl prints for the same input and options. Differences, all deliberate: frames are written in
- * a fixed order (depth, then x) instead of Perl's hash order; colours never depend on chance unless `random` is
+ * a fixed order instead of Perl's hash order; colours never depend on chance unless `random` is
  * set; titles and notes are XML-escaped; the embedded JavaScript is our own (see svg/script.ts).
+ * Frames are written in the order they close while merging (children before their parents), which depends only on
+ * the input lines and options.
  */
 import { backgroundColors, type ColorMode, defaultBackground, deltaColor, frameColor } from './color.js';
 import { type Frames, mergeFrames, parseStacks } from './merge.js';
@@ -86,8 +88,10 @@ export const DEFAULT_OPTIONS: FlameGraphOptions = {
 };
 
 export interface FlameGraphResult {
-  /** The SVG document (also for errors: an SVG saying there was no input, as flamegraph.pl prints). */
-  svg: string;
+  /** The SVG document as UTF-8 pieces, in order (also for errors: an SVG saying there was no input). */
+  chunks: Buffer[];
+  /** The SVG document as one string (joins `chunks`). */
+  readonly svg: string;
   /** Warnings flamegraph.pl would print to stderr. */
   warnings: string[];
   /** Set when there were no valid counts (flamegraph.pl exits 2). */
@@ -132,11 +136,11 @@ export function renderFlameGraph(lines: string[], options: Partial<FlameGraphOpt
     warnings.push(`Stack count is low (${perlNum(time)}). Did something go wrong?`);
   if (parsed.ignored) warnings.push(`Ignored ${parsed.ignored} lines with invalid format`);
   if (!time) {
-    return {
-      svg: errorDocument(o.width, fontsize, 'ERROR: No valid input provided to flamegraph.'),
+    return result(
+      [Buffer.from(errorDocument(o.width, fontsize, 'ERROR: No valid input provided to flamegraph.'))],
       warnings,
-      error: 'no stack counts found in the input',
-    };
+      'no stack counts found in the input',
+    );
   }
   let timemax = time;
   if (o.total !== undefined && o.total !== '' && o.total !== '0') {
@@ -177,7 +181,10 @@ export function renderFlameGraph(lines: string[], options: Partial<FlameGraphOpt
       searchColor: SEARCH_COLOR,
     },
   });
-  const body = renderFrames(frames, o, {
+  const out = new ChunkWriter();
+  out.add(head);
+  out.add('<g id="frames">\n');
+  renderFrames(out, frames, o, {
     timemax,
     widthPerTime,
     imageHeight,
@@ -185,7 +192,43 @@ export function renderFlameGraph(lines: string[], options: Partial<FlameGraphOpt
     ypad2,
     maxDelta: parsed.maxDelta,
   });
-  return { svg: `${head}<g id="frames">\n${body}</g>\n</svg>\n`, warnings };
+  out.add('</g>\n</svg>\n');
+  return result(out.finish(), warnings);
+}
+
+function result(chunks: Buffer[], warnings: string[], error?: string): FlameGraphResult {
+  const r: FlameGraphResult = {
+    chunks,
+    get svg(): string {
+      return Buffer.concat(chunks).toString('utf8');
+    },
+    warnings,
+  };
+  if (error !== undefined) r.error = error;
+  return r;
+}
+
+/**
+ * Collects output text as UTF-8 buffers of about 256 KiB: the many small strings of a large graph die young
+ * instead of piling up on the JavaScript heap until one final join.
+ */
+class ChunkWriter {
+  private cur = '';
+  private readonly chunks: Buffer[] = [];
+
+  add(s: string): void {
+    this.cur += s;
+    if (this.cur.length > 1 << 18) {
+      this.chunks.push(Buffer.from(this.cur, 'utf8'));
+      this.cur = '';
+    }
+  }
+
+  finish(): Buffer[] {
+    if (this.cur !== '') this.chunks.push(Buffer.from(this.cur, 'utf8'));
+    this.cur = '';
+    return this.chunks;
+  }
 }
 
 interface Layout {
@@ -197,17 +240,13 @@ interface Layout {
   maxDelta: number;
 }
 
-/** The `<g>` element of every frame, ordered by depth and then x. */
-function renderFrames(f: Frames, o: FlameGraphOptions, l: Layout): string {
-  const order = new Int32Array(f.count);
-  for (let i = 0; i < f.count; i++) order[i] = i;
-  order.sort((a, b) => f.depth[a]! - f.depth[b]! || f.stime[a]! - f.stime[b]!);
+/** The `<g>` element of every frame, in the order the frames closed (deterministic for the same input). */
+function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layout): void {
   const colorCache = new Map<string, string>();
   const mode: ColorMode = o.hash ? 'hash' : o.random ? 'random' : 'name';
   const charWidth = o.fontsize * o.fontwidth;
   const countDiv = l.timemax * o.factor;
-  const out: string[] = [];
-  for (const i of order) {
+  for (let i = 0; i < f.count; i++) {
     const func = f.names[i]!;
     const depth = f.depth[i]!;
     const stime = f.stime[i]!;
@@ -275,13 +314,10 @@ function renderFrames(f: Frames, o: FlameGraphOptions, l: Layout): string {
     const w = cFixed(Number(x2s) - Number(x1s), 1);
     const h = cFixed(y2 - y1, 1);
     const open = attrs ? groupOpen(attrs) : '<g>';
-    out.push(
-      `${open}\n<title>${title}</title><rect x="${x1s}" y="${perlNum(y1)}" width="${w}" height="${h}" fill="${color}" rx="2" ry="2" />\n`,
-      `<text x="${cFixed(x1 + 3, 2)}" y="${perlNum(3 + (y1 + y2) / 2)}">${text}</text>\n`,
-      attrs?.href ? '</a>\n' : '</g>\n',
+    out.add(
+      `${open}\n<title>${title}</title><rect x="${x1s}" y="${perlNum(y1)}" width="${w}" height="${h}" fill="${color}" rx="2" ry="2" />\n<text x="${cFixed(x1 + 3, 2)}" y="${perlNum(3 + (y1 + y2) / 2)}">${text}</text>\n${attrs?.href ? '</a>' : '</g>'}\n`,
     );
   }
-  return out.join('');
 }
 
 /** The first `chars` characters (code points), the last two replaced by ".." when the name is longer. */

@@ -8,15 +8,24 @@
  * - perlfaq5's thousands separators, as flamegraph.pl applies them to sample counts.
  */
 
-/** 2^53 - 1: above this a double no longer holds every integer. */
-const MAX_SAFE = Number.MAX_SAFE_INTEGER;
-
 /**
  * C's `printf("%.<digits>f", x)` for a finite double: the exact binary value rounded to `digits` decimals, an exact
  * tie going to the even neighbour (glibc's rounding), never exponent notation. `digits` is 0..20.
  * Non-finite values print as Perl does ("Inf", "-Inf", "NaN").
  */
 export function cFixed(x: number, digits: number): string {
+  if (x >= 0 && x < 1e21) {
+    // Common case. A decimal tie at `digits` places is a value j / 2^(digits+1) with j odd (5^digits divides out of
+    // the 10^digits denominator only for such values); toFixed rounds those up, C rounds them to even.
+    const scaled = x * TIE_SCALE[digits]!;
+    if (!Number.isInteger(scaled) || scaled % 2 !== 1 || Object.is(x, -0)) return x.toFixed(digits);
+  }
+  return cFixedSlow(x, digits);
+}
+
+const TIE_SCALE = Array.from({ length: 21 }, (_, d) => 2 ** (d + 1));
+
+function cFixedSlow(x: number, digits: number): string {
   if (!Number.isFinite(x)) return Number.isNaN(x) ? 'NaN' : x > 0 ? 'Inf' : '-Inf';
   const neg = x < 0 || Object.is(x, -0);
   const a = Math.abs(x);
@@ -26,20 +35,16 @@ export function cFixed(x: number, digits: number): string {
     body = BigInt(a).toString() + (digits > 0 ? `.${'0'.repeat(digits)}` : '');
   } else {
     body = a.toFixed(digits);
-    // A decimal tie at `digits` places is a value j / 2^(digits+1) with j odd (5^digits divides out of the
-    // 10^digits denominator only for such values). toFixed rounds those up; C rounds to even.
-    const scaled = a * 2 ** (digits + 1);
+    const scaled = a * 2 ** (digits + 1); // exact (a power of two)
     if (Number.isInteger(scaled) && scaled % 2 === 1) {
-      const t = a * 10 ** digits; // exact: (j * 5^digits) / 2, while it stays below 2^53
-      if (t < MAX_SAFE) {
-        const lo = Math.floor(t);
-        const n = lo % 2 === 0 ? lo : lo + 1;
-        body = insertPoint(String(n), digits);
-      }
+      // a * 10^digits = scaled * 5^digits / 2, an odd number over 2: exactly halfway. Round to even, exactly.
+      const half = BigInt(scaled) * 5n ** BigInt(digits);
+      const lo = (half - 1n) / 2n;
+      body = insertPoint((lo % 2n === 0n ? lo : lo + 1n).toString(), digits);
     }
   }
   // C prints a minus sign for negative values that round to zero ("-0.00"), and for -0.0.
-  return neg && (x !== 0 || Object.is(x, -0)) ? `-${body}` : body;
+  return neg ? `-${body}` : body;
 }
 
 function insertPoint(intDigits: string, digits: number): string {
@@ -55,6 +60,21 @@ function insertPoint(intDigits: string, digits: number): string {
 export function perlNum(x: number): string {
   if (Number.isInteger(x) && Math.abs(x) < 1e15) return Object.is(x, -0) ? '0' : String(x);
   if (!Number.isFinite(x)) return Number.isNaN(x) ? 'NaN' : x > 0 ? 'Inf' : '-Inf';
+  const a = Math.abs(x);
+  if (a >= 1e-4 && a < 1e15) {
+    // JavaScript's shortest round-trip digits equal %.15g's whenever there are at most 15 of them.
+    const s = String(x);
+    let digits = 0;
+    let leading = true;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 48 || c > 57) continue;
+      if (leading && c === 48) continue;
+      leading = false;
+      digits++;
+    }
+    if (digits <= 15) return s;
+  }
   // %.15g: the exponent is the one %.14e gives (after rounding to 15 significant digits).
   const [mant, e] = x.toExponential(14).split('e') as [string, string];
   const exp = Number(e);

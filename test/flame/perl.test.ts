@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { cFixed, commas, perlNum, perlNumify, perlSplit } from '../../src/flame/perl.js';
 
@@ -58,5 +59,36 @@ describe('helpers', () => {
     assert.equal(perlNumify('12abc'), 12);
     assert.equal(perlNumify('abc'), 0);
     assert.equal(perlNumify(' 5e2x'), 500);
+  });
+});
+
+const hasPerl = spawnSync('perl', ['-e', '1']).status === 0;
+describe('against perl itself', { skip: !hasPerl && 'perl not installed' }, () => {
+  it('formats 5000 varied doubles as perl\'s print and sprintf("%.1f|%.2f|%.0f") do', () => {
+    // Deterministic values: integers, halves and eighths (exact ties), thirds, tenths, wide magnitudes, negatives.
+    const xs: number[] = [];
+    let seed = 12345;
+    const rnd = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    for (let i = 0; i < 1000; i++) {
+      const r = rnd();
+      xs.push(r * 10 ** (Math.floor(rnd() * 22) - 6), Math.round(r * 1e4) / 8, 0.1 * i, i / 3, -r * 100);
+    }
+    const text = xs.map((x) => x.toPrecision(17)).join('\n');
+    const out = spawnSync(
+      'perl',
+      ['-ne', 'chomp; my $x = $_ + 0; print "$x|", sprintf("%.1f|%.2f|%.0f", $x, $x, $x), "\\n"'],
+      {
+        input: `${text}\n`,
+      },
+    );
+    const want = out.stdout.toString().trimEnd().split('\n');
+    const got = xs.map((x0) => {
+      const x = Number(x0.toPrecision(17));
+      return `${perlNum(x)}|${cFixed(x, 1)}|${cFixed(x, 2)}|${cFixed(x, 0)}`;
+    });
+    assert.deepEqual(got, want);
   });
 });

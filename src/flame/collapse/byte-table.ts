@@ -1,15 +1,21 @@
 /**
  * An open-addressing hash table keyed by byte ranges of the input, for collapsers that see the same line text
  * (a frame's symbol and DSO) millions of times: a hit costs one hash of the bytes and one exact comparison, read
- * four bytes at a time, and allocates nothing. Each entry holds one integer value the caller gives meaning to, and
- * a "successor" slot the caller may use to predict the next key (stack lines repeat in the same order).
+ * four bytes at a time, and allocates nothing. Each entry holds a mode number, a list of int32 ids, and two
+ * "successors" (entry and hash) the caller may use to predict the next key: stack lines repeat in the same order.
  *
- * Layout is chosen for cache misses, which dominate on large inputs: an entry's hash, key position, key length,
- * value and successor sit together in one typed array; keys sit in one byte arena in insertion order.
+ * Layout is chosen for cache misses, which dominate on large inputs: an entry is one record in one buffer, header,
+ * ids and key bytes together, so that a hit touches the slot array and one or two adjacent cache lines, and a
+ * predicted hit only the record (the prediction is checked against the hash kept in the previous, hot, record).
+ *
+ * Record at int32 index e of `words`:
+ *   e+0 hash, e+1 key length in bytes, e+2 mode, e+3 id count n,
+ *   e+4 successor A, e+5 its hash, e+6 successor B, e+7 its hash (entries; -1: none),
+ *   e+8 .. e+8+n-1 ids, then the key bytes (padded to 4).
  */
 
 const K1 = 0x01000193;
-const STRIDE = 5; // hash, key start, key length, value, successor
+const HEADER = 8;
 
 /**
  * Hash of bytes [start, end) of `dv` (FNV-style over 32-bit words, then a final mix), 30 bits: small integers
@@ -28,85 +34,108 @@ export function hashBytes(dv: DataView, start: number, end: number): number {
 
 export class ByteTable {
   private slots = new Int32Array(1 << 12).fill(-1);
-  private meta = new Int32Array(STRIDE << 11);
-  private arena = new Uint8Array(1 << 16);
-  private arenaView = new DataView(this.arena.buffer);
-  private arenaLen = 0;
+  private buffer = new ArrayBuffer(1 << 18);
+  /** The records as int32s (read ids from here: `words[idsStart(e) + k]`). */
+  words = new Int32Array(this.buffer);
+  private view = new DataView(this.buffer);
+  private used = 0; // in int32s
   private count = 0;
-  /** Free for the caller: the entry predicted at the start of a sequence (-1: none). */
+  /** Free for the caller: the entry predicted at the start of a sequence (-1: none), and its hash. */
   first = -1;
+  firstHash = -1;
 
   /** Number of keys. */
   get size(): number {
     return this.count;
   }
 
-  /** The entry number for bytes [start, end) of `dv` with hash `h` (from {@link hashBytes}), or -1. */
+  /** The entry for bytes [start, end) of `dv` with hash `h` (from {@link hashBytes}), or -1. */
   find(dv: DataView, start: number, end: number, h: number): number {
     const slots = this.slots;
-    const meta = this.meta;
+    const words = this.words;
     const mask = slots.length - 1;
     const len = end - start;
     for (let s = h & mask; ; s = (s + 1) & mask) {
       const e = slots[s]!;
       if (e < 0) return -1;
-      const m = e * STRIDE;
-      if (meta[m] === h && meta[m + 2] === len && this.same(dv, start, meta[m + 1]!, len)) return e;
+      if (words[e] === h && words[e + 1] === len && this.same(dv, start, e, len)) return e;
     }
   }
 
   /** Whether entry `e`'s key is exactly bytes [start, end) of `dv` (for checking a predicted entry). */
   matches(e: number, dv: DataView, start: number, end: number): boolean {
-    const m = e * STRIDE;
     const len = end - start;
-    return this.meta[m + 2] === len && this.same(dv, start, this.meta[m + 1]!, len);
+    return this.words[e + 1] === len && this.same(dv, start, e, len);
   }
 
-  private same(dv: DataView, start: number, at: number, len: number): boolean {
-    const av = this.arenaView;
+  private same(dv: DataView, start: number, e: number, len: number): boolean {
+    const kv = this.view;
+    const at = (e + HEADER + this.words[e + 3]!) << 2;
     let k = 0;
-    for (; k + 4 <= len; k += 4) if (dv.getInt32(start + k, true) !== av.getInt32(at + k, true)) return false;
-    for (; k < len; k++) if (dv.getUint8(start + k) !== av.getUint8(at + k)) return false;
+    for (; k + 4 <= len; k += 4) if (dv.getInt32(start + k, true) !== kv.getInt32(at + k, true)) return false;
+    for (; k < len; k++) if (dv.getUint8(start + k) !== kv.getUint8(at + k)) return false;
     return true;
   }
 
-  /** Entry `e`'s value. */
-  value(e: number): number {
-    return this.meta[e * STRIDE + 3]!;
+  /** Entry `e`'s mode (given at insert). */
+  mode(e: number): number {
+    return this.words[e + 2]!;
   }
 
-  /** Entry `e`'s successor (-1 until set). */
-  successor(e: number): number {
-    return this.meta[e * STRIDE + 4]!;
+  /** Index in `words` of entry `e`'s first id; `idCount(e)` ids follow. */
+  idsStart(e: number): number {
+    return e + HEADER;
   }
 
-  setSuccessor(e: number, next: number): void {
-    this.meta[e * STRIDE + 4] = next;
+  idCount(e: number): number {
+    return this.words[e + 3]!;
   }
 
-  /** Adds bytes [start, end) of `src` (not present; hash `h`) with `value`; returns the entry number. */
-  insert(src: Uint8Array, start: number, end: number, h: number, value: number): number {
-    const e = this.count++;
-    if ((e + 1) * STRIDE > this.meta.length) {
-      const bigger = new Int32Array(this.meta.length * 2);
-      bigger.set(this.meta);
-      this.meta = bigger;
-    }
+  /**
+   * The successor of `e` whose hash is `h` and whose key is bytes [start, end) of `dv`, or -1. Only the record of
+   * a successor with the right hash is read.
+   */
+  successor(e: number, h: number, dv: DataView, start: number, end: number): number {
+    const w = this.words;
+    if (w[e + 5] === h && this.matches(w[e + 4]!, dv, start, end)) return w[e + 4]!;
+    if (w[e + 7] === h && this.matches(w[e + 6]!, dv, start, end)) return w[e + 6]!;
+    return -1;
+  }
+
+  /** Records `next` (hash `h`) as the most recent successor of `e`; the older one of two is kept, the oldest dropped. */
+  addSuccessor(e: number, next: number, h: number): void {
+    const w = this.words;
+    w[e + 6] = w[e + 4]!;
+    w[e + 7] = w[e + 5]!;
+    w[e + 4] = next;
+    w[e + 5] = h;
+  }
+
+  /** Adds bytes [start, end) of `src` (not present; hash `h`) with `mode` and `ids`; returns the entry. */
+  insert(src: Uint8Array, start: number, end: number, h: number, mode: number, ids: Int32Array): number {
     const len = end - start;
-    if (this.arenaLen + len > this.arena.length) {
-      const bigger = new Uint8Array(Math.max(this.arena.length * 2, this.arenaLen + len));
-      bigger.set(this.arena.subarray(0, this.arenaLen));
-      this.arena = bigger;
-      this.arenaView = new DataView(bigger.buffer);
+    const size = HEADER + ids.length + ((len + 3) >> 2);
+    if (this.used + size > this.words.length) {
+      const bigger = new ArrayBuffer(Math.max(this.buffer.byteLength * 2, (this.used + size) * 4));
+      new Uint8Array(bigger).set(new Uint8Array(this.buffer, 0, this.used * 4));
+      this.buffer = bigger;
+      this.words = new Int32Array(bigger);
+      this.view = new DataView(bigger);
     }
-    this.arena.set(src.subarray(start, end), this.arenaLen);
-    const m = e * STRIDE;
-    this.meta[m] = h;
-    this.meta[m + 1] = this.arenaLen;
-    this.meta[m + 2] = len;
-    this.meta[m + 3] = value;
-    this.meta[m + 4] = -1;
-    this.arenaLen += len;
+    const e = this.used;
+    const w = this.words;
+    w[e] = h;
+    w[e + 1] = len;
+    w[e + 2] = mode;
+    w[e + 3] = ids.length;
+    w[e + 4] = -1;
+    w[e + 5] = -1;
+    w[e + 6] = -1;
+    w[e + 7] = -1;
+    w.set(ids, e + HEADER);
+    new Uint8Array(this.buffer).set(src.subarray(start, end), (e + HEADER + ids.length) << 2);
+    this.used += size;
+    this.count++;
     if (this.count * 2 > this.slots.length) this.rehash();
     else this.place(e);
     return e;
@@ -115,13 +144,14 @@ export class ByteTable {
   private place(e: number): void {
     const slots = this.slots;
     const mask = slots.length - 1;
-    let s = this.meta[e * STRIDE]! & mask;
+    let s = this.words[e]! & mask;
     while (slots[s]! >= 0) s = (s + 1) & mask;
     slots[s] = e;
   }
 
   private rehash(): void {
     this.slots = new Int32Array(this.slots.length * 2).fill(-1);
-    for (let e = 0; e < this.count; e++) this.place(e);
+    const w = this.words;
+    for (let e = 0; e < this.used; e += HEADER + w[e + 3]! + ((w[e + 1]! + 3) >> 2)) this.place(e);
   }
 }

@@ -64,10 +64,14 @@ const JIT_DSO_RE = /\/tmp\/perf-\d+\.map/;
 const KERNEL_DSO_RE = /^\[|vmlinux$/;
 const OFFSET_RE = /\+0x[0-9a-f]+$/;
 
-/** Value of a frame-line table entry that must go through the regex (no fast split). */
-const SLOW = -1;
-/** Value of an entry whose frames include the line's address ("[unknown]" with --addrs). */
-const WITH_ADDRESS = -2;
+// Modes of frame-line table entries.
+/** Frames are the entry's ids. */
+const IDS = 0;
+/** The line must go through the regex (no fast split). */
+const SLOW = 1;
+/** The frames include the line's address ("[unknown]" with --addrs). */
+const WITH_ADDRESS = 2;
+const EMPTY = new Int32Array(0);
 
 export class PerfCollapser implements StackCollapser {
   private readonly includeTid: boolean;
@@ -81,15 +85,12 @@ export class PerfCollapser implements StackCollapser {
   private readonly warn: WarnFn;
 
   private readonly interner = new Interner();
-  /** Frame-line bytes after the address -> index into `groups`; separate for "java..." processes. */
+  /**
+   * Frame-line bytes after the address -> mode and frame ids (in reverse of their order in the printed stack);
+   * separate for "java..." processes (Java tidying differs).
+   */
   private readonly frameTable = new ByteTable();
   private readonly javaFrameTable = new ByteTable();
-  /**
-   * Frame ids of frame lines: at a table value v, pool[v] is the count n, then n ids in reverse of their order in
-   * the printed stack.
-   */
-  private pool = new Int32Array(1 << 14);
-  private poolLen = 0;
   /** The previous frame line's table entry in this sample (-1 at its start), to predict the next one. */
   private prev = -1;
   private readonly stacks: StackTable;
@@ -241,21 +242,29 @@ export class PerfCollapser implements StackCollapser {
       return;
     }
     const table = this.pnameIsJava ? this.javaFrameTable : this.frameTable;
-    // Stacks repeat: try the line that followed the previous one last time before hashing.
+    // Stacks repeat: first try the lines that followed the previous one before (checked by hash, then bytes).
+    const h = hashBytes(dv, p, end);
     const prev = this.prev;
-    let e = prev >= 0 ? table.successor(prev) : table.first;
-    if (e < 0 || !table.matches(e, dv, p, end)) {
-      const h = hashBytes(dv, p, end);
+    let e =
+      prev >= 0
+        ? table.successor(prev, h, dv, p, end)
+        : table.firstHash === h && table.matches(table.first, dv, p, end)
+          ? table.first
+          : -1;
+    if (e < 0) {
       e = table.find(dv, p, end, h);
-      if (e < 0) e = table.insert(b, p, end, h, this.classify(b, pcStart, pcEnd, p, end));
-      if (prev >= 0) table.setSuccessor(prev, e);
-      else table.first = e;
+      if (e < 0) e = this.addLine(table, b, pcStart, pcEnd, p, end, h);
+      if (prev >= 0) table.addSuccessor(prev, e, h);
+      else {
+        table.first = e;
+        table.firstHash = h;
+      }
     }
     this.prev = e;
-    const v = table.value(e);
-    if (v >= 0) {
-      this.pushPooled(v);
-    } else if (v === SLOW) {
+    const mode = table.mode(e);
+    if (mode === IDS) {
+      this.pushWords(table.words, table.idsStart(e), table.idCount(e));
+    } else if (mode === SLOW) {
       this.frameLineSlow(b.toString('latin1', start, end));
     } else {
       // "[unknown]" with --addrs: the frame name holds this line's address.
@@ -267,29 +276,28 @@ export class PerfCollapser implements StackCollapser {
   }
 
   /**
-   * First sight of a frame line's text after its address: splits it as /^\s*(\w+)\s*(.+) \((.*)\)/ does and
-   * returns the table value. With the address and the spaces after it taken greedily, the greedy (.+) ends at the
-   * last " (" that still has a ")" after it, and (.*) runs to the last ")"; both depend only on the text after the
+   * First sight of a frame line's text after its address: splits it as /^\s*(\w+)\s*(.+) \((.*)\)/ does and adds
+   * it to the table. With the address and the spaces after it taken greedily, the greedy (.+) ends at the last
+   * " (" that still has a ")" after it, and (.*) runs to the last ")"; both depend only on the text after the
    * address, the table key. Without such a split the regex would backtrack into the address: SLOW.
    */
-  private classify(b: Buffer, pcStart: number, pcEnd: number, p: number, end: number): number {
+  private addLine(
+    table: ByteTable,
+    b: Buffer,
+    pcStart: number,
+    pcEnd: number,
+    p: number,
+    end: number,
+    h: number,
+  ): number {
     const key = b.toString('latin1', p, end);
     const r = key.lastIndexOf(')');
     const q = r >= 3 ? key.lastIndexOf(' (', r - 2) : -1;
-    if (q < 1) return SLOW;
+    if (q < 1) return table.insert(b, p, end, h, SLOW, EMPTY);
     const made = this.makeFrames(b.toString('latin1', pcStart, pcEnd), key.slice(0, q), key.slice(q + 2, r));
-    if (made.usesAddress) return WITH_ADDRESS;
-    const ids = made.ids;
-    const v = this.poolLen;
-    if (v + ids.length + 1 > this.pool.length) {
-      const bigger = new Int32Array(Math.max(this.pool.length * 2, v + ids.length + 1));
-      bigger.set(this.pool.subarray(0, v));
-      this.pool = bigger;
-    }
-    this.pool[v] = ids.length;
-    this.pool.set(ids, v + 1);
-    this.poolLen = v + ids.length + 1;
-    return v;
+    return made.usesAddress
+      ? table.insert(b, p, end, h, WITH_ADDRESS, EMPTY)
+      : table.insert(b, p, end, h, IDS, made.ids);
   }
 
   private frameLineSlow(line: string): void {
@@ -302,13 +310,11 @@ export class PerfCollapser implements StackCollapser {
     this.pushIds(this.makeFrames(m[1]!, m[2]!, m[3]!).ids);
   }
 
-  private pushPooled(v: number): void {
-    const pool = this.pool;
-    const n = pool[v]!;
+  private pushWords(words: Int32Array, from: number, n: number): void {
     let len = this.curLen;
     if (len + n > this.cur.length) this.growCur(len + n);
     const cur = this.cur;
-    for (let k = v + 1, stop = v + 1 + n; k < stop; k++) cur[len++] = pool[k]!;
+    for (let k = from, stop = from + n; k < stop; k++) cur[len++] = words[k]!;
     this.curLen = len;
   }
 

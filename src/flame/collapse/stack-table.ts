@@ -106,9 +106,7 @@ export class StackTable {
     const entries: StackEntry[] = [];
     for (const head of this.buckets.values()) for (let e: StackEntry | null = head; e; e = e.next) entries.push(e);
     const names = this.names;
-    const withSemi = names.some((n) => n.includes(';'));
-    let sorted: { e: StackEntry; text?: string }[];
-    if (withSemi) {
+    if (names.some((n) => n.includes(';'))) {
       // Rare: texts are not a function of the token sequence alone; compare real texts and merge equal ones.
       const byText = new Map<string, StackEntry>();
       for (const e of entries) {
@@ -120,15 +118,37 @@ export class StackTable {
         } else byText.set(text, e);
       }
       const texts = [...byText.keys()].sort();
-      sorted = texts.map((text) => ({ e: byText.get(text)!, text }));
-    } else {
-      entries.sort((a, b) => compareStacks(a.ids, b.ids, names));
-      sorted = entries.map((e) => ({ e }));
+      let piece: string[] = [];
+      let chars = 0;
+      for (const text of texts) {
+        const line = `${text} ${formatCount(byText.get(text)!)}\n`;
+        piece.push(line);
+        chars += line.length;
+        if (chars >= pieceChars) {
+          yield piece.join('');
+          piece = [];
+          chars = 0;
+        }
+      }
+      if (piece.length) yield piece.join('');
+      return;
     }
+    const order = sortStacks(entries, names);
+    // Sorted texts share long prefixes: each line extends the previous line's prefix strings.
+    const prefix: string[] = [''];
+    let prevIds: Int32Array | null = null;
     let piece: string[] = [];
     let chars = 0;
-    for (const { e, text } of sorted) {
-      const line = `${text ?? this.text(e)} ${formatCount(e)}\n`;
+    for (const e of order) {
+      const ids = e.ids;
+      let c = 0;
+      if (prevIds) {
+        const n = Math.min(ids.length, prevIds.length);
+        while (c < n && ids[c] === prevIds[c]) c++;
+      }
+      for (let k = c; k < ids.length; k++) prefix[k + 1] = k === 0 ? names[ids[0]!]! : `${prefix[k]};${names[ids[k]!]}`;
+      prevIds = ids;
+      const line = `${prefix[ids.length]} ${formatCount(e)}\n`;
       piece.push(line);
       chars += line.length;
       if (chars >= pieceChars) {
@@ -150,29 +170,86 @@ export class StackTable {
 }
 
 /**
- * Byte order of the texts "t0;t1;...;tn" of two stacks, from their tokens, given that no token contains ";".
- * At the first differing token x (of a) and y (of b): unless one is a prefix of the other they compare as strings;
- * if x is a proper prefix of y, the text of a continues with ";" (or ends) where b's continues with y's next char.
+ * Sorts stacks in byte order of their texts "t0;t1;...;tn", given that no token contains ";" (multikey quicksort on
+ * token ranks: each token position is compared once per group instead of once per comparison).
+ *
+ * A token's rank is its place among all strings "name;" (a token followed by more) and "name" (the last token):
+ * comparing two texts at their first differing token is comparing these strings, because neither can be a proper
+ * prefix of the other except "x" of "x;..." or of "xy...", where the text that ends first sorts first, as it
+ * does in byte order.
  */
-function compareStacks(a: Int32Array, b: Int32Array, names: string[]): number {
-  const la = a.length;
-  const lb = b.length;
-  const n = la < lb ? la : lb;
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  if (i === n) return la - lb; // one is a prefix of the other, token-wise: the shorter text sorts first
-  const x = names[a[i]!]!;
-  const y = names[b[i]!]!;
-  if (y.startsWith(x)) {
-    // x is a proper prefix of y (they differ).
-    if (i === la - 1) return -1; // a's text ends here
-    return SEMI < y.charCodeAt(x.length) ? -1 : 1;
+function sortStacks(entries: StackEntry[], names: string[]): StackEntry[] {
+  const n = names.length;
+  const variants: string[] = new Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    variants[2 * i] = `${names[i]};`;
+    variants[2 * i + 1] = names[i]!;
   }
-  if (x.startsWith(y)) {
-    if (i === lb - 1) return 1;
-    return x.charCodeAt(y.length) < SEMI ? -1 : 1;
+  // Names are distinct and hold no ";", so all variants are distinct: rank them by a native string sort.
+  const rankOf = new Map<string, number>();
+  variants.sort().forEach((v, r) => rankOf.set(v, r));
+  const rankMore = new Int32Array(n);
+  const rankLast = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    rankMore[i] = rankOf.get(`${names[i]};`)!;
+    rankLast[i] = rankOf.get(names[i]!)!;
   }
-  return x < y ? -1 : 1;
+  const seqs = entries.map((e) => e.ids);
+  const idx = new Int32Array(entries.length);
+  for (let i = 0; i < idx.length; i++) idx[i] = i;
+  /** Key of sequence i at token position d: -1 past its end. */
+  const key = (i: number, d: number): number => {
+    const s = seqs[i]!;
+    return d < s.length - 1 ? rankMore[s[d]!]! : d === s.length - 1 ? rankLast[s[d]!]! : -1;
+  };
+  const compareFrom = (a: number, b: number, d: number): number => {
+    for (;;) {
+      const ka = key(a, d);
+      const kb = key(b, d);
+      if (ka !== kb || ka === -1) return ka - kb;
+      d++;
+    }
+  };
+  const sort = (lo: number, hi: number, d: number): void => {
+    while (hi - lo > 1) {
+      if (hi - lo <= 12) {
+        for (let i = lo + 1; i < hi; i++) {
+          const v = idx[i]!;
+          let j = i;
+          while (j > lo && compareFrom(idx[j - 1]!, v, d) > 0) {
+            idx[j] = idx[j - 1]!;
+            j--;
+          }
+          idx[j] = v;
+        }
+        return;
+      }
+      const pivot = key(idx[(lo + hi) >> 1]!, d);
+      let lt = lo;
+      let gt = hi;
+      let i = lo;
+      while (i < gt) {
+        const k = key(idx[i]!, d);
+        if (k < pivot) {
+          const t = idx[lt]!;
+          idx[lt++] = idx[i]!;
+          idx[i++] = t;
+        } else if (k > pivot) {
+          const t = idx[--gt]!;
+          idx[gt] = idx[i]!;
+          idx[i] = t;
+        } else i++;
+      }
+      sort(lo, lt, d);
+      sort(gt, hi, d);
+      if (pivot === -1) return; // sequences that ended here are equal
+      lo = lt;
+      hi = gt;
+      d++;
+    }
+  };
+  sort(0, idx.length, 0);
+  return Array.from(idx, (i) => entries[i]!);
 }
 
 function addBig(a: StackEntry, b: StackEntry): bigint {

@@ -146,7 +146,7 @@ export async function main(argv: string[]): Promise<number> {
   const result = guard(() => renderFlameGraph(lines, opts));
   const warn = warnTo(NAME);
   for (const w of result.warnings) warn(w);
-  await writeOut(result.svg);
+  for (const chunk of result.chunks) await writeOut(chunk);
   if (opts.paletteMap) writePalette(paletteFile, opts.paletteMap);
   if (result.error) throw new BpfscopeError(`${NAME}: ${result.error}`, { exitCode: 2 });
   return 0;
