@@ -62,9 +62,13 @@ function inputs() {
     if (!existsSync(path)) {
       process.stderr.write(`generating ${path}\n`);
       const fd = openSync(path, 'w');
-      const r = spawnSync(process.execPath, [join(shared, 'bench', 'gen-perf-script.mjs'), '--mb', String(mb), '--seed', '1'], {
-        stdio: ['ignore', fd, 'inherit'],
-      });
+      const r = spawnSync(
+        process.execPath,
+        [join(shared, 'bench', 'gen-perf-script.mjs'), '--mb', String(mb), '--seed', '1'],
+        {
+          stdio: ['ignore', fd, 'inherit'],
+        },
+      );
       closeSync(fd);
       if (r.status !== 0) fail(`gen-perf-script.mjs failed for ${name}`);
     }
@@ -86,9 +90,15 @@ function inputs() {
 /** One timed run: stdout to `outPath`. Returns { wall, cpu (s), rss (KiB) }. */
 function timed(cmd, argv, outPath) {
   const fd = openSync(outPath, 'w');
-  const r = spawnSync(TIME, ['-f', 'BENCH %e %U %S %M', cmd, ...argv], { stdio: ['ignore', fd, 'pipe'], maxBuffer: 1 << 26 });
+  const r = spawnSync(TIME, ['-f', 'BENCH %e %U %S %M', cmd, ...argv], {
+    stdio: ['ignore', fd, 'pipe'],
+    maxBuffer: 1 << 26,
+  });
   closeSync(fd);
-  const line = r.stderr.toString().split('\n').find((l) => l.startsWith('BENCH '));
+  const line = r.stderr
+    .toString()
+    .split('\n')
+    .find((l) => l.startsWith('BENCH '));
   if (r.status !== 0 || !line) fail(`${cmd} ${argv.join(' ')} failed:\n${r.stderr.toString().slice(-2000)}`);
   const [, wall, user, sys, rss] = line.split(' ').map(Number);
   return { wall, cpu: user + sys, rss };
@@ -109,7 +119,11 @@ function compare(step, input, n, ours, theirs) {
   }
   const summary = (runs) =>
     runs.length
-      ? { wall: median(runs.map((r) => r.wall)), cpu: median(runs.map((r) => r.cpu)), rss: Math.max(...runs.map((r) => r.rss)) }
+      ? {
+          wall: median(runs.map((r) => r.wall)),
+          cpu: median(runs.map((r) => r.cpu)),
+          rss: Math.max(...runs.map((r) => r.rss)),
+        }
       : null;
   return { step, input, n, ours: summary(res.ours), perl: summary(res.perl) };
 }
