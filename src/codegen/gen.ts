@@ -22,6 +22,7 @@ import type {
   Span,
   Stmt,
 } from '../lang/ast.js';
+import { kernelBtf, recordFields } from '../lang/btf-types.js';
 import type { Analyzer, ProbeUnit } from '../lang/passes/semantic.js';
 import { storageType } from '../lang/passes/semantic.js';
 import { type RecordField, type SType, sizeOf, tupleLayout } from '../lang/types.js';
@@ -66,6 +67,7 @@ export const H = {
   get_current_uid_gid: 15,
   get_current_comm: 16,
   get_stackid: 27,
+  get_current_task: 35,
   probe_read_user_str: 114,
   probe_read_kernel: 113,
   probe_read_user: 112,
@@ -512,6 +514,10 @@ export class ProbeGen {
       case 'BinaryExpr':
         return this.binary(e);
       case 'UnaryExpr': {
+        if (e.op === '*') {
+          const pt = e.operand.type as Extract<SType, { kind: 'pointer' }>;
+          return this.loadMem(e.type!, this.scalar(e.operand), 0, pt.space);
+        }
         const v = this.scalar(e.operand);
         const r = fn.vreg();
         fn.emit(I.mov64(r, v));
@@ -622,6 +628,8 @@ export class ProbeGen {
       case 'kstack':
       case 'ustack':
         return this.stack(t as Extract<SType, { kind: 'kstack' | 'ustack' }>);
+      case 'curtask':
+        return this.reg(this.callHelper(H.get_current_task, []));
       case 'retval':
         return this.loadCtx(t, this.unit.expanded.regs!.ret);
       case 'func':
@@ -684,7 +692,80 @@ export class ProbeGen {
       }
       return { kind: 'mem', off, size: sizeOf(et) };
     }
-    throw new BpfscopeError('internal: unsupported field access');
+    const loc = this.fieldLocation(e);
+    return this.loadMem(e.type!, loc.base, loc.off, loc.space, loc.field);
+  }
+
+  /** Where `p->f` / `s.f` lives: a base address register, a byte offset and the address space. */
+  private fieldLocation(e: FieldExpr): { base: number; off: number; space: 'kernel' | 'user'; field: RecordField } {
+    const ot = e.object.type!;
+    let base: number;
+    let off = 0;
+    let space: 'kernel' | 'user';
+    let rec: Extract<SType, { kind: 'record' }>;
+    if (ot.kind === 'pointer' && ot.to.kind === 'record') {
+      base = this.scalar(e.object);
+      space = ot.space;
+      rec = ot.to;
+    } else if (ot.kind === 'record') {
+      const l = this.location(e.object);
+      base = l.base;
+      off = l.off;
+      space = l.space;
+      rec = ot;
+    } else {
+      throw new BpfscopeError('internal: field access on a non-struct');
+    }
+    const field = recordFields(kernelBtf(), rec).find((f) => f.name === e.field)!;
+    return { base, off: off + field.offset, space, field };
+  }
+
+  /** The address of a struct-typed expression reached through pointers (`*p`, `p->inner`). */
+  private location(e: Expr): { base: number; off: number; space: 'kernel' | 'user' } {
+    if (e.kind === 'UnaryExpr' && e.op === '*') {
+      const pt = e.operand.type as Extract<SType, { kind: 'pointer' }>;
+      return { base: this.scalar(e.operand), off: 0, space: pt.space };
+    }
+    if (e.kind === 'FieldExpr') {
+      const l = this.fieldLocation(e);
+      return { base: l.base, off: l.off, space: l.space };
+    }
+    throw new BpfscopeError('internal: not a memory location');
+  }
+
+  /** Read a value of type `t` from `[base + off]` in kernel or user memory with bpf_probe_read_*. */
+  private loadMem(t: SType, base: number, off: number, space: 'kernel' | 'user', field?: RecordField): Val {
+    const fn = this.fn;
+    const addr = fn.vreg();
+    fn.emit(I.mov64(addr, base));
+    if (off) fn.emit(I.alu64Imm('add', addr, off));
+    const read = space === 'user' ? H.probe_read_user : H.probe_read_kernel;
+    if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer') {
+      const size = t.kind === 'int' ? t.size : t.kind === 'bool' ? 1 : 8;
+      const tmp = this.frame.temp(8);
+      fn.emit(I.st(8, FP, tmp, 0));
+      const r = fn.vreg();
+      if (field?.bitSize) {
+        const shift = (field.bitOffset ?? 0) - field.offset * 8;
+        const bytes = Math.min(8, Math.ceil((shift + field.bitSize) / 8));
+        this.callHelper(read, [{ stack: tmp }, { imm: bytes }, addr]);
+        fn.emit(I.ldx(8, r, FP, tmp));
+        if (shift) fn.emit(I.alu64Imm('rsh', r, shift));
+        if (field.bitSize < 32) fn.emit(I.alu64Imm('and', r, 2 ** field.bitSize - 1));
+        return this.reg(r);
+      }
+      this.callHelper(read, [{ stack: tmp }, { imm: size }, addr]);
+      fn.emit(I.ldx(size as 1 | 2 | 4 | 8, r, FP, tmp));
+      if (t.kind === 'int' && t.signed && t.size < 8) this.normalize(r, t.size, true);
+      return this.reg(r);
+    }
+    if (t.kind === 'string') {
+      const buf = this.frame.temp(t.size);
+      zeroStack(fn, buf, t.size);
+      this.callHelper(read, [{ stack: buf }, { imm: t.size }, addr]);
+      return { kind: 'mem', off: buf, size: t.size };
+    }
+    throw new BpfscopeError(`internal: cannot read a ${t.kind} from memory`);
   }
 
   /** Load a tracepoint record field of type `t` at `offset` from the context. */

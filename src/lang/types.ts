@@ -23,7 +23,7 @@ export type SType =
   /** Pointer into kernel or user memory; `to` is the pointee (a BTF/record type or an int). */
   | { kind: 'pointer'; to: SType; space: 'kernel' | 'user' }
   /** A C struct/union from BTF or a tracepoint record. */
-  | { kind: 'record'; name: string; size: number; fields: RecordField[] }
+  | { kind: 'record'; name: string; size: number; fields: RecordField[]; btfId?: number }
   | { kind: 'array'; elem: SType; count: number }
   /** Aggregations (map values only). Per-CPU in the kernel, summed in user space. */
   | { kind: 'count' }
@@ -147,8 +147,27 @@ export function tupleLayout(elems: SType[]): { offsets: number[]; size: number }
   return { offsets, size: Math.ceil(off / 8) * 8 };
 }
 
+/**
+ * A string identifying a type for equality: BTF records are identified by their BTF id (their fields load lazily
+ * and reach most of the kernel through pointers), everything else structurally.
+ */
+export function typeKey(t: SType): string {
+  switch (t.kind) {
+    case 'record':
+      return t.btfId !== undefined ? `record#${t.btfId}` : `record:${t.name}:${t.size}`;
+    case 'pointer':
+      return `ptr(${t.space},${typeKey(t.to)})`;
+    case 'tuple':
+      return `(${t.elems.map(typeKey).join(',')})`;
+    case 'array':
+      return `${typeKey(t.elem)}[${t.count}]`;
+    default:
+      return JSON.stringify(t);
+  }
+}
+
 export function typeEquals(a: SType, b: SType): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return typeKey(a) === typeKey(b);
 }
 
 /** Human-readable type name for diagnostics, in bpftrace's spelling (`uint64`, `string[64]`, `(int64,string[16])`). */

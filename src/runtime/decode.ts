@@ -53,8 +53,11 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
       const l = tupleLayout(t.elems);
       return { kind: 'tuple', elems: t.elems.map((e, i) => decodeValue(buf, off + l.offsets[i]!, e, ctx)) };
     }
-    case 'pointer':
-      return { kind: 'int', value: buf.readBigUInt64LE(off), signed: false, size: 8 };
+    case 'pointer': {
+      // bpftrace prints pointers in hex
+      const v = buf.readBigUInt64LE(off);
+      return { kind: 'int', value: v, signed: false, size: 8, symbol: `0x${v.toString(16)}` };
+    }
     default:
       return { kind: 'none' };
   }

@@ -9,10 +9,9 @@ import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
 import { AsyncAction, MapKind } from '../codegen/plan.js';
 import type { AttachedProbe } from '../probes/types.js';
+import { SymbolResolver } from '../symbols/resolver.js';
 import { buildMapDump, type DecodeContext, decodeValue } from './decode.js';
-import type { StackFrameSymbolizer } from './stackformat.js';
 import { StackReader } from './stacks.js';
-import { defaultSymbolizer } from './symbolizer.js';
 
 /** Stacks kept per stack map (bpftrace's default). */
 const STACK_MAP_ENTRIES = 4096;
@@ -26,8 +25,8 @@ import { RingBufConsumer } from './ringbuf.js';
 
 export interface SessionOptions {
   output: Output;
-  /** Resolves stack addresses (default: kallsyms and the processes' ELF files, see runtime/symbolizer.ts). */
-  symbolizer?: StackFrameSymbolizer;
+  /** Resolves stack addresses (default: a SymbolResolver over kallsyms, ELF files and perf maps). */
+  symbolizer?: SymbolResolver;
   /** Verifier log level for loads (-v: stats). */
   logLevel?: number;
   /** Called with each program's load result (for -d / -v output). */
@@ -50,7 +49,7 @@ export class Session {
   private stopResolve: (() => void) | null = null;
   private readonly printfs: ReturnType<typeof compilePrintf>[];
   private readonly stacks: StackReader;
-  /** Decoding for printf/print values (stacks indented by 8) and for map keys and values (by 4), as bpftrace. */
+  /** Decoding for printf/print values and for map keys and values. */
   private readonly valueCtx: DecodeContext;
   private readonly mapCtx: DecodeContext;
 
@@ -59,9 +58,17 @@ export class Session {
     readonly opts: SessionOptions,
   ) {
     this.printfs = compiled.printfs.map((p) => compilePrintf(p.format));
-    this.stacks = new StackReader((name) => this.maps.get(name), opts.symbolizer ?? defaultSymbolizer());
+    let resolver = opts.symbolizer;
+    this.stacks = new StackReader(
+      (name) => this.maps.get(name),
+      () => {
+        resolver ??= new SymbolResolver();
+        return resolver;
+      },
+    );
+    // current bpftrace indents stack frames by 8 spaces in printf and in map keys alike (0.17 used 4 in map keys)
     this.valueCtx = { stack: (t, id, pid) => this.stacks.text(t, id, pid, 8) };
-    this.mapCtx = { stack: (t, id, pid) => this.stacks.text(t, id, pid, 4) };
+    this.mapCtx = this.valueCtx;
   }
 
   /** Create maps and load every program. @throws ProgramRejected, KernelError */

@@ -1,20 +1,19 @@
 /**
  * Reading kstack/ustack values back: a stored stack is a STACK_TRACE map id (plus the pid for user stacks); the
  * map holds up to `limit` u64 instruction pointers, zero-terminated. Frames are symbolized and formatted in the
- * stack's mode (bpftrace `docs/language.md` kstack/ustack): `bpftrace` (one indented `name+offset` per line),
- * `perf` (`\t<hex address> name+offset (module)`), `raw` (hex addresses). Results are cached per (map, id, pid)
- * for the life of the session: a stack id names one stack until the map is cleared.
+ * stack's mode by `symbols/resolver.ts` (bpftrace's layouts). Results are cached per (map, id, pid, mode) for the
+ * life of the session: a stack id names one stack until the map is cleared.
  */
 import type { BpfMap } from '../bpf/map.js';
 import type { SType } from '../lang/types.js';
-import { formatStack, type StackFrameSymbolizer } from './stackformat.js';
+import type { SymbolResolver } from '../symbols/resolver.js';
 
 export class StackReader {
   private cache = new Map<string, string>();
 
   constructor(
     private readonly maps: (name: string) => BpfMap | undefined,
-    private readonly symbolizer: StackFrameSymbolizer,
+    private readonly resolver: () => SymbolResolver,
   ) {}
 
   /** Text of one stored stack (empty when the kernel could not record it, as bpftrace prints it). */
@@ -25,8 +24,9 @@ export class StackReader {
     const key = `${name}/${id}/${pid}/${t.mode}/${indent}`;
     const hit = this.cache.get(key);
     if (hit !== undefined) return hit;
-    const ips = this.addresses(name, id);
-    const text = formatStack(ips, { user, pid, mode: t.mode, limit: t.limit, indent }, this.symbolizer);
+    const ips = this.addresses(name, id).slice(0, t.limit);
+    const r = this.resolver();
+    const text = user ? r.formatUserStack(pid, ips, t.mode, indent) : r.formatKernelStack(ips, t.mode, indent);
     this.cache.set(key, text);
     return text;
   }

@@ -14,8 +14,20 @@
 import type { ExpandedProbe } from '../../probes/types.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
+import { btfRecordByName, btfType, kernelBtf, recordFields } from '../btf-types.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
-import { BOOL, DEFAULT_STRLEN, I64, isAggregation, type SType, stringType, typeName, U32, U64 } from '../types.js';
+import {
+  BOOL,
+  DEFAULT_STRLEN,
+  I64,
+  isAggregation,
+  type SType,
+  stringType,
+  typeKey,
+  typeName,
+  U32,
+  U64,
+} from '../types.js';
 
 /** A map after analysis: its key element types (`[]` for `@x`) and value type. */
 export interface MapSymbol {
@@ -83,7 +95,7 @@ function unify(a: SType, b: SType): SType | null {
     }
     return { kind: 'tuple', elems };
   }
-  if (JSON.stringify(a) === JSON.stringify(b)) return a;
+  if (typeKey(a) === typeKey(b)) return a;
   return null;
 }
 
@@ -264,7 +276,7 @@ export class Analyzer {
     const keys = prev.keyTypes.map((k, i) => unify(k, keyTypes[i]!)!);
     let value: SType | null;
     if (isAggregation(prev.valueType) || isAggregation(valueType)) {
-      value = JSON.stringify(prev.valueType) === JSON.stringify(valueType) ? prev.valueType : null;
+      value = typeKey(prev.valueType) === typeKey(valueType) ? prev.valueType : null;
       if (!value && prev.valueType.kind === valueType.kind && valueType.kind !== 'lhist') value = prev.valueType;
     } else {
       value = unify(prev.valueType, valueType);
@@ -276,10 +288,7 @@ export class Analyzer {
       );
       return;
     }
-    if (
-      JSON.stringify(value) !== JSON.stringify(prev.valueType) ||
-      JSON.stringify(keys) !== JSON.stringify(prev.keyTypes)
-    ) {
+    if (typeKey(value) !== typeKey(prev.valueType) || keys.map(typeKey).join() !== prev.keyTypes.map(typeKey).join()) {
       this.changed = true;
     }
     prev.keyTypes = keys;
@@ -545,8 +554,19 @@ export class Analyzer {
       case 'UnaryExpr': {
         const t = this.expr(e.operand);
         if (!t) return null;
-        if (e.op === '*' || e.op === '&') {
-          this.error(e.pos, `Pointer ${e.op === '*' ? 'dereference' : 'address-of'} is not supported yet`);
+        if (e.op === '*') {
+          if (t.kind !== 'pointer' || t.to.kind === 'none') {
+            this.error(e.pos, `Can not dereference a value of type '${typeName(t)}'`);
+            return null;
+          }
+          if (t.to.kind !== 'int' && t.to.kind !== 'record' && t.to.kind !== 'pointer') {
+            this.error(e.pos, `Dereferencing a pointer to ${typeName(t.to)} is not supported yet`);
+            return null;
+          }
+          return t.to;
+        }
+        if (e.op === '&') {
+          this.error(e.pos, `The address-of operator is not supported yet`);
           return null;
         }
         if (t.kind !== 'int' && t.kind !== 'bool' && t.kind !== 'pointer') {
@@ -610,6 +630,16 @@ export class Analyzer {
       case 'CastExpr': {
         const t = this.expr(e.operand);
         const spec = e.typeSpec;
+        if (spec.pointerDepth === 1 && spec.arrayCount === null && /^(struct|union)\s/.test(spec.name)) {
+          const rec = btfRecordByName(kernelBtf(), spec.name);
+          if (!rec) {
+            this.error(spec.pos, `Unknown type: '${spec.name}' (not in the kernel's BTF)`);
+            return null;
+          }
+          if (t && t.kind !== 'int' && t.kind !== 'pointer')
+            this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name} *'`);
+          return { kind: 'pointer', to: rec, space: t?.kind === 'pointer' ? t.space : 'kernel' };
+        }
         const m = /^(u?)int(8|16|32|64)$/.exec(spec.name);
         if (!m || spec.pointerDepth > 0 || spec.arrayCount !== null) {
           this.error(spec.pos, `Cast to '${spec.name}${'*'.repeat(spec.pointerDepth)}' is not supported yet`);
@@ -651,6 +681,14 @@ export class Analyzer {
   private builtin(name: string, pos: Span): SType | null {
     const u = this.unit!;
     if (name === 'probe') return stringType(this.opts.probeNameSize);
+    if (name === 'curtask') {
+      const task = btfRecordByName(kernelBtf(), 'struct task_struct');
+      if (!task) {
+        this.error(pos, 'curtask needs struct task_struct in the kernel BTF');
+        return null;
+      }
+      return { kind: 'pointer', to: task, space: 'kernel' };
+    }
     if (name === 'kstack' || name === 'ustack') return { kind: name, limit: DEFAULT_STACK_LIMIT, mode: 'bpftrace' };
     if (name === 'cpid') {
       if (this.opts.cpid === undefined) {
@@ -712,14 +750,36 @@ export class Analyzer {
       }
       return t.elems[i]!;
     }
-    if (t.kind === 'record') {
-      const f = t.fields.find((x) => x.name === e.field);
+    // `p->field` on a pointer to a struct; `s.field` on a struct reached through a pointer (or args)
+    let rec: Extract<SType, { kind: 'record' }> | undefined;
+    if (e.arrow && t.kind === 'pointer' && t.to.kind === 'record') rec = t.to;
+    else if (t.kind === 'record') rec = t;
+    if (rec) {
+      if (
+        rec.btfId !== undefined &&
+        e.object.kind !== 'BuiltinExpr' &&
+        !e.arrow &&
+        t.kind === 'record' &&
+        !isLocation(e.object)
+      ) {
+        this.error(e.pos, `Can not access field '${e.field}' of a struct value: use a pointer (->)`);
+        return null;
+      }
+      const fields = rec.btfId !== undefined ? recordFields(kernelBtf(), rec) : rec.fields;
+      const f = fields.find((x) => x.name === e.field);
       if (!f) {
         const what =
-          e.object.kind === 'BuiltinExpr' && e.object.name === 'args' ? `${this.unit!.expanded.name}` : t.name;
+          e.object.kind === 'BuiltinExpr' && e.object.name === 'args' ? `${this.unit!.expanded.name}` : rec.name;
         this.error(
           e.pos,
-          `Can't find field '${e.field}' in ${e.object.kind === 'BuiltinExpr' ? `args of ${what}` : what}`,
+          `Can't find field '${e.field}' in ${e.object.kind === 'BuiltinExpr' && e.object.name === 'args' ? `args of ${what}` : what}`,
+        );
+        return null;
+      }
+      if (f.type.kind === 'none' || (f.type.kind === 'array' && rec.btfId !== undefined)) {
+        this.error(
+          e.pos,
+          `Field '${e.field}' of ${rec.name} has a type bpfscope cannot read yet (${typeName(f.type)})`,
         );
         return null;
       }
@@ -900,6 +960,11 @@ export class Analyzer {
   private checkMapExists(m: MapExpr): void {
     if (!this.maps.has(m.name)) this.error(m.pos, `Undefined map: ${m.name === '' ? '@' : `@${m.name}`}`);
   }
+}
+
+/** Expressions that denote memory (a struct reached through a pointer), so `.field` reads from it. */
+function isLocation(e: Expr): boolean {
+  return (e.kind === 'UnaryExpr' && e.op === '*') || e.kind === 'FieldExpr';
 }
 
 function isSigned(t: SType): boolean {
