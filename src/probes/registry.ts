@@ -10,6 +10,7 @@ import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { IntervalProvider } from './interval.js';
 import { KprobeProvider } from './kprobe.js';
 import { ProfileProvider } from './profile.js';
+import { RawTracepointProvider } from './rawtracepoint.js';
 import { SpecialProvider } from './special.js';
 import { TracepointProvider } from './tracepoint.js';
 import type { ExpandedProbe, ProbeProvider } from './types.js';
@@ -34,7 +35,6 @@ export class UnsupportedProvider implements ProbeProvider {
 /** Known-but-unimplemented providers with bpftrace's aliases. */
 const STUBS: readonly (readonly string[])[] = [
   ['usdt', 'U'],
-  ['rawtracepoint', 'rt'],
   ['fentry', 'f', 'kfunc'],
   ['fexit', 'fr', 'kretfunc'],
   ['software', 's'],
@@ -51,6 +51,7 @@ const registered: ProbeProvider[] = [
   new ProfileProvider(),
   new KprobeProvider('kprobe'),
   new KprobeProvider('kretprobe'),
+  new RawTracepointProvider(),
   new UprobeProvider('uprobe'),
   new UprobeProvider('uretprobe'),
   ...STUBS.map((names) => new UnsupportedProvider(names)),

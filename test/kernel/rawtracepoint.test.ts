@@ -1,0 +1,35 @@
+/** rawtracepoint (tp_btf) probes: BTF-typed `args`, pointer fields, `argN`, listing, unknown names. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { runTool } from '../helpers/cli.js';
+import { workloadCommand } from '../helpers/workload.js';
+
+describe('rawtracepoint', () => {
+  it('counts a syscall through sys_enter with BTF argument names', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'rawtracepoint:sys_enter /pid == cpid && args.id == 110/ { @calls = count(); @regs[args.regs->ax == (uint64)-38] = count(); } rt:sys_exit /pid == cpid && arg1 == 110/ { }',
+      '-c',
+      workloadCommand('getppid', 5),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    // x86-64 enters syscalls with ax = -ENOSYS in pt_regs
+    assert.equal(r.stdout, '\n\n@calls: 5\n@regs[true]: 5\n');
+  });
+
+  it('lists arguments with -lv', async () => {
+    const r = await runTool('bpfscope', ['-lv', 'rawtracepoint:sched_switch']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(
+      r.stdout,
+      'rawtracepoint:sched_switch\n    bool preempt\n    struct task_struct * prev\n    struct task_struct * next\n    unsigned int prev_state\n',
+    );
+  });
+
+  it('suggests a close name for an unknown raw tracepoint', async () => {
+    const r = await runTool('bpfscope', ['-e', 'rawtracepoint:sched_swich { }']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /ERROR: Raw tracepoint not found: sched_swich\n/);
+    assert.match(r.stderr, /HINT: Did you mean rawtracepoint:sched_switch\?/);
+  });
+});
