@@ -28,4 +28,12 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'merge two folded profiles into differential flame graph input (FlameGraph difffolded.pl)',
     load: async () => (await import('../flame/commands/difffolded.js')).main,
   },
+  tools: {
+    summary: 'list the bcc tools bpfscope provides, one line each',
+    load: async () => (await import('../tools/catalog.js')).main,
+  },
+  syscount: {
+    summary: 'Summarize syscall counts and latencies.',
+    load: async () => (await import('../tools/syscount.js')).main,
+  },
 };

@@ -1,0 +1,42 @@
+/**
+ * The bcc tools bpfscope provides, with one line each (bcc's own description of the tool), for `bpfscope tools`.
+ * Each name is also registered in `cli/commands.ts`'s COMMANDS table with the same summary (a test checks it).
+ */
+export interface ToolInfo {
+  name: string;
+  summary: string;
+}
+
+export const TOOLS: readonly ToolInfo[] = [
+  { name: 'biolatency', summary: 'Summarize block device I/O latency as a histogram' },
+  { name: 'biosnoop', summary: 'Trace block I/O' },
+  { name: 'bitesize', summary: 'Summarize block I/O size as a histogram, by process name' },
+  { name: 'cpudist', summary: 'Summarize on- and off-CPU time per task as a histogram.' },
+  { name: 'hardirqs', summary: 'Summarize hard irq event time as histograms' },
+  { name: 'killsnoop', summary: 'Trace signals issued by the kill() syscall' },
+  { name: 'oomkill', summary: 'Trace the out-of-memory killer' },
+  { name: 'opensnoop', summary: 'Trace open() syscalls' },
+  { name: 'runqlat', summary: 'Summarize run queue (scheduler) latency as a histogram' },
+  { name: 'softirqs', summary: 'Summarize soft irq event time as histograms.' },
+  { name: 'statsnoop', summary: 'Trace stat() syscalls' },
+  { name: 'syncsnoop', summary: 'Trace sync() and related syscalls' },
+  { name: 'syscount', summary: 'Summarize syscall counts and latencies.' },
+];
+
+/** `bpfscope tools`: one line per tool, `NAME  SUMMARY` with the names padded to one column. */
+export function formatToolList(tools: readonly ToolInfo[] = TOOLS): string {
+  const width = Math.max(...tools.map((t) => t.name.length));
+  return tools.map((t) => `${t.name.padEnd(width)}  ${t.summary}\n`).join('');
+}
+
+/** Entry point of `bpfscope tools`. */
+export async function main(argv: string[]): Promise<number> {
+  if (argv.length && (argv[0] === '-h' || argv[0] === '--help')) {
+    process.stdout.write(
+      'usage: bpfscope tools\n\nList the bcc tools bpfscope provides; run one with bpfscope TOOL [-h].\n',
+    );
+    return 0;
+  }
+  process.stdout.write(formatToolList());
+  return 0;
+}

@@ -1,0 +1,32 @@
+/**
+ * Disk options shared by the block I/O tools: bcc's `-d DISK` (a device under /dev, turned into the kernel's
+ * dev_t encoding `major << 20 | minor` that block tracepoints report) and device-number → name lookups.
+ */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { devKey, readDiskNames } from './system.js';
+
+/** Major and minor numbers of a Linux `st_rdev` (glibc's gnu_dev_major/gnu_dev_minor). */
+export function majorMinor(rdev: number): { major: number; minor: number } {
+  const r = BigInt(rdev);
+  const major = Number(((r >> 8n) & 0xfffn) | ((r >> 32n) & ~0xfffn));
+  const minor = Number((r & 0xffn) | ((r >> 12n) & ~0xffn));
+  return { major, minor };
+}
+
+/** bcc's `-d DISK`: the kernel dev_t of `/dev/<disk>`, or null when that path does not exist. */
+export function diskDevT(disk: string): number | null {
+  try {
+    const st = statSync(join('/dev', disk));
+    const { major, minor } = majorMinor(st.rdev);
+    return major * 2 ** 20 + minor;
+  } catch {
+    return null;
+  }
+}
+
+/** A dev_t → disk name function over `/proc/diskstats` (read once), with `unknown` for devices not listed. */
+export function diskNamer(unknown: string): (dev: number) => string {
+  const names = readDiskNames();
+  return (dev: number) => names.get(devKey(dev)) ?? unknown;
+}

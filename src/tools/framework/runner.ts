@@ -1,0 +1,150 @@
+/**
+ * Running a tool's generated bpftrace program through the public runtime API (`runtime/tracer.ts`) with bcc's
+ * life cycle:
+ * 1. parse the options ({@link toolMain}: `-h` prints argparse's help and exits 0, a usage error prints
+ *    argparse's message and exits 2; `--ebpf` prints the generated program instead of running it);
+ * 2. compile, load and attach ({@link runProgram}); then the tool prints its header ("Tracing ... Hit Ctrl-C to
+ *    end.");
+ * 3. events stream to the tool's handler while the run lasts; interval tools get a tick every `interval`
+ *    seconds (and a last one at the end) to print and clear their maps;
+ * 4. the run ends on Ctrl-C (SIGINT) or SIGTERM, after `count` intervals, after `duration` seconds, when an
+ *    `--exec` command exits, or when stdout's reader goes away; the last tick prints what was gathered (as bcc's
+ *    tools do on Ctrl-C), every kernel object is released and the exit status is 0.
+ */
+import { BpfscopeError } from '../../errors.js';
+import { Tracer } from '../../runtime/tracer.js';
+import { ArgError, HelpRequested, type Parsed, type ParserSpec, parseArgs } from './argparse.js';
+import { type EventHandler, ToolOutput, ToolWriter } from './output.js';
+
+/** Longest timer Node supports (ms); longer intervals (bcc's default 99999999 s) mean "only at the end". */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export interface RunOptions {
+  /** Tool name: the program's source name in error messages. */
+  tool: string;
+  /** The generated bpftrace program. */
+  program: string;
+  writer: ToolWriter;
+  /** Events: `printf` records split into fields (see output.ts); `fieldCount` bounds the split. */
+  onEvent?: EventHandler;
+  fieldCount?: number;
+  /** Called once the probes are attached: print the header here. */
+  onStarted?: (tracer: Tracer) => void;
+  /** Print every `seconds` (null or absent: only at the end); stop after `count` prints. */
+  interval?: { seconds: number | null; count?: number | null };
+  /** Called at each interval and once at the end (`last`), while the maps still exist. */
+  onTick?: (tracer: Tracer, last: boolean) => void;
+  /** Stop after this many seconds (interval tools count it in whole intervals, as bcc's syscount does). */
+  durationSec?: number | null;
+  /** `--exec`: a shell command started stopped, traced from its first instruction; the run ends when it exits. */
+  command?: string;
+}
+
+function delay(ms: number, onTimer: (t: NodeJS.Timeout) => void): Promise<'tick'> {
+  return new Promise((resolve) => onTimer(setTimeout(() => resolve('tick'), ms)));
+}
+
+/**
+ * Compile, load and attach `opts.program`, run until one of the end conditions, and release everything.
+ * Resolves with the exit status (0). @throws CompileError, ProgramRejected, KernelError, BpfscopeError
+ */
+export async function runProgram(opts: RunOptions): Promise<number> {
+  const output = new ToolOutput(opts.writer);
+  if (opts.onEvent) output.onEvent(opts.onEvent, opts.fieldCount ?? 0);
+  let tracer: Tracer | undefined;
+  let brokenPipe = false;
+  opts.writer.onBrokenPipe(() => {
+    brokenPipe = true;
+    tracer?.stop();
+  });
+  tracer = await Tracer.start({
+    source: { name: opts.tool, text: opts.program },
+    output,
+    quiet: true,
+    printMapsAtExit: false,
+    handleSignals: true,
+    ...(opts.command !== undefined ? { command: opts.command } : {}),
+  });
+  try {
+    opts.onStarted?.(tracer);
+    opts.writer.flush();
+    let stopped = false;
+    const stop = tracer.wait().then(() => {
+      stopped = true;
+      return 'stop' as const;
+    });
+    const seconds = opts.interval?.seconds ?? null;
+    const ms = seconds !== null ? seconds * 1000 : Number.POSITIVE_INFINITY;
+    const durationMs = opts.durationSec ? opts.durationSec * 1000 : Number.POSITIVE_INFINITY;
+    let elapsedMs = 0;
+    let ticks = 0;
+    for (;;) {
+      // Without ticks, the duration is one long interval.
+      const wait = Math.min(ms, opts.onTick ? ms : durationMs);
+      let timer: NodeJS.Timeout | undefined;
+      const why = await Promise.race([
+        stop,
+        ...(wait <= MAX_TIMER_MS
+          ? [
+              delay(wait, (t) => {
+                timer = t;
+              }),
+            ]
+          : []),
+      ]);
+      if (timer) clearTimeout(timer);
+      if (why === 'tick') {
+        elapsedMs += wait;
+        ticks++;
+      }
+      const count = opts.interval?.count ?? null;
+      const last = stopped || (count !== null && ticks >= count) || elapsedMs >= durationMs;
+      if (last) tracer.stop();
+      if (opts.onTick && !brokenPipe) opts.onTick(tracer, last);
+      opts.writer.flush();
+      if (last) break;
+    }
+    tracer.finish();
+    opts.writer.flush();
+    return 0;
+  } finally {
+    tracer.close();
+  }
+}
+
+/**
+ * Parse `argv` with `spec` and run `body` with the parsed options: `-h` prints the help (exit 0), a usage error
+ * prints argparse's two lines to stderr (exit 2), `--ebpf` (hidden, as in bcc) is handled by the tool.
+ */
+export async function toolMain(
+  spec: ParserSpec,
+  argv: string[],
+  body: (args: Parsed, writer: ToolWriter) => Promise<number>,
+): Promise<number> {
+  const writer = new ToolWriter();
+  let args: Parsed;
+  try {
+    args = parseArgs(spec, argv);
+  } catch (e) {
+    if (e instanceof HelpRequested) {
+      writer.write(e.help);
+      writer.flush();
+      return 0;
+    }
+    if (e instanceof ArgError) {
+      writer.err.write(e.text());
+      return 2;
+    }
+    throw e;
+  }
+  try {
+    return await body(args, writer);
+  } finally {
+    writer.flush();
+  }
+}
+
+/** A flag or value this implementation cannot honour: one sentence saying why. */
+export function unsupported(message: string): BpfscopeError {
+  return new BpfscopeError(message);
+}

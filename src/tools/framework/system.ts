@@ -1,0 +1,141 @@
+/**
+ * Facts about the running system that bcc's tools read in user space: system call and errno names, disk names
+ * by device number (`/proc/diskstats`), a process's comm (`/proc/PID/comm`), `pid_max`, the load averages, local
+ * time stamps, and whether a tracepoint exists.
+ */
+import { readFileSync } from 'node:fs';
+import { arch } from 'node:os';
+import { systemTracefs } from '../../kernel/tracefs.js';
+import { ERRNO } from '../data/errno.js';
+import { SYSCALLS_AARCH64, SYSCALLS_X86_64 } from '../data/syscalls.js';
+
+/** System call table of this machine's architecture (x86-64 or aarch64; others get an empty table). */
+export function syscallTable(machine: string = arch()): Readonly<Record<number, string>> {
+  if (machine === 'x64') return SYSCALLS_X86_64;
+  if (machine === 'arm64') return SYSCALLS_AARCH64;
+  return {};
+}
+
+/** bcc's `syscall_name(nr)`: the name, or `[unknown: N]`. */
+export function syscallName(nr: number | bigint, table = syscallTable()): string {
+  return table[Number(nr)] ?? `[unknown: ${nr}]`;
+}
+
+/** The number of system call `name`, or undefined. */
+export function syscallNumber(name: string, table = syscallTable()): number | undefined {
+  for (const [nr, n] of Object.entries(table)) if (n === name) return Number(nr);
+  return undefined;
+}
+
+/**
+ * syscount's `handle_errno`: a number (sign ignored) or an errno name (`ENOENT`). Returns the positive errno, or
+ * undefined when the name is unknown.
+ */
+export function parseErrno(text: string): number | undefined {
+  const t = text.trim();
+  if (/^[+-]?\d+$/.test(t)) return Math.abs(Number(t));
+  return ERRNO[t];
+}
+
+/** Kernel-internal dev_t (`major << 20 | minor`, what block tracepoints report) → `major,minor`. */
+export function devKey(dev: number): string {
+  return `${Math.floor(dev / 2 ** 20)},${dev % 2 ** 20}`;
+}
+
+/**
+ * bcc's disk lookup: `/proc/diskstats` lines → map from `major,minor` to the device name (read once per run, as
+ * bcc does at start-up).
+ */
+export function readDiskNames(path = '/proc/diskstats'): Map<string, string> {
+  const out = new Map<string, string>();
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 3) out.set(`${f[0]},${f[1]}`, f[2]!);
+  }
+  return out;
+}
+
+/** The raw contents of `/proc/PID/comm` (with its trailing newline), or null when the process is gone. */
+export function readComm(pid: number): string | null {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** `/proc/sys/kernel/pid_max` as text without the newline (bcc sizes PID columns by its length), or null. */
+export function pidMaxText(): string | null {
+  try {
+    return readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim();
+  } catch {
+    return null;
+  }
+}
+
+/** `/proc/loadavg` without its trailing newline. */
+export function loadAvg(): string {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').trimEnd();
+  } catch {
+    return '';
+  }
+}
+
+/** Number of online CPUs the kernel reports (`/sys/devices/system/cpu/online`), at least 1. */
+export function onlineCpus(): number {
+  try {
+    let n = 0;
+    for (const part of readFileSync('/sys/devices/system/cpu/online', 'utf8').trim().split(',')) {
+      const [a, b] = part.split('-').map(Number);
+      n += b !== undefined ? b - a! + 1 : 1;
+    }
+    return Math.max(1, n);
+  } catch {
+    return 1;
+  }
+}
+
+/** Whether tracepoint `category:event` exists (tracefs is located or mounted as the probes need). */
+export function tracepointExists(category: string, event: string): boolean {
+  try {
+    return systemTracefs().hasEvent(category, event);
+  } catch {
+    return false;
+  }
+}
+
+function two(n: number): string {
+  return n < 10 ? `0${n}` : String(n);
+}
+
+/** Python's `strftime("%H:%M:%S")` (local time). */
+export function clockTime(d: Date = new Date()): string {
+  return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
+/** Python's `strftime("%Y-%m-%d %H:%M:%S")` (local time). */
+export function dateTime(d: Date = new Date()): string {
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${clockTime(d)}`;
+}
+
+/** Quote `words` for `/bin/sh` (for `--exec CMD ARGS...`). */
+export function shellQuote(words: string[]): string {
+  return words.map((w) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
+
+/** The kernel's page size in kB (the first `KernelPageSize:` of /proc/self/smaps; 4 when unreadable). */
+export function pageSizeKb(): number {
+  try {
+    const m = /^KernelPageSize:\s+(\d+) kB/m.exec(readFileSync('/proc/self/smaps', 'utf8'));
+    return m ? Number(m[1]) : 4;
+  } catch {
+    return 4;
+  }
+}
