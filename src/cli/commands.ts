@@ -36,4 +36,8 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Summarize syscall counts and latencies.',
     load: async () => (await import('../tools/syscount.js')).main,
   },
+  opensnoop: {
+    summary: 'Trace open() syscalls',
+    load: async () => (await import('../tools/opensnoop.js')).main,
+  },
 };
