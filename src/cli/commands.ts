@@ -40,4 +40,16 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Trace open() syscalls',
     load: async () => (await import('../tools/opensnoop.js')).main,
   },
+  killsnoop: {
+    summary: 'Trace signals issued by the kill() syscall',
+    load: async () => (await import('../tools/killsnoop.js')).main,
+  },
+  statsnoop: {
+    summary: 'Trace stat() syscalls',
+    load: async () => (await import('../tools/statsnoop.js')).main,
+  },
+  syncsnoop: {
+    summary: 'Trace sync() and related syscalls',
+    load: async () => (await import('../tools/syncsnoop.js')).main,
+  },
 };
