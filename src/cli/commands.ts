@@ -52,4 +52,16 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Trace sync() and related syscalls',
     load: async () => (await import('../tools/syncsnoop.js')).main,
   },
+  biolatency: {
+    summary: 'Summarize block device I/O latency as a histogram',
+    load: async () => (await import('../tools/biolatency.js')).main,
+  },
+  biosnoop: {
+    summary: 'Trace block I/O',
+    load: async () => (await import('../tools/biosnoop.js')).main,
+  },
+  bitesize: {
+    summary: 'Summarize block I/O size as a histogram, by process name',
+    load: async () => (await import('../tools/bitesize.js')).main,
+  },
 };

@@ -6,7 +6,17 @@
  * `dist/` (npm test), `src/cli/main.ts` through tsx when it runs from source (`npx tsx --test`).
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -227,4 +237,36 @@ export function createMemoryCgroup(limitMb: number): MemoryCgroup {
 /** Directory for temporary files of a test (under the OS temp dir). */
 export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'bpfscope-tools-'));
+}
+
+/**
+ * Number of BPF links process `pid` holds (fds whose target is `anon_inode:bpf_link`: one per attached probe
+ * here). Note: the kernel names the inode `bpf_link`, with an underscore, unlike `bpf-prog` and `bpf-map`.
+ */
+export function linkCount(pid: number): number {
+  let n = 0;
+  let fds: string[] = [];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return 0;
+  }
+  for (const fd of fds) {
+    try {
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`) === 'anon_inode:bpf_link') n++;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return n;
+}
+
+/** Wait until process `pid` holds at least `n` BPF links (its probes are attached); false after `ms`. */
+export async function waitForLinks(pid: number, n: number, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (linkCount(pid) >= n) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
 }
