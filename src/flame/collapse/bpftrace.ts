@@ -63,11 +63,11 @@ export class BpftraceCollapser implements StackCollapser {
     }
   }
 
-  *finish(): Generator<string> {
+  *finish(): Generator<Uint8Array> {
     this.endFile();
     const out = this.out;
     this.out = [];
-    for (let i = 0; i < out.length; i += 4096) yield out.slice(i, i + 4096).join('');
+    for (let i = 0; i < out.length; i += 4096) yield Buffer.from(out.slice(i, i + 4096).join(''), 'latin1');
   }
 
   private line(line: string): void {

@@ -1,7 +1,7 @@
 /**
  * An open-addressing hash table keyed by byte ranges of the input, for collapsers that see the same line text
  * (a frame's symbol and DSO) millions of times: a hit costs one hash of the bytes and one exact comparison, read
- * four bytes at a time, and allocates nothing. Each entry holds a mode number, a list of int32 ids, and two
+ * four bytes at a time, and allocates nothing. Each entry holds a mode number, a list of int32 ids, and four
  * "successors" (entry and hash) the caller may use to predict the next key: stack lines repeat in the same order.
  *
  * Layout is chosen for cache misses, which dominate on large inputs: an entry is one record in one buffer, header,
@@ -10,12 +10,12 @@
  *
  * Record at int32 index e of `words`:
  *   e+0 hash, e+1 key length in bytes, e+2 mode, e+3 id count n,
- *   e+4 successor A, e+5 its hash, e+6 successor B, e+7 its hash (entries; -1: none),
- *   e+8 .. e+8+n-1 ids, then the key bytes (padded to 4).
+ *   e+4 .. e+11 four successors, most recent first, as (entry, hash) pairs (-1: none),
+ *   e+12 .. e+12+n-1 ids, then the key bytes (padded to 4).
  */
 
 const K1 = 0x01000193;
-const HEADER = 8;
+const HEADER = 12;
 
 /**
  * Hash of bytes [start, end) of `dv` (FNV-style over 32-bit words, then a final mix), 30 bits: small integers
@@ -38,6 +38,7 @@ export class ByteTable {
   /** The records as int32s (read ids from here: `words[idsStart(e) + k]`). */
   words = new Int32Array(this.buffer);
   private view = new DataView(this.buffer);
+  private bytes = new Uint8Array(this.buffer);
   private used = 0; // in int32s
   private count = 0;
   /** Free for the caller: the entry predicted at the start of a sequence (-1: none), and its hash. */
@@ -97,16 +98,14 @@ export class ByteTable {
    */
   successor(e: number, h: number, dv: DataView, start: number, end: number): number {
     const w = this.words;
-    if (w[e + 5] === h && this.matches(w[e + 4]!, dv, start, end)) return w[e + 4]!;
-    if (w[e + 7] === h && this.matches(w[e + 6]!, dv, start, end)) return w[e + 6]!;
+    for (let k = e + 5; k < e + 12; k += 2) if (w[k] === h && this.matches(w[k - 1]!, dv, start, end)) return w[k - 1]!;
     return -1;
   }
 
-  /** Records `next` (hash `h`) as the most recent successor of `e`; the older one of two is kept, the oldest dropped. */
+  /** Records `next` (hash `h`) as the most recent successor of `e`; the oldest of four is dropped. */
   addSuccessor(e: number, next: number, h: number): void {
     const w = this.words;
-    w[e + 6] = w[e + 4]!;
-    w[e + 7] = w[e + 5]!;
+    w.copyWithin(e + 6, e + 4, e + 10);
     w[e + 4] = next;
     w[e + 5] = h;
   }
@@ -121,6 +120,7 @@ export class ByteTable {
       this.buffer = bigger;
       this.words = new Int32Array(bigger);
       this.view = new DataView(bigger);
+      this.bytes = new Uint8Array(bigger);
     }
     const e = this.used;
     const w = this.words;
@@ -128,12 +128,10 @@ export class ByteTable {
     w[e + 1] = len;
     w[e + 2] = mode;
     w[e + 3] = ids.length;
-    w[e + 4] = -1;
-    w[e + 5] = -1;
-    w[e + 6] = -1;
-    w[e + 7] = -1;
+    w.fill(-1, e + 4, e + 12);
+    // Native copies: this runs once per distinct key, too rarely for a JavaScript loop to get optimized.
     w.set(ids, e + HEADER);
-    new Uint8Array(this.buffer).set(src.subarray(start, end), (e + HEADER + ids.length) << 2);
+    this.bytes.set(src.subarray(start, end), (e + HEADER + ids.length) << 2);
     this.used += size;
     this.count++;
     if (this.count * 2 > this.slots.length) this.rehash();

@@ -5,25 +5,27 @@
  * Folded stacks are FlameGraph's interchange format: one line per distinct stack, frames from root to leaf joined
  * by ";", then a space and the count ("java;start_thread;run;work 42").
  *
- * Input is bytes, and output text is a latin1 JavaScript string (one character per byte), so that arbitrary bytes,
- * valid UTF-8 or not, pass through unchanged and sort in byte order as the Perl scripts do; encode the result with
- * `Buffer.from(text, 'latin1')`.
+ * Input and output are bytes, so that arbitrary bytes, valid UTF-8 or not, pass through unchanged and sort in byte
+ * order as the Perl scripts do.
  */
 export interface StackCollapser {
   /** Feeds the next piece of input; pieces may split lines anywhere. The bytes are not kept after the call. */
   push(chunk: Uint8Array): void;
   /** Marks the end of one input file (a last line without "\n" ends there, as with Perl's `<>`). */
   endFile(): void;
-  /** Ends the input; yields the folded stacks as text (latin1), in pieces of whole lines ending in "\n". */
-  finish(): Iterable<string>;
+  /** Ends the input; yields the folded stacks as bytes, in pieces of whole lines ending in "\n". */
+  finish(): Iterable<Uint8Array>;
 }
 
 /** Receives the warnings a collapser would print to stderr (one line each, without "\n"). */
 export type WarnFn = (message: string) => void;
 
-/** Collapses a whole input held in memory (a string is taken as latin1: one byte per character). */
+/**
+ * Collapses a whole input held in memory; input and output strings are latin1 (one character per byte), so
+ * `Buffer.from(result, 'latin1')` gives the exact output bytes.
+ */
 export function collapseText(collapser: StackCollapser, input: string | Uint8Array): string {
   collapser.push(typeof input === 'string' ? Buffer.from(input, 'latin1') : input);
   collapser.endFile();
-  return [...collapser.finish()].join('');
+  return Buffer.concat([...collapser.finish()]).toString('latin1');
 }

@@ -156,7 +156,7 @@ export class PerfCollapser implements StackCollapser {
     }
   }
 
-  *finish(): Generator<string> {
+  *finish(): Generator<Uint8Array> {
     this.endFile();
     yield* this.stacks.lines();
   }

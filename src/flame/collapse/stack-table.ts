@@ -1,8 +1,11 @@
 /**
  * Counting distinct stacks for collapsers: a stack is a sequence of interned ids (a process name, then frames in
- * any fixed order the collapser chooses), hashed into a table with its summed count. At the end the stacks come out
- * as folded lines in byte order of their text, without building all the texts first (the texts of a large profile
- * are tens of MB; the ids are a fraction of that).
+ * a fixed order the collapser chooses), hashed into a table with its summed count. At the end the stacks come out
+ * as folded lines ("text count\n", bytes) in byte order of their text, without building the texts as strings (the
+ * texts of a large profile are tens of MB; the ids a fraction of that).
+ *
+ * All sequences live in one Int32Array arena and per-stack data in typed arrays, so that lookups, sorting and
+ * output walk contiguous memory instead of thousands of small objects.
  *
  * Counts follow Perl's arithmetic as stackcollapse-perf.pl prints it: exact integers below 2^64, doubles above.
  */
@@ -10,6 +13,8 @@ import { perlNum } from '../perl.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const TWO_64 = 1n << 64n;
+/** Separator between frames in folded text. */
+const SEMI = 0x3b;
 
 /** Interned strings: equal strings get the same id (ids are indexes into `names`). */
 export class Interner {
@@ -28,25 +33,20 @@ export class Interner {
   }
 }
 
-class StackEntry {
-  big: bigint | null = null;
-  next: StackEntry | null = null;
-  constructor(
-    /** The tokens of the text in printed order (the process name, then frames from the root). */
-    readonly ids: Int32Array,
-    public count: number,
-  ) {}
-}
-
-/** Separator between frames in folded text. */
-const SEMI = 0x3b;
-
 /**
- * Distinct stacks and their counts. `reversed`: the frame ids after the first are stored leaf first (as perf
- * prints them) and printed in reverse.
+ * Distinct stacks and their counts. `reversed`: the frame ids after the first are given leaf first (as perf prints
+ * them) and printed in reverse. Stacks are stored in printed order.
  */
 export class StackTable {
-  private readonly buckets = new Map<number, StackEntry>();
+  private arena = new Int32Array(1 << 16);
+  private arenaLen = 0;
+  private off = new Int32Array(1 << 10);
+  private len = new Int32Array(1 << 10);
+  private hash = new Int32Array(1 << 10);
+  private count = new Float64Array(1 << 10);
+  /** Counts beyond 2^53, by stack. */
+  private readonly big = new Map<number, bigint>();
+  private slots = new Int32Array(1 << 11).fill(-1);
   private size = 0;
 
   constructor(
@@ -62,202 +62,291 @@ export class StackTable {
   /**
    * Adds `count` (or `big`, when the count does not fit a double exactly) to the stack `first, ids[0..len)`.
    */
-  add(first: number, ids: Int32Array, len: number, count: number, big: bigint | null): void {
+  add(first: number, ids: Int32Array, n: number, count: number, big: bigint | null): void {
     let h = Math.imul(first + 1, 0x9e3779b1);
-    for (let i = 0; i < len; i++) {
+    for (let i = 0; i < n; i++) {
       h = Math.imul(h ^ ids[i]!, 0x01000193);
       h ^= h >>> 15;
     }
-    h &= 0x3fffffff; // a small integer: Map keys stay unboxed
-    const head = this.buckets.get(h);
+    h &= 0x3fffffff;
+    const slots = this.slots;
+    const mask = slots.length - 1;
+    const arena = this.arena;
     const rev = this.reversed;
-    for (let e: StackEntry | undefined | null = head; e; e = e.next) {
-      const eids = e.ids;
-      if (eids.length !== len + 1 || eids[0] !== first) continue;
-      let i = 0;
-      if (rev) while (i < len && eids[len - i] === ids[i]) i++;
-      else while (i < len && eids[i + 1] === ids[i]) i++;
-      if (i < len) continue;
-      if (big === null && e.big === null && e.count + count <= MAX_SAFE) e.count += count;
-      else e.big = (e.big ?? BigInt(e.count)) + (big ?? BigInt(count));
-      return;
+    let s = h & mask;
+    for (;;) {
+      const e = slots[s]!;
+      if (e < 0) break;
+      if (this.hash[e] === h && this.len[e] === n + 1) {
+        const o = this.off[e]!;
+        if (arena[o] === first) {
+          let i = 0;
+          if (rev) while (i < n && arena[o + n - i] === ids[i]) i++;
+          else while (i < n && arena[o + 1 + i] === ids[i]) i++;
+          if (i === n) {
+            this.addCount(e, count, big);
+            return;
+          }
+        }
+      }
+      s = (s + 1) & mask;
     }
-    const stored = new Int32Array(len + 1);
-    stored[0] = first;
-    if (rev) for (let i = 0; i < len; i++) stored[len - i] = ids[i]!;
-    else for (let i = 0; i < len; i++) stored[i + 1] = ids[i]!;
-    const fresh = new StackEntry(stored, count);
-    fresh.big = big;
-    this.size++;
-    if (head) {
-      fresh.next = head.next;
-      head.next = fresh;
+    const e = this.size++;
+    if (e === this.off.length) this.growEntries();
+    if (this.arenaLen + n + 1 > this.arena.length) {
+      const bigger = new Int32Array(Math.max(this.arena.length * 2, this.arenaLen + n + 1));
+      bigger.set(this.arena.subarray(0, this.arenaLen));
+      this.arena = bigger;
+    }
+    const a = this.arena;
+    const o = this.arenaLen;
+    a[o] = first;
+    if (rev) for (let i = 0; i < n; i++) a[o + n - i] = ids[i]!;
+    else for (let i = 0; i < n; i++) a[o + 1 + i] = ids[i]!;
+    this.arenaLen += n + 1;
+    this.off[e] = o;
+    this.len[e] = n + 1;
+    this.hash[e] = h;
+    this.count[e] = 0;
+    this.addCount(e, count, big);
+    if (this.size * 2 > slots.length) this.rehash();
+    else slots[s] = e;
+  }
+
+  private addCount(e: number, count: number, big: bigint | null): void {
+    const prev = this.big.get(e);
+    if (big === null && prev === undefined && this.count[e]! + count <= MAX_SAFE) {
+      this.count[e] = this.count[e]! + count;
     } else {
-      this.buckets.set(h, fresh);
+      this.big.set(e, (prev ?? BigInt(this.count[e]!)) + (big ?? BigInt(count)));
     }
+  }
+
+  private growEntries(): void {
+    const n = this.off.length * 2;
+    const g32 = (a: Int32Array): Int32Array<ArrayBuffer> => {
+      const b = new Int32Array(n);
+      b.set(a);
+      return b;
+    };
+    this.off = g32(this.off);
+    this.len = g32(this.len);
+    this.hash = g32(this.hash);
+    const c = new Float64Array(n);
+    c.set(this.count);
+    this.count = c;
+  }
+
+  private rehash(): void {
+    const slots = new Int32Array(this.slots.length * 2).fill(-1);
+    const mask = slots.length - 1;
+    for (let e = 0; e < this.size; e++) {
+      let s = this.hash[e]! & mask;
+      while (slots[s]! >= 0) s = (s + 1) & mask;
+      slots[s] = e;
+    }
+    this.slots = slots;
+  }
+
+  private countText(e: number): string {
+    const b = this.big.get(e);
+    if (b === undefined) return String(this.count[e]!);
+    return b >= TWO_64 ? perlNum(Number(b)) : b.toString();
   }
 
   /**
-   * The folded lines ("text count\n") in byte order of the text, in pieces of about `pieceChars` characters.
+   * The folded lines ("text count\n") in byte order of the text, as latin1 bytes in pieces of about `pieceBytes`.
    * Stacks whose texts coincide (possible only when a name contains ";") are merged, as a Perl hash keyed by the
    * text would.
    */
-  *lines(pieceChars = 1 << 20): Generator<string> {
-    const entries: StackEntry[] = [];
-    for (const head of this.buckets.values()) for (let e: StackEntry | null = head; e; e = e.next) entries.push(e);
+  *lines(pieceBytes = 1 << 20): Generator<Buffer> {
     const names = this.names;
     if (names.some((n) => n.includes(';'))) {
-      // Rare: texts are not a function of the token sequence alone; compare real texts and merge equal ones.
-      const byText = new Map<string, StackEntry>();
-      for (const e of entries) {
-        const text = this.text(e);
-        const prev = byText.get(text);
-        if (prev) {
-          prev.big = addBig(prev, e);
-          prev.count = 0;
-        } else byText.set(text, e);
-      }
-      const texts = [...byText.keys()].sort();
-      let piece: string[] = [];
-      let chars = 0;
-      for (const text of texts) {
-        const line = `${text} ${formatCount(byText.get(text)!)}\n`;
-        piece.push(line);
-        chars += line.length;
-        if (chars >= pieceChars) {
-          yield piece.join('');
-          piece = [];
-          chars = 0;
-        }
-      }
-      if (piece.length) yield piece.join('');
+      yield* this.linesByText(pieceBytes);
       return;
     }
-    const order = sortStacks(entries, names);
-    // Sorted texts share long prefixes: each line extends the previous line's prefix strings.
-    const prefix: string[] = [''];
-    let prevIds: Int32Array | null = null;
-    let piece: string[] = [];
-    let chars = 0;
-    for (const e of order) {
-      const ids = e.ids;
-      let c = 0;
-      if (prevIds) {
-        const n = Math.min(ids.length, prevIds.length);
-        while (c < n && ids[c] === prevIds[c]) c++;
-      }
-      for (let k = c; k < ids.length; k++) prefix[k + 1] = k === 0 ? names[ids[0]!]! : `${prefix[k]};${names[ids[k]!]}`;
-      prevIds = ids;
-      const line = `${prefix[ids.length]} ${formatCount(e)}\n`;
-      piece.push(line);
-      chars += line.length;
-      if (chars >= pieceChars) {
-        yield piece.join('');
-        piece = [];
-        chars = 0;
-      }
+    // Names as bytes, in one arena.
+    let total = 0;
+    for (const n of names) total += n.length;
+    const nameBytes = Buffer.allocUnsafe(total);
+    const nameOff = new Int32Array(names.length + 1);
+    for (let i = 0, at = 0; i < names.length; i++) {
+      nameOff[i] = at;
+      at += nameBytes.write(names[i]!, at, 'latin1');
+      nameOff[i + 1] = at;
     }
-    if (piece.length) yield piece.join('');
+    const order = this.sortedEntries();
+    const arena = this.arena;
+    // Sorted texts share long prefixes: a line starts as a copy of the previous line's shared part.
+    const prefixBytes = [0]; // prefixBytes[k]: length of the text of the first k tokens
+    let chunk = Buffer.allocUnsafe(pieceBytes);
+    let pos = 0;
+    let prevStart = -1; // start of the previous line in `chunk`, -1 when it is not there
+    let prevChunk: Buffer | null = null;
+    let prevLineStart = 0;
+    let prevOff = 0;
+    let prevLen = 0;
+    for (let r = 0; r < order.length; r++) {
+      const e = order[r]!;
+      const o = this.off[e]!;
+      const n = this.len[e]!;
+      let c = 0;
+      if (r > 0) {
+        const m = n < prevLen ? n : prevLen;
+        while (c < m && arena[o + c] === arena[prevOff + c]) c++;
+      }
+      const countText = this.countText(e);
+      let need = prefixBytes[c]! + countText.length + 2;
+      for (let k = c; k < n; k++) need += (k > 0 ? 1 : 0) + nameOff[arena[o + k]! + 1]! - nameOff[arena[o + k]!]!;
+      if (pos + need > chunk.length) {
+        if (pos > 0) yield chunk.subarray(0, pos);
+        prevChunk = chunk;
+        prevLineStart = prevStart;
+        chunk = Buffer.allocUnsafe(Math.max(pieceBytes, need));
+        pos = 0;
+        prevStart = -1;
+      }
+      const start = pos;
+      if (c > 0) {
+        if (prevStart >= 0) chunk.copyWithin(pos, prevStart, prevStart + prefixBytes[c]!);
+        else prevChunk!.copy(chunk, pos, prevLineStart, prevLineStart + prefixBytes[c]!);
+        pos += prefixBytes[c]!;
+      }
+      for (let k = c; k < n; k++) {
+        if (k > 0) chunk[pos++] = SEMI;
+        const id = arena[o + k]!;
+        for (let b = nameOff[id]!, stop = nameOff[id + 1]!; b < stop; b++) chunk[pos++] = nameBytes[b]!;
+        prefixBytes[k + 1] = pos - start;
+      }
+      chunk[pos++] = 0x20;
+      for (let i = 0; i < countText.length; i++) chunk[pos++] = countText.charCodeAt(i);
+      chunk[pos++] = 0x0a;
+      prevStart = start;
+      prevOff = o;
+      prevLen = n;
+    }
+    if (pos > 0) yield chunk.subarray(0, pos);
   }
 
-  private text(e: StackEntry): string {
-    const ids = e.ids;
-    const names = this.names;
-    const parts: string[] = new Array(ids.length);
-    for (let i = 0; i < ids.length; i++) parts[i] = names[ids[i]!]!;
+  private text(e: number): string {
+    const o = this.off[e]!;
+    const parts: string[] = new Array(this.len[e]!);
+    for (let i = 0; i < parts.length; i++) parts[i] = this.names[this.arena[o + i]!]!;
     return parts.join(';');
+  }
+
+  /** Rare case: texts are not a function of the token sequence alone; compare real texts, merge equal ones. */
+  private *linesByText(pieceBytes: number): Generator<Buffer> {
+    const byText = new Map<string, number>();
+    for (let e = 0; e < this.size; e++) {
+      const text = this.text(e);
+      const prev = byText.get(text);
+      if (prev === undefined) {
+        byText.set(text, e);
+      } else {
+        const sum = (this.big.get(prev) ?? BigInt(this.count[prev]!)) + (this.big.get(e) ?? BigInt(this.count[e]!));
+        this.big.set(prev, sum);
+      }
+    }
+    let piece: string[] = [];
+    let bytes = 0;
+    for (const text of [...byText.keys()].sort()) {
+      const line = `${text} ${this.countText(byText.get(text)!)}\n`;
+      piece.push(line);
+      bytes += line.length;
+      if (bytes >= pieceBytes) {
+        yield Buffer.from(piece.join(''), 'latin1');
+        piece = [];
+        bytes = 0;
+      }
+    }
+    if (piece.length) yield Buffer.from(piece.join(''), 'latin1');
+  }
+
+  /**
+   * Stack numbers in byte order of their texts "t0;t1;...;tn", given that no token contains ";": a multikey
+   * quicksort over token positions, so that shared leading tokens are looked at once per group instead of once
+   * per comparison, and equal tokens (same id) compare without touching their strings.
+   */
+  private sortedEntries(): Int32Array {
+    const names = this.names;
+    const arena = this.arena;
+    const off = this.off;
+    const len = this.len;
+    const idx = new Int32Array(this.size);
+    for (let i = 0; i < idx.length; i++) idx[i] = i;
+    /** Token at position d of stack e, encoded: -1 past the end, 2*id for a last token, 2*id+1 for "id;". */
+    const key = (e: number, d: number): number => {
+      const n = len[e]!;
+      return d < n - 1 ? 2 * arena[off[e]! + d]! + 1 : d === n - 1 ? 2 * arena[off[e]! + d]! : -1;
+    };
+    const compareFrom = (a: number, b: number, d: number): number => {
+      for (;;) {
+        const ka = key(a, d);
+        const kb = key(b, d);
+        if (ka !== kb) return compareTokens(ka, kb, names);
+        if (ka === -1) return 0;
+        d++;
+      }
+    };
+    const sort = (lo: number, hi: number, d: number): void => {
+      while (hi - lo > 1) {
+        if (hi - lo <= 12) {
+          for (let i = lo + 1; i < hi; i++) {
+            const v = idx[i]!;
+            let j = i;
+            while (j > lo && compareFrom(idx[j - 1]!, v, d) > 0) {
+              idx[j] = idx[j - 1]!;
+              j--;
+            }
+            idx[j] = v;
+          }
+          return;
+        }
+        const pivot = key(idx[(lo + hi) >> 1]!, d);
+        let lt = lo;
+        let gt = hi;
+        let i = lo;
+        while (i < gt) {
+          const k = key(idx[i]!, d);
+          const c = k === pivot ? 0 : compareTokens(k, pivot, names);
+          if (c < 0) {
+            const t = idx[lt]!;
+            idx[lt++] = idx[i]!;
+            idx[i++] = t;
+          } else if (c > 0) {
+            const t = idx[--gt]!;
+            idx[gt] = idx[i]!;
+            idx[i] = t;
+          } else i++;
+        }
+        sort(lo, lt, d);
+        sort(gt, hi, d);
+        if (pivot === -1) return; // stacks that ended here are equal
+        lo = lt;
+        hi = gt;
+        d++;
+      }
+    };
+    sort(0, idx.length, 0);
+    return idx;
   }
 }
 
 /**
- * Sorts stacks in byte order of their texts "t0;t1;...;tn", given that no token contains ";" (multikey quicksort on
- * token ranks: each token position is compared once per group instead of once per comparison).
- *
- * A token's rank is its place among all strings "name;" (a token followed by more) and "name" (the last token):
- * comparing two texts at their first differing token is comparing these strings, because neither can be a proper
- * prefix of the other except "x" of "x;..." or of "xy...", where the text that ends first sorts first, as it
- * does in byte order.
+ * Byte order of two different encoded tokens (see sortedEntries' key): the texts compare as the strings "name"
+ * (last token) or "name;" (more follow), and the end of a text sorts first. Neither string can be a proper prefix
+ * of the other except "x" of "x;" or of "xy...", where the shorter text sorts first, as in byte order.
  */
-function sortStacks(entries: StackEntry[], names: string[]): StackEntry[] {
-  const n = names.length;
-  const variants: string[] = new Array(2 * n);
-  for (let i = 0; i < n; i++) {
-    variants[2 * i] = `${names[i]};`;
-    variants[2 * i + 1] = names[i]!;
-  }
-  // Names are distinct and hold no ";", so all variants are distinct: rank them by a native string sort.
-  const rankOf = new Map<string, number>();
-  variants.sort().forEach((v, r) => rankOf.set(v, r));
-  const rankMore = new Int32Array(n);
-  const rankLast = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    rankMore[i] = rankOf.get(`${names[i]};`)!;
-    rankLast[i] = rankOf.get(names[i]!)!;
-  }
-  const seqs = entries.map((e) => e.ids);
-  const idx = new Int32Array(entries.length);
-  for (let i = 0; i < idx.length; i++) idx[i] = i;
-  /** Key of sequence i at token position d: -1 past its end. */
-  const key = (i: number, d: number): number => {
-    const s = seqs[i]!;
-    return d < s.length - 1 ? rankMore[s[d]!]! : d === s.length - 1 ? rankLast[s[d]!]! : -1;
-  };
-  const compareFrom = (a: number, b: number, d: number): number => {
-    for (;;) {
-      const ka = key(a, d);
-      const kb = key(b, d);
-      if (ka !== kb || ka === -1) return ka - kb;
-      d++;
-    }
-  };
-  const sort = (lo: number, hi: number, d: number): void => {
-    while (hi - lo > 1) {
-      if (hi - lo <= 12) {
-        for (let i = lo + 1; i < hi; i++) {
-          const v = idx[i]!;
-          let j = i;
-          while (j > lo && compareFrom(idx[j - 1]!, v, d) > 0) {
-            idx[j] = idx[j - 1]!;
-            j--;
-          }
-          idx[j] = v;
-        }
-        return;
-      }
-      const pivot = key(idx[(lo + hi) >> 1]!, d);
-      let lt = lo;
-      let gt = hi;
-      let i = lo;
-      while (i < gt) {
-        const k = key(idx[i]!, d);
-        if (k < pivot) {
-          const t = idx[lt]!;
-          idx[lt++] = idx[i]!;
-          idx[i++] = t;
-        } else if (k > pivot) {
-          const t = idx[--gt]!;
-          idx[gt] = idx[i]!;
-          idx[i] = t;
-        } else i++;
-      }
-      sort(lo, lt, d);
-      sort(gt, hi, d);
-      if (pivot === -1) return; // sequences that ended here are equal
-      lo = lt;
-      hi = gt;
-      d++;
-    }
-  };
-  sort(0, idx.length, 0);
-  return Array.from(idx, (i) => entries[i]!);
-}
-
-function addBig(a: StackEntry, b: StackEntry): bigint {
-  return (a.big ?? BigInt(a.count)) + (b.big ?? BigInt(b.count));
-}
-
-/** Perl prints sums below 2^64 as integers and larger ones as doubles (%.15g). */
-function formatCount(e: StackEntry): string {
-  if (e.big === null) return String(e.count);
-  return e.big >= TWO_64 ? perlNum(Number(e.big)) : e.big.toString();
+function compareTokens(ka: number, kb: number, names: string[]): number {
+  if (ka === -1) return -1;
+  if (kb === -1) return 1;
+  const x = names[ka >> 1]!;
+  const y = names[kb >> 1]!;
+  const xMore = (ka & 1) === 1;
+  const yMore = (kb & 1) === 1;
+  if (x === y) return xMore ? 1 : -1; // "x" < "x;"
+  if (y.startsWith(x)) return xMore ? (SEMI < y.charCodeAt(x.length) ? -1 : 1) : -1;
+  if (x.startsWith(y)) return yMore ? (x.charCodeAt(y.length) < SEMI ? -1 : 1) : 1;
+  return x < y ? -1 : 1;
 }

@@ -56,7 +56,7 @@ export function warnTo(command: string): (msg: string) => void {
 }
 
 /** Writes bytes to stdout and resolves when they are handed to the OS. A closed pipe (EPIPE) is not an error. */
-export function writeOut(data: Buffer | string): Promise<void> {
+export function writeOut(data: Uint8Array | string): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       if (err.code === 'EPIPE') resolve();

@@ -31,6 +31,6 @@ export async function main(argv: string[]): Promise<number> {
     (chunk) => collapser.push(chunk),
     () => collapser.endFile(),
   );
-  for (const piece of collapser.finish()) await writeOut(Buffer.from(piece, 'latin1'));
+  for (const piece of collapser.finish()) await writeOut(piece);
   return 0;
 }
