@@ -19,6 +19,8 @@ import { expandAttachPoint } from './probes/registry.js';
 
 export interface CompileOptions {
   positional?: string[];
+  /** --unsafe: allow signal() and similar. */
+  unsafe?: boolean;
   cpid?: number;
   /** CLOCK_MONOTONIC ns at session start, for `elapsed` (defaults to now). */
   startNs?: bigint;
@@ -69,7 +71,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   if (errors.length) throw new CompileError(errors, source);
   const probeNameSize = units.reduce((m, u) => Math.max(m, Buffer.byteLength(u.expanded.name) + 1), 8);
   const positional = opts.positional ?? [];
-  const analyzer = new Analyzer(units, { positional, cpid: opts.cpid, probeNameSize });
+  const analyzer = new Analyzer(units, { positional, cpid: opts.cpid, probeNameSize, unsafe: opts.unsafe ?? false });
   try {
     analyzer.analyze();
   } catch (e) {

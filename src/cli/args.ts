@@ -21,6 +21,8 @@ export interface CliOptions {
   debug: Set<string>;
   help: boolean;
   version: boolean;
+  /** --unsafe: allow signal() and other functions with side effects on the system. */
+  unsafe: boolean;
 }
 
 export const DEBUG_STAGES = ['ast', 'ir', 'insns', 'verifier'] as const;
@@ -40,6 +42,7 @@ OPTIONS:
     -f FORMAT      output format: text (default) or json (one JSON object per line)
     -q             keep messages quiet
     -d STAGE       debug output: all, ast, ir, insns, verifier (comma separated)
+    --unsafe       allow unsafe functions (signal)
     -h, --help     show this help message
     -V, --version  print the version
 
@@ -83,6 +86,7 @@ export function parseCli(argv: string[]): CliOptions {
     debug: new Set(),
     help: !!v.help,
     version: !!v.version,
+    unsafe: !!v.unsafe,
   };
   if (v.e !== undefined) opts.program = v.e;
   if (v.c !== undefined) opts.command = v.c;
@@ -134,6 +138,7 @@ function parse(args: string[]) {
       d: { type: 'string', short: 'd', multiple: true },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'V' },
+      unsafe: { type: 'boolean' },
     },
   });
 }

@@ -34,6 +34,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
     output,
     positional: opts.positional,
     quiet: opts.quiet,
+    unsafe: opts.unsafe,
     ...(opts.command !== undefined ? { command: opts.command } : {}),
     ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
     ...(opts.verbose || verifierLog ? { logLevel: LOG_LEVEL_STATS | (verifierLog ? 2 : 0) } : {}),

@@ -23,9 +23,8 @@ import type {
   Stmt,
 } from '../lang/ast.js';
 import { kernelBtf, recordFields } from '../lang/btf-types.js';
-import type { Analyzer, ProbeUnit } from '../lang/passes/semantic.js';
-import { storageType } from '../lang/passes/semantic.js';
-import { type RecordField, type SType, sizeOf, tupleLayout } from '../lang/types.js';
+import { type Analyzer, type ProbeUnit, PT_REGS_OFFSETS, signalNumber, storageType } from '../lang/passes/semantic.js';
+import { type RecordField, type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
 import { compilePrintf } from '../runtime/output/printf.js';
 import { emitAggregation } from './aggregate.js';
 import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
@@ -68,6 +67,7 @@ export const H = {
   get_current_comm: 16,
   get_stackid: 27,
   get_current_task: 35,
+  send_signal: 109,
   probe_read_user_str: 114,
   probe_read_kernel: 113,
   probe_read_user: 112,
@@ -401,6 +401,12 @@ export class ProbeGen {
         this.callHelper(H.map_delete_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
         return;
       }
+      case 'signal': {
+        const a = c.args[0]!;
+        const sig = a.kind === 'StrLit' ? this.constant(signalNumber(a.value) ?? 0) : this.scalar(a);
+        this.callHelper(H.send_signal, [sig]);
+        return;
+      }
       case 'print': {
         const a = c.args[0]!;
         if (a.kind === 'MapExpr' && a.keys.length === 0) {
@@ -694,6 +700,31 @@ export class ProbeGen {
     }
     const loc = this.fieldLocation(e);
     return this.loadMem(e.type!, loc.base, loc.off, loc.space, loc.field);
+  }
+
+  /**
+   * `ntop([af,] addr)`: `{u64 family, u8[16] address}`. An integer is an IPv4 address in network byte order
+   * (AF_INET); a 4-byte array is IPv4 and a 16-byte array IPv6 unless the family says otherwise.
+   */
+  private ntop(c: CallExpr): Val {
+    const fn = this.fn;
+    const off = this.frame.temp(24);
+    zeroStack(fn, off, 24);
+    const a = c.args[c.args.length - 1]!;
+    const at = a.type!;
+    const AF_INET = 2;
+    const AF_INET6 = 10;
+    if (at.kind === 'int') {
+      fn.emit(I.stx(4, FP, this.scalar(a), off + 8));
+      fn.emit(I.st(8, FP, off, AF_INET));
+    } else {
+      const v = this.mem(a);
+      const size = Math.min(16, v.size);
+      copyMem(fn, FP, off + 8, FP, v.off, size);
+      fn.emit(I.st(8, FP, off, size === 16 ? AF_INET6 : AF_INET));
+    }
+    if (c.args.length === 2) fn.emit(I.stx(8, FP, this.scalar(c.args[0]!), off));
+    return { kind: 'mem', off, size: 24 };
   }
 
   /** Where `p->f` / `s.f` lives: a base address register, a byte offset and the address space. */
@@ -1029,6 +1060,88 @@ export class ProbeGen {
     const fn = this.fn;
     if (c.name === 'kstack' || c.name === 'ustack') {
       return this.stack(c.type as Extract<SType, { kind: 'kstack' | 'ustack' }>);
+    }
+    switch (c.name) {
+      case 'reg':
+        return this.loadCtx(U64, PT_REGS_OFFSETS[(c.args[0] as { value: string }).value]!);
+      case 'ksym':
+      case 'strftime':
+        return this.reg(this.scalar(c.args[c.args.length - 1]!));
+      case 'usym': {
+        const addr = this.scalar(c.args[0]!);
+        const off = this.frame.temp(16);
+        fn.emit(I.stx(8, FP, addr, off));
+        const pid = this.callHelper(H.get_current_pid_tgid, []);
+        fn.emit(I.alu64Imm('rsh', pid, 32));
+        fn.emit(I.stx(4, FP, pid, off + 8));
+        fn.emit(I.st(4, FP, off + 12, 0));
+        return { kind: 'mem', off, size: 16 };
+      }
+      case 'ntop':
+        return this.ntop(c);
+      case 'has_key': {
+        const m = c.args[0] as MapExpr;
+        const plan = this.tables.maps.get(m.name)!;
+        const keyOff = this.frame.temp(plan.keySize);
+        zeroStack(fn, keyOff, plan.keySize);
+        const k = c.args[1]!;
+        const kt = plan.keyTypes.length === 1 ? plan.keyTypes[0]! : { kind: 'tuple' as const, elems: plan.keyTypes };
+        this.storeAs(this.expr(k), kt, FP, keyOff);
+        const p = this.callHelper(H.map_lookup_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
+        const r = fn.vreg();
+        const done = fn.newLabel('hk');
+        fn.emit(I.mov64Imm(r, 0));
+        fn.emit(I.jmpImm('jeq', p, 0, done));
+        fn.emit(I.mov64Imm(r, 1));
+        fn.mark(done);
+        return this.reg(r);
+      }
+      case 'strlen': {
+        const v = this.mem(c.args[0]!);
+        const r = fn.vreg();
+        const b = fn.vreg();
+        const done = fn.newLabel('strlen');
+        fn.emit(I.mov64Imm(r, 0));
+        for (let i = 0; i < v.size; i++) {
+          fn.emit(I.ldx(1, b, FP, v.off + i));
+          fn.emit(I.jmpImm('jeq', b, 0, done));
+          fn.emit(I.mov64Imm(r, i + 1));
+        }
+        fn.mark(done);
+        return this.reg(r);
+      }
+      case 'strncmp': {
+        const a = this.mem(c.args[0]!);
+        const b = this.mem(c.args[1]!);
+        const n = Math.min(Number(this.analyzer.constInt(c.args[2]!, 'strncmp length') ?? 0), a.size, b.size);
+        const r = fn.vreg();
+        const x = fn.vreg();
+        const y = fn.vreg();
+        const differ = fn.newLabel('sn_ne');
+        const done = fn.newLabel('sn_done');
+        for (let i = 0; i < n; i++) {
+          fn.emit(I.ldx(1, x, FP, a.off + i));
+          fn.emit(I.ldx(1, y, FP, b.off + i));
+          fn.emit(I.jmp('jne', x, y, differ));
+          fn.emit(I.jmpImm('jeq', x, 0, done));
+        }
+        fn.emit(I.ja(done));
+        fn.mark(differ);
+        fn.emit(I.mov64Imm(r, 1));
+        const end = fn.newLabel('sn_end');
+        fn.emit(I.ja(end));
+        fn.mark(done);
+        fn.emit(I.mov64Imm(r, 0));
+        fn.mark(end);
+        return this.reg(r);
+      }
+      case 'bswap': {
+        const t = c.type as Extract<SType, { kind: 'int' }>;
+        const r = fn.vreg();
+        fn.emit(I.mov64(r, this.scalar(c.args[0]!)));
+        if (t.size > 1) fn.emit(I.endian(r, (t.size * 8) as 16 | 32 | 64, 'be'));
+        return this.reg(r);
+      }
     }
     if (c.name === 'str') {
       const t = c.type!;

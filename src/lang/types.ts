@@ -16,8 +16,14 @@ export type SType =
   /** Tuple: fields laid out with C alignment (each at a multiple of its own alignment), size rounded to 8. */
   | { kind: 'tuple'; elems: SType[] }
   /** Seconds-resolution wall/boot timestamp etc. are added by later issues. */
+  /** A kernel address printed as its symbol name (`ksym()`); stored as the u64 address. */
   | { kind: 'ksym' }
+  /** A user address printed as its symbol name (`usym()`); stored as {u64 address, u32 pid, u32 0}. */
   | { kind: 'usym' }
+  /** An IP address printed as text (`ntop()`); stored as {u64 address family, u8[16] address}. */
+  | { kind: 'inet' }
+  /** A CLOCK_BOOTTIME/MONOTONIC ns value printed with a strftime format (`strftime()`); stored as u64 ns. */
+  | { kind: 'timestamp'; fmt: string }
   | { kind: 'kstack'; limit: number; mode: 'bpftrace' | 'perf' | 'raw' }
   | { kind: 'ustack'; limit: number; mode: 'bpftrace' | 'perf' | 'raw' }
   /** Pointer into kernel or user memory; `to` is the pointee (a BTF/record type or an int). */
@@ -111,9 +117,13 @@ export function sizeOf(t: SType): number {
     case 'tuple':
       return tupleLayout(t.elems).size;
     case 'ksym':
-    case 'usym':
     case 'pointer':
+    case 'timestamp':
       return 8;
+    case 'usym':
+      return 16;
+    case 'inet':
+      return 24;
     case 'kstack':
     case 'ustack':
       return 16; // {s64 stack id (negative: no stack), u32 pid (for ustack symbolization), u32 0}

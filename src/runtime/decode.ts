@@ -9,16 +9,69 @@ import { bucketOffset } from '../codegen/maps.js';
 import type { MapPlan } from '../codegen/plan.js';
 import { type SType, sizeOf, tupleLayout } from '../lang/types.js';
 import type { AggValue, MapDump, MapEntry, Value } from './output/model.js';
+import { formatStrftimeBuiltin } from './output/strftime.js';
 
 /** Turns stored stack references into text (the session reads the stack maps and symbolizes). */
 export interface DecodeContext {
   /** `id` < 0 means the kernel could not record the stack. */
   stack(t: Extract<SType, { kind: 'kstack' | 'ustack' }>, id: bigint, pid: number): string;
+  /** `ksym(addr)`: the kernel symbol's name (bpftrace prints the address in hex when unknown). */
+  ksym?(addr: bigint): string;
+  /** `usym(addr)` in process `pid`. */
+  usym?(pid: number, addr: bigint): string;
+  /** Wall-clock ns since the epoch minus CLOCK_MONOTONIC ns (for `strftime()`). */
+  monotonicToRealtimeNs?: bigint;
+}
+
+/** inet_ntop(3) text of an IPv4 (4 bytes) or IPv6 (16 bytes) address. */
+export function formatInet(family: number, bytes: Buffer): string {
+  if (family === 2) return [...bytes.subarray(0, 4)].join('.');
+  if (family !== 10) return '';
+  const g: number[] = [];
+  for (let i = 0; i < 16; i += 2) g.push(bytes.readUInt16BE(i));
+  // IPv4-mapped / compatible forms keep the dotted tail, as glibc prints them
+  if (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || (g[5] === 0 && g[6] !== 0))) {
+    const v4 = [...bytes.subarray(12, 16)].join('.');
+    return g[5] === 0xffff ? `::ffff:${v4}` : `::${v4}`;
+  }
+  let best = -1;
+  let bestLen = 0;
+  for (let i = 0; i < 8; ) {
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen && j - i >= 2) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = g.map((x) => x.toString(16));
+  if (best < 0) return hex.join(':');
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
 }
 
 /** Decode a value of storage type `t` at `buf[off..]`. */
 export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeContext): Value {
   switch (t.kind) {
+    case 'ksym': {
+      const addr = buf.readBigUInt64LE(off);
+      return { kind: 'string', value: ctx?.ksym ? ctx.ksym(addr) : `0x${addr.toString(16)}` };
+    }
+    case 'usym': {
+      const addr = buf.readBigUInt64LE(off);
+      const pid = buf.readUInt32LE(off + 8);
+      return { kind: 'string', value: ctx?.usym ? ctx.usym(pid, addr) : `0x${addr.toString(16)}` };
+    }
+    case 'inet':
+      return { kind: 'string', value: formatInet(Number(buf.readBigUInt64LE(off)), buf.subarray(off + 8, off + 24)) };
+    case 'timestamp': {
+      const ns = buf.readBigUInt64LE(off) + (ctx?.monotonicToRealtimeNs ?? 0n);
+      return { kind: 'string', value: formatStrftimeBuiltin(t.fmt, ns) };
+    }
     case 'kstack':
     case 'ustack': {
       const id = buf.readBigInt64LE(off);

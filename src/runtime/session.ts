@@ -67,7 +67,17 @@ export class Session {
       },
     );
     // current bpftrace indents stack frames by 8 spaces in printf and in map keys alike (0.17 used 4 in map keys)
-    this.valueCtx = { stack: (t, id, pid) => this.stacks.text(t, id, pid, 8) };
+    const sym = (): SymbolResolver => {
+      resolver ??= new SymbolResolver();
+      return resolver;
+    };
+    const name = (f: { name?: string | undefined; addr: bigint }): string => f.name ?? `0x${f.addr.toString(16)}`;
+    this.valueCtx = {
+      stack: (t, id, pid) => this.stacks.text(t, id, pid, 8),
+      ksym: (addr) => name(sym().kernel(addr)),
+      usym: (pid, addr) => name(sym().user(pid, addr)),
+      monotonicToRealtimeNs: BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint(),
+    };
     this.mapCtx = this.valueCtx;
   }
 

@@ -21,6 +21,8 @@ export interface TracerOptions {
   source: SourceFile;
   output: Output;
   positional?: string[];
+  /** --unsafe */
+  unsafe?: boolean;
   /** `-c CMD`: run this shell command, traced from its first instruction; stop when it exits. */
   command?: string;
   /** `-p PID`: target process; stop when it exits. */
@@ -68,6 +70,7 @@ export class Tracer {
       if (opts.command) child = await spawnStopped(opts.command);
       const result = compile(opts.source, {
         ...(opts.positional ? { positional: opts.positional } : {}),
+        ...(opts.unsafe ? { unsafe: true } : {}),
         ...(child ? { cpid: child.pid } : {}),
       });
       opts.onCompiled?.(result);

@@ -11,6 +11,7 @@
  * - maps and variables store integers widened to 64 bits; strings unify to the largest size assigned.
  */
 
+import { constants as osConstants } from 'node:os';
 import type { ExpandedProbe } from '../../probes/types.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
@@ -22,6 +23,7 @@ import {
   I64,
   isAggregation,
   type SType,
+  sizeOf,
   stringType,
   typeKey,
   typeName,
@@ -53,6 +55,8 @@ export interface AnalysisOptions {
   cpid?: number;
   /** Size of the `probe` builtin's string (longest probe name + 1). */
   probeNameSize: number;
+  /** `--unsafe`: allow signal() and other functions with side effects on the system. */
+  unsafe?: boolean;
 }
 
 /** Builtin variables of the current subset and their types. */
@@ -641,6 +645,12 @@ export class Analyzer {
           return { kind: 'pointer', to: rec, space: t?.kind === 'pointer' ? t.space : 'kernel' };
         }
         const m = /^(u?)int(8|16|32|64)$/.exec(spec.name);
+        if (m && spec.pointerDepth === 1 && spec.arrayCount === null) {
+          if (t && t.kind !== 'int' && t.kind !== 'pointer')
+            this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name} *'`);
+          const to: SType = { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
+          return { kind: 'pointer', to, space: t?.kind === 'pointer' ? t.space : 'kernel' };
+        }
         if (!m || spec.pointerDepth > 0 || spec.arrayCount !== null) {
           this.error(spec.pos, `Cast to '${spec.name}${'*'.repeat(spec.pointerDepth)}' is not supported yet`);
           return null;
@@ -896,6 +906,106 @@ export class Analyzer {
       case 'kstack':
       case 'ustack':
         return this.stackCall(c);
+      case 'reg': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const a = args[0]!;
+        if (a.kind !== 'StrLit' || PT_REGS_OFFSETS[a.value] === undefined) {
+          this.error(a.pos, `reg() expects a register name: ${Object.keys(PT_REGS_OFFSETS).join(', ')}`);
+          return null;
+        }
+        if (!this.unit!.expanded.regs || this.unit!.expanded.provider === 'rawtracepoint') {
+          this.error(c.pos, `reg() can not be used with '${this.unit!.expanded.provider}' probes`);
+          return null;
+        }
+        return U64;
+      }
+      case 'ksym':
+      case 'usym': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'int' && t.kind !== 'pointer') {
+          this.error(args[0]!.pos, `${c.name}() expects an integer or pointer argument (${typeName(t)} provided)`);
+        }
+        return { kind: c.name };
+      }
+      case 'ntop': {
+        if (!this.argCount(c, 1, 2)) return null;
+        const types = args.map((a) => this.expr(a));
+        const addr = types[types.length - 1];
+        if (types.length === 2 && types[0] && types[0].kind !== 'int') {
+          this.error(args[0]!.pos, `ntop() expects an integer address family (${typeName(types[0])} provided)`);
+        }
+        if (addr) {
+          const size = addr.kind === 'string' ? addr.size : addr.kind === 'array' ? addr.count * sizeOf(addr.elem) : 0;
+          if (addr.kind !== 'int' && size !== 4 && size !== 16) {
+            this.error(
+              args[args.length - 1]!.pos,
+              `ntop() expects an integer or a 4 or 16 byte array (${typeName(addr)} provided)`,
+            );
+          }
+        }
+        return { kind: 'inet' };
+      }
+      case 'strftime': {
+        if (!this.argCount(c, 2, 2)) return null;
+        if (args[0]!.kind !== 'StrLit') this.error(args[0]!.pos, 'strftime() expects a string literal format');
+        const t = this.expr(args[1]!);
+        if (t && t.kind !== 'int')
+          this.error(args[1]!.pos, `strftime() expects an integer timestamp (${typeName(t)} provided)`);
+        return { kind: 'timestamp', fmt: args[0]!.kind === 'StrLit' ? args[0]!.value : '' };
+      }
+      case 'has_key': {
+        if (!this.argCount(c, 2, 2)) return null;
+        const m = mapArg(0, 'has_key');
+        if (m) {
+          if (m.keys.length) this.error(m.pos, 'has_key() expects a map without a key: has_key(@m, key)');
+          this.checkMapExists(m);
+        }
+        this.expr(args[1]!);
+        return BOOL;
+      }
+      case 'strlen': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'string') this.error(args[0]!.pos, `strlen() expects a string (${typeName(t)} provided)`);
+        return U64;
+      }
+      case 'strncmp': {
+        if (!this.argCount(c, 3, 3)) return null;
+        const a = this.expr(args[0]!);
+        const b = this.expr(args[1]!);
+        for (const [t, x] of [
+          [a, args[0]!],
+          [b, args[1]!],
+        ] as const) {
+          if (t && t.kind !== 'string') this.error(x.pos, `strncmp() expects strings (${typeName(t)} provided)`);
+        }
+        if (this.constValue(args[2]!) === null) this.error(args[2]!.pos, 'strncmp() expects an integer literal length');
+        return I64;
+      }
+      case 'bswap': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'int') {
+          this.error(args[0]!.pos, `bswap() expects an integer (${typeName(t)} provided)`);
+          return null;
+        }
+        return t;
+      }
+      case 'signal': {
+        if (!this.argCount(c, 1, 1)) return { kind: 'none' };
+        if (!this.opts.unsafe)
+          this.error(c.pos, 'signal() is an unsafe function being used in safe mode (use --unsafe)');
+        const a = args[0]!;
+        if (a.kind === 'StrLit') {
+          if (signalNumber(a.value) === undefined) this.error(a.pos, `Invalid signal: ${a.value}`);
+        } else {
+          const t = this.expr(a);
+          if (t && t.kind !== 'int')
+            this.error(a.pos, `signal() expects a signal name or number (${typeName(t)} provided)`);
+        }
+        return { kind: 'none' };
+      }
       case 'str': {
         if (args.length < 1 || args.length > 2) {
           this.error(c.pos, `str() requires 1 or 2 arguments (${args.length} provided)`);
@@ -925,6 +1035,15 @@ export class Analyzer {
     this.error(c.pos, `Unknown function: '${c.name}'`);
     args.forEach((a) => this.expr(a));
     return null;
+  }
+
+  /** Check the argument count of a call; false (with an error) when it is wrong. */
+  private argCount(c: CallExpr, min: number, max: number): boolean {
+    if (c.args.length >= min && c.args.length <= max) return true;
+    const want = min === max ? `${min}` : `${min} to ${max}`;
+    this.error(c.pos, `${c.name}() requires ${want} argument${max === 1 ? '' : 's'} (${c.args.length} provided)`);
+    c.args.forEach((a) => this.expr(a));
+    return false;
   }
 
   /** `kstack(mode)`, `kstack(limit)`, `kstack(mode, limit)` (bpftrace docs/stdlib.md). */
@@ -960,6 +1079,38 @@ export class Analyzer {
   private checkMapExists(m: MapExpr): void {
     if (!this.maps.has(m.name)) this.error(m.pos, `Undefined map: ${m.name === '' ? '@' : `@${m.name}`}`);
   }
+}
+
+/** x86-64 `struct pt_regs` byte offsets by register name (uapi asm/ptrace.h; KERNEL.md). */
+export const PT_REGS_OFFSETS: Record<string, number> = {
+  r15: 0,
+  r14: 8,
+  r13: 16,
+  r12: 24,
+  bp: 32,
+  bx: 40,
+  r11: 48,
+  r10: 56,
+  r9: 64,
+  r8: 72,
+  ax: 80,
+  cx: 88,
+  dx: 96,
+  si: 104,
+  di: 112,
+  orig_ax: 120,
+  ip: 128,
+  cs: 136,
+  flags: 144,
+  sp: 152,
+  ss: 160,
+};
+
+/** Signal number for a name like `SIGKILL`/`KILL` (Linux numbering), or undefined. */
+export function signalNumber(name: string): number | undefined {
+  const n = name.toUpperCase().replace(/^SIG/, '');
+  const signals = (osConstants.signals as Record<string, number>)[`SIG${n}`];
+  return signals;
 }
 
 /** Expressions that denote memory (a struct reached through a pointer), so `.field` reads from it. */

@@ -1,0 +1,72 @@
+/** Builtin functions beyond the basics: ntop, strftime, strlen, strncmp, bswap, has_key, ksym, usym, signal. */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { formatInet } from '../../src/runtime/decode.js';
+import { runTool } from '../helpers/cli.js';
+import { workloadCommand } from '../helpers/workload.js';
+
+describe('functions', () => {
+  it('ntop, strlen, strncmp, bswap, has_key and strftime', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'BEGIN { printf("%s|%d|%d|%d|%x|%s\\n", ntop(0x0100007f), strlen("hello"), strncmp("abcd", "abxx", 2), strncmp("abcd", "abxx", 3), bswap((uint32)0x11223344), strftime("%Y", nsecs)); @before = has_key(@m, 1); @m[1] = 1; @after = has_key(@m, 1); exit(); }',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    const year = new Date().getFullYear();
+    assert.equal(r.stdout, `127.0.0.1|5|0|1|44332211|${year}\n\n\n@after: true\n@before: false\n@m[1]: 1\n`);
+  });
+
+  it('formats IPv6 like inet_ntop', () => {
+    const b = (hex: string) => Buffer.from(hex, 'hex');
+    assert.equal(formatInet(10, b('00000000000000000000000000000001')), '::1');
+    assert.equal(formatInet(10, b('20010db8000000000000000000000001')), '2001:db8::1');
+    assert.equal(formatInet(10, b('00000000000000000000ffff7f000001')), '::ffff:127.0.0.1');
+    assert.equal(formatInet(10, b('20010db8000100000001000000000001')), '2001:db8:1:0:1::1');
+    assert.equal(formatInet(2, b('0a000001')), '10.0.0.1');
+  });
+
+  it('ksym of a kernel function pointer, usym of a user instruction pointer', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'tracepoint:timer:hrtimer_start /pid == cpid/ { @k[ksym(args.function)] = count(); } uprobe:libc:getppid /pid == cpid/ { @u[usym(reg("ip"))] = count(); }',
+      '-c',
+      workloadCommand('nanosleep', 1, 1000),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^@k\[hrtimer_wakeup\]: 1$/m);
+    // user symbols are resolved when the map is printed, so the process must still be alive then (as in bpftrace)
+    const child = spawn('sh', ['-c', `exec ${workloadCommand('sleep-ms', 1500, 'getppid', 2, 'sleep-ms', 5000)}`], {
+      stdio: 'ignore',
+    });
+    try {
+      const u = await runTool('bpfscope', [
+        '-p',
+        String(child.pid),
+        '-e',
+        `uprobe:libc:syscall /pid == ${child.pid} && arg0 == 110/ { @u[usym(reg("ip"))] = count(); } interval:ms:2500 { exit(); }`,
+      ]);
+      assert.equal(u.code, 0, u.stderr);
+      assert.match(u.stdout, /^@u\[syscall\]: 2$/m);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('signal() needs --unsafe and then kills the traced command', async () => {
+    const prog = 'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { signal("KILL"); }';
+    const safe = await runTool('bpfscope', ['-e', prog, '-c', workloadCommand('getppid', 1)]);
+    assert.equal(safe.code, 1);
+    assert.match(safe.stderr, /signal\(\) is an unsafe function being used in safe mode/);
+    const r = await runTool(
+      'bpfscope',
+      ['--unsafe', '-e', `${prog} END { printf("done\\n"); }`, '-c', workloadCommand('getppid', 1, 'sleep-ms', 5000)],
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(!r.timedOut, 'the command should have been killed long before its 5 s sleep ended');
+    assert.match(r.stdout, /done/);
+  });
+});
