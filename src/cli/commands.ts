@@ -64,4 +64,12 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Summarize block I/O size as a histogram, by process name',
     load: async () => (await import('../tools/bitesize.js')).main,
   },
+  runqlat: {
+    summary: 'Summarize run queue (scheduler) latency as a histogram',
+    load: async () => (await import('../tools/runqlat.js')).main,
+  },
+  cpudist: {
+    summary: 'Summarize on- and off-CPU time per task as a histogram.',
+    load: async () => (await import('../tools/cpudist.js')).main,
+  },
 };

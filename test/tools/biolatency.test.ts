@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { log2BucketIndex } from '../../src/runtime/output/hist.js';
 import type { MapDump } from '../../src/runtime/output/model.js';
 import { formatInterval } from '../../src/tools/biolatency.js';
 import { bpfState, fdHeldIds, findLeaks, tracefsProbeEvents, withReferences } from '../helpers/bpf-objects.js';
@@ -20,35 +19,7 @@ import {
   tempDir,
   waitForLinks,
 } from './helpers.js';
-
-/** A MapDump of `hist()` values per key (values in usecs). */
-export function histDump(name: string, byKey: Map<bigint | null, number[]>): MapDump {
-  return {
-    name: `@${name}`,
-    keyTypes: [],
-    valueType: { kind: 'int', size: 8, signed: false } as never,
-    entries: [...byKey].map(([k, values]) => {
-      const buckets = new Map<number, bigint>();
-      for (const v of values) {
-        const i = log2BucketIndex(BigInt(v));
-        buckets.set(i, (buckets.get(i) ?? 0n) + 1n);
-      }
-      return {
-        key: k === null ? [] : [{ kind: 'int' as const, value: k, signed: false, size: 4 as const }],
-        value: { kind: 'hist' as const, bits: 0, buckets },
-      };
-    }),
-  };
-}
-
-function scalarDump(name: string, value: bigint, kind: 'sum' | 'count'): MapDump {
-  return {
-    name: `@${name}`,
-    keyTypes: [],
-    valueType: { kind: 'int', size: 8, signed: false } as never,
-    entries: [{ key: [], value: { kind, value, signed: false } }],
-  };
-}
+import { histDump, scalarDump } from './maps.js';
 
 describe('biolatency output (bcc tools/biolatency.py)', () => {
   const opts = { queued: false, milliseconds: false, disks: false, extension: false, timestamp: false, json: false };
