@@ -59,6 +59,9 @@ describe('stackcollapse-bpftrace', () => {
     const c = new BpftraceCollapser();
     for (let i = 0; i < input.length; i += 3) c.push(input.subarray(i, i + 3));
     c.endFile();
-    assert.equal(Buffer.concat([...c.finish()]).toString('latin1'), 'comm;b+2;a+1 3\nx 1\n');
+    assert.equal(
+      Buffer.concat(Array.from(c.finish(), (p) => Buffer.from(p))).toString('latin1'),
+      'comm;b+2;a+1 3\nx 1\n',
+    );
   });
 });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { collapseText } from '../../src/flame/collapse/collapser.js';
 import { type PerfCollapseOptions, PerfCollapser } from '../../src/flame/collapse/perf.js';
+import { Interner, StackTable } from '../../src/flame/collapse/stack-table.js';
 import { referenceData } from './helpers.js';
 
 const ref = referenceData();
@@ -37,7 +38,11 @@ describe('stackcollapse-perf against stackcollapse-perf.pl reference output', {
       const c = new PerfCollapser({ all: true });
       for (let i = 0; i < input.length; i += size) c.push(input.subarray(i, i + size));
       c.endFile();
-      assert.equal(Buffer.concat([...c.finish()]).toString('latin1'), expected, `chunk size ${size}`);
+      assert.equal(
+        Buffer.concat(Array.from(c.finish(), (p) => Buffer.from(p))).toString('latin1'),
+        expected,
+        `chunk size ${size}`,
+      );
     }
   });
 });
@@ -123,7 +128,7 @@ describe('stackcollapse-perf behaviours', () => {
     c.endFile();
     c.push(Buffer.from('\t2 g (/a)\n\n'));
     c.endFile();
-    assert.equal(Buffer.concat([...c.finish()]).toString('latin1'), 'xx;g;f 1\n');
+    assert.equal(Buffer.concat(Array.from(c.finish(), (p) => Buffer.from(p))).toString('latin1'), 'xx;g;f 1\n');
   });
   it('merges stacks whose texts coincide (a process name holding ";")', () => {
     const input =
@@ -168,6 +173,33 @@ describe('stackcollapse-perf against the Perl script on the upstream corpus', {
         const r = spawnSync('perl', [perlScript, ...(opt ? [`--${opt}`] : []), join(dir, f)], { maxBuffer: 1 << 28 });
         assert.equal(collapse(input, opt ? { [opt]: true } : {}), r.stdout.toString('latin1'), `${f} --${opt}`);
       }
+    }
+  });
+});
+
+describe('stack table output', () => {
+  it('gives the same bytes in small reused pieces (prefixes copied across pieces)', () => {
+    const interner = new Interner();
+    const table = new StackTable(interner.names, true);
+    const ids = (...names: string[]): Int32Array => Int32Array.from(names, (n) => interner.id(n));
+    const stacks = [
+      ['proc', 'leaf', 'mid', 'root'],
+      ['proc', 'leaf2', 'mid', 'root'],
+      ['proc', 'x', 'mid.2', 'root'],
+      ['proc', 'mid', 'root'],
+      ['other', 'z'],
+      ['proc', 'leaf', 'mid', 'root'],
+    ];
+    for (const [first, ...rest] of stacks) table.add(interner.id(first!), ids(...rest), rest.length, 3, null);
+    const whole = Buffer.concat(Array.from(table.lines(), (p) => Buffer.from(p))).toString('latin1');
+    assert.equal(
+      whole,
+      'other;z 3\nproc;root;mid 3\nproc;root;mid.2;x 3\nproc;root;mid;leaf 6\nproc;root;mid;leaf2 3\n',
+    );
+    for (const size of [1, 8, 20]) {
+      const pieces = Array.from(table.lines(size), (p) => Buffer.from(p));
+      assert.equal(Buffer.concat(pieces).toString('latin1'), whole, `pieces of ${size}`);
+      assert.ok(pieces.length > 1);
     }
   });
 });

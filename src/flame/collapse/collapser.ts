@@ -13,7 +13,10 @@ export interface StackCollapser {
   push(chunk: Uint8Array): void;
   /** Marks the end of one input file (a last line without "\n" ends there, as with Perl's `<>`). */
   endFile(): void;
-  /** Ends the input; yields the folded stacks as bytes, in pieces of whole lines ending in "\n". */
+  /**
+   * Ends the input; yields the folded stacks as bytes, in pieces of whole lines ending in "\n". A piece is only
+   * valid until the next one is requested (collapsers may reuse its memory).
+   */
   finish(): Iterable<Uint8Array>;
 }
 
@@ -27,5 +30,7 @@ export type WarnFn = (message: string) => void;
 export function collapseText(collapser: StackCollapser, input: string | Uint8Array): string {
   collapser.push(typeof input === 'string' ? Buffer.from(input, 'latin1') : input);
   collapser.endFile();
-  return Buffer.concat([...collapser.finish()]).toString('latin1');
+  const pieces: Buffer[] = [];
+  for (const piece of collapser.finish()) pieces.push(Buffer.from(piece));
+  return Buffer.concat(pieces).toString('latin1');
 }

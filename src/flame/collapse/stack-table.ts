@@ -156,6 +156,7 @@ export class StackTable {
 
   /**
    * The folded lines ("text count\n") in byte order of the text, as latin1 bytes in pieces of about `pieceBytes`.
+   * A piece is only valid until the next one is requested (its memory is reused): write or copy it first.
    * Stacks whose texts coincide (possible only when a name contains ";") are merged, as a Perl hash keyed by the
    * text would.
    */
@@ -179,7 +180,7 @@ export class StackTable {
     const arena = this.arena;
     // Sorted texts share long prefixes: a line starts as a copy of the previous line's shared part.
     const prefixBytes = [0]; // prefixBytes[k]: length of the text of the first k tokens
-    let chunk = Buffer.allocUnsafe(pieceBytes);
+    let chunk: Buffer = Buffer.allocUnsafe(pieceBytes);
     let pos = 0;
     let prevStart = -1; // start of the previous line in `chunk`, -1 when it is not there
     let prevChunk: Buffer | null = null;
@@ -200,9 +201,11 @@ export class StackTable {
       for (let k = c; k < n; k++) need += (k > 0 ? 1 : 0) + nameOff[arena[o + k]! + 1]! - nameOff[arena[o + k]!]!;
       if (pos + need > chunk.length) {
         if (pos > 0) yield chunk.subarray(0, pos);
+        // Two buffers take turns: the next line may copy its prefix from the previous line, in the other one.
+        const spare: Buffer | null = prevChunk;
         prevChunk = chunk;
         prevLineStart = prevStart;
-        chunk = Buffer.allocUnsafe(Math.max(pieceBytes, need));
+        chunk = spare && spare.length >= need ? spare : Buffer.allocUnsafe(Math.max(pieceBytes, need));
         pos = 0;
         prevStart = -1;
       }
