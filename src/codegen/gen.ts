@@ -90,6 +90,8 @@ export class ProbeGen {
   private ctx = 0;
   private readonly vars = new Map<string, Val>();
   private readonly endLabel: string;
+  /** Enclosing loops' break/continue targets, innermost last. */
+  private readonly loops: { brk: string; cont: string }[] = [];
 
   constructor(
     readonly tables: GenTables,
@@ -236,11 +238,55 @@ export class ProbeGen {
       case 'Block':
         this.block(s);
         return;
-      case 'JumpStmt':
-        this.fn.emit(I.ja(this.endLabel));
+      case 'JumpStmt': {
+        const loop = this.loops[this.loops.length - 1];
+        if (s.jump === 'break') this.fn.emit(I.ja(loop!.brk));
+        else if (s.jump === 'continue') this.fn.emit(I.ja(loop!.cont));
+        else this.fn.emit(I.ja(this.endLabel));
         return;
+      }
+      case 'WhileStmt': {
+        const fn = this.fn;
+        const top = fn.newLabel('while');
+        const end = fn.newLabel('wend');
+        fn.mark(top);
+        this.frame.scope(() => this.branchIfFalse(s.cond, end));
+        this.loops.push({ brk: end, cont: top });
+        this.block(s.body);
+        this.loops.pop();
+        fn.emit(I.ja(top));
+        fn.mark(end);
+        return;
+      }
+      case 'UnrollStmt': {
+        const n = Number(this.analyzer.constInt(s.count, 'unroll count') ?? 0);
+        for (let i = 0; i < n; i++) this.block(s.body);
+        return;
+      }
+      case 'ForStmt': {
+        const fn = this.fn;
+        const range = s.iterable as Extract<Expr, { kind: 'RangeExpr' }>;
+        const slot = this.vars.get(s.variable.name)!;
+        if (slot.kind !== 'reg') throw new BpfscopeError('internal: loop variable not in a register');
+        const endV = fn.vreg();
+        fn.emit(I.mov64(slot.reg, this.scalar(range.start)));
+        fn.emit(I.mov64(endV, this.scalar(range.end)));
+        const top = fn.newLabel('for');
+        const next = fn.newLabel('fnext');
+        const end = fn.newLabel('fend');
+        fn.mark(top);
+        fn.emit(I.jmp('jsge', slot.reg, endV, end));
+        this.loops.push({ brk: end, cont: next });
+        this.block(s.body);
+        this.loops.pop();
+        fn.mark(next);
+        fn.emit(I.alu64Imm('add', slot.reg, 1));
+        fn.emit(I.ja(top));
+        fn.mark(end);
+        return;
+      }
       default:
-        throw new BpfscopeError(`internal: unsupported statement ${s.kind}`);
+        throw new BpfscopeError(`internal: unsupported statement ${(s as Stmt).kind}`);
     }
   }
 

@@ -93,3 +93,22 @@ describe('compile and load on the live kernel', () => {
     });
   }
 });
+
+describe('loops run with the right semantics', () => {
+  it('while with break/continue, unroll, for over a range', async () => {
+    const { runTool } = await import('../helpers/cli.js');
+    const r = await runTool('bpfscope', [
+      '-e',
+      'BEGIN { $i = 0; $s = 0; while ($i < 10) { $i++; if ($i == 3) { continue; } if ($i == 8) { break; } $s += $i; } unroll(3) { @u++; } for ($j : 0..5) { @f += $j; } printf("%d %d\\n", $s, $i); exit(); }',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '25 8\n\n\n@f: 10\n@u: 3\n');
+  });
+
+  it('break outside a loop is an error', async () => {
+    const { runTool } = await import('../helpers/cli.js');
+    const r = await runTool('bpfscope', ['-e', 'BEGIN { break; }']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /'break' is only valid inside a loop/);
+  });
+});

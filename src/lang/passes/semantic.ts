@@ -118,6 +118,8 @@ export class Analyzer {
   private vars = new Map<string, SType>();
   private unit: ProbeUnit | null = null;
   private changed = false;
+  /** Nesting depth of while/for loops (break/continue are valid inside). */
+  private loopDepth = 0;
 
   constructor(
     readonly units: ProbeUnit[],
@@ -197,12 +199,39 @@ export class Analyzer {
         this.block(s);
         return;
       case 'WhileStmt':
-      case 'UnrollStmt':
-      case 'ForStmt':
-        this.error(s.pos, `${s.kind.replace('Stmt', '').toLowerCase()} loops are not supported yet`);
+        this.condition(s.cond);
+        this.loopDepth++;
+        this.block(s.body);
+        this.loopDepth--;
         return;
+      case 'UnrollStmt': {
+        const n = this.constValue(s.count);
+        if (n === null) this.error(s.count.pos, 'unroll count must be an integer literal');
+        else if (n < 1n || n > 100n) this.error(s.count.pos, 'unroll count must be between 1 and 100');
+        this.block(s.body);
+        return;
+      }
+      case 'ForStmt': {
+        if (s.iterable.kind !== 'RangeExpr') {
+          this.error(s.iterable.pos, 'for loops over maps are not supported yet (use a range: for ($i : 0..N))');
+          return;
+        }
+        const a = this.expr(s.iterable.start);
+        const b = this.expr(s.iterable.end);
+        for (const [t, x] of [
+          [a, s.iterable.start],
+          [b, s.iterable.end],
+        ] as const) {
+          if (t && t.kind !== 'int') this.error(x.pos, `Loop range bounds must be integers (${typeName(t)} provided)`);
+        }
+        this.defineVar(s.variable, I64);
+        this.loopDepth++;
+        this.block(s.body);
+        this.loopDepth--;
+        return;
+      }
       case 'JumpStmt':
-        if (s.jump !== 'return') this.error(s.pos, `'${s.jump}' is only valid inside a loop`);
+        if (s.jump !== 'return' && this.loopDepth === 0) this.error(s.pos, `'${s.jump}' is only valid inside a loop`);
         if (s.value) this.error(s.value.pos, 'return values are not supported in probes');
         return;
     }
