@@ -72,4 +72,16 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Summarize on- and off-CPU time per task as a histogram.',
     load: async () => (await import('../tools/cpudist.js')).main,
   },
+  hardirqs: {
+    summary: 'Summarize hard irq event time as histograms',
+    load: async () => (await import('../tools/hardirqs.js')).main,
+  },
+  softirqs: {
+    summary: 'Summarize soft irq event time as histograms.',
+    load: async () => (await import('../tools/softirqs.js')).main,
+  },
+  oomkill: {
+    summary: 'Trace the out-of-memory killer',
+    load: async () => (await import('../tools/oomkill.js')).main,
+  },
 };
