@@ -10,6 +10,7 @@
 import * as I from '../bpf/insn.js';
 import { FP, R0, R1, R2, R3, R4, R5 } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
+import { onlineCpus } from '../kernel/cpus.js';
 import type {
   AssignStmt,
   BinaryExpr,
@@ -68,6 +69,10 @@ export const H = {
   get_stackid: 27,
   get_current_task: 35,
   send_signal: 109,
+  get_prandom_u32: 7,
+  get_numa_node_id: 42,
+  get_current_cgroup_id: 80,
+  get_jiffies64: 118,
   probe_read_user_str: 114,
   probe_read_kernel: 113,
   probe_read_user: 112,
@@ -682,6 +687,32 @@ export class ProbeGen {
         return this.stack(t as Extract<SType, { kind: 'kstack' | 'ustack' }>);
       case 'curtask':
         return this.reg(this.callHelper(H.get_current_task, []));
+      case 'rand':
+        return this.reg(this.callHelper(H.get_prandom_u32, []));
+      case 'jiffies':
+        return this.reg(this.callHelper(H.get_jiffies64, []));
+      case 'numaid':
+        return this.reg(this.callHelper(H.get_numa_node_id, []));
+      case 'cgroup':
+        return this.reg(this.callHelper(H.get_current_cgroup_id, []));
+      case 'ncpus':
+        return this.reg(this.constant(onlineCpus().length));
+      case 'username': {
+        const r = this.callHelper(H.get_current_uid_gid, []);
+        fn.emit(I.mov32(r, r));
+        return this.reg(r);
+      }
+      case 'ppid': {
+        // curtask->real_parent->tgid, offsets from BTF
+        const btf = kernelBtf();
+        const task = btf.findType('task_struct', 4)!;
+        const parentOff = btf.member(task, 'real_parent')!.offset;
+        const tgidOff = btf.member(task, 'tgid')!.offset;
+        const cur = this.callHelper(H.get_current_task, []);
+        const parent = this.loadMem(U64, cur, parentOff, 'kernel');
+        if (parent.kind !== 'reg') throw new BpfscopeError('internal: ppid');
+        return this.loadMem({ kind: 'int', size: 4, signed: false }, parent.reg, tgidOff, 'kernel');
+      }
       case 'retval':
         return this.loadCtx(t, this.unit.expanded.regs!.ret);
       case 'func':

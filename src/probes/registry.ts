@@ -11,6 +11,7 @@ import { IntervalProvider } from './interval.js';
 import { KprobeProvider } from './kprobe.js';
 import { ProfileProvider } from './profile.js';
 import { RawTracepointProvider } from './rawtracepoint.js';
+import { SoftwareProvider } from './software.js';
 import { SpecialProvider } from './special.js';
 import { TracepointProvider } from './tracepoint.js';
 import type { ExpandedProbe, ProbeProvider } from './types.js';
@@ -37,7 +38,6 @@ const STUBS: readonly (readonly string[])[] = [
   ['usdt', 'U'],
   ['fentry', 'f', 'kfunc'],
   ['fexit', 'fr', 'kretfunc'],
-  ['software', 's'],
   ['hardware', 'h'],
   ['iter', 'it'],
   ['watchpoint', 'w'],
@@ -52,6 +52,7 @@ const registered: ProbeProvider[] = [
   new KprobeProvider('kprobe'),
   new KprobeProvider('kretprobe'),
   new RawTracepointProvider(),
+  new SoftwareProvider(),
   new UprobeProvider('uprobe'),
   new UprobeProvider('uretprobe'),
   ...STUBS.map((names) => new UnsupportedProvider(names)),

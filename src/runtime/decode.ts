@@ -19,6 +19,8 @@ export interface DecodeContext {
   ksym?(addr: bigint): string;
   /** `usym(addr)` in process `pid`. */
   usym?(pid: number, addr: bigint): string;
+  /** `username`: the name of a uid (from /etc/passwd), or the number. */
+  username?(uid: number): string;
   /** Wall-clock ns since the epoch minus CLOCK_MONOTONIC ns (for `strftime()`). */
   monotonicToRealtimeNs?: bigint;
 }
@@ -65,6 +67,10 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
       const addr = buf.readBigUInt64LE(off);
       const pid = buf.readUInt32LE(off + 8);
       return { kind: 'string', value: ctx?.usym ? ctx.usym(pid, addr) : `0x${addr.toString(16)}` };
+    }
+    case 'username': {
+      const uid = Number(buf.readBigUInt64LE(off));
+      return { kind: 'string', value: ctx?.username ? ctx.username(uid) : String(uid) };
     }
     case 'inet':
       return { kind: 'string', value: formatInet(Number(buf.readBigUInt64LE(off)), buf.subarray(off + 8, off + 24)) };

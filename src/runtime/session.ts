@@ -4,6 +4,7 @@
  * consume async events (printf, print, exit, time, clear, zero) until exit()/a signal/the -c child ends, detach,
  * run END, print the maps, close everything. `close()` is idempotent and safe from any exit path.
  */
+import { readFileSync } from 'node:fs';
 import { BpfMap } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
@@ -12,6 +13,24 @@ import type { AttachedProbe } from '../probes/types.js';
 import { SymbolResolver } from '../symbols/resolver.js';
 import { buildMapDump, type DecodeContext, decodeValue } from './decode.js';
 import { StackReader } from './stacks.js';
+
+let passwd: Map<number, string> | undefined;
+
+/** User name of `uid` from /etc/passwd (bpftrace's `username`), or the number when unknown. */
+function userName(uid: number): string {
+  if (!passwd) {
+    passwd = new Map();
+    try {
+      for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+        const f = line.split(':');
+        if (f.length > 2 && !passwd.has(Number(f[2]))) passwd.set(Number(f[2]), f[0]!);
+      }
+    } catch {
+      /* no passwd file: numbers */
+    }
+  }
+  return passwd.get(uid) ?? String(uid);
+}
 
 /** Stacks kept per stack map (bpftrace's default). */
 const STACK_MAP_ENTRIES = 4096;
@@ -77,6 +96,7 @@ export class Session {
       ksym: (addr) => name(sym().kernel(addr)),
       usym: (pid, addr) => name(sym().user(pid, addr)),
       monotonicToRealtimeNs: BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint(),
+      username: (uid) => userName(uid),
     };
     this.mapCtx = this.valueCtx;
   }

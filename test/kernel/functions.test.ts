@@ -70,3 +70,40 @@ describe('functions', () => {
     assert.match(r.stdout, /done/);
   });
 });
+
+describe('more builtins and software events', () => {
+  it('ppid, username, ncpus, cgroup, jiffies, rand', async () => {
+    const { startTool } = await import('../helpers/cli.js');
+    const { availableParallelism } = await import('node:os');
+    const run = startTool('bpfscope', [
+      '-e',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%d %s %d %d %d\\n", ppid, username, ncpus, cgroup > 0, jiffies > 0); @r = rand; }',
+      '-c',
+      workloadCommand('getppid', 1),
+    ]);
+    const r = await run.done;
+    assert.equal(r.code, 0, r.stderr);
+    // the traced command's parent is bpfscope itself (it starts the command)
+    assert.equal(r.stdout.split('\n')[0], `${run.pid} root ${availableParallelism()} 1 1`);
+  });
+
+  it('software events count page faults and context switches of a command', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'software:page-faults:1 /pid == cpid/ { @faults = count(); } software:cs:1 /pid == cpid/ { @cs = count(); }',
+      '-c',
+      workloadCommand('sleep-ms', 20, 'sleep-ms', 20),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    const faults = Number(/^@faults: (\d+)$/m.exec(r.stdout)?.[1]);
+    const cs = Number(/^@cs: (\d+)$/m.exec(r.stdout)?.[1]);
+    assert.ok(faults > 10, r.stdout);
+    assert.ok(cs >= 2, r.stdout);
+  });
+
+  it('rejects an unknown software event with a suggestion', async () => {
+    const r = await runTool('bpfscope', ['-e', 'software:page-fault:1 { }']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /Invalid software event: page-fault\n[\s\S]*HINT: Did you mean .*software:page-faults/);
+  });
+});

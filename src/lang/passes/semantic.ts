@@ -70,6 +70,13 @@ const BUILTIN_TYPES: Record<string, SType> = {
   elapsed: U64,
   cpid: U32,
   comm: stringType(16),
+  ppid: U32,
+  rand: U32,
+  jiffies: U64,
+  numaid: U32,
+  ncpus: U64,
+  cgroup: U64,
+  username: { kind: 'username' },
 };
 
 /** Frames kept by kstack/ustack without a limit, and the most allowed (the kernel's perf_event_max_stack default). */
