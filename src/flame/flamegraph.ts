@@ -9,7 +9,7 @@
  */
 import { backgroundColors, type ColorMode, defaultBackground, deltaColor, frameColor } from './color.js';
 import { type Frames, mergeFrames, parseStacks } from './merge.js';
-import { cFixed, commas, perlNum, perlNumify } from './perl.js';
+import { cFixed, cFixedValue, commas, perlNum, perlNumify } from './perl.js';
 import { documentHead, errorDocument, escapeAttr, escapeText } from './svg/document.js';
 
 /** Options of flamegraph.pl, with its defaults. Sizes are in pixels. */
@@ -264,13 +264,14 @@ function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layo
       y1 = l.ypad1 + depth * o.height;
       y2 = l.ypad1 + (depth + 1) * o.height - FRAMEPAD;
     }
-    const samples = cFixed((etime - stime) * o.factor, 0);
+    const samplesValue = (etime - stime) * o.factor;
+    const samples = cFixed(samplesValue, 0);
     const samplesTxt = commas(samples);
     let info: string;
     if (isRoot) {
       info = `all (${samplesTxt} ${o.countname}, 100%)`;
     } else {
-      const pct = cFixed((100 * Number(samples)) / countDiv, 2);
+      const pct = cFixed((100 * cFixedValue(samplesValue, 0)) / countDiv, 2);
       const escaped = escapeAttr(func).replace(ANNOTATION, '');
       if (Number.isNaN(delta)) {
         info = `${escaped} (${samplesTxt} ${o.countname}, ${pct}%)`;
@@ -311,7 +312,7 @@ function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layo
 
     const x1s = cFixed(x1, 1);
     const x2s = cFixed(x2, 1);
-    const w = cFixed(Number(x2s) - Number(x1s), 1);
+    const w = cFixed(cFixedValue(x2, 1) - cFixedValue(x1, 1), 1);
     const h = cFixed(y2 - y1, 1);
     const open = attrs ? groupOpen(attrs) : '<g>';
     out.add(

@@ -128,14 +128,19 @@ export function perlNumify(s: string): number {
 }
 
 /**
- * A string that owns its characters. Substrings of a large input chunk (V8 "sliced strings") keep the whole chunk
- * alive; strings that outlive the chunk (cache keys, interned frame names) go through this once.
+ * The value Perl gets back from `sprintf("%.<digits>f", x)` when it uses the string as a number: the double
+ * nearest to the printed decimal. Same as `Number(cFixed(x, digits))`, without formatting and parsing when x is
+ * not close to a rounding boundary. `digits` is 0..3.
  */
-export function ownString(s: string): string {
-  return s.length < 13 ? s : Buffer.from(s, 'latin1').toString('latin1');
+export function cFixedValue(x: number, digits: number): number {
+  const scale = POW10[digits]!;
+  const t = x * scale;
+  if (Math.abs(t) < 1e15) {
+    const f = t - Math.floor(t);
+    // Far from a tie the product's rounding error cannot change the result.
+    if (Math.abs(f - 0.5) > 1e-6) return Math.round(t) / scale;
+  }
+  return Number(cFixed(x, digits));
 }
 
-/** Like {@link ownString} for strings that may hold characters beyond latin1 (flame graph input is UTF-8). */
-export function ownStringUtf16(s: string): string {
-  return s.length < 13 ? s : Buffer.from(s, 'utf16le').toString('utf16le');
-}
+const POW10 = [1, 10, 100, 1000];

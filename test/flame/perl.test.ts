@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { cFixed, commas, perlNum, perlNumify, perlSplit } from '../../src/flame/perl.js';
+import { cFixed, cFixedValue, commas, perlNum, perlNumify, perlSplit } from '../../src/flame/perl.js';
 
 describe('cFixed (C printf %.Nf)', () => {
   it('rounds exact binary ties to even, as glibc does', () => {
@@ -90,5 +90,13 @@ describe('against perl itself', { skip: !hasPerl && 'perl not installed' }, () =
       return `${perlNum(x)}|${cFixed(x, 1)}|${cFixed(x, 2)}|${cFixed(x, 0)}`;
     });
     assert.deepEqual(got, want);
+  });
+});
+
+describe('cFixedValue', () => {
+  it('equals Number(cFixed(x, d)) near and far from ties', () => {
+    const xs = [0.25, 0.35, 114.85000000000001, 2.5, 3.5, 1180, 0.05, 1e-7, 123456.789, 1 / 3, 2 / 3, 1e20];
+    for (let i = 0; i < 2000; i++) xs.push(i / 8, i / 10, i * 1.1, (i * 1180) / 247);
+    for (const x of xs) for (const d of [0, 1, 2]) assert.equal(cFixedValue(x, d), Number(cFixed(x, d)), `${x} ${d}`);
   });
 });

@@ -44,11 +44,15 @@ export interface PerfCollapseOptions {
   warn?: WarnFn;
 }
 
-// Perl's \s on byte strings: [\t\n\v\f\r ].
-const isWs = (c: number): boolean => c === 32 || (c >= 9 && c <= 13);
-// Perl's \w on byte strings: ASCII letters, digits, underscore.
-const isWord = (c: number): boolean =>
-  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95;
+// Byte classes: Perl's \s on byte strings ([\t\n\v\f\r ]) and \w (ASCII letters, digits, underscore).
+const WS_BIT = 1;
+const WORD_BIT = 2;
+const CLASS = new Uint8Array(256);
+for (let c = 0; c < 256; c++) {
+  if (c === 32 || (c >= 9 && c <= 13)) CLASS[c] = WS_BIT;
+  else if ((c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95) CLASS[c] = WORD_BIT;
+}
+const isWs = (c: number): boolean => CLASS[c] === WS_BIT;
 
 const WS = '[\\t\\n\\v\\f\\r ]';
 const NWS = '[^\\t\\n\\v\\f\\r ]';
@@ -229,11 +233,11 @@ export class PerfCollapser implements StackCollapser {
 
   private frameLine(b: Buffer, dv: DataView, start: number, end: number): void {
     let i = start + 1;
-    while (i < end && isWs(b[i]!)) i++;
+    while (i < end && CLASS[b[i]!] === WS_BIT) i++;
     const pcStart = i;
-    while (i < end && isWord(b[i]!)) i++;
+    while (i < end && CLASS[b[i]!] === WORD_BIT) i++;
     const pcEnd = i;
-    while (i < end && isWs(b[i]!)) i++;
+    while (i < end && CLASS[b[i]!] === WS_BIT) i++;
     const p = i;
     if (pcEnd === pcStart || this.pname < 0) {
       // Not an address (the regex decides), or outside a sample / in a filtered one, where only whether the line
