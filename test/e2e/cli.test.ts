@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { bpfscopeEntry, runTool, startTool } from '../helpers/cli.js';
+import { bpfscopeEntry, runTool } from '../helpers/cli.js';
 import { workloadCommand } from '../helpers/workload.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bpfscope-cli-'));

@@ -15,7 +15,7 @@ import { constants as osConstants } from 'node:os';
 import type { ExpandedProbe } from '../../probes/types.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
-import { btfRecordByName, btfType, kernelBtf, recordFields } from '../btf-types.js';
+import { btfRecordByName, kernelBtf, recordFields } from '../btf-types.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import {
   BOOL,
