@@ -752,7 +752,6 @@ class Parser {
     this.advance();
     if (this.accept(':')) {
       const els = this.parseExpr();
-      // biome-ignore lint/suspicious/noThenProperty: `then` is the AST's field name (ast.ts TernaryExpr)
       return { kind: 'TernaryExpr', pos: this.span(cond.pos.offset, els.pos.end), cond, then: cond, else: els };
     }
     const then = this.parseExpr();
