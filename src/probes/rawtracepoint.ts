@@ -62,7 +62,7 @@ export class RawTracepointProbe implements ExpandedProbe {
 export class RawTracepointProvider implements ProbeProvider {
   readonly names = ['rawtracepoint', 'rt'] as const;
   readonly supported = true;
-  readonly listed = true;
+  readonly listed = false;
 
   expand(ap: AttachPoint): ExpandedProbe[] {
     // `rawtracepoint:module:event` names the module; the event name is what matters for BTF lookup.

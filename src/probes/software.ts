@@ -61,7 +61,7 @@ export class SoftwareProbe implements ExpandedProbe {
 export class SoftwareProvider implements ProbeProvider {
   readonly names = ['software', 's'] as const;
   readonly supported = true;
-  readonly listed = true;
+  readonly listed = false;
 
   expand(ap: AttachPoint): ExpandedProbe[] {
     const [name, countText] = ap.parts;

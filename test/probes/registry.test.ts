@@ -77,8 +77,8 @@ describe('provider registry', () => {
 
   it('reports known-but-unimplemented providers as not supported yet', () => {
     assert.equal(
-      diag(() => expandAttachPoint(attachPoint('kprobe:do_nanosleep'))).message,
-      'kprobe probes are not supported by bpfscope yet',
+      diag(() => expandAttachPoint(attachPoint('usdt:/bin/true:p:n'))).message,
+      'usdt probes are not supported by bpfscope yet',
     );
     assert.equal(
       diag(() => expandAttachPoint(attachPoint('kfunc:vfs_read'))).message,
@@ -88,15 +88,15 @@ describe('provider registry', () => {
 
   it('lets a real provider replace a stub', () => {
     const fake: ProbeProvider = {
-      names: ['kprobe', 'k'],
+      names: ['usdt', 'U'],
       supported: true,
       listed: true,
       expand: () => [],
-      list: () => ['kprobe:x'],
+      list: () => ['usdt:x'],
     };
     const before = providers().length;
     registerProvider(fake);
     assert.equal(providers().length, before);
-    assert.equal(findProvider('k'), fake);
+    assert.equal(findProvider('U'), fake);
   });
 });
