@@ -17,19 +17,34 @@
 const K1 = 0x01000193;
 const HEADER = 12;
 
-/**
- * Hash of bytes [start, end) of `dv` (FNV-style over 32-bit words, then a final mix), 30 bits: small integers
- * stay unboxed in V8 wherever they are passed or stored.
- */
-export function hashBytes(dv: DataView, start: number, end: number): number {
-  let h = Math.imul(end - start, 0x9e3779b1) ^ 0x811c9dc5;
-  let i = start;
-  for (; i + 4 <= end; i += 4) h = Math.imul(h ^ dv.getInt32(i, true), K1);
-  for (; i < end; i++) h = Math.imul(h ^ dv.getUint8(i), K1);
+/** Start value of {@link hashBytes}; callers that hash while scanning continue from it with {@link hashWord}. */
+export const HASH_SEED = 0x811c9dc5;
+
+/** One step of {@link hashBytes}: mixes a 32-bit word (or, for the last 0-3 bytes, one byte) into `h`. */
+export function hashWord(h: number, w: number): number {
+  return Math.imul(h ^ w, K1);
+}
+
+/** The last step of {@link hashBytes}: mixes in the length and spreads the bits. 30 bits. */
+export function hashFinish(h: number, len: number): number {
+  h ^= Math.imul(len, 0x9e3779b1);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
   return h & 0x3fffffff;
+}
+
+/**
+ * Hash of bytes [start, end) of `dv`: FNV-style over little-endian 32-bit words from `start`, then the remaining
+ * 0-3 bytes one by one, then the length. 30 bits, so that it stays a small integer (unboxed) in V8 wherever it is
+ * passed or stored.
+ */
+export function hashBytes(dv: DataView, start: number, end: number): number {
+  let h = HASH_SEED;
+  let i = start;
+  for (; i + 4 <= end; i += 4) h = hashWord(h, dv.getInt32(i, true));
+  for (; i < end; i++) h = hashWord(h, dv.getUint8(i));
+  return hashFinish(h, end - start);
 }
 
 export class ByteTable {

@@ -267,9 +267,11 @@ export class StackTable {
   }
 
   /**
-   * Stack numbers in byte order of their texts "t0;t1;...;tn", given that no token contains ";": a multikey
-   * quicksort over token positions, so that shared leading tokens are looked at once per group instead of once
-   * per comparison, and equal tokens (same id) compare without touching their strings.
+   * Stack numbers in byte order of their texts "t0;t1;...;tn", given that no token contains ";": a most-significant-
+   * token-first radix sort. A group of stacks that share their first d tokens is split by token d into buckets,
+   * ordered by comparing only the group's distinct tokens (usually one or a few), and each bucket is sorted on from
+   * token d+1. Shared leading tokens thus cost one integer read per stack and level, and strings are compared only
+   * where stacks branch.
    */
   private sortedEntries(): Int32Array {
     const names = this.names;
@@ -277,12 +279,15 @@ export class StackTable {
     const off = this.off;
     const len = this.len;
     const idx = new Int32Array(this.size);
+    const tmp = new Int32Array(this.size);
+    const keys = new Int32Array(this.size);
     for (let i = 0; i < idx.length; i++) idx[i] = i;
     /** Token at position d of stack e, encoded: -1 past the end, 2*id for a last token, 2*id+1 for "id;". */
     const key = (e: number, d: number): number => {
       const n = len[e]!;
       return d < n - 1 ? 2 * arena[off[e]! + d]! + 1 : d === n - 1 ? 2 * arena[off[e]! + d]! : -1;
     };
+    const byToken = (a: number, b: number): number => (a === b ? 0 : compareTokens(a, b, names));
     const compareFrom = (a: number, b: number, d: number): number => {
       for (;;) {
         const ka = key(a, d);
@@ -292,9 +297,16 @@ export class StackTable {
         d++;
       }
     };
-    const sort = (lo: number, hi: number, d: number): void => {
-      while (hi - lo > 1) {
-        if (hi - lo <= 12) {
+    // Explicit stack of groups [lo, hi, d] (recursion could be as deep as the stacks are long).
+    const work: number[] = [0, idx.length, 0];
+    while (work.length) {
+      let d = work.pop()!;
+      const hi = work.pop()!;
+      const lo = work.pop()!;
+      for (;;) {
+        if (hi - lo <= 1) break;
+        if (hi - lo <= 8) {
+          // Small groups: insertion sort, comparing from token d on.
           for (let i = lo + 1; i < hi; i++) {
             const v = idx[i]!;
             let j = i;
@@ -304,34 +316,48 @@ export class StackTable {
             }
             idx[j] = v;
           }
-          return;
+          break;
         }
-        const pivot = key(idx[(lo + hi) >> 1]!, d);
-        let lt = lo;
-        let gt = hi;
-        let i = lo;
-        while (i < gt) {
+        let same = true;
+        const k0 = key(idx[lo]!, d);
+        keys[lo] = k0;
+        for (let i = lo + 1; i < hi; i++) {
           const k = key(idx[i]!, d);
-          const c = k === pivot ? 0 : compareTokens(k, pivot, names);
-          if (c < 0) {
-            const t = idx[lt]!;
-            idx[lt++] = idx[i]!;
-            idx[i++] = t;
-          } else if (c > 0) {
-            const t = idx[--gt]!;
-            idx[gt] = idx[i]!;
-            idx[i] = t;
-          } else i++;
+          keys[i] = k;
+          if (k !== k0) same = false;
         }
-        sort(lo, lt, d);
-        sort(gt, hi, d);
-        if (pivot === -1) return; // stacks that ended here are equal
-        lo = lt;
-        hi = gt;
-        d++;
+        if (same) {
+          if (k0 === -1) break; // identical texts end here
+          d++;
+          continue;
+        }
+        // Distinct tokens of the group, in text order, and a bucket per token.
+        const bucketOf = new Map<number, number>();
+        const distinct: number[] = [];
+        for (let i = lo; i < hi; i++) {
+          const k = keys[i]!;
+          if (!bucketOf.has(k)) {
+            bucketOf.set(k, 0);
+            distinct.push(k);
+          }
+        }
+        distinct.sort(byToken);
+        const starts = new Int32Array(distinct.length + 1);
+        distinct.forEach((k, b) => bucketOf.set(k, b));
+        for (let i = lo; i < hi; i++) starts[bucketOf.get(keys[i]!)! + 1]!++;
+        for (let b = 0; b < distinct.length; b++) starts[b + 1] = starts[b + 1]! + starts[b]!;
+        const fill = starts.slice();
+        for (let i = lo; i < hi; i++) tmp[lo + fill[bucketOf.get(keys[i]!)!]!++] = idx[i]!;
+        for (let b = 0; b < distinct.length; b++) {
+          const s = lo + starts[b]!;
+          const e = lo + starts[b + 1]!;
+          // copy back, then sort the bucket on the next token
+          for (let i = s; i < e; i++) idx[i] = tmp[i]!;
+          if (e - s > 1 && distinct[b] !== -1) work.push(s, e, d + 1);
+        }
+        break;
       }
-    };
-    sort(0, idx.length, 0);
+    }
     return idx;
   }
 }
