@@ -30,7 +30,15 @@ import { compilePrintf } from '../runtime/output/printf.js';
 import { emitAggregation } from './aggregate.js';
 import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
 import { IrFunction } from './ir.js';
-import { AsyncAction, type MapPlan, type PrintfPlan, type PrintValuePlan, type StackMapPlan } from './plan.js';
+import {
+  AsyncAction,
+  JOIN_ARG_SIZE,
+  JOIN_MAX_ARGS,
+  type MapPlan,
+  type PrintfPlan,
+  type PrintValuePlan,
+  type StackMapPlan,
+} from './plan.js';
 
 /** A generated value: a scalar in a register, or `size` bytes of stack at r10+off. */
 export type Val = { kind: 'reg'; reg: number } | { kind: 'mem'; off: number; size: number };
@@ -44,6 +52,9 @@ export interface GenTables {
   printfs: PrintfPlan[];
   printValues: PrintValuePlan[];
   timeFormats: string[];
+  joinSeparators: string[];
+  /** Set when a program uses join(): the per-CPU scratch map's IR name. */
+  joinBufName?: string;
   ringbufName: string;
   lostName: string;
   exitName: string;
@@ -452,6 +463,9 @@ export class ProbeGen {
         this.callHelper(H.map_delete_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
         return;
       }
+      case 'join':
+        this.join(c);
+        return;
       case 'signal': {
         const a = c.args[0]!;
         const sig = a.kind === 'StrLit' ? this.constant(signalNumber(a.value) ?? 0) : this.scalar(a);
@@ -777,6 +791,54 @@ export class ProbeGen {
     }
     const loc = this.fieldLocation(e);
     return this.loadMem(e.type!, loc.base, loc.off, loc.space, loc.field);
+  }
+
+  /**
+   * `join(argv [, sep])`: copy up to JOIN_MAX_ARGS strings of a NULL-terminated pointer array into a per-CPU scratch
+   * map value (too large for the stack) and send it as one JOIN record.
+   */
+  private join(c: CallExpr): void {
+    const fn = this.fn;
+    this.tables.joinBufName = 'join_buf';
+    const sep = c.args[1]?.kind === 'StrLit' ? c.args[1].value : ' ';
+    const id = this.tables.joinSeparators.push(sep) - 1;
+    const argv = this.scalar(c.args[0]!);
+    const at = c.args[0]!.type!;
+    const user = at.kind === 'pointer' ? at.space === 'user' : true;
+    const key = this.frame.temp(8);
+    fn.emit(I.st(4, FP, key, 0));
+    const p = this.callHelper(H.map_lookup_elem, [{ map: 'join_buf' }, { stack: key }]);
+    const skip = fn.newLabel('join_skip');
+    const send = fn.newLabel('join_send');
+    fn.emit(I.jmpImm('jeq', p, 0, skip));
+    fn.emit(I.st(4, p, 0, AsyncAction.JOIN));
+    fn.emit(I.st(4, p, 4, id));
+    const slotPtr = this.frame.temp(8);
+    for (let i = 0; i < JOIN_MAX_ARGS; i++) {
+      const slot = 8 + i * JOIN_ARG_SIZE;
+      fn.emit(I.st(1, p, slot, 0));
+      fn.emit(I.st(8, FP, slotPtr, 0));
+      const src = fn.vreg();
+      fn.emit(I.mov64(src, argv));
+      fn.emit(I.alu64Imm('add', src, i * 8));
+      this.callHelper(user ? H.probe_read_user : H.probe_read_kernel, [{ stack: slotPtr }, { imm: 8 }, src]);
+      const s = fn.vreg();
+      fn.emit(I.ldx(8, s, FP, slotPtr));
+      fn.emit(I.jmpImm('jeq', s, 0, send));
+      const dst = fn.vreg();
+      fn.emit(I.mov64(dst, p));
+      fn.emit(I.alu64Imm('add', dst, slot));
+      this.callHelper(user ? H.probe_read_user_str : H.probe_read_kernel_str, [dst, { imm: JOIN_ARG_SIZE }, s]);
+    }
+    fn.mark(send);
+    const r = this.callHelper(H.ringbuf_output, [
+      { map: this.tables.ringbufName },
+      p,
+      { imm: 8 + JOIN_MAX_ARGS * JOIN_ARG_SIZE },
+      { imm: 0 },
+    ]);
+    this.countLost(r);
+    fn.mark(skip);
   }
 
   /**

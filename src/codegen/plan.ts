@@ -10,6 +10,8 @@
  * - CLEAR/ZERO:  nothing (id = map index)
  * - TIME:        nothing (id = time format index)
  * - PRINT_VALUE: the value (id = print-value index)
+ * - JOIN:        JOIN_MAX_ARGS slots of JOIN_ARG_SIZE bytes, NUL-terminated strings; an empty slot ends the list
+ *                (id = join separator index). Built in a per-CPU scratch map, too large for the stack.
  */
 
 import type { Span } from '../lang/ast.js';
@@ -25,7 +27,12 @@ export enum AsyncAction {
   ZERO = 5,
   TIME = 6,
   PRINT_VALUE = 7,
+  JOIN = 8,
 }
+
+/** join(): at most this many array elements, each read as a string of this many bytes (bpftrace's limits). */
+export const JOIN_MAX_ARGS = 16;
+export const JOIN_ARG_SIZE = 64;
 
 /** Kernel map type numbers used by the compiler (uapi `enum bpf_map_type`). */
 export const MapKind = {
@@ -97,6 +104,10 @@ export interface CompiledProgram {
   printValues: PrintValuePlan[];
   /** time() formats by id. */
   timeFormats: string[];
+  /** join() separators by id. */
+  joinSeparators: string[];
+  /** Per-CPU scratch map for join() records, when used. */
+  joinBufName?: string;
   /** Name of the ring buffer map and the lost-event counter map in IR map references. */
   ringbufName: string;
   lostName: string;

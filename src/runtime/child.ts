@@ -1,6 +1,6 @@
 /**
  * `-c CMD`: start the command stopped, so probes are attached before it runs (bpftrace forks and waits for the
- * same reason). The child is `/bin/sh -c 'kill -STOP $$; exec CMD'`: it stops itself, we see state `T` in
+ * same reason). The child is `/bin/sh -c 'kill -STOP $$; exec "$@"' sh WORDS...`: it stops itself, we see state `T` in
  * /proc/PID/stat, attach, then send SIGCONT; after `exec` the pid (= `cpid`) is the command's.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -30,7 +30,10 @@ function processState(pid: number): string | null {
 
 /** Spawn `command` stopped before exec. @throws BpfscopeError when it cannot be started. */
 export async function spawnStopped(command: string): Promise<StoppedChild> {
-  const child = spawn('/bin/sh', ['-c', `kill -STOP $$; exec ${command}`], { stdio: 'inherit' });
+  // bpftrace splits the command on whitespace (no shell quoting) and execs it with a $PATH search
+  const argv = command.split(/\s+/).filter((w) => w !== '');
+  if (argv.length === 0) throw new BpfscopeError('-c: empty command');
+  const child = spawn('/bin/sh', ['-c', 'kill -STOP $$; exec "$@"', 'sh', ...argv], { stdio: 'inherit' });
   const exited = new Promise<number>((resolve) => {
     child.on('exit', (code, signal) => resolve(code ?? 128 + (signal ? osSignal(signal) : 0)));
     child.on('error', () => resolve(127));

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { BpfMap } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
-import { AsyncAction, MapKind } from '../codegen/plan.js';
+import { AsyncAction, JOIN_ARG_SIZE, JOIN_MAX_ARGS, MapKind } from '../codegen/plan.js';
 import type { AttachedProbe } from '../probes/types.js';
 import { SymbolResolver } from '../symbols/resolver.js';
 import { buildMapDump, type DecodeContext, decodeValue } from './decode.js';
@@ -127,6 +127,18 @@ export class Session {
     this.maps.set(c.ringbufName, ring);
     this.lost = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'lost_events' });
     this.maps.set(c.lostName, this.lost);
+    if (c.joinBufName) {
+      this.maps.set(
+        c.joinBufName,
+        BpfMap.create({
+          type: MapKind.PERCPU_ARRAY,
+          keySize: 4,
+          valueSize: 8 + JOIN_MAX_ARGS * JOIN_ARG_SIZE,
+          maxEntries: 1,
+          name: 'join_buf',
+        }),
+      );
+    }
     for (const st of c.stackMaps) {
       this.maps.set(
         st.name,
@@ -186,8 +198,6 @@ export class Session {
   waitForStop(): Promise<void> {
     if (this.exitRequested || this.closed) return Promise.resolve();
     return new Promise((resolve) => {
-      this.stopResolve = resolve;
-      this.ring!.start();
       // This timer also keeps the event loop (and so the process) alive while we wait: the ring buffer consumer's
       // handles are unref'd. It checks the exit flag every 100 ms and lost events every second.
       let ticks = 0;
@@ -195,11 +205,12 @@ export class Session {
         if (++ticks % 10 === 0) this.checkLost();
         this.checkExitFlag();
       }, 100);
-      const done = this.stopResolve;
       this.stopResolve = () => {
         clearInterval(timer);
-        done();
+        resolve();
       };
+      // start() drains what is already there: an exit() record can stop us right away
+      this.ring!.start();
     });
   }
 
@@ -325,6 +336,17 @@ export class Session {
       case AsyncAction.TIME:
         out.time(formatTimeBuiltin(this.compiled.timeFormats[id]!));
         return;
+      case AsyncAction.JOIN: {
+        const parts: string[] = [];
+        for (let i = 0; i < JOIN_MAX_ARGS; i++) {
+          const off = 8 + i * JOIN_ARG_SIZE;
+          if (off >= data.length || data[off] === 0) break;
+          const end = data.indexOf(0, off);
+          parts.push(data.toString('latin1', off, end < 0 || end > off + JOIN_ARG_SIZE ? off + JOIN_ARG_SIZE : end));
+        }
+        out.join(parts.join(this.compiled.joinSeparators[id] ?? ' '));
+        return;
+      }
       case AsyncAction.PRINT_VALUE: {
         const pv = this.compiled.printValues[id]!;
         out.printValue(decodeValue(data, 8, pv.type, this.valueCtx));

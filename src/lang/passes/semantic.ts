@@ -990,6 +990,15 @@ export class Analyzer {
           this.error(args[1]!.pos, `strftime() expects an integer timestamp (${typeName(t)} provided)`);
         return { kind: 'timestamp', fmt: args[0]!.kind === 'StrLit' ? args[0]!.value : '' };
       }
+      case 'join': {
+        if (!this.argCount(c, 1, 2)) return { kind: 'none' };
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'pointer' && t.kind !== 'int') {
+          this.error(args[0]!.pos, `join() expects a pointer to an array of strings (${typeName(t)} provided)`);
+        }
+        if (args[1] && args[1].kind !== 'StrLit') this.error(args[1].pos, 'join() expects a string literal separator');
+        return { kind: 'none' };
+      }
       case 'has_key': {
         if (!this.argCount(c, 2, 2)) return null;
         const m = mapArg(0, 'has_key');
