@@ -153,6 +153,10 @@ describe('stackcollapse-perf behaviours', () => {
     const input = 'pp 1 [000] 1.0: 1 c:\n  ab (x)\n\n';
     assert.equal(collapse(input), 'pp;b 1\n');
   });
+  it('drops frames whose symbol is only an offset or an empty inline chain, as split() does', () => {
+    const input = SAMPLE('pp 1 [000] 1.0: 1 c:', '1 +0x10 (/a)', '2 -> (/a)', '3 f (/a)');
+    assert.equal(collapse(input), 'pp;f 1\n');
+  });
   it('reports lines it cannot read', () => {
     const warnings: string[] = [];
     collapse('pp 1 [000] 1.0: 1 c:\n\t???\n\n', { warn: (w) => warnings.push(w) });

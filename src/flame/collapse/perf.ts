@@ -405,11 +405,11 @@ export class PerfCollapser implements StackCollapser {
 
   /** One frame line's frames (several when the symbol holds inlined "a->b" chains), as ids in reverse order. */
   private makeFrames(pc: string, rawfunc: string, mod: string): { ids: Int32Array; usesAddress: boolean } {
-    rawfunc = rawfunc.replace(OFFSET_RE, '');
+    if (rawfunc.includes('+0x')) rawfunc = rawfunc.replace(OFFSET_RE, '');
     if (rawfunc.charCodeAt(0) === 40) return { ids: new Int32Array(0), usesAddress: false }; // "(": a process name
     let usesAddress = false;
     const out: string[] = [];
-    for (let func of perlSplit(rawfunc, '->')) {
+    for (let func of rawfunc.includes('->') || rawfunc === '' ? perlSplit(rawfunc, '->') : [rawfunc]) {
       if (func === '[unknown]') {
         func = mod !== '[unknown]' ? mod.slice(mod.lastIndexOf('/') + 1) : 'unknown';
         if (this.includeAddrs) {
@@ -422,7 +422,7 @@ export class PerfCollapser implements StackCollapser {
       // Generic tidying: ";" would split the frame; argument lists are noise unless this is a Go method name
       // such as "net/http.(*Client).Do"; "(anonymous namespace)" is kept; quotes go.
       if (func.includes(';')) func = func.replaceAll(';', ':');
-      if (!GO_METHOD_RE.test(func)) func = func.replace(ARGS_RE, '');
+      if (func.includes('(') && !GO_METHOD_RE.test(func)) func = func.replace(ARGS_RE, '');
       if (func.includes('"') || func.includes("'")) func = func.replace(/["']/g, '');
       // Java: "Lorg/foo/Bar;.baz" -> "org/foo/Bar:.baz".
       if (this.pnameIsJava && func.includes('/') && func.charCodeAt(0) === 76) func = func.slice(1);
