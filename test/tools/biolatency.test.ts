@@ -108,9 +108,9 @@ describe('biolatency on the live kernel', () => {
     if (dir) removeScratch(dir);
   });
 
-  it('-d loopN -e 2 1: counts the 10 O_DIRECT reads in one 2 s interval, then exits by itself', { skip }, async () => {
+  it('-d loopN -e 5 1: counts the 10 O_DIRECT reads in one 5 s interval, then exits by itself', { skip }, async () => {
     const before = { state: bpfState(), tracefs: tracefsProbeEvents() };
-    const run = startBpfscope(['biolatency', '-d', loop!.name, '-e', '2', '1']);
+    const run = startBpfscope(['biolatency', '-d', loop!.name, '-e', '5', '1']);
     assert.ok(await run.waitFor(/Hit Ctrl-C to end\.\n/, 20_000), run.stderr());
     const ours = withReferences(fdHeldIds(run.pid), bpfState());
     const w = spawnSync(workloadPath(), ['comm', 'bpfs_bio', 'odirect-read', loop!.path, '10', '65536'], {

@@ -84,7 +84,7 @@ describe('cpudist on the live kernel', () => {
     const mine = parseSections(r.stdout, 'tid').find((s) => s.label === String(w.pid));
     assert.ok(mine, r.stdout);
     const bucket = mine.rows.find(([lo]) => lo === 8192);
-    assert.ok(bucket && bucket[2] >= 18, `8192 -> 16383 has ${bucket?.[2]} of 20\n${r.stdout}`);
+    assert.ok(bucket && bucket[2] >= 15, `8192 -> 16383 has ${bucket?.[2]} of 20\n${r.stdout}`);
   });
 
   it('-P -e: the spinning workload has long on-CPU intervals; the summary line follows', { skip }, async () => {
