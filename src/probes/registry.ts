@@ -8,6 +8,7 @@
 import type { AttachPoint } from '../lang/ast.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { IntervalProvider } from './interval.js';
+import { FentryProvider } from './fentry.js';
 import { KprobeProvider } from './kprobe.js';
 import { ProfileProvider } from './profile.js';
 import { RawTracepointProvider } from './rawtracepoint.js';
@@ -36,8 +37,6 @@ export class UnsupportedProvider implements ProbeProvider {
 /** Known-but-unimplemented providers with bpftrace's aliases. */
 const STUBS: readonly (readonly string[])[] = [
   ['usdt', 'U'],
-  ['fentry', 'f', 'kfunc'],
-  ['fexit', 'fr', 'kretfunc'],
   ['hardware', 'h'],
   ['iter', 'it'],
   ['watchpoint', 'w'],
@@ -52,6 +51,8 @@ const registered: ProbeProvider[] = [
   new KprobeProvider('kprobe'),
   new KprobeProvider('kretprobe'),
   new RawTracepointProvider(),
+  new FentryProvider('fentry'),
+  new FentryProvider('fexit'),
   new SoftwareProvider(),
   new UprobeProvider('uprobe'),
   new UprobeProvider('uretprobe'),

@@ -36,13 +36,23 @@ const CASES: { name: string; program: string; command: string }[] = [
     command: '/bin/cat /etc/hostname',
   },
   {
+    name: 'fentry (kfunc) with BTF args',
+    program: 'kfunc:do_nanosleep /pid == cpid/ { @[args->mode] = count(); }',
+    command: '/bin/sleep 0.1',
+  },
+  {
+    name: 'fexit (kretfunc) with retval',
+    program: 'kretfunc:do_nanosleep /pid == cpid/ { @ret[retval] = count(); }',
+    command: '/bin/sleep 0.1',
+  },
+  {
     name: 'kprobe wildcard',
     program: 'kprobe:do_nanosleep* /pid == cpid/ { @[probe] = count(); }',
     command: '/bin/sleep 0.1',
   },
 ];
 
-describe('kprobes on Debian 6.1 (kernel matrix)', { skip: skipReason() }, () => {
+describe('kprobes and fentry on Debian 6.1 (kernel matrix)', { skip: skipReason() }, () => {
   it('match bpftrace 0.17 in the same guest', () => {
     const work = mkdtempSync('/tmp/kernel-matrix-test-');
     const lines = ['mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing', `cd ${root}`];

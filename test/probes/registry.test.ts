@@ -81,8 +81,8 @@ describe('provider registry', () => {
       'usdt probes are not supported by bpfscope yet',
     );
     assert.equal(
-      diag(() => expandAttachPoint(attachPoint('kfunc:vfs_read'))).message,
-      'fentry probes are not supported by bpfscope yet',
+      diag(() => expandAttachPoint(attachPoint('w:0x1000:8:w'))).message,
+      'watchpoint probes are not supported by bpfscope yet',
     );
   });
 
