@@ -84,4 +84,12 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Trace the out-of-memory killer',
     load: async () => (await import('../tools/oomkill.js')).main,
   },
+  profile: {
+    summary: 'Profile CPU stack traces at a timed interval',
+    load: async () => (await import('../tools/profile.js')).main,
+  },
+  offcputime: {
+    summary: 'Summarize off-CPU time by stack trace',
+    load: async () => (await import('../tools/offcputime.js')).main,
+  },
 };

@@ -1,0 +1,356 @@
+/**
+ * Shared parts of bcc's stack-aggregating tools (`profile`, `offcputime`):
+ * - argparse value types and mutually exclusive option groups as bcc's parsers declare them;
+ * - reading `kstack(raw)` / `ustack(raw)` map keys back into instruction addresses and symbolizing them with one
+ *   {@link SymbolResolver} that also learns each process's mappings while it runs ({@link ProcessPreparer});
+ * - bcc's two report formats: multi-line stacks (`    frame` lines, `    -                comm (pid)`, the value)
+ *   and folded lines (`comm;user frames;kernel frames value`, FlameGraph's input), sorted as bcc sorts them;
+ * - writing a flame graph SVG in-process with `flame/flamegraph.ts`.
+ *
+ * Formats follow iovisor/bcc `tools/profile.py` and `tools/offcputime.py` (HEAD 6d0a964c) and `BPF.sym()` /
+ * `BPF.ksym()` in `src/python/bcc/__init__.py`.
+ */
+import { writeFileSync } from 'node:fs';
+import { BpfscopeError } from '../errors.js';
+import { type FlameGraphOptions, renderFlameGraph } from '../flame/flamegraph.js';
+import type { MapDump, Value } from '../runtime/output/model.js';
+import { type Frame, foldedName, type SymbolResolver } from '../symbols/resolver.js';
+import { ArgError, formatUsage, INT, type Parsed, type ParserSpec, type ValueType } from './framework/argparse.js';
+import type { ToolWriter } from './framework/output.js';
+import { pyFormat } from './framework/pyformat.js';
+
+// ---- options ----
+
+function pyInt(text: string, invalid: string): number {
+  try {
+    return INT.convert(text) as number;
+  } catch {
+    throw new Error(`argparse: ${invalid}`);
+  }
+}
+
+/** bcc's `positive_int`: an integer >= 0 ("must be an integer", "must be positive"). */
+export const POSITIVE_INT: ValueType = {
+  name: 'positive_int',
+  convert: (text) => {
+    const n = pyInt(text, 'must be an integer');
+    if (n < 0) throw new Error('argparse: must be positive');
+    return n;
+  },
+};
+
+/** bcc's `positive_nonzero_int`: an integer > 0 ("must be nonzero" for 0). */
+export const POSITIVE_NONZERO_INT: ValueType = {
+  name: 'positive_nonzero_int',
+  convert: (text) => {
+    const n = POSITIVE_INT.convert(text) as number;
+    if (n === 0) throw new Error('argparse: must be nonzero');
+    return n;
+  },
+};
+
+/** profile's `positive_int_list`: comma-separated `positive_int`s (`185,186` → [185, 186]). */
+export const POSITIVE_INT_LIST: ValueType = {
+  name: 'positive_int_list',
+  convert: (text) => text.split(',').map((v) => POSITIVE_INT.convert(v) as number),
+};
+
+/**
+ * offcputime's `positive_ints`: comma-separated integers; a non-integer gives "must be integers", a negative one
+ * bcc's own message "must be positive ingegers" (sic, kept as bcc prints it).
+ */
+export const POSITIVE_INTS: ValueType = {
+  name: 'positive_ints',
+  convert: (text) => {
+    const vals = text.split(',').map((v) => pyInt(v, 'must be integers'));
+    if (vals.some((v) => v < 0)) throw new Error('argparse: must be positive ingegers');
+    return vals;
+  },
+};
+
+/** Where each option of `spec` first appears in `argv` (argparse's reading order), by dest. */
+function optionOrder(spec: ParserSpec, argv: string[]): Map<string, number> {
+  const byFlag = new Map<string, { dest: string; takesValue: boolean }>();
+  for (const o of spec.options) {
+    const long = o.flags.find((f) => f.startsWith('--'));
+    const dest = o.dest ?? (long ? long.slice(2) : o.flags[0]!.replace(/^-+/, '')).replace(/-/g, '_');
+    for (const f of o.flags) byFlag.set(f, { dest, takesValue: o.kind === 'value' || o.kind === 'append' });
+  }
+  const order = new Map<string, number>();
+  let seq = 0;
+  const seen = (dest: string): void => {
+    if (!order.has(dest)) order.set(dest, seq);
+    seq++;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const tok = argv[i]!;
+    if (tok === '--') break;
+    if (tok.startsWith('--')) {
+      const eq = tok.indexOf('=');
+      const name = eq > 0 ? tok.slice(0, eq) : tok;
+      let o = byFlag.get(name);
+      if (!o) {
+        const matches = [...byFlag.keys()].filter((f) => f.startsWith('--') && f.startsWith(name));
+        if (matches.length === 1) o = byFlag.get(matches[0]!);
+      }
+      if (!o) continue;
+      seen(o.dest);
+      if (o.takesValue && eq < 0) i++;
+    } else if (tok.startsWith('-') && tok.length > 1 && !/^-\d+$/.test(tok)) {
+      for (let j = 1; j < tok.length; j++) {
+        const o = byFlag.get(`-${tok[j]}`);
+        if (!o) break;
+        seen(o.dest);
+        if (o.takesValue) {
+          if (j === tok.length - 1) i++;
+          break;
+        }
+      }
+    }
+  }
+  return order;
+}
+
+/**
+ * argparse's mutually exclusive groups (bcc's `add_mutually_exclusive_group()`): when two options of one group
+ * were given, the error argparse prints for the later one, `argument -L/--tid: not allowed with argument
+ * -p/--pid`, as an {@link ArgError}; otherwise undefined. `groups` lists dests (`[['pid', 'tid'], ...]`); an option
+ * counts as given when its parsed value differs from its default.
+ */
+export function exclusiveGroupError(
+  spec: ParserSpec,
+  argv: string[],
+  parsed: Parsed,
+  groups: string[][],
+): ArgError | undefined {
+  const order = optionOrder(spec, argv);
+  const name = (dest: string): string => {
+    const o = spec.options.find(
+      (x) => (x.dest ?? '') === dest || x.flags.some((f) => f.replace(/^-+/, '').replace(/-/g, '_') === dest),
+    );
+    return o ? o.flags.join('/') : dest;
+  };
+  let worst: { at: number; msg: string } | undefined;
+  for (const g of groups) {
+    const given = g
+      .filter((d) => parsed[d] !== null && parsed[d] !== false && parsed[d] !== undefined && order.has(d))
+      .sort((a, b) => order.get(a)! - order.get(b)!);
+    if (given.length < 2) continue;
+    const at = order.get(given[1]!)!;
+    if (!worst || at < worst.at)
+      worst = { at, msg: `argument ${name(given[1]!)}: not allowed with argument ${name(given[0]!)}` };
+  }
+  return worst ? new ArgError(worst.msg, formatUsage(spec), spec.prog) : undefined;
+}
+
+// ---- reading stacks ----
+
+const U64_MAX = 0xffffffffffffffffn;
+
+/**
+ * Addresses of a `kstack(raw)` / `ustack(raw)` value as the runtime decodes it (a newline, then one hex address
+ * per line; empty when the kernel recorded no stack). Innermost frame first; an `<unwind failure>` line becomes
+ * the u64 -1 marker (symbolized as an unknown frame, `[unknown]` as bcc prints address -1).
+ */
+export function parseRawStack(text: string): bigint[] {
+  const out: bigint[] = [];
+  for (const line of text.split('\n')) {
+    const t = line.trim();
+    if (t === '') continue;
+    // The resolver's formatStack prints the u64 -1 marker as "<unwind failure>" in every mode.
+    out.push(/^[0-9a-f]+$/i.test(t) ? BigInt(`0x${t}`) : U64_MAX);
+  }
+  return out;
+}
+
+/** Frames of the BPF machinery that calls a tracing program (the program itself, `bpf_trace_runN`, ...). */
+const TRACING_FRAME = /^(bpf_trace_run\d+|__bpf_trace_\w+|__traceiter_\w+|bpf_trampoline_\w+|bpf_prog_\w+)$/;
+
+/**
+ * A kernel stack captured inside a tp_btf/raw_tp program starts with the program and the functions that called
+ * it (`bpf_prog_<tag>_<name>`, `bpf_trace_run4`); bcc's kprobe on `finish_task_switch` has no such frames. Drop
+ * them from the top of `frames`, keeping the traced kernel code (`__schedule`, `schedule`, ...).
+ */
+export function dropTracingFrames(frames: Frame[]): Frame[] {
+  let i = 0;
+  while (
+    i < frames.length &&
+    (frames[i]!.module === 'bpf' || (frames[i]!.name !== undefined && TRACING_FRAME.test(frames[i]!.name!)))
+  ) {
+    i++;
+  }
+  return i === 0 ? frames : frames.slice(i);
+}
+
+/** One aggregated stack of a stack tool, symbolized. */
+export interface StackEntry {
+  comm: string;
+  /** The number printed in `comm (N)`: the process ID for profile, the thread ID for offcputime. */
+  id: number;
+  /** Kernel frames, innermost first; undefined when kernel stacks were not collected (-U). */
+  kernel?: Frame[];
+  /** User frames, innermost first; undefined when user stacks were not collected (-K). */
+  user?: Frame[];
+  /** Samples (profile) or microseconds (offcputime). */
+  value: bigint;
+}
+
+/** Which parts of a map key hold what: indexes into the key tuple (undefined: not collected). */
+export interface StackKeyLayout {
+  kernel?: number;
+  user?: number;
+  comm: number;
+  id: number;
+}
+
+function stringOf(v: Value | undefined): string {
+  if (v?.kind === 'string') return v.value;
+  throw new BpfscopeError('internal: a stack tool map key is not a string where one was expected');
+}
+
+function numberOf(v: Value | undefined): number {
+  if (v?.kind === 'int') return Number(v.value);
+  throw new BpfscopeError('internal: a stack tool map key is not an integer where one was expected');
+}
+
+/**
+ * Symbolize every entry of `dump` (keys laid out as `layout`, values count()/sum()) with `resolver`. User stacks
+ * are symbolized in the process named by the `ustack` value itself (the runtime decodes them with it), which the
+ * caller passes through `userPid`; `kernelFilter` edits kernel frames (e.g. {@link dropTracingFrames}).
+ */
+export function symbolizeEntries(
+  dump: MapDump,
+  layout: StackKeyLayout,
+  resolver: SymbolResolver,
+  userPid: (key: Value[]) => number,
+  kernelFilter: (frames: Frame[]) => Frame[] = (f) => f,
+): StackEntry[] {
+  const out: StackEntry[] = [];
+  for (const e of dump.entries) {
+    const v = e.value;
+    const value = 'value' in v && typeof v.value === 'bigint' ? v.value : 0n;
+    const entry: StackEntry = { comm: stringOf(e.key[layout.comm]), id: numberOf(e.key[layout.id]), value };
+    if (layout.kernel !== undefined) {
+      entry.kernel = kernelFilter(resolver.kernelStack(parseRawStack(stringOf(e.key[layout.kernel]))));
+    }
+    if (layout.user !== undefined) {
+      entry.user = resolver.userStack(userPid(e.key), parseRawStack(stringOf(e.key[layout.user])));
+    }
+    out.push(entry);
+  }
+  return out;
+}
+
+// ---- output ----
+
+/** How a stack tool prints an entry. */
+export interface StackFormat {
+  /** -d: a `-` (folded) / `    --` (multi-line) between kernel and user frames when both are there. */
+  delimiter: boolean;
+  /** Multi-line output: a kernel frame's text (`BPF.ksym(addr, ...)`). */
+  kernelLine: (f: Frame) => string;
+  /** Multi-line output: a user frame's text (`BPF.sym(addr, pid, ...)`). */
+  userLine: (f: Frame) => string;
+  /** Folded output: add `_[k]` to kernel frames (profile -a). */
+  annotate: boolean;
+}
+
+/**
+ * bcc's folded line: `comm;user frames outermost first;[-;]kernel frames outermost first value`. Frame names are
+ * bare symbols (`[unknown]` when unknown), kernel frames with `_[k]` when annotating.
+ */
+export function foldedLine(e: StackEntry, fmt: Pick<StackFormat, 'delimiter' | 'annotate'>): string {
+  const parts = [e.comm];
+  if (e.user) for (let i = e.user.length - 1; i >= 0; i--) parts.push(foldedName(e.user[i]!, false));
+  if (e.kernel) {
+    if (fmt.delimiter && e.kernel.length > 0 && e.user && e.user.length > 0) parts.push('-');
+    for (let i = e.kernel.length - 1; i >= 0; i--) parts.push(foldedName(e.kernel[i]!, fmt.annotate));
+  }
+  return `${parts.join(';')} ${e.value}`;
+}
+
+/**
+ * bcc's multi-line stack: kernel frames innermost first, `    --` with -d, user frames, then
+ * `    -                comm (id)` and `        value`, and a blank line.
+ */
+export function stackLines(e: StackEntry, fmt: StackFormat): string {
+  let s = '';
+  if (e.kernel) for (const f of e.kernel) s += `    ${fmt.kernelLine(f)}\n`;
+  if (e.user) {
+    if (fmt.delimiter && e.kernel && e.kernel.length > 0 && e.user.length > 0) s += '    --\n';
+    for (const f of e.user) s += `    ${fmt.userLine(f)}\n`;
+  }
+  s += `${pyFormat('    %-16s %s (%d)', '-', e.comm, e.id)}\n`;
+  s += `        ${e.value}\n\n`;
+  return s;
+}
+
+/**
+ * Entries in bcc's report order: ascending value (`sorted(counts.items(), key=value)`); ties, which bcc leaves in
+ * hash order, by their folded text so that output is deterministic.
+ */
+export function sortEntries(entries: StackEntry[], fmt: Pick<StackFormat, 'delimiter' | 'annotate'>): StackEntry[] {
+  const keyed = entries.map((e) => ({ e, k: foldedLine(e, fmt) }));
+  keyed.sort((a, b) => (a.e.value < b.e.value ? -1 : a.e.value > b.e.value ? 1 : a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
+  return keyed.map((x) => x.e);
+}
+
+/**
+ * Render `folded` lines as a flame graph with `options` and write the SVG to `path`; flamegraph.pl's warnings go
+ * to stderr. Returns the number of bytes written. @throws BpfscopeError when the file cannot be written
+ */
+export function writeFlameGraph(
+  path: string,
+  folded: string[],
+  options: Partial<FlameGraphOptions>,
+  writer: ToolWriter,
+  tool: string,
+): number {
+  const r = renderFlameGraph(folded, options);
+  for (const w of r.warnings) writer.err.write(`${tool}: flame graph: ${w}\n`);
+  if (r.error) writer.err.write(`${tool}: flame graph: ${r.error}\n`);
+  const data = Buffer.concat(r.chunks);
+  try {
+    writeFileSync(path, data);
+  } catch (e) {
+    throw new BpfscopeError(`${tool}: cannot write the flame graph to ${path}: ${(e as Error).message}`);
+  }
+  return data.length;
+}
+
+// ---- processes seen during the run ----
+
+/**
+ * Loads the symbol tables of each process a stack tool sees while the process is alive (`prepare(pid)`), so that
+ * stacks of processes that exit before the report still resolve. (bcc symbolizes only at the end, from
+ * /proc/PID/maps, and prints `[unknown]` for processes that are gone.) The tool's program reports each new
+ * (pid, comm) pair once as an event whose only field is the pid; a changed comm (exec) is reported again, so the
+ * mappings of the new program are loaded too.
+ */
+export class ProcessPreparer {
+  private readonly done = new Set<number>();
+
+  constructor(private readonly resolver: SymbolResolver) {}
+
+  /** The bpftrace statement that reports a new (pid, comm) of the current task (`@__seen` is its map). */
+  static statement(indent: string): string {
+    return `${indent}if (@__seen[pid, comm] == 0) {\n${indent}  @__seen[pid, comm] = 1;\n${indent}  printf("%d\\n", pid);\n${indent}}\n`;
+  }
+
+  /** Event handler for the statement's records: prepare the process (again after an exec). */
+  readonly onEvent = (fields: string[]): void => {
+    const pid = Number(fields[0]);
+    if (!Number.isInteger(pid) || pid <= 0) return;
+    try {
+      this.resolver.prepare(pid);
+      this.done.add(pid);
+    } catch {
+      // The process may already be gone: its stacks then resolve as far as anything is known.
+    }
+  };
+
+  /** Processes prepared so far. */
+  get count(): number {
+    return this.done.size;
+  }
+}
