@@ -9,6 +9,7 @@ import type { AttachPoint } from '../lang/ast.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { IntervalProvider } from './interval.js';
 import { FentryProvider } from './fentry.js';
+import { HardwareProvider } from './hardware.js';
 import { KprobeProvider } from './kprobe.js';
 import { ProfileProvider } from './profile.js';
 import { RawTracepointProvider } from './rawtracepoint.js';
@@ -37,7 +38,6 @@ export class UnsupportedProvider implements ProbeProvider {
 /** Known-but-unimplemented providers with bpftrace's aliases. */
 const STUBS: readonly (readonly string[])[] = [
   ['usdt', 'U'],
-  ['hardware', 'h'],
   ['iter', 'it'],
   ['watchpoint', 'w'],
 ];
@@ -54,6 +54,7 @@ const registered: ProbeProvider[] = [
   new FentryProvider('fentry'),
   new FentryProvider('fexit'),
   new SoftwareProvider(),
+  new HardwareProvider(),
   new UprobeProvider('uprobe'),
   new UprobeProvider('uretprobe'),
   ...STUBS.map((names) => new UnsupportedProvider(names)),

@@ -120,3 +120,24 @@ describe('join', () => {
     if (oracle.code === 0) assert.equal(ours.stdout, oracle.stdout.replace(/^Attaching.*\n/, ''));
   });
 });
+
+describe('hardware events', () => {
+  it('say clearly when the machine has no PMU (the development VM), or count cycles when it has one', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'hardware:cycles:100000 /pid == cpid/ { @c = count(); }',
+      '-c',
+      workloadCommand('spin', 50),
+    ]);
+    if (r.code === 0) {
+      assert.match(r.stdout, /^@c: \d+$/m);
+    } else {
+      assert.equal(r.code, 1);
+      assert.match(
+        r.stderr,
+        /ERROR: hardware events are not available: this machine has no hardware performance counters/,
+      );
+      assert.doesNotMatch(r.stderr, /\n\s+at /);
+    }
+  });
+});
