@@ -245,7 +245,7 @@ export function tempDir(): string {
  */
 export function linkCount(pid: number): number {
   let n = 0;
-  let fds: string[] = [];
+  let fds: string[];
   try {
     fds = readdirSync(`/proc/${pid}/fd`);
   } catch {

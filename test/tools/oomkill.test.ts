@@ -25,7 +25,7 @@ describe('oomkill on the live kernel', () => {
     const run = startBpfscope(['oomkill']);
     assert.ok(await run.waitFor(/Tracing OOM kills\.\.\. Ctrl-C to stop\.\n/, 20_000), run.stderr());
     const cg = createMemoryCgroup(32);
-    let pid = 0;
+    let pid: number;
     try {
       const w = spawnSync('/bin/sh', ['-c', `${cg.enterCommand}exec ${workloadPath()} comm bpfs_oom alloc-forever`], {
         encoding: 'utf8',

@@ -48,7 +48,7 @@ export function devKey(dev: number): string {
  */
 export function readDiskNames(path = '/proc/diskstats'): Map<string, string> {
   const out = new Map<string, string>();
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch {
