@@ -110,9 +110,11 @@ describe('flame graph SVG in headless chromium', { skip }, () => {
   const text = (id: string) => page.evaluate((i: string) => document.getElementById(i)!.textContent, id);
   const hidden = (id: string) =>
     page.evaluate((i: string) => document.getElementById(i)!.classList.contains('hide'), id);
+  /** Clicks the rectangle of the frame titled `name` (found by title: zooming moves rectangles). */
   const clickFrame = (name: string) => {
-    const f = frame(name);
-    return page.click(`#frames rect[x="${f.x}"][y="${f.y}"]`);
+    frame(name);
+    const title = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(`);
+    return page.locator('#frames > *').filter({ has: page.locator('title', { hasText: title }) }).locator('rect').click();
   };
 
   it('shows details on hover', async () => {
@@ -172,6 +174,18 @@ describe('flame graph SVG in headless chromium', { skip }, () => {
     assert.equal(zoomed.label, 'worker');
     assert.equal(await hidden('unzoom'), false);
     assert.match(page.url(), new RegExp(`[?&]x=${app.x.replace('.', '\\.')}&y=${app.y}`));
+    // A click on an ancestor zooms out to it; a click on the root resets.
+    await clickFrame('compute');
+    assert.equal((await state('compute')).width, '1180.0');
+    assert.equal((await state('app')).cls, 'parent');
+    await clickFrame('app');
+    assert.equal((await state('app')).width, '1180.0');
+    assert.equal((await state('app')).cls, '');
+    assert.equal((await state('compute')).cls, '');
+    await clickFrame('all');
+    assert.equal(await hidden('unzoom'), true);
+    assert.deepEqual(await state('worker'), before);
+    await clickFrame('app');
     await page.click('#unzoom');
     assert.deepEqual(await state('worker'), before);
     assert.equal((await state('all')).cls, '');

@@ -2,7 +2,7 @@
  * The JavaScript embedded in every flame graph SVG: what a person can do with the picture in a browser.
  * - hover a frame: its name and counts appear at the bottom ("details");
  * - click a frame: zoom, so it spans the width; its ancestors stay below (dimmed), unrelated frames hide;
- *   "Reset Zoom" (top left) undoes it;
+ *   "Reset Zoom" (top left), or a click on the root frame, undoes it;
  * - "Search" (top right), Ctrl-F or F3: a regular expression highlights matching frames and "Matched: N%" tells
  *   what share of all samples lies in them (frames nested in a matched frame count once); clicking the button
  *   again clears the search; "ic" or Ctrl-I toggles case-insensitive matching;
@@ -85,7 +85,9 @@ function onClick(e) {
 			if (!e.ctrlKey) return;
 			e.preventDefault();
 		}
-		zoom(f);
+		// Zooming to a frame as wide as the graph (the root) is resetting the zoom.
+		if (f.w >= rootWidth() - 0.0001) unzoom();
+		else zoom(f);
 		return;
 	}
 	var id = e.target && e.target.id;
@@ -103,6 +105,12 @@ function onKey(e) {
 		e.preventDefault();
 		toggleCase();
 	}
+}
+
+function rootWidth() {
+	var w = 0;
+	for (var i = 0; i < frames.length; i++) if (frames[i].w > w) w = frames[i].w;
+	return w;
 }
 
 // Text that fits a frame w pixels wide: the whole name, or its start and "..", or nothing.
