@@ -732,6 +732,14 @@ export class ProbeGen {
       case 'func':
         return this.constString(this.unit.expanded.func!, sizeOf(t));
     }
+    if (/^arg\d+$/.test(name) && this.unit.expanded.usdtArgs) {
+      const a = this.unit.expanded.usdtArgs[Number(name.slice(3))]!;
+      if (a.kind === 'const') return this.reg(this.constant(a.value));
+      if (a.kind === 'reg') return this.loadCtx(t, a.regOffset);
+      const base = this.fn.vreg();
+      this.fn.emit(I.ldx(8, base, this.ctx, a.regOffset));
+      return this.loadMem(t, base, a.disp, 'user');
+    }
     if (/^arg\d+$/.test(name)) return this.loadCtx(t, this.unit.expanded.regs!.args[Number(name.slice(3))]!);
     throw new BpfscopeError(`internal: unsupported builtin ${name}`);
   }

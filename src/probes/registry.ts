@@ -18,6 +18,7 @@ import { SpecialProvider } from './special.js';
 import { TracepointProvider } from './tracepoint.js';
 import type { ExpandedProbe, ProbeProvider } from './types.js';
 import { UprobeProvider } from './uprobe.js';
+import { UsdtProvider } from './usdt.js';
 
 /** A provider bpftrace has and bpfscope does not implement yet: expanding it is a positioned "not supported" error. */
 export class UnsupportedProvider implements ProbeProvider {
@@ -37,7 +38,6 @@ export class UnsupportedProvider implements ProbeProvider {
 
 /** Known-but-unimplemented providers with bpftrace's aliases. */
 const STUBS: readonly (readonly string[])[] = [
-  ['usdt', 'U'],
   ['iter', 'it'],
   ['watchpoint', 'w'],
 ];
@@ -55,6 +55,7 @@ const registered: ProbeProvider[] = [
   new FentryProvider('fexit'),
   new SoftwareProvider(),
   new HardwareProvider(),
+  new UsdtProvider(),
   new UprobeProvider('uprobe'),
   new UprobeProvider('uretprobe'),
   ...STUBS.map((names) => new UnsupportedProvider(names)),

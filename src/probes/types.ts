@@ -26,6 +26,12 @@ export const BPF_ATTACH_TYPE = {
   UPROBE_MULTI: 48,
 } as const;
 
+/** One USDT argument operand (from the `.note.stapsdt` argument string; offsets into `struct pt_regs`). */
+export type UsdtArg =
+  | { kind: 'reg'; size: number; signed: boolean; regOffset: number }
+  | { kind: 'mem'; size: number; signed: boolean; regOffset: number; disp: number }
+  | { kind: 'const'; size: number; signed: boolean; value: bigint };
+
 /** What `attach` returns: closing it detaches the program and closes every fd the attachment opened. Idempotent. */
 export interface AttachedProbe {
   close(): void;
@@ -67,6 +73,8 @@ export interface ExpandedProbe {
   readonly regs?: { readonly args: readonly number[]; readonly ret: number };
   /** True for return probes (uretprobe, kretprobe, fexit): `retval` is available. */
   readonly retprobe?: boolean;
+  /** USDT probes: the operands `arg0..argN` read (registers, user memory, constants). */
+  readonly usdtArgs?: readonly UsdtArg[];
   /** The probed function's name (the `func` builtin), where known at compile time. */
   readonly func?: string;
   /** BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`. */

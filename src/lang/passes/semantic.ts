@@ -750,6 +750,14 @@ export class Analyzer {
       }
       return u.expanded.args;
     }
+    if (/^arg\d+$/.test(name) && u.expanded.usdtArgs) {
+      const a = u.expanded.usdtArgs[Number(name.slice(3))];
+      if (!a) {
+        this.error(pos, `${name} is not available: ${u.expanded.name} has ${u.expanded.usdtArgs.length} argument(s)`);
+        return null;
+      }
+      return { kind: 'int', size: a.size as 1 | 2 | 4 | 8, signed: a.signed };
+    }
     if (/^arg\d+$/.test(name)) {
       const regs = u.expanded.regs;
       const n = Number(name.slice(3));
