@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -93,6 +93,24 @@ describe('flame graph commands', () => {
       assert.match(r.stderr, re, args.join(' '));
       assert.ok(!r.stderr.includes('    at '), 'no stack trace');
     }
+  });
+  it('stops quietly when the reader goes away (| head)', async () => {
+    const big = join(tmp, 'big.folded');
+    writeFileSync(big, Array.from({ length: 40000 }, (_, i) => `a;b${i % 997};c${i} ${1 + (i % 5)}\n`).join(''));
+    const compiled = fileURLToPath(import.meta.url).includes('/dist/');
+    const root = repoRoot();
+    const argv = compiled
+      ? [join(root, 'dist', 'src', 'cli', 'main.js'), 'flamegraph', big]
+      : ['--import', import.meta.resolve('tsx'), join(root, 'src', 'cli', 'main.ts'), 'flamegraph', big];
+    const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    assert.equal(code, 0);
+    assert.equal(stderr, '');
   });
   it('prints usage for -h and --help', () => {
     for (const cmd of ['stackcollapse-perf', 'stackcollapse-bpftrace', 'flamegraph', 'difffolded']) {

@@ -55,18 +55,29 @@ export function warnTo(command: string): (msg: string) => void {
   };
 }
 
-/** Writes bytes to stdout and resolves when they are handed to the OS. A closed pipe (EPIPE) is not an error. */
+let stdoutClosed = false;
+let stdoutWatched = false;
+
+/**
+ * Writes bytes to stdout and resolves when they are handed to the OS. A reader that went away (EPIPE, e.g.
+ * `| head`) is not an error: the rest of the output is dropped. Other write errors become a BpfscopeError.
+ */
 export function writeOut(data: Uint8Array | string): Promise<void> {
+  if (!stdoutWatched) {
+    stdoutWatched = true;
+    // EPIPE can also arrive as an 'error' event after the write callback: never let it become an uncaught error.
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') stdoutClosed = true;
+    });
+  }
+  if (stdoutClosed) return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException): void => {
-      if (err.code === 'EPIPE') resolve();
-      else reject(new BpfscopeError(`cannot write output: ${err.message}`));
-    };
-    process.stdout.once('error', onError);
     process.stdout.write(data, (err) => {
-      process.stdout.off('error', onError);
-      if (err) onError(err as NodeJS.ErrnoException);
-      else resolve();
+      if (!err) resolve();
+      else if ((err as NodeJS.ErrnoException).code === 'EPIPE') {
+        stdoutClosed = true;
+        resolve();
+      } else reject(new BpfscopeError(`cannot write output: ${err.message}`));
     });
   });
 }
