@@ -295,6 +295,7 @@ async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<numbe
     },
     onTick: (t, last) => {
       if (!last) return;
+      preparer.stop();
       if (!folded) writer.line();
       const dump = t.readMap('');
       const layout = keyLayout(o);

@@ -326,9 +326,20 @@ export function writeFlameGraph(
  * /proc/PID/maps, and prints `[unknown]` for processes that are gone.) The tool's program reports each new
  * (pid, comm) pair once as an event whose only field is the pid; a changed comm (exec) is reported again, so the
  * mappings of the new program are loaded too.
+ *
+ * Loading a large executable's symbols takes ~100 ms, and a busy system reports hundreds of processes when tracing
+ * starts, so the work is queued and done in slices of at most {@link ProcessPreparer.SLICE_MS} between other
+ * events: the run's duration timer and Ctrl-C stay on time. {@link stop} drops what is left (processes still alive
+ * at report time resolve from /proc anyway).
  */
 export class ProcessPreparer {
+  /** Longest stretch of preparation work before yielding to the event loop, in ms. */
+  static readonly SLICE_MS = 10;
   private readonly done = new Set<number>();
+  private readonly queue: number[] = [];
+  private readonly queued = new Set<number>();
+  private scheduled = false;
+  private stopped = false;
 
   constructor(private readonly resolver: SymbolResolver) {}
 
@@ -337,20 +348,52 @@ export class ProcessPreparer {
     return `${indent}if (@__seen[pid, comm] == 0) {\n${indent}  @__seen[pid, comm] = 1;\n${indent}  printf("%d\\n", pid);\n${indent}}\n`;
   }
 
-  /** Event handler for the statement's records: prepare the process (again after an exec). */
+  /** Event handler for the statement's records: queue the process for preparation (again after an exec). */
   readonly onEvent = (fields: string[]): void => {
     const pid = Number(fields[0]);
-    if (!Number.isInteger(pid) || pid <= 0) return;
-    try {
-      this.resolver.prepare(pid);
-      this.done.add(pid);
-    } catch {
-      // The process may already be gone: its stacks then resolve as far as anything is known.
+    if (this.stopped || !Number.isInteger(pid) || pid <= 0 || this.queued.has(pid)) return;
+    this.queue.push(pid);
+    this.queued.add(pid);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.drain);
     }
   };
+
+  /** Prepare queued processes for up to SLICE_MS, then yield. */
+  readonly drain = (): void => {
+    this.scheduled = false;
+    const start = performance.now();
+    while (!this.stopped && this.queue.length > 0 && performance.now() - start < ProcessPreparer.SLICE_MS) {
+      const pid = this.queue.shift()!;
+      this.queued.delete(pid);
+      try {
+        this.resolver.prepare(pid);
+        this.done.add(pid);
+      } catch {
+        // The process may already be gone: its stacks then resolve as far as anything is known.
+      }
+    }
+    if (!this.stopped && this.queue.length > 0) {
+      this.scheduled = true;
+      setImmediate(this.drain);
+    }
+  };
+
+  /** Stop preparing (before the report): queued processes are dropped. */
+  stop(): void {
+    this.stopped = true;
+    this.queue.length = 0;
+    this.queued.clear();
+  }
 
   /** Processes prepared so far. */
   get count(): number {
     return this.done.size;
+  }
+
+  /** Processes waiting to be prepared. */
+  get pending(): number {
+    return this.queue.length;
   }
 }

@@ -254,7 +254,7 @@ describe('flame graph file', () => {
 });
 
 describe('ProcessPreparer', () => {
-  it('reports each (pid, comm) once from the program; prepares our own process from an event', () => {
+  it('reports each (pid, comm) once from the program; prepares processes from events between other work', async () => {
     assert.equal(
       ProcessPreparer.statement('  '),
       '  if (@__seen[pid, comm] == 0) {\n    @__seen[pid, comm] = 1;\n    printf("%d\\n", pid);\n  }\n',
@@ -262,9 +262,16 @@ describe('ProcessPreparer', () => {
     const r = new SymbolResolver({ demangle: false });
     const p = new ProcessPreparer(r);
     p.onEvent([String(process.pid)]);
+    p.onEvent([String(process.pid)]);
     p.onEvent(['not a pid']);
     p.onEvent(['0']);
+    assert.equal(p.pending, 1, 'queued once, not done in the event handler');
+    assert.equal(r.stats.elfLoads, 0);
+    while (p.pending > 0) await new Promise((res) => setImmediate(res));
     assert.equal(p.count, 1);
     assert.ok(r.stats.elfLoads > 0, 'the executable mappings of the process were loaded');
+    p.stop();
+    p.onEvent([String(process.ppid)]);
+    assert.equal(p.pending, 0, 'nothing is queued after stop()');
   });
 });
