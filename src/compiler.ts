@@ -71,7 +71,13 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   if (errors.length) throw new CompileError(errors, source);
   const probeNameSize = units.reduce((m, u) => Math.max(m, Buffer.byteLength(u.expanded.name) + 1), 8);
   const positional = opts.positional ?? [];
-  const analyzer = new Analyzer(units, { positional, cpid: opts.cpid, probeNameSize, unsafe: opts.unsafe ?? false });
+  const analyzer = new Analyzer(units, {
+    positional,
+    cpid: opts.cpid,
+    probeNameSize,
+    unsafe: opts.unsafe ?? false,
+    maxStrlen: config.maxStrlen,
+  });
   try {
     analyzer.analyze();
   } catch (e) {

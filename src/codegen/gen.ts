@@ -994,7 +994,7 @@ export class ProbeGen {
     const t = m.type!;
     const missing = fn.newLabel('nokey');
     const done = fn.newLabel('gotkey');
-    if (t.kind === 'int' || t.kind === 'bool') {
+    if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer' || t.kind === 'ksym' || t.kind === 'timestamp') {
       const r = fn.vreg();
       fn.emit(I.mov64Imm(r, 0));
       fn.emit(I.jmpImm('jeq', p, 0, done));
@@ -1209,6 +1209,9 @@ export class ProbeGen {
       return this.stack(c.type as Extract<SType, { kind: 'kstack' | 'ustack' }>);
     }
     switch (c.name) {
+      case 'uptr':
+      case 'kptr':
+        return this.reg(this.scalar(c.args[0]!));
       case 'reg':
         return this.loadCtx(U64, PT_REGS_OFFSETS[(c.args[0] as { value: string }).value]!);
       case 'ksym':

@@ -120,7 +120,8 @@ export function fdHeldIds(pid: number): BpfIds {
     let info: string;
     try {
       target = readlinkSync(`/proc/${pid}/fd/${fd}`);
-      if (!target.startsWith('anon_inode:bpf-')) continue;
+      // the kernel names them anon_inode:bpf-prog, anon_inode:bpf-map and anon_inode:bpf_link
+      if (!/^anon_inode:bpf[-_]/.test(target)) continue;
       info = readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8');
     } catch {
       continue; // closed meanwhile
@@ -129,7 +130,7 @@ export function fdHeldIds(pid: number): BpfIds {
       const m = new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(info);
       return m ? Number(m[1]) : undefined;
     };
-    const kind = target.slice('anon_inode:bpf-'.length);
+    const kind = target.slice('anon_inode:bpf-'.length).replace(/^_/, '');
     const id = kind === 'prog' ? field('prog_id') : kind === 'map' ? field('map_id') : field('link_id');
     if (id === undefined) continue;
     if (kind === 'prog') ids.progs.add(id);

@@ -141,3 +141,23 @@ describe('hardware events', () => {
     }
   });
 });
+
+describe('pointers in maps, uptr/kptr, max_strlen', () => {
+  it('keeps a filename pointer in a map and reads it at syscall exit, with a longer max_strlen', async () => {
+    const long = `/tmp/${'x'.repeat(90)}`;
+    const r = await runTool('bpfscope', [
+      '-e',
+      `config = { max_strlen = 128 } tracepoint:syscalls:sys_enter_openat /pid == cpid/ { @p[tid] = args.filename; } tracepoint:syscalls:sys_exit_openat /pid == cpid && @p[tid] != 0/ { @[str(uptr(@p[tid])), args.ret] = count(); delete(@p[tid]); }`,
+      '-c',
+      workloadCommand('openat', long, 2),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`^@\\[${long}, -2\\]: 2$`, 'm'));
+  });
+
+  it('rejects a max_strlen beyond what the BPF stack holds', async () => {
+    const r = await runTool('bpfscope', ['-e', 'config = { max_strlen = 4096 } BEGIN { exit(); }']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /max_strlen 4096 is larger than bpfscope supports yet/);
+  });
+});

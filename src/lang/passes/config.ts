@@ -2,6 +2,7 @@
  * The `config = { key = value; ... }` block and the matching `BPFTRACE_*` environment variables (bpftrace
  * `docs/language.md` "Config Variables"; the block wins over the environment). Supported so far:
  * - `max_map_keys` (default 4096): max_entries of every map;
+ * - `max_strlen` (default 64): bytes read by str() (at most 200 for now);
  * - `perf_rb_pages` (default: 256 pages = 1 MiB): size of the event ring buffer in pages, rounded up to a power of
  *   two (bpftrace sizes its per-CPU buffers with it; we have one BPF ring buffer).
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
@@ -11,13 +12,16 @@ import { CompileError, type Diagnostic } from '../diagnostics.js';
 
 export interface RuntimeConfig {
   maxMapKeys: number;
+  /** Bytes of strings read by str() (default 64; at most 200 until large strings live outside the BPF stack). */
+  maxStrlen: number;
   /** Ring buffer size in bytes: a power of two, at least one page. */
   ringbufSize: number;
 }
 
 const PAGE = 4096;
+/** Largest max_strlen accepted until strings can live in per-CPU scratch maps. */
+const MAX_STRLEN_LIMIT = 200;
 const KNOWN_LATER = new Set([
-  'max_strlen',
   'max_bpf_progs',
   'max_probes',
   'log_size',
@@ -53,6 +57,7 @@ export function resolveConfig(
   for (const [k, v] of [
     ['max_map_keys', env.BPFTRACE_MAX_MAP_KEYS],
     ['perf_rb_pages', env.BPFTRACE_PERF_RB_PAGES],
+    ['max_strlen', env.BPFTRACE_MAX_STRLEN],
   ] as const) {
     if (v !== undefined && /^\d+$/.test(v)) values.set(k, BigInt(v));
   }
@@ -60,7 +65,7 @@ export function resolveConfig(
   const warnings: Diagnostic[] = [];
   for (const item of program.config) {
     const key = item.key.replace(/^BPFTRACE_/i, '').toLowerCase();
-    if (key === 'max_map_keys' || key === 'perf_rb_pages') {
+    if (key === 'max_map_keys' || key === 'perf_rb_pages' || key === 'max_strlen') {
       if (typeof item.value !== 'bigint' || item.value <= 0n) {
         errors.push({
           severity: 'error',
@@ -80,11 +85,21 @@ export function resolveConfig(
       errors.push({ severity: 'error', message: `Unrecognized config variable: ${item.key}`, pos: item.pos });
     }
   }
+  const strlen = Number(values.get('max_strlen') ?? 64n);
+  if (strlen > MAX_STRLEN_LIMIT) {
+    const item = program.config.find((i) => i.key.toLowerCase().endsWith('max_strlen'));
+    errors.push({
+      severity: 'error',
+      message: `max_strlen ${strlen} is larger than bpfscope supports yet (${MAX_STRLEN_LIMIT}: strings live on the 512-byte BPF stack)`,
+      ...(item ? { pos: item.pos } : {}),
+    });
+  }
   if (errors.length) throw new CompileError(errors);
   const pages = Number(values.get('perf_rb_pages') ?? 256n);
   return {
     config: {
       maxMapKeys: Number(values.get('max_map_keys') ?? 4096n),
+      maxStrlen: strlen,
       ringbufSize: pow2AtLeast(pages * PAGE),
     },
     warnings,

@@ -57,6 +57,8 @@ export interface AnalysisOptions {
   probeNameSize: number;
   /** `--unsafe`: allow signal() and other functions with side effects on the system. */
   unsafe?: boolean;
+  /** `max_strlen` config: size of strings read by str() (default 64 bytes). */
+  maxStrlen?: number;
 }
 
 /** Builtin variables of the current subset and their types. */
@@ -963,6 +965,17 @@ export class Analyzer {
         }
         return U64;
       }
+      case 'uptr':
+      case 'kptr': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'int' && t.kind !== 'pointer') {
+          this.error(args[0]!.pos, `${c.name}() expects an integer or pointer (${typeName(t)} provided)`);
+          return null;
+        }
+        const to: SType = t?.kind === 'pointer' ? t.to : { kind: 'int', size: 1, signed: true };
+        return { kind: 'pointer', to, space: c.name === 'uptr' ? 'user' : 'kernel' };
+      }
       case 'ksym':
       case 'usym': {
         if (!this.argCount(c, 1, 1)) return null;
@@ -1068,14 +1081,14 @@ export class Analyzer {
         if (t && t.kind !== 'int' && t.kind !== 'pointer' && t.kind !== 'string') {
           this.error(c.pos, `str() expects an integer or a pointer type as first argument (${typeName(t)} provided)`);
         }
-        let size = DEFAULT_STRLEN;
+        let size = this.opts.maxStrlen ?? DEFAULT_STRLEN;
         if (args.length === 2) {
           const lt = this.expr(args[1]!);
           const n = this.constValue(args[1]!);
           if (n !== null) {
             if (n < 0n) this.error(args[1]!.pos, 'str() length must be non-negative');
             // the length includes the NUL terminator (bpftrace: str(args.filename, 5) gives 4 characters)
-            size = Math.max(1, Math.min(Number(n), DEFAULT_STRLEN));
+            size = Math.max(1, Math.min(Number(n), this.opts.maxStrlen ?? DEFAULT_STRLEN));
           } else if (lt && lt.kind !== 'int') {
             this.error(args[1]!.pos, `str() expects an integer length (${typeName(lt)} provided)`);
           }
