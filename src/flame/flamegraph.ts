@@ -311,7 +311,6 @@ function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layo
     if (chars >= 3) text = escapeText(truncate(func.replace(ANNOTATION, ''), chars));
 
     const x1s = cFixed(x1, 1);
-    const x2s = cFixed(x2, 1);
     const w = cFixed(cFixedValue(x2, 1) - cFixedValue(x1, 1), 1);
     const h = cFixed(y2 - y1, 1);
     const open = attrs ? groupOpen(attrs) : '<g>';

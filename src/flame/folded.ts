@@ -80,8 +80,6 @@ export interface DiffFoldedOptions {
  */
 export function diffFolded(lines1: Iterable<string>, lines2: Iterable<string>, opts: DiffFoldedOptions = {}): string {
   const counts = new Map<string, [number, number]>();
-  let total1 = 0;
-  let total2 = 0;
   const read = (lines: Iterable<string>, col: 0 | 1): number => {
     let total = 0;
     for (const line of lines) {
@@ -99,8 +97,8 @@ export function diffFolded(lines1: Iterable<string>, lines2: Iterable<string>, o
     }
     return total;
   };
-  total1 = read(lines1, 0);
-  total2 = read(lines2, 1);
+  const total1 = read(lines1, 0);
+  const total2 = read(lines2, 1);
   const out: string[] = [];
   for (const stack of [...counts.keys()].sort()) {
     const c = counts.get(stack)!;

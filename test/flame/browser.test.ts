@@ -19,10 +19,8 @@ import { fixture, readLines, svgFrames } from './helpers.js';
 const CHROMIUM = '/usr/bin/chromium';
 
 // The page's globals, inside page.evaluate callbacks (this project compiles without the DOM library).
-// biome-ignore lint/suspicious/noExplicitAny: browser global
 declare const document: any;
 
-// biome-ignore lint/suspicious/noExplicitAny: playwright-core is optional and untyped here.
 type Playwright = any;
 
 async function loadPlaywright(): Promise<Playwright | null> {
@@ -62,9 +60,7 @@ describe('flame graph SVG in headless chromium', { skip }, () => {
   };
   const rootWidth = frame('all').w;
 
-  // biome-ignore lint/suspicious/noExplicitAny: playwright objects
   let context: any;
-  // biome-ignore lint/suspicious/noExplicitAny: playwright objects
   let page: any;
   before(async () => {
     // A fresh profile directory (playwright passes it as --user-data-dir).
@@ -114,7 +110,11 @@ describe('flame graph SVG in headless chromium', { skip }, () => {
   const clickFrame = (name: string) => {
     frame(name);
     const title = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(`);
-    return page.locator('#frames > *').filter({ has: page.locator('title', { hasText: title }) }).locator('rect').click();
+    return page
+      .locator('#frames > *')
+      .filter({ has: page.locator('title', { hasText: title }) })
+      .locator('rect')
+      .click();
   };
 
   it('shows details on hover', async () => {

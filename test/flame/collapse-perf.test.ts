@@ -14,38 +14,42 @@ function collapse(input: string | Buffer, opts: PerfCollapseOptions = {}): strin
   return collapseText(new PerfCollapser(opts), input);
 }
 
-describe('stackcollapse-perf against stackcollapse-perf.pl reference output', {
-  skip: !ref && 'shared/testdata/flamegraph not found',
-}, () => {
-  const files = ref ? readdirSync(join(ref, 'expected')).filter((f) => f.includes('-collapsed')) : [];
-  it('covers every expected file (63: 9 inputs x 7 option sets)', () => {
-    assert.equal(files.length, 63);
-  });
-  for (const f of files) {
-    const m = /^(.*)-collapsed(?:-(pid|tid|kernel|jit|all|addrs))?\.txt$/.exec(f);
-    it(`${f} byte for byte`, () => {
-      assert.ok(m, `unexpected file name ${f}`);
-      const input = readFileSync(join(ref!, 'perf', `${m[1]}.txt`));
-      const opts: PerfCollapseOptions = m[2] ? { [m[2]]: true } : {};
-      const expected = readFileSync(join(ref!, 'expected', f), 'latin1');
-      assert.equal(collapse(input, opts), expected);
+describe(
+  'stackcollapse-perf against stackcollapse-perf.pl reference output',
+  {
+    skip: !ref && 'shared/testdata/flamegraph not found',
+  },
+  () => {
+    const files = ref ? readdirSync(join(ref, 'expected')).filter((f) => f.includes('-collapsed')) : [];
+    it('covers every expected file (63: 9 inputs x 7 option sets)', () => {
+      assert.equal(files.length, 63);
     });
-  }
-  it('gives the same bytes whatever the chunk boundaries', () => {
-    const input = readFileSync(join(ref!, 'perf', 'perf-java-stacks-01.txt'));
-    const expected = collapse(input, { all: true });
-    for (const size of [1, 7, 64, 4093]) {
-      const c = new PerfCollapser({ all: true });
-      for (let i = 0; i < input.length; i += size) c.push(input.subarray(i, i + size));
-      c.endFile();
-      assert.equal(
-        Buffer.concat(Array.from(c.finish(), (p) => Buffer.from(p))).toString('latin1'),
-        expected,
-        `chunk size ${size}`,
-      );
+    for (const f of files) {
+      const m = /^(.*)-collapsed(?:-(pid|tid|kernel|jit|all|addrs))?\.txt$/.exec(f);
+      it(`${f} byte for byte`, () => {
+        assert.ok(m, `unexpected file name ${f}`);
+        const input = readFileSync(join(ref!, 'perf', `${m[1]}.txt`));
+        const opts: PerfCollapseOptions = m[2] ? { [m[2]]: true } : {};
+        const expected = readFileSync(join(ref!, 'expected', f), 'latin1');
+        assert.equal(collapse(input, opts), expected);
+      });
     }
-  });
-});
+    it('gives the same bytes whatever the chunk boundaries', () => {
+      const input = readFileSync(join(ref!, 'perf', 'perf-java-stacks-01.txt'));
+      const expected = collapse(input, { all: true });
+      for (const size of [1, 7, 64, 4093]) {
+        const c = new PerfCollapser({ all: true });
+        for (let i = 0; i < input.length; i += size) c.push(input.subarray(i, i + size));
+        c.endFile();
+        assert.equal(
+          Buffer.concat(Array.from(c.finish(), (p) => Buffer.from(p))).toString('latin1'),
+          expected,
+          `chunk size ${size}`,
+        );
+      }
+    });
+  },
+);
 
 const SAMPLE = (head: string, ...frames: string[]): string => `${head}\n${frames.map((f) => `\t${f}`).join('\n')}\n\n`;
 
@@ -166,20 +170,24 @@ describe('stackcollapse-perf behaviours', () => {
 
 const perlDir = process.env.FLAMEGRAPH_DIR;
 const perlScript = perlDir ? join(perlDir, 'stackcollapse-perf.pl') : '';
-describe('stackcollapse-perf against the Perl script on the upstream corpus', {
-  skip: !(perlDir && existsSync(perlScript)) && 'FLAMEGRAPH_DIR not set',
-}, () => {
-  it('matches on every test/*.txt of the FlameGraph checkout, all options', () => {
-    const dir = join(perlDir!, 'test');
-    for (const f of readdirSync(dir).filter((x) => x.endsWith('.txt'))) {
-      const input = readFileSync(join(dir, f));
-      for (const opt of ['', 'pid', 'tid', 'all', 'addrs']) {
-        const r = spawnSync('perl', [perlScript, ...(opt ? [`--${opt}`] : []), join(dir, f)], { maxBuffer: 1 << 28 });
-        assert.equal(collapse(input, opt ? { [opt]: true } : {}), r.stdout.toString('latin1'), `${f} --${opt}`);
+describe(
+  'stackcollapse-perf against the Perl script on the upstream corpus',
+  {
+    skip: !(perlDir && existsSync(perlScript)) && 'FLAMEGRAPH_DIR not set',
+  },
+  () => {
+    it('matches on every test/*.txt of the FlameGraph checkout, all options', () => {
+      const dir = join(perlDir!, 'test');
+      for (const f of readdirSync(dir).filter((x) => x.endsWith('.txt'))) {
+        const input = readFileSync(join(dir, f));
+        for (const opt of ['', 'pid', 'tid', 'all', 'addrs']) {
+          const r = spawnSync('perl', [perlScript, ...(opt ? [`--${opt}`] : []), join(dir, f)], { maxBuffer: 1 << 28 });
+          assert.equal(collapse(input, opt ? { [opt]: true } : {}), r.stdout.toString('latin1'), `${f} --${opt}`);
+        }
       }
-    }
-  });
-});
+    });
+  },
+);
 
 describe('stack table output', () => {
   it('gives the same bytes in small reused pieces (prefixes copied across pieces)', () => {

@@ -19,25 +19,29 @@ function assertFrames(input: string, expectedFile: string, opts: Partial<FlameGr
   return svg;
 }
 
-describe('flamegraph frames against flamegraph.pl reference SVGs', {
-  skip: !ref && 'shared/testdata/flamegraph not found',
-}, () => {
-  for (const name of ['perf-iperf-stacks-pidtid-01', 'perf-java-stacks-01', 'perf-vertx-stacks-01']) {
-    const cases: [string, Partial<FlameGraphOptions>][] = [
-      ['all', {}],
-      ['all-java-icicle', { colors: 'java', inverted: true, title: 'Icicle', width: 900 }],
-    ];
-    for (const [suffix, opts] of cases) {
-      it(`svg/${name}-${suffix}.svg: every frame (name, samples, x, y, width, height, colour, label)`, () => {
-        const lines = readLines(join(ref!, 'expected', `${name}-collapsed-all.txt`));
-        const { svg } = renderFlameGraph(lines, opts);
-        const expected = svgFrames(readFileSync(join(ref!, 'svg', `${name}-${suffix}.svg`), 'utf8'));
-        assert.ok(expected.length > 200);
-        assert.deepEqual(frameDiff(expected, svgFrames(svg)), { missing: [], extra: [] });
-      });
+describe(
+  'flamegraph frames against flamegraph.pl reference SVGs',
+  {
+    skip: !ref && 'shared/testdata/flamegraph not found',
+  },
+  () => {
+    for (const name of ['perf-iperf-stacks-pidtid-01', 'perf-java-stacks-01', 'perf-vertx-stacks-01']) {
+      const cases: [string, Partial<FlameGraphOptions>][] = [
+        ['all', {}],
+        ['all-java-icicle', { colors: 'java', inverted: true, title: 'Icicle', width: 900 }],
+      ];
+      for (const [suffix, opts] of cases) {
+        it(`svg/${name}-${suffix}.svg: every frame (name, samples, x, y, width, height, colour, label)`, () => {
+          const lines = readLines(join(ref!, 'expected', `${name}-collapsed-all.txt`));
+          const { svg } = renderFlameGraph(lines, opts);
+          const expected = svgFrames(readFileSync(join(ref!, 'svg', `${name}-${suffix}.svg`), 'utf8'));
+          assert.ok(expected.length > 200);
+          assert.deepEqual(frameDiff(expected, svgFrames(svg)), { missing: [], extra: [] });
+        });
+      }
     }
-  }
-});
+  },
+);
 
 describe('flamegraph options against flamegraph.pl (fixtures)', () => {
   it('default', () => {
