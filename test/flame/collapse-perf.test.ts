@@ -34,18 +34,28 @@ describe(
         assert.equal(collapse(input, opts), expected);
       });
     }
-    it('gives the same bytes whatever the chunk boundaries', () => {
-      const input = readFileSync(join(ref!, 'perf', 'perf-java-stacks-01.txt'));
-      const expected = collapse(input, { all: true });
-      for (const size of [1, 7, 64, 4093]) {
-        const c = new PerfCollapser({ all: true });
-        for (let i = 0; i < input.length; i += size) c.push(input.subarray(i, i + size));
-        c.endFile();
-        assert.equal(
-          Buffer.concat(Array.from(c.finish(), (p) => Buffer.from(p))).toString('latin1'),
-          expected,
-          `chunk size ${size}`,
-        );
+    it('gives the same bytes whatever the chunk boundaries (every input, three option sets)', () => {
+      let seed = 99;
+      const rnd = (n: number): number => {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+        return 1 + (seed % n);
+      };
+      for (const f of readdirSync(join(ref!, 'perf'))) {
+        const input = readFileSync(join(ref!, 'perf', f));
+        for (const opts of [{}, { all: true }, { tid: true, addrs: true }] as PerfCollapseOptions[]) {
+          const expected = collapse(input, opts);
+          for (const max of [3, 100, 5000]) {
+            const c = new PerfCollapser(opts);
+            for (let i = 0; i < input.length;) {
+              const size = rnd(max);
+              c.push(input.subarray(i, i + size));
+              i += size;
+            }
+            c.endFile();
+            const got = Buffer.concat(Array.from(c.finish(), (p) => Buffer.from(p))).toString('latin1');
+            assert.equal(got, expected, `${f} ${JSON.stringify(opts)} chunks up to ${max}`);
+          }
+        }
       }
     });
   },
