@@ -77,8 +77,8 @@ describe('provider registry', () => {
 
   it('reports known-but-unimplemented providers as not supported yet', () => {
     assert.equal(
-      diag(() => expandAttachPoint(attachPoint('usdt:/bin/true:p:n'))).message,
-      'usdt probes are not supported by bpfscope yet',
+      diag(() => expandAttachPoint(attachPoint('iter:task'))).message,
+      'iter probes are not supported by bpfscope yet',
     );
     assert.equal(
       diag(() => expandAttachPoint(attachPoint('w:0x1000:8:w'))).message,
@@ -88,15 +88,15 @@ describe('provider registry', () => {
 
   it('lets a real provider replace a stub', () => {
     const fake: ProbeProvider = {
-      names: ['usdt', 'U'],
+      names: ['iter', 'it'],
       supported: true,
       listed: true,
       expand: () => [],
-      list: () => ['usdt:x'],
+      list: () => ['iter:x'],
     };
     const before = providers().length;
     registerProvider(fake);
     assert.equal(providers().length, before);
-    assert.equal(findProvider('U'), fake);
+    assert.equal(findProvider('it'), fake);
   });
 });
