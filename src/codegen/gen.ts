@@ -11,6 +11,7 @@ import * as I from '../bpf/insn.js';
 import { FP, R0, R1, R2, R3, R4, R5 } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
 import { onlineCpus } from '../kernel/cpus.js';
+import { kallsyms } from '../symbols/kallsyms.js';
 import type {
   AssignStmt,
   BinaryExpr,
@@ -419,6 +420,12 @@ export class ProbeGen {
       case 'printf':
         this.printf(c);
         return;
+      case 'system':
+        this.printf(c, AsyncAction.SYSTEM);
+        return;
+      case 'cat':
+        this.printf(c, AsyncAction.CAT);
+        return;
       case 'exit': {
         // Set the exit flag first: the EXIT record can be lost when the ring buffer is full, the flag cannot.
         const key = this.frame.temp(8);
@@ -531,7 +538,7 @@ export class ProbeGen {
     fn.mark(ok);
   }
 
-  private printf(c: CallExpr): void {
+  private printf(c: CallExpr, action: AsyncAction = AsyncAction.PRINTF): void {
     const fmt = (c.args[0] as { value: string }).value;
     compilePrintf(fmt);
     const argTypes = c.args.slice(1).map((a) => storageType(a.type!));
@@ -539,7 +546,7 @@ export class ProbeGen {
     const id = this.tables.printfs.length;
     this.tables.printfs.push({ id, format: fmt, argTypes, offsets: layout.offsets, payloadSize: layout.size });
     const vals = c.args.slice(1).map((a) => this.expr(a));
-    this.asyncRecord(AsyncAction.PRINTF, id, layout.size, (rec) => {
+    this.asyncRecord(action, id, layout.size, (rec) => {
       vals.forEach((v, i) => this.storeAs(v, argTypes[i]!, FP, rec + 8 + layout.offsets[i]!));
     });
   }
@@ -635,6 +642,9 @@ export class ProbeGen {
       }
       case 'CallExpr':
         return this.callExpr(e);
+      case 'SizeofExpr':
+      case 'OffsetofExpr':
+        return this.reg(this.constant(this.analyzer.constSizeof(e) ?? 0));
       default:
         throw new BpfscopeError(`internal: unsupported expression ${e.kind}`);
     }
@@ -1211,7 +1221,10 @@ export class ProbeGen {
     switch (c.name) {
       case 'uptr':
       case 'kptr':
+      case 'strerror':
         return this.reg(this.scalar(c.args[0]!));
+      case 'kaddr':
+        return this.reg(this.constant(kallsyms().lookup((c.args[0] as { value: string }).value) ?? 0n));
       case 'reg':
         return this.loadCtx(U64, PT_REGS_OFFSETS[(c.args[0] as { value: string }).value]!);
       case 'ksym':

@@ -4,7 +4,8 @@
  * programs write to the ring buffer.
  *
  * Ring buffer record layout (all little-endian): a u64 header `action | (id << 32)`, then the action's payload:
- * - PRINTF:      printf arguments at `PrintfPlan.offsets` (each argument's storage type, C-aligned)
+ * - PRINTF, SYSTEM, CAT: format arguments at `PrintfPlan.offsets` (each argument's storage type, C-aligned);
+ *                SYSTEM runs the formatted command, CAT prints the formatted file's contents (id = printf index)
  * - EXIT:        nothing
  * - PRINT_MAP:   u64 top, u64 div (0 = not given)
  * - CLEAR/ZERO:  nothing (id = map index)
@@ -28,6 +29,8 @@ export enum AsyncAction {
   TIME = 6,
   PRINT_VALUE = 7,
   JOIN = 8,
+  SYSTEM = 9,
+  CAT = 10,
 }
 
 /** join(): at most this many array elements, each read as a string of this many bytes (bpftrace's limits). */

@@ -22,6 +22,8 @@ export type SType =
   | { kind: 'usym' }
   /** An IP address printed as text (`ntop()`); stored as {u64 address family, u8[16] address}. */
   | { kind: 'inet' }
+  /** An errno printed as its message (`strerror()`); stored as u64. */
+  | { kind: 'errno' }
   /** A uid printed as the user's name (`username`); stored as u64. */
   | { kind: 'username' }
   /** A CLOCK_BOOTTIME/MONOTONIC ns value printed with a strftime format (`strftime()`); stored as u64 ns. */
@@ -122,6 +124,7 @@ export function sizeOf(t: SType): number {
     case 'pointer':
     case 'timestamp':
     case 'username':
+    case 'errno':
       return 8;
     case 'usym':
       return 16;

@@ -19,6 +19,8 @@ export interface DecodeContext {
   ksym?(addr: bigint): string;
   /** `usym(addr)` in process `pid`. */
   usym?(pid: number, addr: bigint): string;
+  /** `strerror(n)`: the C library's message for errno `n`. */
+  strerror?(errno: number): string;
   /** `username`: the name of a uid (from /etc/passwd), or the number. */
   username?(uid: number): string;
   /** Wall-clock ns since the epoch minus CLOCK_MONOTONIC ns (for `strftime()`). */
@@ -38,7 +40,7 @@ export function formatInet(family: number, bytes: Buffer): string {
   }
   let best = -1;
   let bestLen = 0;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (g[i] !== 0) {
       i++;
       continue;
@@ -67,6 +69,10 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
       const addr = buf.readBigUInt64LE(off);
       const pid = buf.readUInt32LE(off + 8);
       return { kind: 'string', value: ctx?.usym ? ctx.usym(pid, addr) : `0x${addr.toString(16)}` };
+    }
+    case 'errno': {
+      const n = Number(buf.readBigInt64LE(off));
+      return { kind: 'string', value: ctx?.strerror ? ctx.strerror(n) : String(n) };
     }
     case 'username': {
       const uid = Number(buf.readBigUInt64LE(off));

@@ -4,7 +4,9 @@
  * consume async events (printf, print, exit, time, clear, zero) until exit()/a signal/the -c child ends, detach,
  * run END, print the maps, close everything. `close()` is idempotent and safe from any exit path.
  */
+import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { strerror as cStrerror } from '../kernel/ffi.js';
 import { BpfMap } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
@@ -13,6 +15,24 @@ import type { AttachedProbe } from '../probes/types.js';
 import { SymbolResolver } from '../symbols/resolver.js';
 import { buildMapDump, type DecodeContext, decodeValue } from './decode.js';
 import { StackReader } from './stacks.js';
+
+/** system(): run the command through /bin/sh and return what it printed (bpftrace prints it in order). */
+function runCommand(cmd: string): string {
+  try {
+    return execSync(cmd, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  } catch (e) {
+    return String((e as { stdout?: string }).stdout ?? '');
+  }
+}
+
+/** cat(): a file's contents, or bpftrace's error text. */
+function readForCat(path: string): string {
+  try {
+    return readFileSync(path, 'latin1');
+  } catch (e) {
+    return `ERROR: failed to open file '${path}': ${(e as Error).message}\n`;
+  }
+}
 
 let passwd: Map<number, string> | undefined;
 
@@ -97,6 +117,7 @@ export class Session {
       usym: (pid, addr) => name(sym().user(pid, addr)),
       monotonicToRealtimeNs: BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint(),
       username: (uid) => userName(uid),
+      strerror: (n) => cStrerror(Math.abs(n)),
     };
     this.mapCtx = this.valueCtx;
   }
@@ -312,6 +333,15 @@ export class Session {
         const p = this.compiled.printfs[id]!;
         const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
         out.printf(renderPrintf(this.printfs[id]!, args));
+        return;
+      }
+      case AsyncAction.SYSTEM:
+      case AsyncAction.CAT: {
+        const p = this.compiled.printfs[id]!;
+        const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
+        const text = renderPrintf(this.printfs[id]!, args);
+        out.flush();
+        out.printf(action === AsyncAction.SYSTEM ? runCommand(text) : readForCat(text));
         return;
       }
       case AsyncAction.EXIT:

@@ -161,3 +161,27 @@ describe('pointers in maps, uptr/kptr, max_strlen', () => {
     assert.match(r.stderr, /max_strlen 4096 is larger than bpfscope supports yet/);
   });
 });
+
+describe('system, cat, strerror, kaddr, sizeof, offsetof', () => {
+  it('match bpftrace 0.17 where it has them', async () => {
+    const prog =
+      'BEGIN { system("echo hi %d", 5); cat("/proc/sys/kernel/ostype"); printf("%s|%s|%d\\n", strerror(2), ksym(kaddr("do_nanosleep")), sizeof(uint32)); exit(); }';
+    const ours = await runTool('bpfscope', ['--unsafe', '-e', prog]);
+    assert.equal(ours.code, 0, ours.stderr);
+    assert.equal(ours.stdout, 'hi 5\nLinux\nNo such file or directory|do_nanosleep|4\n\n\n');
+    const oracle = await runTool('bpftrace', ['--unsafe', '-e', prog]);
+    if (oracle.code === 0) assert.equal(ours.stdout, oracle.stdout.replace(/^Attaching.*\n/, ''));
+  });
+
+  it('system() needs --unsafe; sizeof/offsetof use BTF', async () => {
+    const r = await runTool('bpfscope', ['-e', 'BEGIN { system("true"); }']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /system\(\) is an unsafe function being used in safe mode/);
+    const s = await runTool('bpfscope', [
+      '-e',
+      'BEGIN { printf("%d %d\\n", offsetof(struct task_struct, pid) == offsetof(struct task_struct, tgid) - 4, sizeof(struct task_struct) > 1000); exit(); }',
+    ]);
+    assert.equal(s.code, 0, s.stderr);
+    assert.equal(s.stdout, '1 1\n\n\n');
+  });
+});

@@ -14,6 +14,7 @@
 import { constants as osConstants } from 'node:os';
 import type { ExpandedProbe } from '../../probes/types.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
+import { kallsyms } from '../../symbols/kallsyms.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
 import { btfRecordByName, kernelBtf, recordFields } from '../btf-types.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
@@ -717,9 +718,12 @@ export class Analyzer {
         this.error(e.pos, `The [] operator can not be used on expressions of type ${typeName(t)}`);
         return null;
       }
-      case 'RangeExpr':
       case 'SizeofExpr':
-      case 'OffsetofExpr':
+      case 'OffsetofExpr': {
+        const v = this.constSizeof(e);
+        return v === null ? null : U64;
+      }
+      case 'RangeExpr':
       case 'BlockExpr':
         this.error(e.pos, `${e.kind.replace('Expr', '')} expressions are not supported yet`);
         return null;
@@ -861,9 +865,14 @@ export class Analyzer {
       return a;
     };
     switch (c.name) {
+      case 'system':
+      case 'cat':
       case 'printf': {
+        if (c.name === 'system' && !this.opts.unsafe) {
+          this.error(c.pos, 'system() is an unsafe function being used in safe mode (use --unsafe)');
+        }
         if (args.length === 0 || args[0]!.kind !== 'StrLit') {
-          this.error(c.pos, 'printf() expects a string literal as its first argument');
+          this.error(c.pos, `${c.name}() expects a string literal as its first argument`);
           args.forEach((a) => this.expr(a));
           return { kind: 'none' };
         }
@@ -963,6 +972,22 @@ export class Analyzer {
           this.error(c.pos, `reg() can not be used with '${this.unit!.expanded.provider}' probes`);
           return null;
         }
+        return U64;
+      }
+      case 'strerror': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'int') this.error(args[0]!.pos, `strerror() expects an integer (${typeName(t)} provided)`);
+        return { kind: 'errno' };
+      }
+      case 'kaddr': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const a = args[0]!;
+        if (a.kind !== 'StrLit') {
+          this.error(a.pos, 'kaddr() expects a string literal symbol name');
+          return null;
+        }
+        if (kallsyms().lookup(a.value) === undefined) this.error(a.pos, `Failed to resolve kernel symbol: ${a.value}`);
         return U64;
       }
       case 'uptr':
@@ -1100,6 +1125,40 @@ export class Analyzer {
     if (VOID_FUNCS.has(c.name)) return { kind: 'none' };
     this.error(c.pos, `Unknown function: '${c.name}'`);
     args.forEach((a) => this.expr(a));
+    return null;
+  }
+
+  /** Value of `sizeof(...)` / `offsetof(T, f)` (compile-time, from BTF or the language's types), or null. */
+  constSizeof(e: Expr): number | null {
+    if (e.kind === 'SizeofExpr') {
+      const target = e.target;
+      if (target.kind === 'TypeSpec') {
+        if (target.pointerDepth > 0) return 8;
+        const m = /^(u?)int(8|16|32|64)$/.exec(target.name);
+        if (m) return (Number(m[2]) / 8) * (target.arrayCount ?? 1);
+        const rec = btfRecordByName(kernelBtf(), target.name);
+        if (!rec) {
+          this.error(target.pos, `Unknown type: '${target.name}'`);
+          return null;
+        }
+        return sizeOf(rec) * (target.arrayCount ?? 1);
+      }
+      const t = this.expr(target);
+      return t ? sizeOf(t) : null;
+    }
+    if (e.kind === 'OffsetofExpr') {
+      const rec = btfRecordByName(kernelBtf(), e.typeSpec.name);
+      if (!rec || rec.kind !== 'record') {
+        this.error(e.typeSpec.pos, `Unknown type: '${e.typeSpec.name}'`);
+        return null;
+      }
+      const f = recordFields(kernelBtf(), rec).find((x) => x.name === e.field);
+      if (!f) {
+        this.error(e.pos, `'${rec.name}' has no field named '${e.field}'`);
+        return null;
+      }
+      return f.offset;
+    }
     return null;
   }
 
