@@ -3,9 +3,9 @@
  * hover details, search (Ctrl-F prompt, regex, case toggle, "Matched: N%", highlight), click to zoom, reset zoom,
  * and the zoom/search state in the URL.
  *
- * playwright-core is taken from the project's node_modules, else from $BPFSCOPE_PLAYWRIGHT_CORE (a directory
- * holding the package), else /tmp/pw/node_modules/playwright-core; the test is skipped, saying why, when neither
- * it nor /usr/bin/chromium is there.
+ * playwright-core is the project's devDependency; without node_modules it is taken from $BPFSCOPE_PLAYWRIGHT_CORE
+ * (a directory holding the package) or /tmp/pw/node_modules/playwright-core. The test is skipped, saying why, when
+ * playwright-core or /usr/bin/chromium (Debian's chromium package) is missing.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -110,10 +110,10 @@ describe('flame graph SVG in headless chromium', { skip }, () => {
   const clickFrame = (name: string) => {
     frame(name);
     const title = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(`);
+    // Click the frame's group: its label may lie over the rectangle, and both belong to the frame.
     return page
       .locator('#frames > *')
       .filter({ has: page.locator('title', { hasText: title }) })
-      .locator('rect')
       .click();
   };
 
@@ -192,6 +192,18 @@ describe('flame graph SVG in headless chromium', { skip }, () => {
     assert.equal((await state('java')).cls, '');
     assert.equal(await hidden('unzoom'), true);
     assert.doesNotMatch(page.url(), /[?&]x=/);
+  });
+
+  it('zooms icicle graphs too (ancestors above)', async () => {
+    const icicle = join(dir, 'icicle.svg');
+    const doc = renderFlameGraph(readLines(fixture('small.folded')), { inverted: true }).svg;
+    writeFileSync(icicle, doc);
+    await page.goto(pathToFileURL(icicle).href);
+    await clickFrame('compute');
+    assert.equal((await state('compute')).width, '1180.0');
+    assert.equal((await state('app')).cls, 'parent');
+    assert.equal((await state('inner')).cls, '');
+    assert.equal((await state('java')).cls, 'hide');
   });
 
   it('restores zoom and search from the URL', async () => {
