@@ -15,9 +15,11 @@
  * dropped); a TID of 0 counts as absent (PID shown as "?"); a period of 0 counts as 1; "+0x..." offsets, argument
  * lists, quotes and Java "L" prefixes are tidied; "[unknown]" frames are replaced by the DSO's file name.
  *
- * Speed: the input stays bytes. Each distinct frame line (the text after its address) is decoded and processed once,
- * found again by a hash of its bytes (verified byte for byte), and stands for interned frame ids; a sample is a
- * sequence of ids hashed into a table, and strings for stacks are built only once per distinct stack.
+ * Speed: the input stays bytes. A frame line is scanned once (address by a byte-class table, then the text after it
+ * hashed four bytes at a time while looking for the newline). Each distinct frame-line text is decoded and tidied
+ * once and kept in a byte-keyed table (byte-table.ts) with its interned frame ids; later sightings are found by
+ * hash, usually as a remembered successor of the previous line, and verified byte for byte. A sample is a sequence
+ * of ids counted in stack-table.ts, which builds each distinct stack's text only when writing the output.
  */
 import { perlSplit } from '../perl.js';
 import { ByteTable, HASH_SEED, hashBytes, hashFinish, hashWord } from './byte-table.js';
