@@ -9,11 +9,11 @@ import type { AttachPoint } from '../lang/ast.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { IntervalProvider } from './interval.js';
 import { FentryProvider } from './fentry.js';
-import { HardwareProvider } from './hardware.js';
+import { hardwareProvider } from './hardware.js';
 import { KprobeProvider } from './kprobe.js';
 import { ProfileProvider } from './profile.js';
 import { RawTracepointProvider } from './rawtracepoint.js';
-import { SoftwareProvider } from './software.js';
+import { softwareProvider } from './software.js';
 import { SpecialProvider } from './special.js';
 import { TracepointProvider } from './tracepoint.js';
 import type { ExpandedProbe, ProbeProvider } from './types.js';
@@ -53,8 +53,8 @@ const registered: ProbeProvider[] = [
   new RawTracepointProvider(),
   new FentryProvider('fentry'),
   new FentryProvider('fexit'),
-  new SoftwareProvider(),
-  new HardwareProvider(),
+  softwareProvider(),
+  hardwareProvider(),
   new UsdtProvider(),
   new UprobeProvider('uprobe'),
   new UprobeProvider('uretprobe'),
