@@ -117,7 +117,8 @@ test('software event task-clock on this task samples once per ms of its CPU time
     assert.ok(x > 0);
     const ms = (threadCpuNs() - t0) / 1e6;
     const n = Number(c.count());
-    assert.ok(Math.abs(n - ms) <= 3, `${n} samples for ${ms.toFixed(1)} ms of CPU`);
+    // within 3 samples or 10% (a loaded VM delays hrtimer-driven samples)
+    assert.ok(Math.abs(n - ms) <= Math.max(3, ms * 0.1), `${n} samples for ${ms.toFixed(1)} ms of CPU`);
   } finally {
     ev.close();
     c.prog.close();
