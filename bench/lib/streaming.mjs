@@ -6,6 +6,8 @@
  *   arrival; file: the last time the file grew (sampled every 2 ms).
  * - lost: the tracers' "Lost N events" messages (bpfscope on stderr, bpftrace 0.17 on stdout), and calls - lines.
  * - tracer CPU per event: utime+stime (/proc/PID/stat) from the workload's start to the last line, / lines.
+ * - wakeups: "IRQ work interrupts" (IWI in /proc/interrupts, all CPUs) during the run, per 1,000 events: how the
+ *   kernel wakes a waiting reader from the traced CPU (ring buffer and perf buffer alike); ~0 on an idle machine.
  * - cost inside the traced syscall: the workload's ns per call (full rate: median over 10,000-call chunks;
  *   throttled: mean over the timed batches) minus the untraced workload's of the same round and rate.
  */
@@ -28,6 +30,20 @@ export const STREAM_CONFIGS = [
   { id: '100k_file', rate: 100_000, sink: 'file' },
   { id: '10k_pipe', rate: 10_000, sink: 'pipe' },
 ];
+
+/** Sum of the "IRQ work interrupts" counters over all CPUs. */
+function irqWork() {
+  const line = readFileSync('/proc/interrupts', 'latin1')
+    .split('\n')
+    .find((l) => l.trimStart().startsWith('IWI:'));
+  if (!line) return null;
+  return line
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .filter((x) => /^\d+$/.test(x))
+    .reduce((a, x) => a + Number(x), 0);
+}
 
 const rateName = (r) => (r === 0 ? 'full rate' : r >= 1e6 ? `${r / 1e6}M/s` : `${r / 1e3}k/s`);
 
@@ -66,6 +82,7 @@ async function streamOnce(tracer, cfg, seconds, dir) {
   let lastGrowNs = null;
   let lastGrowSample = null;
   const { cmd, args } = tracer.argv(STREAM_PROGRAM, ['-c', `${WORKLOAD} getppid-for ${seconds} ${cfg.rate} ${out}`]);
+  const iwi0 = irqWork();
   const h = launch({
     cmd,
     args,
@@ -85,6 +102,7 @@ async function streamOnce(tracer, cfg, seconds, dir) {
   });
   if (sink) sink.stdin.destroy();
   const ex = await h.exited;
+  const iwi1 = irqWork();
   let counts;
   let lastNs;
   if (sink) {
@@ -119,6 +137,7 @@ async function streamOnce(tracer, cfg, seconds, dir) {
     cpuNsPerEvent: cpuTicks !== null && events ? (cpuTicks * (1e9 / CLK_TCK)) / events : null,
     cpuMs: cpuTicks !== null ? cpuTicks * (1000 / CLK_TCK) : null,
     nsPerCall: nsPerCall(w),
+    irqWorkPer1k: iwi0 !== null && iwi1 !== null && events ? ((iwi1 - iwi0) * 1000) / events : null,
     bytes: counts.bytes,
     drainAfterWorkloadMs: lastNs ? (lastNs - w.end_ns) / 1e6 : null,
   };
@@ -184,6 +203,12 @@ export async function runStreaming({ rounds, log, seconds = 1 }) {
       unit: 'ns',
       ours: pick(c.id, 'bpfscope', 'cpuNsPerEvent'),
       peer: pick(c.id, 'bpftrace', 'cpuNsPerEvent'),
+    });
+    rows.push({
+      name: `irq_work interrupts (wakeups) per 1,000 events, ${label}`,
+      unit: '',
+      ours: pick(c.id, 'bpfscope', 'irqWorkPer1k'),
+      peer: pick(c.id, 'bpftrace', 'irqWorkPer1k'),
     });
     rows.push({
       name: `added inside the traced syscall, ${label}`,

@@ -5,7 +5,8 @@
  * the line is not held in a pipe buffer). `bpfscope <tool>` is measured beside it (A B A B ...) when it exists:
  * `bpfscope <tool> -h` exits 0 with the tool's own usage (not the generic bpftrace-style usage, which any unknown
  * name would give, being taken for a script file name). A bcc tool that fails in round 1 is reported with its error
- * and not retried.
+ * and not retried; a bcc tool without a bpfscope counterpart is measured in at most BCC_ALONE_ROUNDS rounds (its
+ * numbers are context, with no ratio).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -77,6 +78,9 @@ export function oursExists(tool) {
   return r.status === 0 && !/bpfscope \[options\] filename/.test(text);
 }
 
+/** Rounds for bcc tools measured alone. */
+export const BCC_ALONE_ROUNDS = 3;
+
 const ERROR_LINE = /^(error|failed|unable|usage)/i;
 
 async function toolOnce(tool, cmd, args, env) {
@@ -122,6 +126,8 @@ export async function runTools({ rounds, log, only }) {
   for (let r = 0; r < rounds; r++) {
     for (const t of candidates) {
       if (failed[t] && !ours[t]) continue;
+      // bcc alone (no bpfscope tool to compare with): context only, 3 rounds keep the run short
+      if (!ours[t] && r >= Math.min(rounds, BCC_ALONE_ROUNDS)) continue;
       raw[t] ??= { bpfscope: [], bcc: [] };
       const extra = TOOL_ARGS[t] ?? [];
       if (ours[t]) {
