@@ -27,6 +27,7 @@ import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
 import { runProgram, toolMain } from './framework/runner.js';
 import {
+  checkWritable,
   dropTracingFrames,
   exclusiveGroupError,
   foldedLine,
@@ -281,6 +282,7 @@ async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<numbe
       'offcputime: warning: --stack-storage-size is not supported yet: the stack maps of bpfscope programs have a fixed size\n',
     );
   }
+  if (svg) checkWritable(svg, 'offcputime');
   const resolver = await SymbolResolver.create();
   const preparer = new ProcessPreparer(resolver);
   return runProgram({

@@ -28,6 +28,7 @@ import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
 import { runProgram, toolMain, unsupported } from './framework/runner.js';
 import {
+  checkWritable,
   exclusiveGroupError,
   foldedLine,
   POSITIVE_INT,
@@ -258,6 +259,7 @@ async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<numbe
       'profile: warning: --stack-storage-size is not supported yet: the stack maps of bpfscope programs have a fixed size\n',
     );
   }
+  if (svg) checkWritable(svg, 'profile');
   const resolver = await SymbolResolver.create();
   const preparer = new ProcessPreparer(resolver);
   return runProgram({

@@ -313,9 +313,23 @@ export function writeFlameGraph(
   try {
     writeFileSync(path, data);
   } catch (e) {
-    throw new BpfscopeError(`${tool}: cannot write the flame graph to ${path}: ${(e as Error).message}`);
+    throw new BpfscopeError(`${tool}: cannot write the flame graph to ${path}: ${(e as Error).message}`, {
+      cause: e,
+    });
   }
   return data.length;
+}
+
+/**
+ * Create (or truncate) `path` before tracing starts, so that an unwritable `--svg` file fails at once instead of
+ * after the run. @throws BpfscopeError naming the file and the reason
+ */
+export function checkWritable(path: string, tool: string): void {
+  try {
+    writeFileSync(path, '');
+  } catch (e) {
+    throw new BpfscopeError(`${tool}: cannot write the flame graph to ${path}: ${(e as Error).message}`, { cause: e });
+  }
 }
 
 // ---- processes seen during the run ----
@@ -324,13 +338,14 @@ export function writeFlameGraph(
  * Loads the symbol tables of each process a stack tool sees while the process is alive (`prepare(pid)`), so that
  * stacks of processes that exit before the report still resolve. (bcc symbolizes only at the end, from
  * /proc/PID/maps, and prints `[unknown]` for processes that are gone.) The tool's program reports each new
- * (pid, comm) pair once as an event whose only field is the pid; a changed comm (exec) is reported again, so the
- * mappings of the new program are loaded too.
+ * (pid, comm) pair once as an event whose only field is the pid; a changed comm (exec) is reported again, and the
+ * process's cached mappings are then replaced by the new program's (stacks sampled before the exec, e.g. in the
+ * parent's image between fork and exec, are then symbolized in the new image).
  *
  * Loading a large executable's symbols takes ~100 ms, and a busy system reports hundreds of processes when tracing
  * starts, so the work is queued and done in slices of at most {@link ProcessPreparer.SLICE_MS} between other
- * events: the run's duration timer and Ctrl-C stay on time. {@link stop} drops what is left (processes still alive
- * at report time resolve from /proc anyway).
+ * events, newest process first: the run's duration timer and Ctrl-C stay on time. {@link stop} drops what is left
+ * (processes still alive at report time resolve from /proc anyway).
  */
 export class ProcessPreparer {
   /** Longest stretch of preparation work before yielding to the event loop, in ms. */
@@ -365,9 +380,14 @@ export class ProcessPreparer {
     this.scheduled = false;
     const start = performance.now();
     while (!this.stopped && this.queue.length > 0 && performance.now() - start < ProcessPreparer.SLICE_MS) {
-      const pid = this.queue.shift()!;
+      // Newest first: processes already running when tracing started are mostly long-lived; a process seen later
+      // may be a short one that exits soon.
+      const pid = this.queue.pop()!;
       this.queued.delete(pid);
       try {
+        // Reported again: a new comm, normally an exec. Read the new program's mappings now (the resolver would
+        // trust the old ones for up to a second; the process may be gone by then).
+        if (this.done.has(pid)) this.resolver.forget(pid);
         this.resolver.prepare(pid);
         this.done.add(pid);
       } catch {

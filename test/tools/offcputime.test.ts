@@ -141,11 +141,13 @@ describe('offcputime on the live kernel', () => {
       const r = await run.done;
       assert.equal(r.code, 0, r.stderr);
       const mine = stackBlocks(r.stdout).filter((b) => b.id === w.pid && b.frames.includes('bpfs_sleeper'));
-      assert.equal(mine.length, 1, JSON.stringify(mine));
+      // One stack, or a few when the same frames were recorded at different addresses (separate lines, as in bcc).
+      assert.ok(mine.length >= 1, r.stdout.slice(0, 2000));
       const b = mine[0]!;
       assert.equal(b.comm, STACKPROG_COMM);
       const expected = 2 * 500_000;
-      assert.ok(Math.abs(b.value - expected) <= expected * 0.1, `${b.value} us off-CPU for ${expected} us of sleep`);
+      const us = mine.reduce((a, x) => a + x.value, 0);
+      assert.ok(Math.abs(us - expected) <= expected * 0.1, `${us} us off-CPU for ${expected} us of sleep`);
       // Kernel frames from __schedule down to the system call entry, then the user frames.
       assert.equal(b.frames[0], '__schedule');
       const sleeper = b.frames.indexOf('bpfs_sleeper');
@@ -168,9 +170,11 @@ describe('offcputime on the live kernel', () => {
           s,
         ),
       );
-      assert.equal(sleeps.length, 1, r.stdout);
+      // Stacks with the same frames at different addresses are separate lines, as in bcc.
+      assert.ok(sleeps.length >= 1, r.stdout);
       // Sleeps of 50 ms for 2 s: the off-CPU total lies between one sleep and the traced time.
-      assert.ok(sleeps[0]![1] >= 50_000 && sleeps[0]![1] <= 2_300_000, String(sleeps[0]![1]));
+      const us = sleeps.reduce((a, [, n]) => a + n, 0);
+      assert.ok(us >= 50_000 && us <= 2_300_000, String(us));
     } finally {
       child.kill('SIGKILL');
     }
@@ -200,7 +204,7 @@ describe('offcputime on the live kernel', () => {
       assert.equal(r.code, 0, r.stderr);
       const lines = foldedLines(r.stdout);
       const sleeps = lines.filter(([s]) => /^bpfs_stackprog;entry_SYSCALL_64\w*;.*;do_nanosleep;.*__schedule$/.test(s));
-      assert.equal(sleeps.length, 1, r.stdout);
+      assert.ok(sleeps.length >= 1, r.stdout);
       assert.ok(!r.stdout.includes('bpfs_sleeper'), 'no user frames with -K');
       const text = readFileSync(svg, 'utf8');
       assert.match(text, /<\/svg>\n$/);

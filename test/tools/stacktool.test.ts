@@ -270,6 +270,11 @@ describe('ProcessPreparer', () => {
     while (p.pending > 0) await new Promise((res) => setImmediate(res));
     assert.equal(p.count, 1);
     assert.ok(r.stats.elfLoads > 0, 'the executable mappings of the process were loaded');
+    // Reported again (exec): the maps are read again at once, not after the resolver's 1 s cache time.
+    const reads = r.stats.mapsReads;
+    p.onEvent([String(process.pid)]);
+    while (p.pending > 0) await new Promise((res) => setImmediate(res));
+    assert.equal(r.stats.mapsReads, reads + 1);
     p.stop();
     p.onEvent([String(process.ppid)]);
     assert.equal(p.pending, 0, 'nothing is queued after stop()');
