@@ -447,8 +447,15 @@ export function progLoad(p: ProgLoadAttr): ProgLoadResult {
   }
   const license = cString(p.license ?? 'GPL');
   const wanted = p.logLevel ?? 0;
+  // The verifier gives up with EAGAIN when a signal is pending (a -c child's SIGCHLD, a profiler's SIGPROF):
+  // retry a few times, as libbpf does.
+  const attempt = (level: number, log: Buffer | null): { r: number; trueSize: number } => {
+    let res = progLoadAttempt(p, license, level, log);
+    for (let i = 0; i < 5 && res.r === -Errno.EAGAIN; i++) res = progLoadAttempt(p, license, level, log);
+    return res;
+  };
   if (wanted === 0) {
-    const { r } = progLoadAttempt(p, license, 0, null);
+    const { r } = attempt(0, null);
     if (r >= 0) return { fd: r };
     if (!isPrivileged() && (r === -Errno.EPERM || r === -Errno.EACCES)) throw bpfError(BpfCmd.PROG_LOAD, -r);
   }
@@ -456,7 +463,7 @@ export function progLoad(p: ProgLoadAttr): ProgLoadResult {
   let size = Math.max(p.logSize ?? LOG_MIN, 128);
   for (;;) {
     const log = Buffer.alloc(size);
-    const { r, trueSize } = progLoadAttempt(p, license, level, log);
+    const { r, trueSize } = attempt(level, log);
     if (r >= 0) return wanted ? { fd: r, log: logText(log) } : { fd: r };
     if (r === -Errno.ENOSPC && size < LOG_MAX) {
       size = Math.min(LOG_MAX, Math.max(size * 4, trueSize));
