@@ -15,10 +15,11 @@
  * never tie in the value sort, and workloads that print several lines pin themselves to CPU 0 (`cpu 0` step)
  * because bpftrace 0.17 reads one perf buffer per CPU.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { workloadCommand } from '../helpers/workload.js';
+import { workloadCommand, workloadPath } from '../helpers/workload.js';
 
 export interface DiffCase {
   /** Unique, kebab-case; also the node:test name. */
@@ -40,7 +41,28 @@ export interface DiffCase {
   attached?: number;
   /** Run timeout, ms (default 15000). */
   timeoutMs?: number;
+  /**
+   * Current bpftrace's expected stdout computed from 0.17's (requires `reason`): for exceptions whose output
+   * depends on the kernel or the workload build (stack frames), so a fixed `expect` would not fit every machine.
+   */
+  expectFromOracle?: (oracleStdout: string) => string;
+  /**
+   * A known bpfscope bug or missing feature that makes this case fail, named precisely. The oracle side is still
+   * checked in oracle-only mode; the bpfscope side runs and is reported as TODO when it fails, and the case FAILS
+   * once bpfscope passes it (then remove `todo`).
+   */
+  todo?: string;
+  /**
+   * Workload steps for a `-p PID` target: each tool run starts its own workload
+   * (`bpfs_workload wait-stdin STEPS...`), replaces {@link TARGET_PID} in the arguments with its pid, waits for the
+   * tool's attach message (plus a margin: 0.17 prints it before attaching), then lets the workload go by writing to
+   * its stdin. Not with `-q` (no attach message to wait for).
+   */
+  target?: (string | number)[];
 }
+
+/** Placeholder for the `-p` target's pid in the arguments of a case with `target`. */
+export const TARGET_PID = '%TARGET_PID%';
 
 /** Rewrites `args.field` (current bpftrace) to `args->field` (the only form bpftrace 0.17 accepts). */
 function arrowArgs(prog: string): string {
@@ -59,6 +81,11 @@ interface CaseOpts {
   noOracle?: string;
   attached?: number;
   timeoutMs?: number;
+  /** The oracle's program when 0.17 spells it differently (e.g. a tracepoint for a rawtracepoint 0.17 lacks). */
+  oracleProg?: string;
+  expectFromOracle?: (oracleStdout: string) => string;
+  todo?: string;
+  target?: (string | number)[];
 }
 
 function c(name: string, prog: string, o: CaseOpts = {}): DiffCase {
@@ -70,9 +97,12 @@ function c(name: string, prog: string, o: CaseOpts = {}): DiffCase {
     ...(o.params ?? []),
   ];
   const dc: DiffCase = { name, args: build(prog) };
-  const oracleProg = arrowArgs(prog);
+  const oracleProg = arrowArgs(o.oracleProg ?? prog);
   if (oracleProg !== prog) dc.oracleArgs = build(oracleProg);
   if (o.expect !== undefined) dc.expect = o.expect;
+  if (o.expectFromOracle !== undefined) dc.expectFromOracle = o.expectFromOracle;
+  if (o.todo !== undefined) dc.todo = o.todo;
+  if (o.target !== undefined) dc.target = o.target;
   if (o.reason !== undefined) dc.reason = o.reason;
   if (o.noOracle !== undefined) dc.noOracle = o.noOracle;
   if (o.attached !== undefined) dc.attached = o.attached;
@@ -93,6 +123,53 @@ function scriptFile(name: string, text: string): string {
 }
 
 /**
+ * Offset of a function symbol in an ELF file, in hex without `0x` (for `uprobe:PATH:0xADDR`), read with `nm`
+ * (binutils, installed with cc). Throws if the symbol is missing.
+ */
+function symbolOffset(path: string, symbol: string): string {
+  const out = execFileSync('nm', [path], { encoding: 'utf8' });
+  const line = out.split('\n').find((l) => l.split(' ')[2] === symbol);
+  if (!line) throw new Error(`symbolOffset: ${symbol} not found in ${path}`);
+  return BigInt(`0x${line.split(' ')[0]}`).toString(16);
+}
+
+/** 0.17's map-key stack frames are indented by 4 spaces, v0.26's (like every printed stack) by 8. */
+function stackFramesIndent8(oracleStdout: string): string {
+  return oracleStdout.replace(/^ {4}(?=\S)/gm, ' '.repeat(8));
+}
+
+const STACK_KEY_REASON =
+  'stack map keys: v0.26.1 indents every frame by 8 spaces (src/types_format.cpp format(): ' +
+  'get_stack(..., 8) for kstack_t/ustack_t, keys included; tests/runtime/outputs), as printf of a stack does in ' +
+  'both; 0.17 indents map-key frames by 4. The frames themselves come from the oracle run';
+
+const JSON_END_REASON =
+  'JSON: no empty lines when the run ends in v0.26.1 (JsonOutput::end prints nothing); 0.17 prints two';
+
+/**
+ * Text rows of a log2 histogram with one value in [2, 4) and one in [4G, 8G), as v0.26 prints them
+ * (src/output/text.cpp: header padded to 16, count to 8, 52-column bar; K/M/G labels in powers of 1024).
+ */
+function hist2to8G(): string {
+  const label = (v: bigint): string => {
+    const units = ['', 'K', 'M', 'G'];
+    let u = 0;
+    while (v >= 1024n && v % 1024n === 0n && u < units.length - 1) {
+      v /= 1024n;
+      u++;
+    }
+    return `${v}${units[u]}`;
+  };
+  let rows = '';
+  for (let k = 1n; k <= 32n; k++) {
+    const count = k === 1n || k === 32n ? 1 : 0;
+    const header = `[${label(1n << k)}, ${label(1n << (k + 1n))})`;
+    rows += `${header.padEnd(16)}${String(count).padStart(8)} |${'@'.repeat(count * 52).padEnd(52)}|\n`;
+  }
+  return rows + '\n';
+}
+
+/**
  * The cases, built on call (they embed the compiled workload's path, compiling it if needed).
  * W = the workload: see test/fixtures/workload.c for its steps.
  */
@@ -104,6 +181,21 @@ export function diffCases(): DiffCase[] {
   // A comm no other run on this machine uses (the diff suite may run twice at once): for cases that filter on
   // comm alone, without pid == cpid.
   const uniq = `bpfs_${(process.pid % 0x10000).toString(16)}`;
+  const WP = workloadPath();
+  const U = (fn: string) => `uprobe:${WP}:${fn}`;
+  const UR = (fn: string) => `uretprobe:${WP}:${fn}`;
+  // Keeps the workload alive for a while after its traced calls, so usym()/ustack/func are resolved (from its
+  // /proc/PID/maps) while it still exists: both tools resolve user symbols when they print.
+  const ALIVE = ['sleep-ms', 400] as const;
+  const script2 = scriptFile(
+    'two-probes.bt',
+    '#!/usr/bin/env bpftrace\n' +
+      '/* counts getppid and getuid calls of the comm given as $1 */\n' +
+      'tracepoint:syscalls:sys_enter_getppid /comm == str($1)/ { @calls["getppid"] = count(); }\n' +
+      '\n' +
+      'tracepoint:syscalls:sys_enter_getuid\n/comm == str($1)/\n{\n  @calls["getuid"] = count();\n}\n' +
+      'END { printf("done\\n"); }\n',
+  );
   const script = scriptFile(
     'count-comm.bt',
     '// counts getppid calls of the comm given as $1\n' +
@@ -540,5 +632,606 @@ export function diffCases(): DiffCase[] {
         reason: 'JSON: no empty lines at the end in v0.26.1 (JsonOutput::end)',
       },
     ),
+    // ================================================================ issue 6: the whole language
+    // ---------------------------------------------------------------- tracepoints (more)
+    c(
+      'tp-enter-read-fd-count',
+      'tracepoint:syscalls:sys_enter_read /pid == cpid && comm == "bpfs_wl"/ { @[args.fd, args.count] = count(); }',
+      { cmd: W('comm', 'bpfs_wl', 'read', 2, 10, 'read', 3, 20) },
+    ),
+    c(
+      'tp-exit-write-sum',
+      'tracepoint:syscalls:sys_exit_write /pid == cpid && comm == "bpfs_wl"/ { @bytes = sum(args.ret); @calls = count(); }',
+      { cmd: W('comm', 'bpfs_wl', 'write', 3, 100, 'write', 2, 7) },
+    ),
+    c(
+      'tp-newfstatat-filename-flag',
+      'tracepoint:syscalls:sys_enter_newfstatat /pid == cpid && comm == "bpfs_wl"/ { @[str(args.filename), args.flag] = count(); }',
+      { cmd: W('comm', 'bpfs_wl', 'stat', '/etc/passwd', 2, 'stat', '/nonexistent/bpfs', 3) },
+    ),
+    c(
+      'tp-exit-newfstatat-enoent',
+      'tracepoint:syscalls:sys_exit_newfstatat /pid == cpid && comm == "bpfs_wl"/ { @[args.ret] = count(); }',
+      { cmd: W('comm', 'bpfs_wl', 'stat', '/etc/passwd', 2, 'stat', '/nonexistent/bpfs', 3) },
+    ),
+    c(
+      'tp-openat-flags-dfd',
+      'tracepoint:syscalls:sys_enter_openat /pid == cpid && comm == "bpfs_wl"/ { @[args.flags, args.dfd] = count(); }',
+      { cmd: openats },
+    ),
+    c(
+      'tp-nanosleep-user-struct',
+      'tracepoint:syscalls:sys_enter_nanosleep /pid == cpid/ { printf("%d %d\\n", args.rqtp->tv_sec, args.rqtp->tv_nsec); }',
+      {
+        cmd: W('cpu', 0, 'nanosleep', 2, 1500, 'nanosleep', 1, 7),
+        todo:
+          'tracepoint pointer-to-struct fields: `args.rqtp->tv_sec` on `struct __kernel_timespec *` fails with ' +
+          "\"Can't find field 'tv_sec' in struct __kernel_timespec\" (the struct is in vmlinux BTF with tv_sec, tv_nsec)",
+      },
+    ),
+    c(
+      'tp-process-exit-comm-array',
+      'tracepoint:sched:sched_process_exit /pid == cpid/ { printf("%s %d\\n", args.comm, args.pid == cpid); }',
+      { cmd: W('comm', 'bpfs_exit', 'getppid', 1) },
+    ),
+    c(
+      'tp-process-fork-data-loc-comms',
+      'tracepoint:sched:sched_process_fork /args.parent_pid == cpid/ { printf("%s %s\\n", str(args.parent_comm), str(args.child_comm)); }',
+      { cmd: W('comm', 'bpfs_fork', 'cpu', 0, 'kill-self-child', 2) },
+    ),
+    c(
+      'tp-signal-generate-sigkill',
+      'tracepoint:signal:signal_generate /pid == cpid && args.sig == 9/ { @[args.sig, args.errno, args.result] = count(); }',
+      { cmd: W('kill-self-child', 2) },
+    ),
+    c(
+      'tp-raw-sys-exit-id-ret',
+      'tracepoint:raw_syscalls:sys_exit /pid == cpid && comm == "bpfs_wl" && (args.id == 102 || args.id == 0)/ { @[args.id, args.ret] = count(); }',
+      { cmd: W('comm', 'bpfs_wl', 'getuid', 2, 'read', 3, 5) },
+    ),
+    c('tp-alias-t', 't:syscalls:sys_enter_getgid /pid == cpid/ { @ = count(); }', { cmd: W('getgid', 4) }),
+    c(
+      'tp-two-probes-one-map',
+      't:syscalls:sys_enter_getuid /pid == cpid/ { @n["uid"] = count(); } t:syscalls:sys_enter_getgid /pid == cpid/ { @n["gid"] = count(); }',
+      { cmd: W('getuid', 2, 'getgid', 5) },
+    ),
+    c(
+      'tp-execve-filename',
+      'tracepoint:syscalls:sys_enter_execve /pid == cpid/ { printf("%s\\n", str(args.filename)); }',
+      {
+        cmd: W('getppid', 1),
+      },
+    ),
+    c('tp-execve-join-argv', 'tracepoint:syscalls:sys_enter_execve /pid == cpid/ { join(args.argv); }', {
+      cmd: W('getppid', 1, 'read', 2, 3),
+    }),
+    c('tp-execve-join-delim', 'tracepoint:syscalls:sys_enter_execve /pid == cpid/ { join(args.argv, ","); }', {
+      cmd: W('getppid', 1, 'read', 2, 3),
+    }),
+    c(
+      'tp-hrtimer-ksym-function',
+      'tracepoint:timer:hrtimer_start /pid == cpid && args.mode == 1/ { @[ksym(args.function)] = count(); }',
+      { cmd: W('nanosleep', 3, 100) },
+    ),
+
+    // ---------------------------------------------------------------- uprobes on the workload and on libc
+    c(
+      'uprobe-workload-num-str-arg0',
+      `${U('num')} /pid == cpid && comm == "bpfs_wl"/ { printf("%s\\n", str(arg0)); }`,
+      { cmd: W('cpu', 0, 'comm', 'bpfs_wl', 'getppid', 3, 'read', 2, 17, 'getuid', 5) },
+    ),
+    c(
+      'uretprobe-workload-num-retval-aggs',
+      `${UR('num')} /pid == cpid/ { @sum = sum(retval); @max = max(retval); @min = min(retval); @n = count(); }`,
+      { cmd: W('getppid', 3, 'read', 2, 17, 'getuid', 300) },
+    ),
+    c('uprobe-workload-func', `${U('num')} /pid == cpid && comm == "bpfs_wl"/ { printf("%s\\n", func); }`, {
+      cmd: W('cpu', 0, 'comm', 'bpfs_wl', 'getppid', 3, ...ALIVE),
+    }),
+    c('uretprobe-workload-func', `${UR('num')} /pid == cpid && comm == "bpfs_wl"/ { printf("%s\\n", func); }`, {
+      cmd: W('cpu', 0, 'comm', 'bpfs_wl', 'getppid', 3, 'getuid', 2, ...ALIVE),
+      expect: 'num\nnum\nnum\n' + END,
+      reason:
+        'func in a uretprobe is the probed function in v0.26.1 (codegen_llvm.cpp __builtin_func: bpf_get_func_ip for ' +
+        'kretprobe/uretprobe/fexit, then usym); 0.17 reads the instruction pointer at return, which is in the caller ' +
+        '(prints `step`)',
+    }),
+    c('uprobe-workload-wildcard-probe', `uprobe:${WP}:n* /pid == cpid/ { @[probe] = count(); }`, {
+      cmd: W('getppid', 3),
+    }),
+    c('uprobe-workload-step-argc', `${U('step')} /pid == cpid && comm == "bpfs_wl"/ { printf("%d\\n", arg0); }`, {
+      cmd: W('cpu', 0, 'comm', 'bpfs_wl', 'getppid', 3, 'getuid', 5),
+    }),
+    c('uprobe-workload-open-dev-args', `${U('open_dev')} /pid == cpid/ { printf("%s %d\\n", str(arg0), arg1); }`, {
+      cmd: W('cpu', 0, 'read', 1, 5, 'write', 1, 5),
+    }),
+    c('uretprobe-workload-open-dev-fd', `${UR('open_dev')} /pid == cpid/ { printf("%d\\n", retval); }`, {
+      cmd: W('cpu', 0, 'read', 1, 5, 'write', 1, 5),
+    }),
+    c('uprobe-workload-do-sleep-arg0', `${U('do_sleep')} /pid == cpid/ { printf("%d\\n", arg0); }`, {
+      cmd: W('cpu', 0, 'nanosleep', 2, 100, 'sleep-ms', 3),
+    }),
+    c(
+      'uprobe-workload-args6',
+      `${U('args6')} /pid == cpid/ { printf("%d %d %d %d %d %d\\n", arg0, arg1, arg2, arg3, arg4, arg5); } ${UR('args6')} /pid == cpid/ { printf("ret %d\\n", retval); }`,
+      { cmd: W('cpu', 0, 'args6', 1, 2, 3, 4, 5, 600, 'args6', 10, 20, 30, 40, 50, 60) },
+    ),
+    c(
+      'uprobe-workload-address',
+      `uprobe:${WP}:0x${symbolOffset(WP, 'num')} /pid == cpid/ { @[str(arg0)] = count(); }`,
+      {
+        cmd: W('getppid', 7, 'getuid', 7, 'getgid', 2),
+      },
+    ),
+    c(
+      'uprobe-workload-first-hit-exit',
+      `${U('num')} /pid == cpid && @done == 0/ { @done = 1; printf("%s\\n", str(arg0)); exit(); }`,
+      { cmd: W('getppid', 7, 'getuid', 3, ...ALIVE) },
+    ),
+    c('uprobe-workload-str-predicate', `${U('num')} /pid == cpid && str(arg0) == "17"/ { @hits = count(); }`, {
+      cmd: W('read', 2, 17, 'getppid', 17),
+    }),
+    c('uprobe-workload-two-attach-points', `${U('num')}, ${U('open_dev')} /pid == cpid/ { @[probe] = count(); }`, {
+      cmd: W('read', 1, 5),
+    }),
+    c(
+      'uprobe-workload-usym-reg',
+      `${U('num')} /pid == cpid/ { printf("%s|%s\\n", usym(reg("ip")), str(reg("di"))); }`,
+      {
+        cmd: W('cpu', 0, 'getppid', 3, ...ALIVE),
+      },
+    ),
+    c('uprobe-libc-syscall-nr', 'uprobe:libc:syscall /pid == cpid/ { @[arg0] = count(); }', {
+      cmd: W('getppid', 3, 'getuid', 5),
+    }),
+    c('uprobe-libc-strtol-args', 'uprobe:libc:strtol /pid == cpid/ { @[str(arg0), arg2] = count(); }', {
+      cmd: W('getppid', 3, 'getuid', 5, 'getgid', 5),
+    }),
+    c('uretprobe-libc-strtol-retval', 'uretprobe:libc:strtol /pid == cpid/ { @[retval] = count(); }', {
+      cmd: W('getppid', 3, 'getuid', 5, 'getgid', 5),
+    }),
+    c(
+      'uretprobe-libc-syscall-signed',
+      'uretprobe:libc:syscall /pid == cpid && comm == "bpfs_wl"/ { @[(int64)retval] = count(); }',
+      { cmd: W('comm', 'bpfs_wl', 'openat', '/nonexistent/bpfs', 3, 'getuid', 2, 'getgid', 4) },
+    ),
+    c('uprobe-libc-alias-prctl', 'u:libc:prctl /pid == cpid/ { printf("%d %s\\n", arg0, str(arg1)); }', {
+      cmd: W('comm', 'bpfs_prctl'),
+    }),
+    c('uprobe-libc-probe-name', 'uprobe:libc:strtol /pid == cpid/ { printf("%s\\n", probe); }', {
+      cmd: W('getppid', 1),
+      todo:
+        'uprobe target paths: `probe` prints the canonical path (/usr/lib/x86_64-linux-gnu/libc.so.6) instead of the ' +
+        'path the library name resolves to in ld.so.cache (/lib/x86_64-linux-gnu/libc.so.6), which 0.17 and v0.26 print',
+    }),
+    c(
+      'uprobe-symlinked-path-probe-name',
+      'uprobe:/lib/x86_64-linux-gnu/libc.so.6:strtol /pid == cpid/ { printf("%s\\n", probe); }',
+      {
+        cmd: W('getppid', 1),
+        todo:
+          'uprobe target paths: a path given through a symlinked directory (/lib -> usr/lib) is printed by `probe` ' +
+          'resolved (/usr/lib/...); 0.17 and v0.26 (util::resolve_binary_path keeps the path) print it as written',
+      },
+    ),
+
+    // ---------------------------------------------------------------- -p PID
+    c('pid-flag-tracepoint', 'tracepoint:syscalls:sys_enter_getppid /pid == $1/ { @[comm] = count(); }', {
+      flags: ['-p', TARGET_PID],
+      params: [TARGET_PID],
+      target: ['comm', 'bpfs_p', 'getppid', 3],
+    }),
+    // bpftrace 0.17 attaches uprobes for every process even with -p (AttachedProbe without a pid), so the cases
+    // that 0.17 also runs filter on `pid == $1`; v0.26 applies -p to all probes but BEGIN/END (CHANGELOG 0.24:
+    // "-p CLI flag now applies to all probes"), which the noOracle cases below check without a filter.
+    c('pid-flag-uprobe-workload', `${U('args6')} /pid == $1/ { printf("%d %d\\n", arg5, arg0); }`, {
+      flags: ['-p', TARGET_PID],
+      params: [TARGET_PID],
+      target: ['args6', 1, 2, 3, 4, 5, 6],
+    }),
+    c('pid-flag-uretprobe-libc', 'uretprobe:libc:strtol /pid == $1/ { @[retval] = count(); }', {
+      flags: ['-p', TARGET_PID],
+      params: [TARGET_PID],
+      target: ['getppid', 4, 'getuid', 4, 'getgid', 9],
+    }),
+    c('pid-flag-restricts-uprobes', 'uretprobe:libc:strtol { @[retval] = count(); }', {
+      flags: ['-p', TARGET_PID],
+      target: ['getppid', 4, 'getuid', 4, 'getgid', 9],
+      noOracle: '0.17 attaches uprobes for every process even with -p, so its output depends on what else runs',
+      expect: END + '@[9]: 1\n@[4]: 2\n',
+      reason:
+        'v0.26.1 applies -p to uprobes (the uprobe is attached for that pid only: CHANGELOG 0.24 "-p CLI flag now ' +
+        'applies to all probes"); 0.17 attaches it for every process',
+      attached: 1,
+    }),
+    c('pid-flag-restricts-tracepoints', 'tracepoint:sched:sched_process_exit { @exits = count(); }', {
+      flags: ['-p', TARGET_PID],
+      target: ['kill-self-child', 2],
+      noOracle: '0.17 applies -p only to uprobes and usdt: its count includes every process that exits meanwhile',
+      expect: END + '@exits: 1\n',
+      reason:
+        'v0.26.1 applies -p to tracepoints too (CHANGELOG 0.24 "-p CLI flag now applies to all probes (except ' +
+        "BEGIN/END)\"), so only the target's own exit counts, not its two children's; 0.17 counts every exit",
+      attached: 1,
+      todo:
+        '-p does not restrict tracepoint probes to the target process: `-p PID` with ' +
+        '`tracepoint:sched:sched_process_exit { @exits = count(); }` counts the exits of other processes (here the ' +
+        "target's two children), where v0.26 counts only the target's",
+    }),
+
+    // ---------------------------------------------------------------- stacks
+    c(
+      'kstack-printf-two-frames',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%s\\n", kstack(2)); }',
+      {
+        cmd: W('getppid', 1),
+      },
+    ),
+    c(
+      'kstack-perf-printf',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%s\\n", kstack(perf, 2)); }',
+      { cmd: W('getppid', 1) },
+    ),
+    c(
+      'kstack-hrtimer-nanosleep',
+      'tracepoint:timer:hrtimer_start /pid == cpid && args.mode == 1/ { printf("%s\\n", kstack(3)); }',
+      { cmd: W('cpu', 0, 'nanosleep', 2, 100) },
+    ),
+    c('kstack-map-key-first-frame', 'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[kstack(1)] = count(); }', {
+      cmd: W('getppid', 3),
+      expectFromOracle: stackFramesIndent8,
+      reason: STACK_KEY_REASON,
+    }),
+    c('kstack-map-key-count', 'tracepoint:syscalls:sys_enter_getuid /pid == cpid/ { @[kstack] = count(); }', {
+      cmd: W('getuid', 4),
+      expectFromOracle: stackFramesIndent8,
+      reason: STACK_KEY_REASON,
+    }),
+    c('ustack-printf-two-frames', `${U('num')} /pid == cpid/ { printf("%s\\n", ustack(2)); }`, {
+      cmd: W('cpu', 0, 'getppid', 3, ...ALIVE),
+    }),
+
+    // ---------------------------------------------------------------- software, profile, interval
+    c(
+      'software-page-faults-shape',
+      'software:page-faults:1 /pid == cpid && comm == "bpfs_wl"/ { if (@n < 200) { @n++; } }',
+      { cmd: W('comm', 'bpfs_wl', 'alloc-mb', 1) },
+    ),
+    c(
+      'software-faults-alias-shape',
+      'software:faults:10 /pid == cpid && comm == "bpfs_wl"/ { if (@n < 20) { @n++; } }',
+      { cmd: W('comm', 'bpfs_wl', 'alloc-mb', 1) },
+    ),
+    c('software-cs-alias-shape', 'software:cs:1 /pid == cpid && comm == "bpfs_wl"/ { if (@n < 3) { @n++; } }', {
+      cmd: W('comm', 'bpfs_wl', 'nanosleep', 3, 100),
+    }),
+    c('software-cpu-clock-comm', 'software:cpu-clock:1000000 /pid == cpid && comm == "bpfs_spin"/ { @[comm] = 1; }', {
+      cmd: W('comm', 'bpfs_spin', 'spin', 100),
+    }),
+    c('software-task-clock-comm', 'software:task-clock:1000000 /pid == cpid && comm == "bpfs_spin"/ { @[comm] = 1; }', {
+      cmd: W('comm', 'bpfs_spin', 'spin', 100),
+    }),
+    c('profile-hz-comm-probe', 'profile:hz:997 /pid == cpid && comm == "bpfs_spin"/ { @[comm, probe] = 1; }', {
+      cmd: W('comm', 'bpfs_spin', 'spin', 100),
+    }),
+    c('profile-alias-p-ms', 'p:ms:1 /pid == cpid && comm == "bpfs_spin"/ { @[probe] = 1; }', {
+      cmd: W('comm', 'bpfs_spin', 'spin', 100),
+    }),
+    c('profile-us', 'profile:us:1000 /pid == cpid && comm == "bpfs_spin"/ { @[probe] = 1; }', {
+      cmd: W('comm', 'bpfs_spin', 'spin', 100),
+    }),
+    c('interval-alias-i-hz', 'i:hz:20 { printf("%s\\n", probe); exit(); }'),
+    c('interval-us-probe', 'interval:us:20000 { printf("%s\\n", probe); exit(); }'),
+    c('interval-s-probe', 'interval:s:1 { printf("%s\\n", probe); exit(); }'),
+    c('interval-ms-three-ticks', 'interval:ms:50 { @n++; if (@n == 3) { printf("%s %d\\n", probe, @n); exit(); } }'),
+
+    // ---------------------------------------------------------------- kernel structs via BTF
+    c(
+      'btf-curtask-comm-pid-tgid',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%s %d %d %d\\n", curtask->comm, curtask->pid == tid, curtask->tgid == cpid, curtask->real_parent->tgid > 0); }',
+      { cmd: W('comm', 'bpfs_ct', 'getppid', 1) },
+    ),
+    c(
+      'btf-curtask-mm-flags',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%d %d\\n", curtask->mm != 0, curtask->flags & 0x200000); }',
+      { cmd: W('getppid', 1) },
+    ),
+    c(
+      'btf-curtask-group-leader-cred',
+      'tracepoint:syscalls:sys_enter_getppid /curtask->tgid == cpid/ { @[curtask->group_leader->comm, curtask->cred->uid.val] = count(); }',
+      { cmd: W('comm', 'bpfs_gl', 'getppid', 3) },
+    ),
+    c(
+      'btf-cast-task-struct-variable',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { $t = (struct task_struct *)curtask; printf("%d %d\\n", $t->pid == tid, $t->nr_cpus_allowed); }',
+      { cmd: W('cpu', 0, 'getppid', 1) },
+    ),
+    c(
+      'btf-curtask-parent-chain',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%d %d\\n", curtask->parent->tgid == curtask->real_parent->tgid, curtask->real_parent->real_parent->pid > 0); }',
+      { cmd: W('getppid', 1) },
+    ),
+    c(
+      'btf-integer-array-field',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%lu %d\\n", curtask->cpus_mask.bits[0], curtask->se.load.weight > 0); }',
+      {
+        cmd: W('cpu', 0, 'getppid', 1),
+        todo:
+          "BTF integer array fields: `curtask->cpus_mask.bits[0]` fails with \"Field 'bits' of struct cpumask has a " +
+          'type bpfscope cannot read yet (uint64[4])"; 0.17 prints the first word of the mask (1 when pinned to CPU 0)',
+      },
+    ),
+    c(
+      'rawtracepoint-sched-switch-prev',
+      'rawtracepoint:sched_switch /pid == cpid && comm == "bpfs_rt" && args.prev->tgid == cpid && !args.preempt && (args.prev_state & 1)/ { @[args.prev->comm] = count(); }',
+      {
+        cmd: W('comm', 'bpfs_rt', 'nanosleep', 3, 100),
+        oracleProg:
+          'tracepoint:sched:sched_switch /pid == cpid && comm == "bpfs_rt" && args.prev_pid == cpid && args.prev_state == 1/ { @[args.prev_comm] = count(); }',
+      },
+    ),
+    c(
+      'rawtracepoint-sched-process-exit',
+      'rawtracepoint:sched_process_exit /args.p->tgid == cpid/ { printf("%s %d\\n", args.p->comm, args.p->pid == cpid); }',
+      {
+        cmd: W('comm', 'bpfs_rtexit', 'getppid', 1),
+        oracleProg:
+          'tracepoint:sched:sched_process_exit /args.pid == cpid/ { printf("%s %d\\n", args.comm, args.pid == cpid); }',
+      },
+    ),
+    c(
+      'rawtracepoint-sys-enter-id',
+      'rawtracepoint:sys_enter /pid == cpid && comm == "bpfs_wl"/ { @[args.id] = count(); }',
+      {
+        cmd: W('comm', 'bpfs_wl', 'getppid', 3, 'getuid', 5),
+        oracleProg: 'tracepoint:raw_syscalls:sys_enter /pid == cpid && comm == "bpfs_wl"/ { @[args.id] = count(); }',
+      },
+    ),
+    c(
+      'rawtracepoint-alias-argn',
+      'rt:sys_enter /pid == cpid && comm == "bpfs_wl" && arg1 == 110/ { @getppid = count(); }',
+      {
+        cmd: W('comm', 'bpfs_wl', 'getppid', 6, 'getuid', 2),
+        oracleProg:
+          'tracepoint:raw_syscalls:sys_enter /pid == cpid && comm == "bpfs_wl" && args.id == 110/ { @getppid = count(); }',
+      },
+    ),
+    c(
+      'btf-sizeof',
+      'BEGIN { printf("%d %d %d\\n", sizeof(struct task_struct) > 1000, sizeof(uint32), sizeof(int8)); exit(); }',
+    ),
+
+    // ---------------------------------------------------------------- tuples
+    c('tuple-map-values', 'BEGIN { @t = (1, "ab", -3); @u[1] = (2, "x"); exit(); }'),
+    c('tuple-nested-access', 'BEGIN { $t = (1, "ab", (3, 4)); printf("%d %s %d\\n", $t.0, $t.1, $t.2.1); exit(); }'),
+    c('tuple-print-values', 'BEGIN { print((1, "a")); print(5); print("s"); exit(); }'),
+    c(
+      'tuple-from-tracepoint',
+      'tracepoint:syscalls:sys_exit_read /pid == cpid && comm == "bpfs_wl"/ { @last = (comm, args.ret); }',
+      { cmd: W('comm', 'bpfs_wl', 'read', 2, 33) },
+    ),
+    c(
+      'tuple-variable-fields',
+      'tracepoint:syscalls:sys_enter_read /pid == cpid && comm == "bpfs_wl"/ { $t = (comm, args.count, "x"); printf("%s %d %s\\n", $t.0, $t.1, $t.2); }',
+      { cmd: W('comm', 'bpfs_wl', 'cpu', 0, 'read', 2, 12) },
+    ),
+
+    // ---------------------------------------------------------------- loops
+    c('while-sum', 'BEGIN { $i = 0; $s = 0; while ($i < 10) { $s += $i; $i++; } printf("%d %d\\n", $i, $s); exit(); }'),
+    c(
+      'while-break-continue',
+      'BEGIN { $i = 0; while ($i < 5) { $i++; if ($i == 2) { continue; } if ($i == 4) { break; } printf("%d\\n", $i); } exit(); }',
+    ),
+    c('unroll-power', 'BEGIN { $i = 1; unroll(5) { $i = $i * 2; } printf("%d\\n", $i); exit(); }'),
+    c('unroll-map-writes', 'BEGIN { $i = 0; unroll(3) { @u[$i] = $i * 10; $i++; } exit(); }'),
+    c(
+      'while-nested',
+      'BEGIN { $i = 0; while ($i < 3) { $j = 0; while ($j < 2) { @n[$i, $j] = $i * 10 + $j; $j++; } $i++; } exit(); }',
+    ),
+    c(
+      'while-in-tracepoint',
+      'tracepoint:syscalls:sys_exit_read /pid == cpid && comm == "bpfs_wl"/ { $i = 0; $b = args.ret; while ($b > 1) { $b = $b / 2; $i++; } @log2[$i] = count(); }',
+      {
+        cmd: W('comm', 'bpfs_wl', 'read', 2, 16, 'read', 3, 1024),
+        todo:
+          'verifier: `$b = $b / 2` on a value of unknown range is emitted as BPF_DIV, after which the verifier knows ' +
+          'nothing of $b, so `while ($b > 1)` never converges ("The sequence of 8193 jumps is too complex"); 0.17 ' +
+          '(LLVM) emits an unsigned shift for the division by a power of two and the loop verifies',
+      },
+    ),
+
+    // ---------------------------------------------------------------- functions
+    c('fn-ntop-ipv4', 'BEGIN { printf("%s %s %s\\n", ntop(0xffffffff), ntop(2, 0x0a00020f), ntop(0)); exit(); }'),
+    c('fn-pton-roundtrip', 'BEGIN { printf("%s|%s\\n", ntop(pton("fe80::1")), ntop(pton("10.1.2.3"))); exit(); }', {
+      todo: '`pton()` is not implemented ("Unknown function: \'pton\'"); 0.17 and v0.26 support it',
+    }),
+    c(
+      'fn-bswap-widths',
+      'BEGIN { printf("%x %x %lx\\n", bswap((uint16)0x1234), bswap((uint32)0x12345678), bswap((uint64)0x0102030405060708)); exit(); }',
+    ),
+    c(
+      'fn-strncmp-literals',
+      'BEGIN { printf("%d %d %d\\n", strncmp("hello", "help", 3), strncmp("hello", "help", 4) != 0, strncmp("a", "a", 10)); exit(); }',
+    ),
+    c(
+      'fn-strncmp-comm-predicate',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid && strncmp(comm, "bpfs_w", 6) == 0/ { @[comm] = count(); }',
+      { cmd: W('getppid', 2, 'comm', 'bpfs_wl', 'getppid', 3) },
+    ),
+    c(
+      'fn-strftime-year',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%s\\n", strftime("%Y", nsecs)); }',
+      { cmd: W('getppid', 1) },
+    ),
+    c('fn-time-year', 'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { time("%Y\\n"); }', {
+      cmd: W('cpu', 0, 'getppid', 2),
+    }),
+    c(
+      'fn-signal-sigterm',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { signal("SIGTERM"); } tracepoint:signal:signal_deliver /pid == cpid/ { printf("deliver %d\\n", args.sig); }',
+      { flags: ['--unsafe'], cmd: W('getppid', 1, 'sleep-ms', 3000) },
+    ),
+    c(
+      'fn-signal-number',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { signal(9); } tracepoint:sched:sched_process_exit /pid == cpid/ { printf("exit %s\\n", comm); }',
+      { flags: ['--unsafe'], cmd: W('comm', 'bpfs_sig', 'getppid', 1, 'sleep-ms', 3000) },
+    ),
+    c(
+      'fn-signal-in-uprobe',
+      `${U('num')} /pid == cpid/ { signal("SIGUSR1"); } tracepoint:signal:signal_generate /pid == cpid && args.sig == 10/ { printf("gen %d %d\\n", args.sig, args.pid == cpid); }`,
+      { flags: ['--unsafe'], cmd: W('getppid', 1, 'sleep-ms', 3000) },
+    ),
+    c('fn-cat-proc-file', 'BEGIN { cat("/proc/sys/kernel/ostype"); exit(); }'),
+    c('fn-system-unsafe', 'BEGIN { system("echo hi %d", 5); exit(); }', { flags: ['--unsafe'] }),
+    c('fn-buf-printf-r', 'BEGIN { printf("%r\\n", buf("abc", 3)); exit(); }', {
+      todo: '`buf()` and printf `%r` are not implemented ("Unknown function: \'buf\'"); 0.17 and v0.26 support them',
+    }),
+    c('fn-print-top', 'BEGIN { @x[1] = 10; @x[2] = 20; @x[3] = 30; @x[4] = 40; print(@x, 2); exit(); }'),
+    c('fn-print-div', 'BEGIN { @x[1] = 1000; @x[2] = 2500; print(@x, 0, 100); exit(); }'),
+    c('fn-print-scalar-count-div', 'BEGIN { @c = count(); @c = count(); @c = count(); print(@c, 0, 2); exit(); }'),
+    c('fn-comm-in-variable', 'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { $s = comm; @[$s] = count(); }', {
+      cmd: W('comm', 'bpfs_var', 'getppid', 2),
+    }),
+
+    // ---------------------------------------------------------------- builtins
+    c(
+      'builtin-username-uid-gid',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[username, uid, gid] = count(); }',
+      { cmd: W('getppid', 2) },
+    ),
+    c('builtin-cgroup-key', 'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[cgroup] = count(); }', {
+      cmd: W('getppid', 2),
+    }),
+    c('builtin-cpu-pinned', 'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[cpu] = count(); }', {
+      cmd: W('cpu', 0, 'getppid', 2),
+    }),
+    c('builtin-numaid', 'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[numaid] = count(); }', {
+      cmd: W('getppid', 2),
+    }),
+    c('builtin-rand-shape', 'BEGIN { $r = rand; printf("%d\\n", $r <= 0xffffffff); exit(); }'),
+    c('builtin-cpid-in-begin', 'BEGIN { printf("%d\\n", cpid > 0); }', { cmd: W('getppid', 1) }),
+    c('builtin-probe-begin-end', 'BEGIN { printf("%s\\n", probe); exit(); } END { printf("%s\\n", probe); }', {
+      expect: 'begin\nend\n' + END,
+      reason:
+        'v0.26.1 spells the special probes `begin`/`end` (src/probe_types.cpp expand_probe_name lower-cases the ' +
+        'provider), so `probe` prints `begin`/`end`; 0.17 prints `BEGIN`/`END`',
+    }),
+
+    // ---------------------------------------------------------------- maps, aggregations, histograms
+    c('map-string-values', 'BEGIN { @s = "hello"; @k[1] = "one"; @k[2] = "two"; exit(); }'),
+    c('map-value-expressions', 'BEGIN { @a = 5; @b = @a + 1; @c[@a] = @b * 2; exit(); }'),
+    c(
+      'map-keyed-min-max',
+      'BEGIN { @mi[1] = min(5); @mi[1] = min(3); @ma[1] = max(5); @ma[1] = max(9); @ma[2] = max(11); exit(); }',
+    ),
+    c('map-uprobe-str-keys', `${U('num')} /pid == cpid/ { @[str(arg0)] = count(); }`, {
+      cmd: W('getppid', 5, 'getuid', 5, 'getgid', 5, 'getpid', 6, 'gettid', 6),
+    }),
+    c(
+      'lhist-step-one-single-buckets',
+      'BEGIN { @l = lhist(0, 0, 4, 1); @l = lhist(2, 0, 4, 1); @l = lhist(2, 0, 4, 1); exit(); }',
+      {
+        expect:
+          END +
+          '@l:\n' +
+          '[0]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |\n' +
+          '[1]                    0 |                                                    |\n' +
+          '[2]                    2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n' +
+          '\n',
+        reason:
+          'v0.26.1 labels a bucket that holds one value `[N]` (src/output/text.cpp TextEmitter<Value::Histogram>: ' +
+          'single_value when the bounds are adjacent), so lhist with step 1 prints `[0]`, `[1]`; 0.17 prints ' +
+          '`[0, 1)`; and the `@l:` header has no trailing space',
+      },
+    ),
+    c('hist-above-2g', 'BEGIN { @h = hist(5000000000); @h = hist(3); exit(); }', {
+      expect: END + '@h:\n' + hist2to8G(),
+      reason:
+        'hist() of values >= 2^31: v0.26.1 puts 5000000000 in [4G, 8G) (log2 buckets up to 2^64); 0.17 puts it in ' +
+        '[2G, 4G); and the `@h:` header has no trailing space',
+    }),
+
+    // ---------------------------------------------------------------- integers
+    c(
+      'cast-integer-widths',
+      'BEGIN { $a = 300; $b = 200; $c = -1; $d = 4294967295; printf("%d %d %d %d\\n", (uint8)$a, (int8)$b, (uint16)$c, (int32)$d); exit(); }',
+    ),
+    c('u64-wraparound', 'BEGIN { $x = 0xffffffffffffffff; printf("%lu %ld %lu\\n", $x, $x, $x + 2); exit(); }'),
+    c(
+      'printf-seven-args',
+      'BEGIN { printf("%d-%d-%d-%d-%d-%d-%s\\n", 1, 22, 333, 4444, 55555, 666666, "seven"); exit(); }',
+    ),
+
+    // ---------------------------------------------------------------- -f json (each differs from 0.17 at the end)
+    c('json-tuple-value', 'BEGIN { @t = (1, "ab", -3); exit(); }', {
+      flags: ['-f', 'json', '-q'],
+      expect: '{"type": "map", "data": {"@t": [1,"ab",-3]}}\n',
+      reason: JSON_END_REASON + '; tuples are arrays without spaces as in 0.17 (JsonEmitter<Primitive::Tuple>)',
+    }),
+    c('json-string-key-spaces', 'BEGIN { @s = "hello"; @k["a b"] = "x"; exit(); }', {
+      flags: ['-f', 'json', '-q'],
+      expect: '{"type": "map", "data": {"@k": {"ab": "x"}}}\n{"type": "map", "data": {"@s": "hello"}}\n',
+      reason:
+        'v0.26.1 removes the spaces from every JSON map key (src/output/json.cpp JsonEmitter<vector<pair>>: ' +
+        'std::erase(s, \' \')), so the key "a b" is "ab" (0.17: "a b"); ' +
+        JSON_END_REASON,
+    }),
+    c('json-print-values', 'BEGIN { print((1, "a")); print(5); print("s"); exit(); }', {
+      flags: ['-f', 'json', '-q'],
+      expect: '{"type": "value", "data": [1,"a"]}\n{"type": "value", "data": 5}\n{"type": "value", "data": "s"}\n',
+      reason: JSON_END_REASON,
+    }),
+    c('json-print-top-div', 'BEGIN { @x[1] = 10; @x[2] = 20; @x[3] = 30; print(@x, 2); print(@x, 0, 10); exit(); }', {
+      flags: ['-f', 'json', '-q'],
+      expect:
+        '{"type": "map", "data": {"@x": {"2": 20, "3": 30}}}\n' +
+        '{"type": "map", "data": {"@x": {"1": 1, "2": 2, "3": 3}}}\n' +
+        '{"type": "map", "data": {"@x": {"1": 10, "2": 20, "3": 30}}}\n',
+      reason: JSON_END_REASON + ' (0.17 prints them between the print() records and the exit-time map)',
+    }),
+    c('json-hist-keyed', 'BEGIN { @h[1] = hist(5); @h[2] = hist(100); exit(); }', {
+      flags: ['-f', 'json', '-q'],
+      expect:
+        '{"type": "hist", "data": {"@h": {"1": [{"min": 4, "max": 7, "count": 1}], "2": [{"min": 64, "max": 127, "count": 1}]}}}\n',
+      reason: JSON_END_REASON,
+    }),
+    c('json-lhist-under-over', 'BEGIN { @l = lhist(-1, 0, 30, 10); @l = lhist(500, 0, 30, 10); exit(); }', {
+      flags: ['-f', 'json', '-q'],
+      expect:
+        '{"type": "hist", "data": {"@l": [{"max": -1, "count": 1},{"min": 0, "max": 9, "count": 0},' +
+        '{"min": 10, "max": 19, "count": 0},{"min": 20, "max": 29, "count": 0},{"min": 30, "count": 1}]}}\n',
+      reason: 'JSON histogram buckets are joined with "," in v0.26.1 (0.17: ", "); ' + JSON_END_REASON,
+    }),
+    c('json-min-max-count', 'BEGIN { @mi = min(-5); @ma = max(7); @c["a"] = count(); exit(); }', {
+      flags: ['-f', 'json', '-q'],
+      expect:
+        '{"type": "map", "data": {"@c": {"a": 1}}}\n{"type": "map", "data": {"@ma": 7}}\n{"type": "map", "data": {"@mi": -5}}\n',
+      reason: JSON_END_REASON,
+    }),
+    c('json-printf-escapes', 'BEGIN { printf("tab\\there \\"q\\" back\\\\slash\\n"); exit(); }', {
+      flags: ['-f', 'json', '-q'],
+      expect: '{"type": "printf", "data": "tab\\there \\"q\\" back\\\\slash\\n"}\n',
+      reason: JSON_END_REASON,
+    }),
+    c('json-join', 'tracepoint:syscalls:sys_enter_execve /pid == cpid/ { join(args.argv); }', {
+      flags: ['-f', 'json', '-q'],
+      cmd: W('getppid', 1),
+      expectFromOracle: (o) => o.replace(/\n\n$/, ''),
+      reason: JSON_END_REASON + '; join records are the same (JsonOutput::join)',
+    }),
+    c('json-uprobe-map', `${U('num')} /pid == cpid/ { @[str(arg0)] = count(); }`, {
+      flags: ['-f', 'json', '-q'],
+      cmd: W('getppid', 5, 'getuid', 5, 'getgid', 4, 'getpid', 4, 'gettid', 4),
+      expect: '{"type": "map", "data": {"@": {"5": 2, "4": 3}}}\n',
+      reason: JSON_END_REASON,
+    }),
+
+    // ---------------------------------------------------------------- command line
+    c('quiet-flag-printf', 'BEGIN { printf("quiet\\n"); exit(); }', { flags: ['-q'] }),
+    c(
+      'comments-in-program',
+      '// line comment\nBEGIN /* block */ { printf("%d\\n", 1 /* inline */ + 2); // trailing\n exit(); }',
+    ),
+    { name: 'script-file-two-probes', args: ['-c', W('comm', uniq, 'getppid', 3, 'getuid', 6), script2, uniq] },
   ];
 }
