@@ -1127,9 +1127,14 @@ export class ProbeGen {
         return;
       }
       const l = this.scalar(e.left);
-      const r = this.scalar(e.right);
       const signed = isSigned(lt) && isSigned(rt);
       const inv = CMP_OPS[CMP_OPS[e.op]!.inv]!;
+      const imm = this.immediate(e.right);
+      if (imm !== undefined) {
+        fn.emit(I.jmpImm(signed ? inv.s : inv.u, l, imm, label));
+        return;
+      }
+      const r = this.scalar(e.right);
       fn.emit(I.jmp(signed ? inv.s : inv.u, l, r, label));
       return;
     }
@@ -1171,11 +1176,45 @@ export class ProbeGen {
       return this.reg(this.boolOf((falseL) => this.branchIfFalse(e, falseL), false));
     }
     const l = this.scalar(e.left);
+    const imm = this.immediate(e.right);
+    const immOps: Record<string, I.AluOpName> = {
+      '+': 'add',
+      '-': 'sub',
+      '*': 'mul',
+      '&': 'and',
+      '|': 'or',
+      '^': 'xor',
+      '<<': 'lsh',
+      '>>': 'rsh',
+      '/': 'div',
+      '%': 'mod',
+    };
+    // a constant operand uses the instruction's immediate form (a non-zero divisor needs no zero check);
+    // negative immediates are sign-extended by the CPU, so only use them where that is the 64-bit value
+    if (imm !== undefined && immOps[e.op] && !((e.op === '/' || e.op === '%') && imm <= 0)) {
+      const res = fn.vreg();
+      fn.emit(I.mov64(res, l));
+      fn.emit(I.alu64Imm(immOps[e.op]!, res, imm));
+      return this.reg(res);
+    }
     const r = this.scalar(e.right);
     const res = fn.vreg();
     fn.emit(I.mov64(res, l));
     this.arith(e.op, res, r, isSigned(e.left.type!) && isSigned(e.right.type!));
     return this.reg(res);
+  }
+
+  /** The value of a compile-time integer operand that fits an instruction's signed 32-bit immediate. */
+  private immediate(e: Expr): number | undefined {
+    let v: bigint | undefined;
+    if (e.kind === 'IntLit') v = e.value;
+    else if (e.kind === 'BuiltinExpr' && e.name === 'cpid' && this.tables.cpid !== undefined)
+      v = BigInt(this.tables.cpid);
+    else if (e.kind === 'PositionalExpr' && e.type?.kind === 'int') {
+      v = e.count ? BigInt(this.tables.positional.length) : BigInt((this.tables.positional[e.index - 1] ?? '0').trim());
+    }
+    if (v === undefined || v < -0x80000000n || v > 0x7fffffffn) return undefined;
+    return Number(v);
   }
 
   /** dst = dst op src (64-bit), with C semantics for signed division and remainder. */
