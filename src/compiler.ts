@@ -21,6 +21,8 @@ export interface CompileOptions {
   positional?: string[];
   /** --unsafe: allow signal() and similar. */
   unsafe?: boolean;
+  /** `-p PID`: probes (except BEGIN/END) only fire for this process. */
+  pid?: number;
   cpid?: number;
   /** CLOCK_MONOTONIC ns at session start, for `elapsed` (defaults to now). */
   startNs?: bigint;
@@ -98,6 +100,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     stackMaps: new Map(),
     positional,
     cpid: opts.cpid,
+    ...(opts.pid !== undefined ? { filterPid: opts.pid } : {}),
     probeNameSize,
     startNs: opts.startNs ?? process.hrtime.bigint(),
   };

@@ -63,6 +63,8 @@ export interface GenTables {
   stackMaps: Map<string, StackMapPlan>;
   positional: string[];
   cpid: number | undefined;
+  /** `-p PID`: every probe but BEGIN/END only runs for this process (current bpftrace, since 0.24). */
+  filterPid?: number;
   probeNameSize: number;
   /** CLOCK_MONOTONIC ns at session start, for `elapsed`. */
   startNs: bigint;
@@ -140,6 +142,11 @@ export class ProbeGen {
         zeroStack(fn, off, size);
         this.vars.set(name, { kind: 'mem', off, size });
       }
+    }
+    if (this.tables.filterPid !== undefined && !this.unit.expanded.special) {
+      const tgid = this.callHelper(H.get_current_pid_tgid, []);
+      fn.emit(I.alu64Imm('rsh', tgid, 32));
+      fn.emit(I.jmpImm('jne', tgid, this.tables.filterPid, this.endLabel));
     }
     if (probe.predicate) {
       const pred = probe.predicate;

@@ -88,8 +88,22 @@ function recordStub(btf: Btf, id: number): SType {
   return { kind: 'record', name: name ? `${kw} ${name}` : `${kw} (anon)`, size: btf.sizeOf(id), fields: [], btfId: id };
 }
 
+/**
+ * The BTF record for a placeholder record type (a `struct X` named by a tracepoint format, with no fields), or the
+ * type itself.
+ */
+export function withBtf(
+  btf: Btf | undefined,
+  t: Extract<SType, { kind: 'record' }>,
+): Extract<SType, { kind: 'record' }> {
+  if (t.btfId !== undefined || t.fields.length > 0 || !btf || !/^(struct|union) /.test(t.name)) return t;
+  const r = btfRecordByName(btf, t.name);
+  return r && r.kind === 'record' ? r : t;
+}
+
 /** The fields of a record type (BTF records load theirs now; anonymous members are flattened). */
-export function recordFields(btf: Btf | undefined, t: Extract<SType, { kind: 'record' }>): RecordField[] {
+export function recordFields(btf: Btf | undefined, t0: Extract<SType, { kind: 'record' }>): RecordField[] {
+  const t = withBtf(btf, t0);
   if (t.btfId === undefined || !btf) return t.fields;
   let cache = fieldCache.get(btf);
   if (!cache) {

@@ -10,8 +10,8 @@
  * `uprobe_events` and nothing outlives the process.
  */
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { accessSync, constants, existsSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
 import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { ElfFile, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
@@ -97,17 +97,18 @@ function libraryCache(): Map<string, string> {
 
 /** Resolve a uprobe target the way bpftrace does: a path, else a library name (`libc`, `c`, `libc.so.6`), else `$PATH`. */
 export function resolveBinary(target: string): string | undefined {
-  if (target.includes('/')) return existsSync(target) ? realpathSync(target) : undefined;
+  // paths are kept as written (bpftrace prints them so in `probe`); the kernel resolves symlinks at attach
+  if (target.includes('/')) return existsSync(target) ? resolve(target) : undefined;
   const cache = libraryCache();
   const names = [target, `lib${target}`].flatMap((n) => [n, `${n}.so`]);
   for (const [soname, path] of cache) {
-    if (names.some((n) => soname === n || soname.startsWith(`${n}.`))) return realpathSync(path);
+    if (names.some((n) => soname === n || soname.startsWith(`${n}.`))) return path;
   }
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(delimiter)) {
     const p = join(dir, target);
     try {
       accessSync(p, constants.X_OK);
-      return realpathSync(p);
+      return p;
     } catch {
       /* not here */
     }

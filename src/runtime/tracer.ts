@@ -71,6 +71,7 @@ export class Tracer {
       const result = compile(opts.source, {
         ...(opts.positional ? { positional: opts.positional } : {}),
         ...(opts.unsafe ? { unsafe: true } : {}),
+        ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
         ...(child ? { cpid: child.pid } : {}),
       });
       opts.onCompiled?.(result);

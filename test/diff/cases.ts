@@ -140,7 +140,7 @@ function stackFramesIndent8(oracleStdout: string): string {
 
 const STACK_KEY_REASON =
   'stack map keys: v0.26.1 indents every frame by 8 spaces (src/types_format.cpp format(): ' +
-  'get_stack(..., 8) for kstack_t/ustack_t, keys included; tests/runtime/outputs), as printf of a stack does in ' +
+  'get_stack(..., 8) for kstack_t/ustack_t, map keys included), as printf of a stack does in ' +
   'both; 0.17 indents map-key frames by 4. The frames themselves come from the oracle run';
 
 const JSON_END_REASON =
@@ -664,9 +664,6 @@ export function diffCases(): DiffCase[] {
       'tracepoint:syscalls:sys_enter_nanosleep /pid == cpid/ { printf("%d %d\\n", args.rqtp->tv_sec, args.rqtp->tv_nsec); }',
       {
         cmd: W('cpu', 0, 'nanosleep', 2, 1500, 'nanosleep', 1, 7),
-        todo:
-          'tracepoint pointer-to-struct fields: `args.rqtp->tv_sec` on `struct __kernel_timespec *` fails with ' +
-          "\"Can't find field 'tv_sec' in struct __kernel_timespec\" (the struct is in vmlinux BTF with tv_sec, tv_nsec)",
       },
     ),
     c(
@@ -800,18 +797,12 @@ export function diffCases(): DiffCase[] {
     }),
     c('uprobe-libc-probe-name', 'uprobe:libc:strtol /pid == cpid/ { printf("%s\\n", probe); }', {
       cmd: W('getppid', 1),
-      todo:
-        'uprobe target paths: `probe` prints the canonical path (/usr/lib/x86_64-linux-gnu/libc.so.6) instead of the ' +
-        'path the library name resolves to in ld.so.cache (/lib/x86_64-linux-gnu/libc.so.6), which 0.17 and v0.26 print',
     }),
     c(
       'uprobe-symlinked-path-probe-name',
       'uprobe:/lib/x86_64-linux-gnu/libc.so.6:strtol /pid == cpid/ { printf("%s\\n", probe); }',
       {
         cmd: W('getppid', 1),
-        todo:
-          'uprobe target paths: a path given through a symlinked directory (/lib -> usr/lib) is printed by `probe` ' +
-          'resolved (/usr/lib/...); 0.17 and v0.26 (util::resolve_binary_path keeps the path) print it as written',
       },
     ),
 
@@ -853,10 +844,6 @@ export function diffCases(): DiffCase[] {
         'v0.26.1 applies -p to tracepoints too (CHANGELOG 0.24 "-p CLI flag now applies to all probes (except ' +
         "BEGIN/END)\"), so only the target's own exit counts, not its two children's; 0.17 counts every exit",
       attached: 1,
-      todo:
-        '-p does not restrict tracepoint probes to the target process: `-p PID` with ' +
-        '`tracepoint:sched:sched_process_exit { @exits = count(); }` counts the exits of other processes (here the ' +
-        "target's two children), where v0.26 counts only the target's",
     }),
 
     // ---------------------------------------------------------------- stacks
@@ -1114,7 +1101,8 @@ export function diffCases(): DiffCase[] {
       expect: 'begin\nend\n' + END,
       reason:
         'v0.26.1 spells the special probes `begin`/`end` (src/probe_types.cpp expand_probe_name lower-cases the ' +
-        'provider), so `probe` prints `begin`/`end`; 0.17 prints `BEGIN`/`END`',
+        'provider; tests/runtime/builtin "begin probe" expects `begin-end`), so `probe` prints `begin`/`end`; 0.17 ' +
+        'prints `BEGIN`/`END`',
     }),
 
     // ---------------------------------------------------------------- maps, aggregations, histograms
@@ -1148,7 +1136,8 @@ export function diffCases(): DiffCase[] {
       expect: END + '@h:\n' + hist2to8G(),
       reason:
         'hist() of values >= 2^31: v0.26.1 puts 5000000000 in [4G, 8G) (log2 buckets up to 2^64); 0.17 puts it in ' +
-        '[2G, 4G); and the `@h:` header has no trailing space',
+        '[2G, 4G) (v0.26.1 tests/runtime/call "hist_10g": 10G lands in [8G, 16G)); and the `@h:` header has no ' +
+        'trailing space',
     }),
 
     // ---------------------------------------------------------------- integers

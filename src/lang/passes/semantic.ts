@@ -16,7 +16,7 @@ import type { ExpandedProbe } from '../../probes/types.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
 import { kallsyms } from '../../symbols/kallsyms.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
-import { btfRecordByName, kernelBtf, recordFields } from '../btf-types.js';
+import { btfRecordByName, kernelBtf, recordFields, withBtf } from '../btf-types.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import {
   BOOL,
@@ -825,6 +825,7 @@ export class Analyzer {
         this.error(e.pos, `Can not access field '${e.field}' of a struct value: use a pointer (->)`);
         return null;
       }
+      rec = rec.btfId === undefined && rec.fields.length === 0 ? withBtf(kernelBtf(), rec) : rec;
       const fields = rec.btfId !== undefined ? recordFields(kernelBtf(), rec) : rec.fields;
       const f = fields.find((x) => x.name === e.field);
       if (!f) {
