@@ -25,7 +25,14 @@ import type {
   Stmt,
 } from '../lang/ast.js';
 import { kernelBtf, recordFields } from '../lang/btf-types.js';
-import { type Analyzer, type ProbeUnit, PT_REGS_OFFSETS, signalNumber, storageType } from '../lang/passes/semantic.js';
+import {
+  type Analyzer,
+  type ProbeUnit,
+  PT_REGS_OFFSETS,
+  ptonBytes,
+  signalNumber,
+  storageType,
+} from '../lang/passes/semantic.js';
 import { type RecordField, type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
 import { compilePrintf } from '../runtime/output/printf.js';
 import { emitAggregation } from './aggregate.js';
@@ -629,6 +636,12 @@ export class ProbeGen {
             return this.loadCtx(t.elem, f.offset + idx * es);
           }
         }
+        // constant index into an array field of a kernel struct (curtask->cpus_mask.bits[0])
+        if (obj.kind === 'FieldExpr' && obj.type?.kind === 'array') {
+          const loc = this.fieldLocation(obj);
+          const idx = Number(this.analyzer.constInt(e.index, 'array index') ?? 0);
+          return this.loadMem(obj.type.elem, loc.base, loc.off + idx * sizeOf(obj.type.elem), loc.space);
+        }
         throw new BpfscopeError('internal: unsupported index expression');
       }
       case 'CastExpr': {
@@ -1201,7 +1214,12 @@ export class ProbeGen {
     if (imm !== undefined && immOps[e.op] && !((e.op === '/' || e.op === '%') && imm <= 0)) {
       const res = fn.vreg();
       fn.emit(I.mov64(res, l));
-      fn.emit(I.alu64Imm(immOps[e.op]!, res, imm));
+      const log2 = imm > 0 && (imm & (imm - 1)) === 0 ? Math.log2(imm) : -1;
+      // unsigned / and % by a power of two are a shift and a mask: the verifier tracks their ranges (it does not
+      // for BPF_DIV), which loops like `while ($b > 1) { $b = $b / 2; }` need to verify
+      if (log2 >= 0 && e.op === '/') fn.emit(I.alu64Imm('rsh', res, log2));
+      else if (log2 >= 0 && e.op === '%') fn.emit(I.alu64Imm('and', res, imm - 1));
+      else fn.emit(I.alu64Imm(immOps[e.op]!, res, imm));
       return this.reg(res);
     }
     const r = this.scalar(e.right);
@@ -1269,6 +1287,10 @@ export class ProbeGen {
       case 'kptr':
       case 'strerror':
         return this.reg(this.scalar(c.args[0]!));
+      case 'pton': {
+        const bytes = ptonBytes((c.args[0] as { value: string }).value)!;
+        return this.constBytes(bytes, bytes.length);
+      }
       case 'kaddr':
         return this.reg(this.constant(kallsyms().lookup((c.args[0] as { value: string }).value) ?? 0n));
       case 'reg':

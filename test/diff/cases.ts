@@ -943,9 +943,6 @@ export function diffCases(): DiffCase[] {
       'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("%lu %d\\n", curtask->cpus_mask.bits[0], curtask->se.load.weight > 0); }',
       {
         cmd: W('cpu', 0, 'getppid', 1),
-        todo:
-          "BTF integer array fields: `curtask->cpus_mask.bits[0]` fails with \"Field 'bits' of struct cpumask has a " +
-          'type bpfscope cannot read yet (uint64[4])"; 0.17 prints the first word of the mask (1 when pinned to CPU 0)',
       },
     ),
     c(
@@ -1020,18 +1017,12 @@ export function diffCases(): DiffCase[] {
       'tracepoint:syscalls:sys_exit_read /pid == cpid && comm == "bpfs_wl"/ { $i = 0; $b = args.ret; while ($b > 1) { $b = $b / 2; $i++; } @log2[$i] = count(); }',
       {
         cmd: W('comm', 'bpfs_wl', 'read', 2, 16, 'read', 3, 1024),
-        todo:
-          'verifier: `$b = $b / 2` on a value of unknown range is emitted as BPF_DIV, after which the verifier knows ' +
-          'nothing of $b, so `while ($b > 1)` never converges ("The sequence of 8193 jumps is too complex"); 0.17 ' +
-          '(LLVM) emits an unsigned shift for the division by a power of two and the loop verifies',
       },
     ),
 
     // ---------------------------------------------------------------- functions
     c('fn-ntop-ipv4', 'BEGIN { printf("%s %s %s\\n", ntop(0xffffffff), ntop(2, 0x0a00020f), ntop(0)); exit(); }'),
-    c('fn-pton-roundtrip', 'BEGIN { printf("%s|%s\\n", ntop(pton("fe80::1")), ntop(pton("10.1.2.3"))); exit(); }', {
-      todo: '`pton()` is not implemented ("Unknown function: \'pton\'"); 0.17 and v0.26 support it',
-    }),
+    c('fn-pton-roundtrip', 'BEGIN { printf("%s|%s\\n", ntop(pton("fe80::1")), ntop(pton("10.1.2.3"))); exit(); }', {}),
     c(
       'fn-bswap-widths',
       'BEGIN { printf("%x %x %lx\\n", bswap((uint16)0x1234), bswap((uint32)0x12345678), bswap((uint64)0x0102030405060708)); exit(); }',

@@ -11,6 +11,7 @@
  * - maps and variables store integers widened to 64 bits; strings unify to the largest size assigned.
  */
 
+import { isIP } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import type { ExpandedProbe } from '../../probes/types.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
@@ -128,6 +129,8 @@ export class Analyzer {
   private vars = new Map<string, SType>();
   private unit: ProbeUnit | null = null;
   private changed = false;
+  /** Expressions being indexed (`x[i]`): BTF array fields may be read only element by element. */
+  private readonly indexing = new WeakSet<Expr>();
   /** Nesting depth of while/for loops (break/continue are valid inside). */
   private loopDepth = 0;
 
@@ -700,6 +703,7 @@ export class Analyzer {
         return { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
       }
       case 'IndexExpr': {
+        this.indexing.add(e.object);
         const t = this.expr(e.object);
         this.expr(e.index);
         if (!t) return null;
@@ -837,7 +841,7 @@ export class Analyzer {
         );
         return null;
       }
-      if (f.type.kind === 'none' || (f.type.kind === 'array' && rec.btfId !== undefined)) {
+      if (f.type.kind === 'none' || (f.type.kind === 'array' && rec.btfId !== undefined && !this.indexing.has(e))) {
         this.error(
           e.pos,
           `Field '${e.field}' of ${rec.name} has a type bpfscope cannot read yet (${typeName(f.type)})`,
@@ -974,6 +978,16 @@ export class Analyzer {
           return null;
         }
         return U64;
+      }
+      case 'pton': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const a = args[0]!;
+        const bytes = a.kind === 'StrLit' ? ptonBytes(a.value) : undefined;
+        if (!bytes) {
+          this.error(a.pos, 'pton() expects a string literal IPv4 or IPv6 address');
+          return null;
+        }
+        return { kind: 'array', elem: { kind: 'int', size: 1, signed: false }, count: bytes.length };
       }
       case 'strerror': {
         if (!this.argCount(c, 1, 1)) return null;
@@ -1205,6 +1219,27 @@ export class Analyzer {
   private checkMapExists(m: MapExpr): void {
     if (!this.maps.has(m.name)) this.error(m.pos, `Undefined map: ${m.name === '' ? '@' : `@${m.name}`}`);
   }
+}
+
+/** inet_pton(3) of an IPv4 or IPv6 address literal (bpftrace's `pton()`), or undefined when invalid. */
+export function ptonBytes(text: string): Buffer | undefined {
+  const kind = isIP(text);
+  if (kind === 4) return Buffer.from(text.split('.').map(Number));
+  if (kind !== 6) return undefined;
+  // an embedded IPv4 tail (`::ffff:1.2.3.4`) becomes its two 16-bit groups
+  const v4 = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  const t = v4
+    ? `${v4[1]}${((Number(v4[2]) << 8) | Number(v4[3])).toString(16)}:${((Number(v4[4]) << 8) | Number(v4[5])).toString(16)}`
+    : text;
+  const hex = (part: string): number[] => (part ? part.split(':').map((x) => parseInt(x, 16)) : []);
+  const gap = t.indexOf('::');
+  const head = hex(gap < 0 ? t : t.slice(0, gap));
+  const tail = gap < 0 ? [] : hex(t.slice(gap + 2));
+  const groups = gap < 0 ? head : [...head, ...new Array(8 - head.length - tail.length).fill(0), ...tail];
+  if (groups.length !== 8) return undefined;
+  const out = Buffer.alloc(16);
+  groups.forEach((g, i) => out.writeUInt16BE(g, i * 2));
+  return out;
 }
 
 /** x86-64 `struct pt_regs` byte offsets by register name (uapi asm/ptrace.h; KERNEL.md). */
