@@ -1287,6 +1287,23 @@ export class ProbeGen {
       case 'kptr':
       case 'strerror':
         return this.reg(this.scalar(c.args[0]!));
+      case 'buf': {
+        const t = c.type as Extract<SType, { kind: 'buffer' }>;
+        const off = this.frame.temp(8 + t.size);
+        zeroStack(fn, off, 8 + t.size);
+        fn.emit(I.st(8, FP, off, t.size));
+        const a = c.args[0]!;
+        const at = a.type!;
+        if (at.kind === 'string' || at.kind === 'array') {
+          const v = this.mem(a);
+          copyMem(fn, FP, off + 8, FP, v.off, Math.min(t.size, v.size));
+        } else if (t.size > 0) {
+          const ptr = this.scalar(a);
+          const user = at.kind === 'pointer' ? at.space === 'user' : this.unit.expanded.provider.startsWith('u');
+          this.callHelper(user ? H.probe_read_user : H.probe_read_kernel, [{ stack: off + 8 }, { imm: t.size }, ptr]);
+        }
+        return { kind: 'mem', off, size: 8 + t.size };
+      }
       case 'pton': {
         const bytes = ptonBytes((c.args[0] as { value: string }).value)!;
         return this.constBytes(bytes, bytes.length);

@@ -22,6 +22,8 @@ export type SType =
   | { kind: 'usym' }
   /** An IP address printed as text (`ntop()`); stored as {u64 address family, u8[16] address}. */
   | { kind: 'inet' }
+  /** `buf(data, n)`: up to `size` raw bytes; stored as {u64 length, u8[size]}. */
+  | { kind: 'buffer'; size: number }
   /** An errno printed as its message (`strerror()`); stored as u64. */
   | { kind: 'errno' }
   /** A uid printed as the user's name (`username`); stored as u64. */
@@ -128,6 +130,8 @@ export function sizeOf(t: SType): number {
       return 8;
     case 'usym':
       return 16;
+    case 'buffer':
+      return 8 + t.size;
     case 'inet':
       return 24;
     case 'kstack':
@@ -199,6 +203,8 @@ export function typeName(t: SType): string {
       return `${typeName(t.to)} *`;
     case 'record':
       return t.name;
+    case 'buffer':
+      return `buffer[${t.size}]`;
     case 'array':
       return `${typeName(t.elem)}[${t.count}]`;
     case 'sum':

@@ -70,6 +70,14 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
       const pid = buf.readUInt32LE(off + 8);
       return { kind: 'string', value: ctx?.usym ? ctx.usym(pid, addr) : `0x${addr.toString(16)}` };
     }
+    case 'buffer': {
+      const len = Math.min(Number(buf.readBigUInt64LE(off)), t.size);
+      const raw = Buffer.from(buf.subarray(off + 8, off + 8 + len));
+      let text = '';
+      for (const b of raw)
+        text += b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, '0')}`;
+      return { kind: 'string', value: text, raw };
+    }
     case 'errno': {
       const n = Number(buf.readBigInt64LE(off));
       return { kind: 'string', value: ctx?.strerror ? ctx.strerror(n) : String(n) };

@@ -1061,9 +1061,7 @@ export function diffCases(): DiffCase[] {
     ),
     c('fn-cat-proc-file', 'BEGIN { cat("/proc/sys/kernel/ostype"); exit(); }'),
     c('fn-system-unsafe', 'BEGIN { system("echo hi %d", 5); exit(); }', { flags: ['--unsafe'] }),
-    c('fn-buf-printf-r', 'BEGIN { printf("%r\\n", buf("abc", 3)); exit(); }', {
-      todo: '`buf()` and printf `%r` are not implemented ("Unknown function: \'buf\'"); 0.17 and v0.26 support them',
-    }),
+    c('fn-buf-printf-r', 'BEGIN { printf("%r\\n", buf("abc", 3)); exit(); }', {}),
     c('fn-print-top', 'BEGIN { @x[1] = 10; @x[2] = 20; @x[3] = 30; @x[4] = 40; print(@x, 2); exit(); }'),
     c('fn-print-div', 'BEGIN { @x[1] = 1000; @x[2] = 2500; print(@x, 0, 100); exit(); }'),
     c('fn-print-scalar-count-div', 'BEGIN { @c = count(); @c = count(); @c = count(); print(@c, 0, 2); exit(); }'),

@@ -979,6 +979,28 @@ export class Analyzer {
         }
         return U64;
       }
+      case 'buf': {
+        if (!this.argCount(c, 1, 2)) return null;
+        const t = this.expr(args[0]!);
+        let n: number | null = t?.kind === 'string' ? t.size : t?.kind === 'array' ? t.count * sizeOf(t.elem) : null;
+        if (args.length === 2) {
+          const v = this.constValue(args[1]!);
+          if (v === null || v < 0n) {
+            this.error(args[1]!.pos, 'buf() expects an integer literal length');
+            return null;
+          }
+          n = Number(v);
+        }
+        if (t && t.kind !== 'string' && t.kind !== 'array' && t.kind !== 'pointer' && t.kind !== 'int') {
+          this.error(args[0]!.pos, `buf() expects a string, array or pointer (${typeName(t)} provided)`);
+          return null;
+        }
+        if (n === null) {
+          this.error(c.pos, 'buf() of a pointer needs a length: buf(ptr, n)');
+          return null;
+        }
+        return { kind: 'buffer', size: Math.min(n, this.opts.maxStrlen ?? DEFAULT_STRLEN) };
+      }
       case 'pton': {
         if (!this.argCount(c, 1, 1)) return null;
         const a = args[0]!;

@@ -20,7 +20,11 @@ export type Value =
       symbol?: string;
     }
   | { kind: 'bool'; value: boolean }
-  | { kind: 'string'; value: string }
+  /**
+   * A string. `raw` is set for `buf()` values: the bytes themselves, while `value` is their `%r` text (printable
+   * ASCII as is, other bytes as `\xNN`), which map printing and `%s` use.
+   */
+  | { kind: 'string'; value: string; raw?: Buffer }
   | { kind: 'tuple'; elems: Value[] }
   | { kind: 'none' };
 

@@ -213,7 +213,8 @@ export function checkPrintfArgs(compiled: CompiledPrintf, argTypes: SType[]): st
     if (t.kind === 'none') return `unable to print none type for specifier: ${spec.conv}`;
     if (spec.conv === 'gr') return `unsupported format specifier: gr (GFP flag names are not implemented)`;
     if (spec.conv === 'r' || spec.conv === 'rx' || spec.conv === 'rh') {
-      // These take a buf() argument, a type bpfscope does not have yet.
+      // These take a buf() argument.
+      if (t.kind === 'buffer') continue;
       return `unsupported format specifier for type '${typeName(t)}': ${spec.conv}`;
     }
     if (spec.argClass === 'unsupported') return `unsupported format specifier: ${spec.conv}`;
@@ -290,6 +291,12 @@ function numericArg(v: Value): bigint | null {
 /** Format one argument for one conversion; a value of the wrong kind prints `!{message}` as bpftrace does. */
 export function formatArg(spec: PrintfSpec, v: Value | undefined): string {
   if (v === undefined) return '!{missing argument}';
+  if (spec.conv === 'r' && v.kind === 'string' && v.raw) return formatString(spec, v.value);
+  if ((spec.conv === 'rx' || spec.conv === 'rh') && v.kind === 'string' && v.raw) {
+    // %rx: every byte as \xNN; %rh: hex bytes separated by spaces (bpftrace)
+    const hex = [...v.raw].map((b) => b.toString(16).padStart(2, '0'));
+    return spec.conv === 'rx' ? hex.map((h) => `\\x${h}`).join('') : hex.join(' ');
+  }
   if (spec.argClass === 'string') return formatString(spec, valueText(v));
   if (spec.argClass === 'unsupported') return `!{unsupported format specifier: ${spec.conv}}`;
   const n = numericArg(v);
