@@ -9,9 +9,26 @@ import { expandAttachPoint } from '../../src/probes/registry.js';
 import { BPF_PROG_TYPE } from '../../src/probes/types.js';
 import { attachPoint } from '../probes/helpers.js';
 import { PerCpuCounter } from './probes-helpers.js';
+import { workloadPath } from '../helpers/workload.js';
+import { spawn } from 'node:child_process';
 
 /** Attach a counting program to the one probe `raw` expands to, sleep `ms`, detach; returns per-CPU counts. */
-function countFor(raw: string, ms: number): number[] {
+function countFor(raw: string, ms: number, busy = false): number[] {
+  // cpu-clock samples need the CPU running something: an idle CPU of a quiet VM may not sample at all, so the
+  // profile tests keep every online CPU busy with a pinned spinning child
+  const spinners = busy
+    ? onlineCpus().map((cpu) =>
+        spawn(workloadPath(), ['cpu', String(cpu), 'spin', String(ms + 300)], { stdio: 'ignore' }),
+      )
+    : [];
+  try {
+    return countForInner(raw, ms);
+  } finally {
+    for (const c of spinners) c.kill('SIGKILL');
+  }
+}
+
+function countForInner(raw: string, ms: number): number[] {
   const [probe, ...more] = expandAttachPoint(attachPoint(raw));
   assert.equal(more.length, 0);
   assert.equal(probe!.progType, BPF_PROG_TYPE.PERF_EVENT);
@@ -55,14 +72,14 @@ describe('interval provider (live)', () => {
 
 describe('profile provider (live)', () => {
   it('profile:ms:10 fires on every online CPU', () => {
-    const counts = countFor('profile:ms:10', 500);
+    const counts = countFor('profile:ms:10', 500, true);
     for (const cpu of onlineCpus()) assert.ok(counts[cpu]! > 0, `no samples on CPU ${cpu}: ${counts}`);
     // At most one sample per 10 ms per CPU (plus timing slack).
     for (const c of counts) assert.ok(c <= 55, `too many samples: ${counts}`);
   });
 
   it('profile:hz:99 fires on every online CPU', () => {
-    const counts = countFor('profile:hz:99', 500);
+    const counts = countFor('profile:hz:99', 500, true);
     for (const cpu of onlineCpus()) assert.ok(counts[cpu]! > 0, `no samples on CPU ${cpu}: ${counts}`);
   });
 });
