@@ -150,7 +150,10 @@ export class ProbeGen {
         this.vars.set(name, { kind: 'mem', off, size });
       }
     }
-    if (this.tables.filterPid !== undefined && !this.unit.expanded.special) {
+    // -p: task-context probes only fire for the target (interval timers run in whatever task is on the CPU, and
+    // profile events are opened for the target already)
+    const timer = this.unit.expanded.provider === 'interval' || this.unit.expanded.provider === 'profile';
+    if (this.tables.filterPid !== undefined && !this.unit.expanded.special && !timer) {
       const tgid = this.callHelper(H.get_current_pid_tgid, []);
       fn.emit(I.alu64Imm('rsh', tgid, 32));
       fn.emit(I.jmpImm('jne', tgid, this.tables.filterPid, this.endLabel));
