@@ -9,16 +9,15 @@
  * Availability is decided by trying: kernels that refuse fentry (the development VM: EPERM at load) get one clear
  * sentence from the feature probe, pointing at the kprobe or tracepoint alternative.
  */
-import { rawTracepointOpen } from '../kernel/bpf.js';
 import { Btf, BtfKind } from '../kernel/btf.js';
 import { features } from '../kernel/features.js';
-import { close as closeFd } from '../kernel/ffi.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { btfType } from '../lang/btf-types.js';
 import type { RecordField, SType } from '../lang/types.js';
 import { kallsyms } from '../symbols/kallsyms.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
+import { attachTracing } from './perf-attach.js';
 import { type AttachedProbe, BPF_ATTACH_TYPE, BPF_PROG_TYPE, type ExpandedProbe, type ProbeProvider } from './types.js';
 
 export class FentryProbe implements ExpandedProbe {
@@ -48,15 +47,7 @@ export class FentryProbe implements ExpandedProbe {
   }
 
   attach(progFd: number): AttachedProbe {
-    let fd = rawTracepointOpen(null, progFd);
-    return {
-      close: () => {
-        if (fd >= 0) {
-          closeFd(fd);
-          fd = -1;
-        }
-      },
-    };
+    return attachTracing(progFd);
   }
 }
 

@@ -4,6 +4,8 @@
  * closes every link and event. If any open or attach fails, the ones already made are closed before the error
  * propagates, so nothing leaks.
  */
+import { rawTracepointOpen } from '../kernel/bpf.js';
+import { close as closeFd } from '../kernel/ffi.js';
 import { encodePerfEventAttr, PerfEvent, PerfFlag, PerfType, perfEventOpenRaw, SwEvent } from '../kernel/perf.js';
 import type { AttachedProbe } from './types.js';
 
@@ -48,4 +50,20 @@ export function openCpuClock(timing: ClockTiming, cpu: number, pid: number, what
   });
   const desc = `${what} (cpu-clock, cpu ${cpu}${pid >= 0 ? `, pid ${pid}` : ''})`;
   return new PerfEvent(perfEventOpenRaw(attr, { pid, cpu }, desc), desc);
+}
+
+/**
+ * Attach a BTF-typed tracing program (tp_btf, fentry/fexit: its target came from `attach_btf_id` at load) with
+ * BPF_RAW_TRACEPOINT_OPEN; closing the result closes the link fd. @throws KernelError
+ */
+export function attachTracing(progFd: number): AttachedProbe {
+  let fd = rawTracepointOpen(null, progFd);
+  return {
+    close: () => {
+      if (fd >= 0) {
+        closeFd(fd);
+        fd = -1;
+      }
+    },
+  };
 }

@@ -6,15 +6,14 @@
  * (`args.prev->pid` in sched_switch), and `arg0..argN` are the raw u64 arguments. Attach is
  * BPF_RAW_TRACEPOINT_OPEN, owned by a file descriptor (nothing in tracefs).
  */
-import { rawTracepointOpen } from '../kernel/bpf.js';
 import { Btf } from '../kernel/btf.js';
-import { close as closeFd } from '../kernel/ffi.js';
 import { systemTracefs } from '../kernel/tracefs.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { btfType } from '../lang/btf-types.js';
 import type { RecordField, SType } from '../lang/types.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
+import { attachTracing } from './perf-attach.js';
 import { type AttachedProbe, BPF_ATTACH_TYPE, BPF_PROG_TYPE, type ExpandedProbe, type ProbeProvider } from './types.js';
 
 /** Tracepoint event names known to the kernel (from tracefs), without categories. */
@@ -47,15 +46,7 @@ export class RawTracepointProbe implements ExpandedProbe {
   }
 
   attach(progFd: number): AttachedProbe {
-    let fd = rawTracepointOpen(null, progFd);
-    return {
-      close: () => {
-        if (fd >= 0) {
-          closeFd(fd);
-          fd = -1;
-        }
-      },
-    };
+    return attachTracing(progFd);
   }
 }
 
