@@ -20,31 +20,27 @@
  *   inherit a stale start time;
  * - `[Missed ... Stack]` is never printed and `--stack-storage-size` cannot be honoured (see profile.ts).
  */
-import { bccName, SymbolResolver } from '../symbols/resolver.js';
+import { bccName } from '../symbols/resolver.js';
 import type { Parsed, ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { toolMain } from './framework/runner.js';
 import {
-  checkWritable,
   dropTracingFrames,
   exclusiveGroupError,
-  foldedLine,
   POSITIVE_INT,
   POSITIVE_INTS,
   POSITIVE_NONZERO_INT,
   ProcessPreparer,
   type StackFormat,
   type StackKeyLayout,
-  sortEntries,
-  stackLines,
-  symbolizeEntries,
-  writeFlameGraph,
+  DEFAULT_STACK_STORAGE,
+  runStackTool,
 } from './stacktool.js';
 
 export const FOREVER = 99999999;
-export const DEFAULT_STACK_STORAGE = 16384;
+export { DEFAULT_STACK_STORAGE };
 /** include/linux/sched.h */
 export const PF_KTHREAD = 0x00200000;
 export const TASK_DEAD = 0x80;
@@ -277,51 +273,22 @@ async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<numbe
     writer.write(program);
     return 0;
   }
-  if (a.stack_storage_size !== DEFAULT_STACK_STORAGE) {
-    writer.err.write(
-      'offcputime: warning: --stack-storage-size is not supported yet: the stack maps of bpfscope programs have a fixed size\n',
-    );
-  }
-  if (svg) checkWritable(svg, 'offcputime');
-  const resolver = await SymbolResolver.create();
-  const preparer = new ProcessPreparer(resolver);
-  return runProgram({
+  return runStackTool({
     tool: 'offcputime',
     program,
     writer,
-    onEvent: preparer.onEvent,
-    fieldCount: 1,
-    interval: { seconds: duration, count: 1 },
-    onStarted: () => {
-      if (!folded) writer.line(header(o, duration));
-    },
-    onTick: (t, last) => {
-      if (!last) return;
-      preparer.stop();
-      if (!folded) writer.line();
-      const dump = t.readMap('');
-      const layout = keyLayout(o);
-      // Kernel symbols of the programs just loaded (their frames are recognised and dropped).
-      resolver.reloadKernel();
-      const entries = sortEntries(
-        symbolizeEntries(
-          dump,
-          layout,
-          resolver,
-          (key) => Number((key[layout.tgid] as { value: bigint }).value),
-          dropTracingFrames,
-        ),
-        fmt,
-      );
-      const lines = entries.map((e) => foldedLine(e, fmt));
-      if (folded) for (const l of lines) writer.line(l);
-      else if (!svg) for (const e of entries) writer.write(stackLines(e, fmt));
-      writer.flush();
-      if (svg) {
-        const bytes = writeFlameGraph(svg, lines, { ...OFFCPU_FLAMEGRAPH }, writer, 'offcputime');
-        if (!folded) writer.line(`Wrote a flame graph of ${entries.length} stacks to ${svg} (${bytes} bytes).`);
-      }
-    },
+    duration,
+    header: header(o, duration),
+    folded,
+    svg,
+    fmt,
+    layout: keyLayout(o),
+    userPid: (key) => Number((key[keyLayout(o).tgid] as { value: bigint }).value),
+    kernelFilter: dropTracingFrames,
+    stackStorageSize: a.stack_storage_size as number,
+    flameOptions: OFFCPU_FLAMEGRAPH,
+    // kernel symbols of the programs just loaded: their frames are recognised and dropped
+    beforeReport: (resolver) => resolver.reloadKernel(),
   });
 }
 

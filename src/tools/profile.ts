@@ -21,32 +21,28 @@
  * - `--stack-storage-size` cannot be honoured: the runtime's stack maps have a fixed size (a warning says so).
  */
 import { onlineCpus } from '../kernel/cpus.js';
-import { bccName, SymbolResolver } from '../symbols/resolver.js';
+import { bccName } from '../symbols/resolver.js';
 import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { toolMain, unsupported } from './framework/runner.js';
 import {
-  checkWritable,
   exclusiveGroupError,
-  foldedLine,
   POSITIVE_INT,
   POSITIVE_INT_LIST,
   POSITIVE_NONZERO_INT,
   ProcessPreparer,
   type StackFormat,
   type StackKeyLayout,
-  sortEntries,
-  stackLines,
-  symbolizeEntries,
-  writeFlameGraph,
+  DEFAULT_STACK_STORAGE,
+  runStackTool,
 } from './stacktool.js';
 
 /** bcc's defaults: 49 Hz, 40960 hash keys, 16384 stacks, "forever" (99999999 s). */
 export const DEFAULT_FREQUENCY = 49;
 export const DEFAULT_HASH_STORAGE = 40960;
-export const DEFAULT_STACK_STORAGE = 16384;
+export { DEFAULT_STACK_STORAGE };
 export const FOREVER = 99999999;
 
 export const SPEC: ParserSpec = {
@@ -254,42 +250,19 @@ async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<numbe
   if (o.cpu >= 0 && !onlineCpus().includes(o.cpu)) {
     throw unsupported(`profile: CPU ${o.cpu} is not online (online: ${onlineCpus().join(',')})`);
   }
-  if (a.stack_storage_size !== DEFAULT_STACK_STORAGE) {
-    writer.err.write(
-      'profile: warning: --stack-storage-size is not supported yet: the stack maps of bpfscope programs have a fixed size\n',
-    );
-  }
-  if (svg) checkWritable(svg, 'profile');
-  const resolver = await SymbolResolver.create();
-  const preparer = new ProcessPreparer(resolver);
-  return runProgram({
+  return runStackTool({
     tool: 'profile',
     program,
     writer,
-    onEvent: preparer.onEvent,
-    fieldCount: 1,
-    interval: { seconds: duration, count: 1 },
-    onStarted: () => {
-      if (!folded) writer.line(header(o, duration));
-    },
-    onTick: (t, last) => {
-      if (!last) return;
-      preparer.stop();
-      if (!folded) writer.line();
-      const dump = t.readMap('');
-      const layout = keyLayout(o);
-      const entries = sortEntries(
-        symbolizeEntries(dump, layout, resolver, (key) => Number((key[layout.id] as { value: bigint }).value)),
-        fmt,
-      );
-      const lines = entries.map((e) => foldedLine(e, fmt));
-      if (folded) for (const l of lines) writer.line(l);
-      else if (!svg) for (const e of entries) writer.write(stackLines(e, fmt));
-      writer.flush();
-      if (svg) {
-        const bytes = writeFlameGraph(svg, lines, {}, writer, 'profile');
-        if (!folded) writer.line(`Wrote a flame graph of ${entries.length} stacks to ${svg} (${bytes} bytes).`);
-      }
+    duration,
+    header: header(o, duration),
+    folded,
+    svg,
+    fmt,
+    layout: keyLayout(o),
+    userPid: (key) => Number((key[keyLayout(o).id] as { value: bigint }).value),
+    stackStorageSize: a.stack_storage_size as number,
+    afterReport: (dump) => {
       if (dump.entries.length >= o.hashStorage) {
         writer.err.write('WARNING: hash table full. Consider increasing --hash-storage-size.\n');
       }

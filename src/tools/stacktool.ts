@@ -14,9 +14,10 @@ import { writeFileSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
 import { type FlameGraphOptions, renderFlameGraph } from '../flame/flamegraph.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
-import { type Frame, foldedName, type SymbolResolver } from '../symbols/resolver.js';
+import { type Frame, foldedName, SymbolResolver } from '../symbols/resolver.js';
 import { ArgError, formatUsage, INT, type Parsed, type ParserSpec, type ValueType } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
+import { runProgram } from './framework/runner.js';
 import { pyFormat } from './framework/pyformat.js';
 
 // ---- options ----
@@ -416,4 +417,77 @@ export class ProcessPreparer {
   get pending(): number {
     return this.queue.length;
   }
+}
+
+/** bcc's default `--stack-storage-size` (profile and offcputime). */
+export const DEFAULT_STACK_STORAGE = 16384;
+
+/** What differs between the stack tools' runs (profile, offcputime); see {@link runStackTool}. */
+export interface StackToolRun {
+  tool: string;
+  program: string;
+  writer: ToolWriter;
+  /** Seconds to trace (bcc's positional `duration`). */
+  duration: number;
+  /** The "Tracing ..." line (not printed with -f). */
+  header: string;
+  folded: boolean;
+  svg: string | null;
+  fmt: StackFormat;
+  /** Where the stacks, comm and ids are in the map key. */
+  layout: StackKeyLayout;
+  /** The process whose memory a key's user stack belongs to. */
+  userPid: (key: Value[]) => number;
+  kernelFilter?: (frames: Frame[]) => Frame[];
+  stackStorageSize: number;
+  flameOptions?: Partial<FlameGraphOptions>;
+  /** Called with the resolver before symbolizing (e.g. to reload kernel symbols). */
+  beforeReport?: (resolver: SymbolResolver) => void;
+  /** Called with the map after the report (e.g. a "hash table full" warning). */
+  afterReport?: (dump: MapDump) => void;
+}
+
+/**
+ * The shared run of the stack tools: check the `--svg` file, trace for `duration` seconds while symbols of new
+ * processes are prepared, then symbolize, sort and print the stacks (bcc's multi-line or folded form) and/or write
+ * the flame graph. Resolves with the exit status.
+ */
+export async function runStackTool(r: StackToolRun): Promise<number> {
+  const { writer, svg, folded, fmt } = r;
+  if (r.stackStorageSize !== DEFAULT_STACK_STORAGE) {
+    writer.err.write(
+      `${r.tool}: warning: --stack-storage-size is not supported yet: the stack maps of bpfscope programs have a fixed size\n`,
+    );
+  }
+  if (svg) checkWritable(svg, r.tool);
+  const resolver = await SymbolResolver.create();
+  const preparer = new ProcessPreparer(resolver);
+  return runProgram({
+    tool: r.tool,
+    program: r.program,
+    writer,
+    onEvent: preparer.onEvent,
+    fieldCount: 1,
+    interval: { seconds: r.duration, count: 1 },
+    onStarted: () => {
+      if (!folded) writer.line(r.header);
+    },
+    onTick: (t, last) => {
+      if (!last) return;
+      preparer.stop();
+      if (!folded) writer.line();
+      const dump = t.readMap('');
+      r.beforeReport?.(resolver);
+      const entries = sortEntries(symbolizeEntries(dump, r.layout, resolver, r.userPid, r.kernelFilter), fmt);
+      const lines = entries.map((e) => foldedLine(e, fmt));
+      if (folded) for (const l of lines) writer.line(l);
+      else if (!svg) for (const e of entries) writer.write(stackLines(e, fmt));
+      writer.flush();
+      if (svg) {
+        const bytes = writeFlameGraph(svg, lines, { ...r.flameOptions }, writer, r.tool);
+        if (!folded) writer.line(`Wrote a flame graph of ${entries.length} stacks to ${svg} (${bytes} bytes).`);
+      }
+      r.afterReport?.(dump);
+    },
+  });
 }
