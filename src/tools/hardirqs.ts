@@ -7,13 +7,10 @@
  */
 import type { Tracer } from '../runtime/tracer.js';
 import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
-import { formatSectionedLog2Hist } from './framework/hist.js';
-import { byValueDesc, log2Sections, scalarValues } from './framework/histmaps.js';
+import { formatIrqInterval } from './framework/histmaps.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
-import { pyFormat } from './framework/pyformat.js';
 import { runProgram, toolMain } from './framework/runner.js';
-import { clockTime } from './framework/system.js';
 
 export const SPEC: ParserSpec = {
   prog: 'hardirqs',
@@ -77,16 +74,15 @@ export function buildProgram(o: HardirqsOptions): string {
 
 /** One interval's text (bcc's loop body after the sleep). */
 export function formatInterval(t: Pick<Tracer, 'readMap'>, o: HardirqsOptions & { timestamp: boolean }): string {
-  const { label, factor } = unit(o);
-  let out = '\n';
-  if (o.timestamp) out += pyFormat('%-8s\n', clockTime());
-  const dist = t.readMap('dist');
-  if (o.dist) return out + formatSectionedLog2Hist(log2Sections(dist, String), 'hardirq', label);
-  out += `${pyFormat('%-26s %11s', 'HARDIRQ', `TOTAL_${label}`)}\n`;
-  for (const r of byValueDesc(scalarValues(dist))) {
-    out += `${pyFormat('%-26s %11d', String(r.key), r.value / BigInt(factor))}\n`;
-  }
-  return out;
+  return formatIrqInterval(t.readMap('dist'), {
+    heading: 'HARDIRQ',
+    section: 'hardirq',
+    width: 26,
+    keyName: String,
+    ...unit(o),
+    dist: o.dist,
+    timestamp: o.timestamp,
+  });
 }
 
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {

@@ -3,7 +3,9 @@
  * `BPF_HISTOGRAM`) and plain per-key values (counts and sums).
  */
 import type { AggValue, MapDump, Value } from '../../runtime/output/model.js';
-import { bccLog2Slots, type HistSection, LOG2_SLOTS } from './hist.js';
+import { bccLog2Slots, formatSectionedLog2Hist, type HistSection, LOG2_SLOTS } from './hist.js';
+import { pyFormat } from './pyformat.js';
+import { clockTime } from './system.js';
 
 /** A decoded map key element as a bigint (integers) or string (strings); other kinds as their JSON text. */
 export function keyPart(v: Value | undefined): bigint | string {
@@ -81,4 +83,34 @@ export function pyJson(v: unknown): string {
   }
   if (typeof v === 'bigint') return v.toString();
   return JSON.stringify(v);
+}
+
+/** How an irq-style tool prints one interval of `@dist` (hardirqs, softirqs). */
+export interface IrqReport {
+  /** The key column's heading (`HARDIRQ`) and histogram section label (`hardirq`). */
+  heading: string;
+  section: string;
+  /** Width of the key column in the totals table (bcc: 26 for hardirqs, 16 for softirqs). */
+  width: number;
+  /** Text of a key. */
+  keyName: (key: bigint | string) => string;
+  /** `count`, `usecs` or `nsecs`, and the divisor of the sums. */
+  label: string;
+  factor: number;
+  /** `-d`: sectioned log2 histograms instead of totals. */
+  dist: boolean;
+  /** `-T`: the time before the table. */
+  timestamp: boolean;
+}
+
+/** One interval's text of an irq-style tool, as bcc prints it after each sleep. */
+export function formatIrqInterval(dist: MapDump, r: IrqReport): string {
+  let out = '\n';
+  if (r.timestamp) out += pyFormat('%-8s\n', clockTime());
+  if (r.dist) return out + formatSectionedLog2Hist(log2Sections(dist, r.keyName), r.section, r.label);
+  out += `${pyFormat(`%-${r.width}s %11s`, r.heading, `TOTAL_${r.label}`)}\n`;
+  for (const row of byValueDesc(scalarValues(dist))) {
+    out += `${pyFormat(`%-${r.width}s %11d`, r.keyName(row.key), row.value / BigInt(r.factor))}\n`;
+  }
+  return out;
 }
