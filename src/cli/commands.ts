@@ -44,6 +44,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Trace signals issued by the kill() syscall',
     load: async () => (await import('../tools/killsnoop.js')).main,
   },
+  bashreadline: {
+    summary: 'Print entered bash commands from all running shells',
+    load: async () => (await import('../tools/bashreadline.js')).main,
+  },
   statsnoop: {
     summary: 'Trace stat() syscalls',
     load: async () => (await import('../tools/statsnoop.js')).main,

@@ -8,6 +8,7 @@ export interface ToolInfo {
 }
 
 export const TOOLS: readonly ToolInfo[] = [
+  { name: 'bashreadline', summary: 'Print entered bash commands from all running shells' },
   { name: 'biolatency', summary: 'Summarize block device I/O latency as a histogram' },
   { name: 'biosnoop', summary: 'Trace block I/O' },
   { name: 'bitesize', summary: 'Summarize block I/O size as a histogram, by process name' },

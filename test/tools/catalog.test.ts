@@ -25,7 +25,7 @@ describe('tool catalog', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, formatToolList());
     assert.equal(r.stdout.split('\n').length - 1, TOOLS.length);
-    assert.match(r.stdout, /^biolatency {2}Summarize block device I\/O latency as a histogram\n/);
+    assert.match(r.stdout, /^biolatency +Summarize block device I\/O latency as a histogram$/m);
   });
 
   it("-h prints argparse help on stdout, exit 0; a bad flag exits 2 with argparse's message", async () => {

@@ -4,7 +4,8 @@
  * (`HelpFormatter`, `RawDescriptionHelpFormatter`, `ArgumentParser._parse_known_args`) — Debian 12's Python, which
  * is what `bpfcc-tools` runs with ("options:" heading, `-p PID, --pid PID` invocations).
  *
- * What is modelled: options with zero or one argument (`store_true`, a value, `append`), `nargs=REMAINDER`
+ * What is modelled: options with zero or one argument (`store_true`, a value, `append`, `nargs='?'` with a
+ * `const`), `nargs=REMAINDER`
  * options (`--exec CMD...`), optional positionals (`nargs='?'`), `-h/--help` added first, suppressed options
  * (hidden from help and usage), combined short flags (`-mT`), attached values (`-p181`, `--pid=181`), unique
  * prefixes of long options, negative numbers as values, `--`. Help width follows argparse:
@@ -13,7 +14,7 @@
 import { wrap } from './textwrap.js';
 
 /** What an option does with its argument(s). */
-export type OptionKind = 'flag' | 'value' | 'append' | 'remainder';
+export type OptionKind = 'flag' | 'value' | 'append' | 'remainder' | 'optional';
 
 export interface OptionSpec {
   /** Option strings in argparse's order, e.g. `['-p', '--pid']`. */
@@ -27,6 +28,8 @@ export interface OptionSpec {
   /** Converter for the value(s); throw to report "invalid <typeName> value: '<text>'". */
   type?: ValueType;
   default?: unknown;
+  /** `kind: 'optional'` (argparse `nargs='?'`): the value when the option is given without an argument. */
+  const?: unknown;
 }
 
 export interface PositionalSpec {
@@ -126,7 +129,7 @@ export function formatHelp(spec: ParserSpec, width = helpWidth()): string {
   const maxHelpPosition = Math.min(24, Math.max(width - 20, 4));
   const invocation = (o: OptionSpec): string => {
     if (o.kind === 'flag') return o.flags.join(', ');
-    const arg = o.kind === 'remainder' ? '...' : metavarOf(o);
+    const arg = o.kind === 'remainder' ? '...' : o.kind === 'optional' ? `[${metavarOf(o)}]` : metavarOf(o);
     return o.flags.map((f) => `${f} ${arg}`).join(', ');
   };
   // _action_max_length over every shown argument, at the section indent (2).
@@ -180,7 +183,7 @@ export function formatUsage(spec: ParserSpec, width = helpWidth()): string {
     .map((o) => {
       const first = o.flags[0]!;
       if (o.kind === 'flag') return `[${first}]`;
-      return `[${first} ${o.kind === 'remainder' ? '...' : metavarOf(o)}]`;
+      return `[${first} ${o.kind === 'remainder' ? '...' : o.kind === 'optional' ? `[${metavarOf(o)}]` : metavarOf(o)}]`;
     });
   const posParts = (spec.positionals ?? []).map((p) => `[${p.name}]`);
   const usage = [prog, ...optParts, ...posParts].join(' ');
@@ -315,7 +318,10 @@ export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
         result[destOf(o)] = rest;
         i = argv.length;
       } else if (eq > 0) store(o, tok.slice(eq + 1));
-      else {
+      else if (o.kind === 'optional') {
+        if (i < argv.length && !looksLikeOption(argv[i]!)) store(o, argv[i++]!);
+        else result[destOf(o)] = o.const ?? null;
+      } else {
         if (i >= argv.length || looksLikeOption(argv[i]!)) fail(`argument ${optName(o)}: expected one argument`);
         store(o, argv[i]!);
         i++;
@@ -344,7 +350,10 @@ export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
         result[destOf(o)] = attached ? [attached, ...argv.slice(i)] : argv.slice(i);
         i = argv.length;
       } else if (attached) store(o, attached);
-      else {
+      else if (o.kind === 'optional') {
+        if (i < argv.length && !looksLikeOption(argv[i]!)) store(o, argv[i++]!);
+        else result[destOf(o)] = o.const ?? null;
+      } else {
         if (i >= argv.length || looksLikeOption(argv[i]!)) fail(`argument ${optName(o)}: expected one argument`);
         store(o, argv[i]!);
         i++;
