@@ -30,3 +30,13 @@ export function stringLiteral(s: string): string {
   }
   return `${out}"`;
 }
+
+/**
+ * A `printf` statement that emits one event record (see output.ts): `fields` are `[conversion, expression]`
+ * pairs, e.g. `[['%d', 'pid'], ['%s', 'comm']]`, joined by the `\x1f` field separator and ended by `\n`. A
+ * free-form string (a comm or a path) belongs last.
+ */
+export function eventPrintf(fields: readonly (readonly [string, string])[]): string {
+  const fmt = fields.map(([c]) => c).join('\\x1f');
+  return `printf("${fmt}\\n", ${fields.map(([, e]) => e).join(', ')});`;
+}
