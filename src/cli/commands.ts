@@ -96,4 +96,8 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Summarize off-CPU time by stack trace',
     load: async () => (await import('../tools/offcputime.js')).main,
   },
+  gethostlatency: {
+    summary: 'Show latency for getaddrinfo/gethostbyname[2] calls',
+    load: async () => (await import('../tools/gethostlatency.js')).main,
+  },
 };

@@ -13,6 +13,7 @@ export const TOOLS: readonly ToolInfo[] = [
   { name: 'biosnoop', summary: 'Trace block I/O' },
   { name: 'bitesize', summary: 'Summarize block I/O size as a histogram, by process name' },
   { name: 'cpudist', summary: 'Summarize on- and off-CPU time per task as a histogram.' },
+  { name: 'gethostlatency', summary: 'Show latency for getaddrinfo/gethostbyname[2] calls' },
   { name: 'hardirqs', summary: 'Summarize hard irq event time as histograms' },
   { name: 'killsnoop', summary: 'Trace signals issued by the kill() syscall' },
   { name: 'offcputime', summary: 'Summarize off-CPU time by stack trace' },
