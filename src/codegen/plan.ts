@@ -70,10 +70,15 @@ export interface MapPlan {
   pos: Span;
 }
 
-/** A BPF_MAP_TYPE_STACK_TRACE map for kstack/ustack of one frame limit. */
+/**
+ * The maps of kstack/ustack of one frame limit: a HASH map from the 63-bit stack id (a hash of the frames) to the
+ * frames, and the 1-entry PERCPU_ARRAY the frames are first read into (see ProbeGen.stack).
+ */
 export interface StackMapPlan {
-  /** IR/kernel map name (`stack_k127`, `stack_u10`). */
+  /** IR/kernel name of the HASH map (`stack_k127`, `stack_u10`): u64 id -> `limit` u64 IPs, zero-terminated. */
   name: string;
+  /** IR/kernel name of the per-CPU scratch map (`stack_k127_buf`). */
+  scratch: string;
   user: boolean;
   /** Frames per stack (value size = 8 * limit). */
   limit: number;

@@ -52,7 +52,7 @@ function userName(uid: number): string {
   return passwd.get(uid) ?? String(uid);
 }
 
-/** Stacks kept per stack map (bpftrace's default). */
+/** Distinct stacks kept per stack map unless SessionOptions.stackMapEntries says otherwise. */
 const STACK_MAP_ENTRIES = 4096;
 
 import { loadPlan } from './loader.js';
@@ -68,6 +68,8 @@ export interface SessionOptions {
   symbolizer?: SymbolResolver;
   /** Verifier log level for loads (-v: stats). */
   logLevel?: number;
+  /** Distinct stacks each kstack/ustack map can hold (default 4096); later new stacks print empty. */
+  stackMapEntries?: number;
   /** Called with each program's load result (for -d / -v output). */
   onLoaded?: (name: string, program: LoadedProgram, insns: import('../codegen/ir.js').Insn[]) => void;
 }
@@ -164,11 +166,21 @@ export class Session {
       this.maps.set(
         st.name,
         BpfMap.create({
-          type: MapKind.STACK_TRACE,
+          type: MapKind.HASH,
+          keySize: 8,
+          valueSize: 8 * st.limit,
+          maxEntries: this.opts.stackMapEntries ?? STACK_MAP_ENTRIES,
+          name: st.name,
+        }),
+      );
+      this.maps.set(
+        st.scratch,
+        BpfMap.create({
+          type: MapKind.PERCPU_ARRAY,
           keySize: 4,
           valueSize: 8 * st.limit,
-          maxEntries: STACK_MAP_ENTRIES,
-          name: st.name,
+          maxEntries: 1,
+          name: st.scratch,
         }),
       );
     }

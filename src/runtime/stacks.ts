@@ -1,6 +1,6 @@
 /**
- * Reading kstack/ustack values back: a stored stack is a STACK_TRACE map id (plus the pid for user stacks); the
- * map holds up to `limit` u64 instruction pointers, zero-terminated. Frames are symbolized and formatted in the
+ * Reading kstack/ustack values back: a stored stack is an id (a hash of the frames, see ProbeGen.stack; plus the pid
+ * for user stacks) into a HASH map holding up to `limit` u64 instruction pointers, zero-terminated. Frames are symbolized and formatted in the
  * stack's mode by `symbols/resolver.ts` (bpftrace's layouts). Results are cached per (map, id, pid, mode) for the
  * life of the session: a stack id names one stack until the map is cleared.
  */
@@ -35,8 +35,8 @@ export class StackReader {
   addresses(name: string, id: bigint): bigint[] {
     const map = this.maps(name);
     if (!map) return [];
-    const k = Buffer.alloc(4);
-    k.writeUInt32LE(Number(id));
+    const k = Buffer.alloc(8);
+    k.writeBigInt64LE(id);
     const v = map.lookup(k);
     if (!v) return [];
     const ips: bigint[] = [];

@@ -35,6 +35,8 @@ export interface TracerOptions {
   handleSignals?: boolean;
   /** Verifier log level for loads. */
   logLevel?: number;
+  /** Distinct stacks each kstack/ustack map holds (default 4096; bcc's --stack-storage-size). */
+  stackMapEntries?: number;
   /** Called after compilation, before loading (for -d output). */
   onCompiled?: (r: CompileResult) => void;
   /** Called with each loaded program (for -d / -v output). */
@@ -78,6 +80,7 @@ export class Tracer {
       session = new Session(result.compiled, {
         output: opts.output,
         ...(opts.logLevel !== undefined ? { logLevel: opts.logLevel } : {}),
+        ...(opts.stackMapEntries !== undefined ? { stackMapEntries: opts.stackMapEntries } : {}),
         ...(opts.onLoaded ? { onLoaded: opts.onLoaded } : {}),
       });
       const tracer = new Tracer(opts, result, session);

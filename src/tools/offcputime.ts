@@ -18,7 +18,7 @@
  *   begins with are dropped), where bcc's start at `finish_task_switch`;
  * - a task switching out for the last time (`TASK_DEAD`) is not recorded, so its thread ID, if reused, cannot
  *   inherit a stale start time;
- * - `[Missed ... Stack]` is never printed and `--stack-storage-size` cannot be honoured (see profile.ts).
+ * - `[Missed ... Stack]` is never printed: stacks are stored by a hash of their frames (see profile.ts).
  */
 import { bccName } from '../symbols/resolver.js';
 import type { Parsed, ParserSpec } from './framework/argparse.js';

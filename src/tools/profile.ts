@@ -16,9 +16,9 @@
  *   (libbpf-tools' profile does the same on x86-64).
  * - `-C CPU` samples every CPU and keeps CPU N's samples (a predicate), where bcc opens one perf event.
  * - `-c COUNT`: the cpu-clock period is rounded down to whole microseconds (bpftrace's `profile:us:N`).
- * - `[Missed User Stack]` / `[Missed Kernel Stack]` are never printed: the language reports a failed stack walk
- *   as an empty stack, without the error code bcc uses to tell "no stack" (-EFAULT) from "lost" (-EEXIST).
- * - `--stack-storage-size` cannot be honoured: the runtime's stack maps have a fixed size (a warning says so).
+ * - Stacks are stored by a hash of their frames (as current bpftrace does), so two stacks never collide and
+ *   `[Missed User Stack]` / `[Missed Kernel Stack]` (bcc: -EEXIST on a STACK_TRACE map collision) are never
+ *   printed. `--stack-storage-size` sizes the stack maps as in bcc; a stack that no longer fits prints empty.
  */
 import { onlineCpus } from '../kernel/cpus.js';
 import { bccName } from '../symbols/resolver.js';

@@ -454,11 +454,6 @@ export interface StackToolRun {
  */
 export async function runStackTool(r: StackToolRun): Promise<number> {
   const { writer, svg, folded, fmt } = r;
-  if (r.stackStorageSize !== DEFAULT_STACK_STORAGE) {
-    writer.err.write(
-      `${r.tool}: warning: --stack-storage-size is not supported yet: the stack maps of bpfscope programs have a fixed size\n`,
-    );
-  }
   if (svg) checkWritable(svg, r.tool);
   const resolver = await SymbolResolver.create();
   const preparer = new ProcessPreparer(resolver);
@@ -468,6 +463,7 @@ export async function runStackTool(r: StackToolRun): Promise<number> {
     writer,
     onEvent: preparer.onEvent,
     fieldCount: 1,
+    stackMapEntries: r.stackStorageSize,
     interval: { seconds: r.duration, count: 1 },
     onStarted: () => {
       if (!folded) writer.line(r.header);

@@ -38,6 +38,8 @@ export interface RunOptions {
   durationSec?: number | null;
   /** `--exec`: a shell command started stopped, traced from its first instruction; the run ends when it exits. */
   command?: string;
+  /** Distinct stacks each kstack/ustack map holds (bcc's --stack-storage-size). */
+  stackMapEntries?: number;
 }
 
 function delay(ms: number, onTimer: (t: NodeJS.Timeout) => void): Promise<'tick'> {
@@ -64,6 +66,7 @@ export async function runProgram(opts: RunOptions): Promise<number> {
     printMapsAtExit: false,
     handleSignals: true,
     ...(opts.command !== undefined ? { command: opts.command } : {}),
+    ...(opts.stackMapEntries !== undefined ? { stackMapEntries: opts.stackMapEntries } : {}),
   });
   try {
     opts.onStarted?.(tracer);
