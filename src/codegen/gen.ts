@@ -28,6 +28,7 @@ import { kernelBtf, recordFields } from '../lang/btf-types.js';
 import {
   type Analyzer,
   type ProbeUnit,
+  cgroupIdOf,
   PT_REGS_OFFSETS,
   ptonBytes,
   signalNumber,
@@ -88,6 +89,7 @@ export const H = {
   get_current_uid_gid: 15,
   get_current_comm: 16,
   get_stackid: 27,
+  get_stack: 67,
   get_current_task: 35,
   send_signal: 109,
   get_prandom_u32: 7,
@@ -742,6 +744,19 @@ export class ProbeGen {
         return this.reg(this.callHelper(H.get_numa_node_id, []));
       case 'cgroup':
         return this.reg(this.callHelper(H.get_current_cgroup_id, []));
+      case 'usermode': {
+        // x86-64: the saved code segment's privilege level is 3 in user mode
+        const cs = this.loadCtx(U64, PT_REGS_OFFSETS.cs!);
+        if (cs.kind !== 'reg') throw new BpfscopeError('internal: usermode');
+        fn.emit(I.alu64Imm('and', cs.reg, 3));
+        const r = fn.vreg();
+        const done = fn.newLabel('um');
+        fn.emit(I.mov64Imm(r, 0));
+        fn.emit(I.jmpImm('jne', cs.reg, 3, done));
+        fn.emit(I.mov64Imm(r, 1));
+        fn.mark(done);
+        return this.reg(r);
+      }
       case 'ncpus':
         return this.reg(this.constant(onlineCpus().length));
       case 'username': {
@@ -778,18 +793,52 @@ export class ProbeGen {
   }
 
   /**
-   * A stack: `{s64 stack id, u32 pid, u32 0}` on the stack. The id comes from bpf_get_stackid() into a
-   * STACK_TRACE map with one slot per frame up to the limit; user space reads and symbolizes it.
+   * A stack: `{s64 stack id, u32 pid, u32 0}` on the stack. As current bpftrace does, the frames are read with
+   * bpf_get_stack() into a per-CPU scratch value (`limit` u64 IPs, zero-filled by the kernel), the id is a 63-bit
+   * FNV-1a hash of the frames, and the frames are stored under that id in a HASH map (BPF_NOEXIST: a stack already
+   * stored costs one lookup). Unlike bpf_get_stackid()'s STACK_TRACE map, two different stacks never collide into
+   * a lost stack. A negative id is the helper's error (-EFAULT: no stack in this context), printed as an empty stack.
    */
   private stack(t: Extract<SType, { kind: 'kstack' | 'ustack' }>): Val {
     const fn = this.fn;
     const user = t.kind === 'ustack';
     const limit = Math.max(1, t.limit);
     const name = `stack_${user ? 'u' : 'k'}${limit}`;
-    if (!this.tables.stackMaps.has(name)) this.tables.stackMaps.set(name, { name, user, limit });
+    const scratch = `${name}_buf`;
+    if (!this.tables.stackMaps.has(name)) this.tables.stackMaps.set(name, { name, scratch, user, limit });
     const off = this.frame.temp(16);
+    const key = this.frame.temp(8);
     const BPF_F_USER_STACK = 1 << 8;
-    const id = this.callHelper(H.get_stackid, [this.ctx, { map: name }, { imm: user ? BPF_F_USER_STACK : 0 }]);
+    const BPF_NOEXIST = 1;
+    const ENOMEM = 12;
+    const id = fn.vreg();
+    const done = fn.newLabel('stack_done');
+    fn.emit(I.mov64Imm(id, -ENOMEM));
+    fn.emit(I.st(8, FP, key, 0));
+    const buf = this.callHelper(H.map_lookup_elem, [{ map: scratch }, { stack: key }]);
+    fn.emit(I.jmpImm('jeq', buf, 0, done));
+    const n = this.callHelper(H.get_stack, [this.ctx, buf, { imm: 8 * limit }, { imm: user ? BPF_F_USER_STACK : 0 }]);
+    fn.emit(I.mov64(id, n));
+    fn.emit(I.jmpImm('jslt', n, 0, done));
+    // FNV-1a over the frames, one u64 at a time, up to the first zero (the kernel zero-fills the rest).
+    const h = this.constant(0xcbf29ce484222325n);
+    const prime = this.constant(0x100000001b3n);
+    const ptr = fn.vreg();
+    fn.emit(I.mov64(ptr, buf));
+    const hashed = fn.newLabel('stack_hashed');
+    for (let i = 0; i < limit; i++) {
+      const ip = fn.vreg();
+      fn.emit(I.ldx(8, ip, ptr, i * 8));
+      fn.emit(I.jmpImm('jeq', ip, 0, hashed));
+      fn.emit(I.alu64('xor', h, ip));
+      fn.emit(I.alu64('mul', h, prime));
+    }
+    fn.mark(hashed);
+    fn.emit(I.alu64Imm('rsh', h, 1));
+    fn.emit(I.mov64(id, h));
+    fn.emit(I.stx(8, FP, h, key));
+    this.callHelper(H.map_update_elem, [{ map: name }, { stack: key }, buf, { imm: BPF_NOEXIST }]);
+    fn.mark(done);
     fn.emit(I.stx(8, FP, id, off));
     if (user) {
       const pid = this.callHelper(H.get_current_pid_tgid, []);
@@ -800,6 +849,106 @@ export class ProbeGen {
     }
     fn.emit(I.st(4, FP, off + 12, 0));
     return { kind: 'mem', off, size: 16 };
+  }
+
+  /** `macaddr(x)`: 6 bytes copied from an array/string value or read from a pointer (by its address space). */
+  private macaddr(c: CallExpr): Val {
+    const fn = this.fn;
+    const off = this.frame.temp(8);
+    fn.emit(I.st(8, FP, off, 0));
+    const a = c.args[0]!;
+    const at = a.type!;
+    if (at.kind === 'string' || at.kind === 'array') {
+      const v = this.mem(a);
+      copyMem(fn, FP, off, FP, v.off, 6);
+    } else {
+      const ptr = this.scalar(a);
+      const user = at.kind === 'pointer' ? at.space === 'user' : this.unit.expanded.provider.startsWith('u');
+      this.callHelper(user ? H.probe_read_user : H.probe_read_kernel, [{ stack: off }, { imm: 6 }, ptr]);
+    }
+    return { kind: 'mem', off, size: 6 };
+  }
+
+  /** `len(stack)`: the frames stored under the stack's id (0 when the kernel recorded none). */
+  private stackDepth(c: CallExpr): Val {
+    const fn = this.fn;
+    const t = c.args[0]!.type as Extract<SType, { kind: 'kstack' | 'ustack' }>;
+    const limit = Math.max(1, t.limit);
+    const name = `stack_${t.kind === 'ustack' ? 'u' : 'k'}${limit}`;
+    const v = this.mem(c.args[0]!);
+    const r = fn.vreg();
+    const done = fn.newLabel('len');
+    fn.emit(I.mov64Imm(r, 0));
+    const p = this.callHelper(H.map_lookup_elem, [{ map: name }, { stack: v.off }]);
+    fn.emit(I.jmpImm('jeq', p, 0, done));
+    const ip = fn.vreg();
+    for (let i = 0; i < limit; i++) {
+      fn.emit(I.ldx(8, ip, p, i * 8));
+      fn.emit(I.jmpImm('jeq', ip, 0, done));
+      fn.emit(I.mov64Imm(r, i + 1));
+    }
+    fn.mark(done);
+    return this.reg(r);
+  }
+
+  /**
+   * `strcontains(haystack, needle)`: 1 when needle occurs in haystack, else 0 (an empty needle is found). Unrolled
+   * over both buffers; neither is read past its first NUL. A literal needle is compared against immediates.
+   */
+  private strcontains(c: CallExpr): Val {
+    const fn = this.fn;
+    const h = this.mem(c.args[0]!);
+    const needleArg = c.args[1]!;
+    const literal = needleArg.kind === 'StrLit' ? Buffer.from(needleArg.value) : undefined;
+    const n = literal ? undefined : this.mem(needleArg);
+    const r = fn.vreg();
+    const found = fn.newLabel('sc_found');
+    const end = fn.newLabel('sc_end');
+    const x = fn.vreg();
+    const y = fn.vreg();
+    const needleMax = literal ? literal.length : n!.size;
+    if (literal && literal.length === 0) {
+      fn.emit(I.mov64Imm(r, 1));
+      return this.reg(r);
+    }
+    fn.emit(I.mov64Imm(r, 0));
+    if (!literal) {
+      fn.emit(I.ldx(1, y, FP, n!.off));
+      fn.emit(I.jmpImm('jeq', y, 0, found));
+    }
+    const hayEnd = h.size;
+    for (let i = 0; i < hayEnd; i++) {
+      const room = hayEnd - i;
+      // a literal longer than the rest of the haystack buffer cannot match here or later
+      if (literal && literal.length > room) break;
+      const next = fn.newLabel('sc_next');
+      // the haystack's NUL ends the search (a non-empty needle cannot start there)
+      fn.emit(I.ldx(1, x, FP, h.off + i));
+      fn.emit(I.jmpImm('jeq', x, 0, end));
+      for (let j = 0; j < Math.min(needleMax, room); j++) {
+        if (j > 0) fn.emit(I.ldx(1, x, FP, h.off + i + j));
+        if (literal) {
+          fn.emit(I.jmpImm('jne', x, literal[j]!, next));
+        } else {
+          fn.emit(I.ldx(1, y, FP, n!.off + j));
+          fn.emit(I.jmpImm('jeq', y, 0, found));
+          fn.emit(I.jmp('jne', x, y, next));
+        }
+      }
+      if (!literal && needleMax > room) {
+        // the haystack buffer ends here: a match only if the needle ends too
+        fn.emit(I.ldx(1, y, FP, n!.off + room));
+        fn.emit(I.jmpImm('jne', y, 0, next));
+      }
+      // every needle byte matched (a literal, or a needle buffer without a NUL)
+      fn.emit(I.ja(found));
+      fn.mark(next);
+    }
+    fn.emit(I.ja(end));
+    fn.mark(found);
+    fn.emit(I.mov64Imm(r, 1));
+    fn.mark(end);
+    return this.reg(r);
   }
 
   private argsField(e: FieldExpr): RecordField {
@@ -1313,6 +1462,14 @@ export class ProbeGen {
       }
       case 'kaddr':
         return this.reg(this.constant(kallsyms().lookup((c.args[0] as { value: string }).value) ?? 0n));
+      case 'cgroupid':
+        return this.reg(this.constant(cgroupIdOf((c.args[0] as { value: string }).value) ?? 0n));
+      case 'macaddr':
+        return this.macaddr(c);
+      case 'len':
+        return this.stackDepth(c);
+      case 'strcontains':
+        return this.strcontains(c);
       case 'reg':
         return this.loadCtx(U64, PT_REGS_OFFSETS[(c.args[0] as { value: string }).value]!);
       case 'ksym':

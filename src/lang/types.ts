@@ -22,6 +22,8 @@ export type SType =
   | { kind: 'usym' }
   /** An IP address printed as text (`ntop()`); stored as {u64 address family, u8[16] address}. */
   | { kind: 'inet' }
+  /** A MAC address printed as `XX:XX:XX:XX:XX:XX` (`macaddr()`); stored as u8[6]. */
+  | { kind: 'macaddr' }
   /** `buf(data, n)`: up to `size` raw bytes; stored as {u64 length, u8[size]}. */
   | { kind: 'buffer'; size: number }
   /** An errno printed as its message (`strerror()`); stored as u64. */
@@ -134,6 +136,8 @@ export function sizeOf(t: SType): number {
       return 8 + t.size;
     case 'inet':
       return 24;
+    case 'macaddr':
+      return 6;
     case 'kstack':
     case 'ustack':
       return 16; // {s64 stack id (negative: no stack), u32 pid (for ustack symbolization), u32 0}

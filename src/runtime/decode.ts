@@ -86,6 +86,11 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
       const uid = Number(buf.readBigUInt64LE(off));
       return { kind: 'string', value: ctx?.username ? ctx.username(uid) : String(uid) };
     }
+    case 'macaddr':
+      return {
+        kind: 'string',
+        value: [...buf.subarray(off, off + 6)].map((b) => b.toString(16).toUpperCase().padStart(2, '0')).join(':'),
+      };
     case 'inet':
       return { kind: 'string', value: formatInet(Number(buf.readBigUInt64LE(off)), buf.subarray(off + 8, off + 24)) };
     case 'timestamp': {

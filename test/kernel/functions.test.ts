@@ -1,6 +1,12 @@
-/** Builtin functions beyond the basics: ntop, strftime, strlen, strncmp, bswap, has_key, ksym, usym, signal. */
+/**
+ * Builtin functions beyond the basics: ntop, strftime, strlen, strncmp, bswap, has_key, ksym, usym, signal, join,
+ * strcontains, len, macaddr, cgroupid, usermode.
+ */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { formatInet } from '../../src/runtime/decode.js';
 import { runTool } from '../helpers/cli.js';
@@ -183,5 +189,115 @@ describe('system, cat, strerror, kaddr, sizeof, offsetof', () => {
     ]);
     assert.equal(s.code, 0, s.stderr);
     assert.equal(s.stdout, '1 1\n\n\n');
+  });
+});
+
+describe('strcontains, len, macaddr, cgroupid, usermode', () => {
+  it('strcontains with literal and variable needles, on literals and on strings read from the kernel', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'BEGIN { $h = "hello world"; $n = "o w"; $e = ""; $x = "worldly"; ' +
+        'printf("%d %d %d %d %d %d %d %d\\n", strcontains("hello world", "o w"), strcontains($h, $n), ' +
+        'strcontains($h, "hello world!"), strcontains($h, $e), strcontains($h, ""), strcontains($h, $x), ' +
+        'strcontains($h, "d"), strcontains("", "a")); exit(); }',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '1 1 0 1 1 0 1 0\n\n\n');
+    const t = await runTool('bpfscope', [
+      '-e',
+      'tracepoint:syscalls:sys_enter_openat /pid == cpid/ { $n = "ssing-f"; @[strcontains(str(args.filename), "missing"), strcontains(str(args.filename), $n), strcontains(comm, "s_wl")] = count(); }',
+      '-c',
+      workloadCommand('comm', 'bpfs_wl', 'openat', '/tmp/bpfs-missing-file', 3, 'openat', '/tmp/bpfs-other', 2),
+    ]);
+    assert.equal(t.code, 0, t.stderr);
+    assert.match(t.stdout, /^@\[1, 1, 1\]: 3$/m);
+    // the dynamic loader's opens happen before the comm is set (bpfs_workload has no "s_wl")
+    assert.match(t.stdout, /^@\[0, 0, 1\]: 2$/m);
+  });
+
+  it('len(kstack) and len(ustack) count the frames the stack prints', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { $k = kstack; @k = len($k); @u = len(ustack(perf)); @ks[$k] = count(); }',
+      '-c',
+      workloadCommand('getppid', 2),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    const k = Number(/^@k: (\d+)$/m.exec(r.stdout)?.[1]);
+    const u = Number(/^@u: (\d+)$/m.exec(r.stdout)?.[1]);
+    const frames = /^@ks\[\n([\s\S]*?)\n\]: 2$/m.exec(r.stdout)?.[1]?.split('\n') ?? [];
+    assert.ok(k >= 3, r.stdout);
+    assert.equal(k, frames.length, r.stdout);
+    assert.ok(u >= 1, r.stdout);
+  });
+
+  it('macaddr() prints six bytes as upper-case hex pairs', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'BEGIN { $a = pton("1234:5678:9abc::"); printf("%s\\n", macaddr($a)); @[macaddr($a)] = count(); exit(); }',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '12:34:56:78:9A:BC\n\n\n@[12:34:56:78:9A:BC]: 1\n');
+  });
+
+  /** Where cgroup v2 is mounted (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on hybrid systems). */
+  const cgroup2 = readFileSync('/proc/mounts', 'utf8').match(/^\S+ (\S+) cgroup2 /m)?.[1];
+  it(
+    "cgroupid() is the cgroup's ID as the cgroup builtin sees it; a missing path is an error",
+    { skip: cgroup2 ? undefined : 'no cgroup v2 hierarchy mounted' },
+    async () => {
+      // a fresh child cgroup, so the ID is not the root's 1; the traced shell moves itself there and runs the workload
+      const path = `${cgroup2}/bpfscope-test-${process.pid}`;
+      mkdirSync(path);
+      const script = join(mkdtempSync(join(tmpdir(), 'bpfs-cg-')), 'run.sh');
+      writeFileSync(
+        script,
+        `echo $$ > ${path}/cgroup.procs\nexec ${workloadCommand('comm', 'bpfs_cg', 'getppid', 4)}\n`,
+      );
+      try {
+        const r = await runTool('bpfscope', [
+          '-e',
+          `tracepoint:syscalls:sys_enter_getppid /cgroup == cgroupid("${path}")/ { @[comm] = count(); } END { printf("%d\\n", cgroupid("${path}")); }`,
+          '-c',
+          `/bin/sh ${script}`,
+        ]);
+        assert.equal(r.code, 0, r.stderr);
+        const id = statSync(path, { bigint: true }).ino;
+        assert.ok(id > 1n);
+        assert.equal(r.stdout, `${id}\n\n\n@[bpfs_cg]: 4\n`);
+      } finally {
+        rmSync(dirname(script), { recursive: true, force: true });
+        rmdirSync(path);
+      }
+      const bad = await runTool('bpfscope', ['-e', 'BEGIN { print(cgroupid("/sys/fs/cgroup/no-such-cgroup")); }']);
+      assert.equal(bad.code, 1);
+      assert.match(
+        bad.stderr,
+        /^stdin:1:24-55: ERROR: Failed to resolve cgroup ID for path: \/sys\/fs\/cgroup\/no-such-cgroup$/m,
+      );
+    },
+  );
+
+  it('usermode is 1 in a uprobe, 0 in the kernel; not available in tracepoints', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'uprobe:libc:syscall /pid == cpid/ { @u[usermode] = count(); } software:page-faults:1 /pid == cpid/ { @f = 1; }',
+      '-c',
+      workloadCommand('getppid', 3),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^@u\[1\]: \d+$/m);
+    assert.doesNotMatch(r.stdout, /^@u\[0\]/m);
+    const k = await runTool('bpfscope', [
+      '-e',
+      'profile:hz:999 /pid == cpid/ { @[usermode] = count(); }',
+      '-c',
+      workloadCommand('read', 3000, 65536),
+    ]);
+    assert.equal(k.code, 0, k.stderr);
+    assert.match(k.stdout, /^@\[0\]: \d+$/m, 'samples inside read(2) from /dev/zero are in kernel mode');
+    const t = await runTool('bpfscope', ['-e', 'tracepoint:syscalls:sys_enter_getppid { @ = usermode; }']);
+    assert.equal(t.code, 1);
+    assert.match(t.stderr, /The usermode builtin can not be used with 'tracepoint' probes/);
   });
 });

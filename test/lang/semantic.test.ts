@@ -100,6 +100,21 @@ describe('semantic analysis: errors (bpftrace wording)', () => {
     assert.deepEqual(errors('BEGIN { @ = hist(1, 9); }'), ['1:21: hist: bits must be between 0 and 5 (9 provided)']);
     assert.deepEqual(errors('BEGIN { @ = lhist(1, 0, 10, 0); }'), ['1:29: lhist() step must be >= 1']);
   });
+  it('checks the arguments of strcontains, len, macaddr, cgroupid and where usermode is available', () => {
+    assert.deepEqual(errors('BEGIN { @ = strcontains(comm, 1); }'), [
+      '1:31: strcontains() expects strings (int64 provided)',
+    ]);
+    assert.deepEqual(errors('BEGIN { @ = len(comm); }'), [
+      '1:17: len() expects a kstack or ustack (string[16] provided)',
+    ]);
+    assert.deepEqual(errors('BEGIN { @ = macaddr("abc"); }'), [
+      '1:21: macaddr() expects a 6-byte array or a pointer (string[4] provided)',
+    ]);
+    assert.deepEqual(errors('BEGIN { @ = cgroupid(comm); }'), ['1:22: cgroupid() expects a string literal path']);
+    assert.deepEqual(errors('BEGIN { @ = usermode; }'), [
+      "1:13: The usermode builtin can not be used with 'begin' probes",
+    ]);
+  });
   it('rejects comparing a string with an integer', () => {
     assert.deepEqual(errors('BEGIN { if (comm == 1) { exit(); } }'), [
       "1:13: Type mismatch for '==': comparing 'string[16]' with 'int64'",

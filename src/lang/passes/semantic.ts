@@ -11,6 +11,7 @@
  * - maps and variables store integers widened to 64 bits; strings unify to the largest size assigned.
  */
 
+import { statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import type { ExpandedProbe } from '../../probes/types.js';
@@ -795,6 +796,13 @@ export class Analyzer {
       }
       return stringType(Buffer.byteLength(u.expanded.func) + 1);
     }
+    if (name === 'usermode') {
+      if (!PT_REGS_CONTEXTS.has(u.expanded.provider)) {
+        this.error(pos, `The usermode builtin can not be used with '${u.expanded.provider}' probes`);
+        return null;
+      }
+      return { kind: 'int', size: 1, signed: false };
+    }
     const t = BUILTIN_TYPES[name];
     if (!t) {
       this.error(pos, `Unknown identifier: '${name}'`);
@@ -1092,6 +1100,43 @@ export class Analyzer {
         this.expr(args[1]!);
         return BOOL;
       }
+      case 'strcontains': {
+        if (!this.argCount(c, 2, 2)) return null;
+        for (const x of args) {
+          const t = this.expr(x);
+          if (t && t.kind !== 'string') this.error(x.pos, `strcontains() expects strings (${typeName(t)} provided)`);
+        }
+        return I64;
+      }
+      case 'len': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'kstack' && t.kind !== 'ustack') {
+          this.error(args[0]!.pos, `len() expects a kstack or ustack (${typeName(t)} provided)`);
+          return null;
+        }
+        return I64;
+      }
+      case 'macaddr': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const t = this.expr(args[0]!);
+        const size = t?.kind === 'array' ? t.count * sizeOf(t.elem) : t?.kind === 'string' ? t.size : null;
+        if (t && t.kind !== 'pointer' && t.kind !== 'int' && (size === null || size < 6)) {
+          this.error(args[0]!.pos, `macaddr() expects a 6-byte array or a pointer (${typeName(t)} provided)`);
+          return null;
+        }
+        return { kind: 'macaddr' };
+      }
+      case 'cgroupid': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const a = args[0]!;
+        if (a.kind !== 'StrLit') {
+          this.error(a.pos, 'cgroupid() expects a string literal path');
+          return null;
+        }
+        if (cgroupIdOf(a.value) === undefined) this.error(a.pos, `Failed to resolve cgroup ID for path: ${a.value}`);
+        return U64;
+      }
       case 'strlen': {
         if (!this.argCount(c, 1, 1)) return null;
         const t = this.expr(args[0]!);
@@ -1288,6 +1333,35 @@ export const PT_REGS_OFFSETS: Record<string, number> = {
   sp: 152,
   ss: 160,
 };
+
+/**
+ * Probe providers whose program context starts with the traced task's `struct pt_regs` (kprobe/uprobe programs, and
+ * perf_event programs, whose `struct bpf_perf_event_data` begins with the registers): `usermode` reads `cs` there.
+ */
+export const PT_REGS_CONTEXTS: ReadonlySet<string> = new Set([
+  'kprobe',
+  'kretprobe',
+  'uprobe',
+  'uretprobe',
+  'usdt',
+  'profile',
+  'interval',
+  'software',
+  'hardware',
+]);
+
+/**
+ * The cgroup v2 ID of the cgroup directory at `path` (bpftrace's compile-time `cgroupid()`): the inode number of the
+ * directory in cgroupfs, which is the kernfs node ID `bpf_get_current_cgroup_id()` returns. Undefined when the path
+ * cannot be read.
+ */
+export function cgroupIdOf(path: string): bigint | undefined {
+  try {
+    return statSync(path, { bigint: true }).ino;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Signal number for a name like `SIGKILL`/`KILL` (Linux numbering), or undefined. */
 export function signalNumber(name: string): number | undefined {
