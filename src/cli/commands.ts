@@ -64,6 +64,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Trace block I/O',
     load: async () => (await import('../tools/biosnoop.js')).main,
   },
+  biotop: {
+    summary: 'Block device (disk) I/O by process',
+    load: async () => (await import('../tools/biotop.js')).main,
+  },
   bitesize: {
     summary: 'Summarize block I/O size as a histogram, by process name',
     load: async () => (await import('../tools/bitesize.js')).main,

@@ -11,6 +11,7 @@ export const TOOLS: readonly ToolInfo[] = [
   { name: 'bashreadline', summary: 'Print entered bash commands from all running shells' },
   { name: 'biolatency', summary: 'Summarize block device I/O latency as a histogram' },
   { name: 'biosnoop', summary: 'Trace block I/O' },
+  { name: 'biotop', summary: 'Block device (disk) I/O by process' },
   { name: 'bitesize', summary: 'Summarize block I/O size as a histogram, by process name' },
   { name: 'cpudist', summary: 'Summarize on- and off-CPU time per task as a histogram.' },
   { name: 'gethostlatency', summary: 'Show latency for getaddrinfo/gethostbyname[2] calls' },

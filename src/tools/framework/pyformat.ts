@@ -133,3 +133,27 @@ export function pyFormat(fmt: string, ...args: PyArg[]): string {
   if (i < args.length) throw new TypeError(`not all arguments converted during string formatting of ${fmt}`);
   return out;
 }
+
+/**
+ * Python 3's `str(x)` of a float (its shortest round-trip `repr`), for bcc columns that print a float with `%s`
+ * (biotop's `v.bytes / 1024`): integral values keep `.0` (`64.0`), exponent notation below 1e-4 and from 1e16 up
+ * (`1e+16`, `1.5e-05`), `inf`, `nan`. Source: CPython `float_repr` (format code 'r').
+ */
+export function pyFloatStr(x: number): string {
+  if (Number.isNaN(x)) return 'nan';
+  if (!Number.isFinite(x)) return x < 0 ? '-inf' : 'inf';
+  if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
+  // toExponential() without digits gives the shortest digits that round-trip, as Python's repr.
+  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(x.toExponential())!;
+  const [, sign, lead, rest = '', expText] = m;
+  const digits = lead! + rest;
+  const exp = Number(expText);
+  if (exp < -4 || exp >= 16) {
+    const mant = rest ? `${lead}.${rest}` : lead!;
+    return `${sign}${mant}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  }
+  if (exp < 0) return `${sign}0.${'0'.repeat(-exp - 1)}${digits}`;
+  const intPart = digits.slice(0, exp + 1).padEnd(exp + 1, '0');
+  const frac = digits.slice(exp + 1);
+  return `${sign}${intPart}.${frac || '0'}`;
+}

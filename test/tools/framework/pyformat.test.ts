@@ -1,7 +1,7 @@
 /** Python %-formatting (src/tools/framework/pyformat.ts); expected strings checked with CPython 3.11. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { pyFormat } from '../../../src/tools/framework/pyformat.js';
+import { pyFloatStr, pyFormat } from '../../../src/tools/framework/pyformat.js';
 import { wrap } from '../../../src/tools/framework/textwrap.js';
 
 describe('pyFormat', () => {
@@ -63,5 +63,25 @@ describe('textwrap.wrap', () => {
       'ious word',
     ]);
     assert.deepEqual(wrap('well-known self-contained', 12), ['well-known', 'self-', 'contained']);
+  });
+});
+
+describe('pyFloatStr (Python 3 str(float))', () => {
+  it('matches CPython 3.11 repr', () => {
+    const cases: [number, string][] = [
+      [64, '64.0'],
+      [4.5, '4.5'],
+      [0.0009765625, '0.0009765625'],
+      [1e-4, '0.0001'],
+      [1e-5, '1e-05'],
+      [1e15, '1000000000000000.0'],
+      [1e16, '1e+16'],
+      [1.5e16, '1.5e+16'],
+      [1 / 3, '0.3333333333333333'],
+      [-2.5, '-2.5'],
+      [0, '0.0'],
+      [123456789.125, '123456789.125'],
+    ];
+    for (const [x, want] of cases) assert.equal(pyFloatStr(x), want, String(x));
   });
 });
