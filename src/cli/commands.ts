@@ -36,17 +36,73 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Summarize syscall counts and latencies.',
     load: async () => (await import('../tools/syscount.js')).main,
   },
+  funccount: {
+    summary: 'Count functions, tracepoints, and USDT probes',
+    load: async () => (await import('../tools/funccount.js')).main,
+  },
+  funclatency: {
+    summary: 'Time functions and print latency as a histogram',
+    load: async () => (await import('../tools/funclatency.js')).main,
+  },
+  stackcount: {
+    summary: 'Count events and their stack traces',
+    load: async () => (await import('../tools/stackcount.js')).main,
+  },
+  vfsstat: {
+    summary: 'Count some VFS calls.',
+    load: async () => (await import('../tools/vfsstat.js')).main,
+  },
+  capable: {
+    summary: 'Trace security capability checks',
+    load: async () => (await import('../tools/capable.js')).main,
+  },
+  llcstat: {
+    summary: 'Summarize cache references and misses by PID',
+    load: async () => (await import('../tools/llcstat.js')).main,
+  },
+  filetop: {
+    summary: 'File reads and writes by process',
+    load: async () => (await import('../tools/filetop.js')).main,
+  },
   opensnoop: {
     summary: 'Trace open() syscalls',
     load: async () => (await import('../tools/opensnoop.js')).main,
+  },
+  execsnoop: {
+    summary: 'Trace exec() syscalls',
+    load: async () => (await import('../tools/execsnoop.js')).main,
+  },
+  exitsnoop: {
+    summary: 'Trace all process termination (exit, fatal signal)',
+    load: async () => (await import('../tools/exitsnoop.js')).main,
+  },
+  threadsnoop: {
+    summary: 'List new thread creation.',
+    load: async () => (await import('../tools/threadsnoop.js')).main,
   },
   killsnoop: {
     summary: 'Trace signals issued by the kill() syscall',
     load: async () => (await import('../tools/killsnoop.js')).main,
   },
+  tcpconnect: {
+    summary: 'Trace TCP connects',
+    load: async () => (await import('../tools/tcpconnect.js')).main,
+  },
+  tcpaccept: {
+    summary: 'Trace TCP accepts',
+    load: async () => (await import('../tools/tcpaccept.js')).main,
+  },
+  tcplife: {
+    summary: 'Trace the lifespan of TCP sessions and summarize',
+    load: async () => (await import('../tools/tcplife.js')).main,
+  },
   bashreadline: {
     summary: 'Print entered bash commands from all running shells',
     load: async () => (await import('../tools/bashreadline.js')).main,
+  },
+  memleak: {
+    summary: "Trace outstanding memory allocations that weren't freed.",
+    load: async () => (await import('../tools/memleak.js')).main,
   },
   statsnoop: {
     summary: 'Trace stat() syscalls',
@@ -75,6 +131,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
   runqlat: {
     summary: 'Summarize run queue (scheduler) latency as a histogram',
     load: async () => (await import('../tools/runqlat.js')).main,
+  },
+  runqlen: {
+    summary: 'Summarize scheduler run queue length as a histogram',
+    load: async () => (await import('../tools/runqlen.js')).main,
   },
   cpudist: {
     summary: 'Summarize on- and off-CPU time per task as a histogram.',

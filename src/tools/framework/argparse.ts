@@ -30,6 +30,11 @@ export interface OptionSpec {
   default?: unknown;
   /** `kind: 'optional'` (argparse `nargs='?'`): the value when the option is given without an argument. */
   const?: unknown;
+  /**
+   * Name of an argparse mutually exclusive group (`add_mutually_exclusive_group()`): adjacent options of one
+   * group show as `[-4 | -6]` in the usage, and giving two of them is an error.
+   */
+  group?: string;
 }
 
 export interface PositionalSpec {
@@ -37,6 +42,16 @@ export interface PositionalSpec {
   help: string;
   type?: ValueType;
   default?: unknown;
+  /** A required positional (argparse's default `nargs=None`): shown bare in the usage line, missing is an error. */
+  required?: boolean;
+  /** argparse `nargs='+'`: one or more values (an array), taken from the first run of positional arguments. */
+  nargs?: '+';
+  /** Name shown in usage, help and errors (argparse `metavar`); the value is stored under `name`. */
+  metavar?: string;
+}
+
+function posLabel(p: PositionalSpec): string {
+  return p.metavar ?? p.name;
 }
 
 /** A value converter: `name` is what argparse prints in "invalid NAME value" (e.g. `int`). */
@@ -134,7 +149,7 @@ export function formatHelp(spec: ParserSpec, width = helpWidth()): string {
   };
   // _action_max_length over every shown argument, at the section indent (2).
   let maxLen = 0;
-  for (const p of positionals) maxLen = Math.max(maxLen, p.name.length + 2);
+  for (const p of positionals) maxLen = Math.max(maxLen, posLabel(p).length + 2);
   for (const o of options) maxLen = Math.max(maxLen, invocation(o).length + 2);
   const helpPosition = Math.min(maxLen + 2, maxHelpPosition);
   const helpWidthCols = Math.max(width - helpPosition, 11);
@@ -163,7 +178,7 @@ export function formatHelp(spec: ParserSpec, width = helpWidth()): string {
   }
   if (positionals.length) {
     out += '\npositional arguments:\n';
-    for (const p of positionals) out += item(p.name, p.help);
+    for (const p of positionals) out += item(posLabel(p), p.help);
     out += '\n';
   }
   out += '\noptions:\n';
@@ -178,14 +193,22 @@ export function formatHelp(spec: ParserSpec, width = helpWidth()): string {
 export function formatUsage(spec: ParserSpec, width = helpWidth()): string {
   const prefix = 'usage: ';
   const prog = spec.prog;
-  const optParts = [HELP_OPTION, ...spec.options]
-    .filter((o) => o.help !== null)
-    .map((o) => {
-      const first = o.flags[0]!;
-      if (o.kind === 'flag') return `[${first}]`;
-      return `[${first} ${o.kind === 'remainder' ? '...' : o.kind === 'optional' ? `[${metavarOf(o)}]` : metavarOf(o)}]`;
-    });
-  const posParts = (spec.positionals ?? []).map((p) => `[${p.name}]`);
+  const shown = [HELP_OPTION, ...spec.options].filter((o) => o.help !== null);
+  const optParts: string[] = [];
+  shown.forEach((o, k) => {
+    const first = o.flags[0]!;
+    const part =
+      o.kind === 'flag'
+        ? first
+        : `${first} ${o.kind === 'remainder' ? '...' : o.kind === 'optional' ? `[${metavarOf(o)}]` : metavarOf(o)}`;
+    // A mutually exclusive group is one usage part: `[-4 | -6]`.
+    if (o.group !== undefined && k > 0 && shown[k - 1]!.group === o.group)
+      optParts[optParts.length - 1] = `${optParts[optParts.length - 1]!.slice(0, -1)} | ${part}]`;
+    else optParts.push(`[${part}]`);
+  });
+  const posParts = (spec.positionals ?? []).flatMap((p) =>
+    p.nargs === '+' ? [posLabel(p), `[${posLabel(p)} ...]`] : [p.required ? posLabel(p) : `[${posLabel(p)}]`],
+  );
   const usage = [prog, ...optParts, ...posParts].join(' ');
   const textWidth = width;
   if (prefix.length + usage.length <= textWidth) return `${prefix}${usage}\n\n`;
@@ -249,6 +272,14 @@ export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
   const looksLikeOption = (t: string): boolean =>
     t.length > 1 && t.startsWith('-') && !(NEGATIVE_NUMBER.test(t) && !numericOptions);
   const optName = (o: OptionSpec): string => o.flags.join('/');
+  const groupSeen = new Map<string, OptionSpec>();
+  /** argparse's mutually exclusive check: another option of `o`'s group was given already. */
+  const checkGroup = (o: OptionSpec): void => {
+    if (o.group === undefined) return;
+    const prev = groupSeen.get(o.group);
+    if (prev && prev !== o) fail(`argument ${optName(o)}: not allowed with argument ${optName(prev)}`);
+    groupSeen.set(o.group, o);
+  };
   const convert = (t: ValueType | undefined, text: string, what: string): unknown => {
     if (!t) return text;
     try {
@@ -280,6 +311,8 @@ export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
   };
   const extras: string[] = [];
   const posValues: string[] = [];
+  /** Where the first run of positional arguments ended (an option followed it), for nargs='+'. */
+  let firstRunEnd: number | null = null;
   let i = 0;
   let help = false;
   while (i < argv.length) {
@@ -293,6 +326,7 @@ export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
       posValues.push(tok);
       continue;
     }
+    if (posValues.length && firstRunEnd === null) firstRunEnd = posValues.length;
     if (tok.startsWith('--')) {
       const eq = tok.indexOf('=');
       const name = eq > 0 ? tok.slice(0, eq) : tok;
@@ -310,6 +344,7 @@ export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
         help = true;
         break;
       }
+      checkGroup(o);
       if (o.kind === 'flag') {
         if (eq > 0) fail(`argument ${optName(o)}: ignored explicit argument '${tok.slice(eq + 1)}'`);
         result[destOf(o)] = true;
@@ -341,6 +376,7 @@ export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
         help = true;
         break;
       }
+      checkGroup(o);
       if (o.kind === 'flag') {
         result[destOf(o)] = true;
         continue;
@@ -369,8 +405,16 @@ export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
       extras.push(...posValues.slice(k));
       break;
     }
+    if (p.nargs === '+') {
+      const end = Math.max(firstRunEnd ?? posValues.length, k + 1);
+      result[p.name] = posValues.slice(k, end).map((x) => convert(p.type, x, `argument ${posLabel(p)}`));
+      extras.push(...posValues.slice(end));
+      break;
+    }
     result[p.name] = convert(p.type, v, `argument ${p.name}`);
   }
+  const missing = positionals.slice(posValues.length).filter((p) => p.required || p.nargs === '+');
+  if (missing.length) fail(`the following arguments are required: ${missing.map(posLabel).join(', ')}`);
   if (extras.length) fail(`unrecognized arguments: ${extras.join(' ')}`);
   return result;
 }
