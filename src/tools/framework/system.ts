@@ -3,6 +3,7 @@
  * by device number (`/proc/diskstats`), a process's comm (`/proc/PID/comm`), `pid_max`, the load averages, local
  * time stamps, and whether a tracepoint exists.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { arch } from 'node:os';
 import { systemTracefs } from '../../kernel/tracefs.js';
@@ -137,5 +138,48 @@ export function pageSizeKb(): number {
     return m ? Number(m[1]) : 4;
   } catch {
     return 4;
+  }
+}
+
+/**
+ * The uid of user `name` from /etc/passwd (Python's `pwd.getpwnam(name).pw_uid`, which bcc's `-u USER` options
+ * use), or undefined when there is no such entry.
+ */
+export function uidOfUser(name: string, path = '/etc/passwd'): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split('\n')) {
+    const f = line.split(':');
+    if (f.length > 2 && f[0] === name && /^\d+$/.test(f[2]!)) return Number(f[2]);
+  }
+  return undefined;
+}
+
+/** The `PPid:` of `/proc/PID/status` (bcc execsnoop's `get_ppid` fallback), or 0 when the process is gone. */
+export function readPpid(pid: number): number {
+  try {
+    const m = /^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The local time zone's abbreviation now (Python's `strftime("%Z")`, e.g. `UTC`, `CEST`): asked of `date +%Z`,
+ * which uses the same C library rules; Intl's short name when `date` cannot run.
+ */
+export function timeZoneAbbreviation(): string {
+  try {
+    return execFileSync('date', ['+%Z'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    const part = new Intl.DateTimeFormat('en-US', { timeZoneName: 'short' })
+      .formatToParts(new Date())
+      .find((p) => p.type === 'timeZoneName');
+    return part?.value ?? '';
   }
 }

@@ -1,0 +1,155 @@
+/**
+ * exitsnoop: trace process termination (exit or fatal signal), one line per process. Follows bcc's
+ * `tools/exitsnoop.py` (flags, help, the `PCOMM PID PPID TID AGE(s) EXIT_CODE` header, `%-16s %-7d %-7d %-7d
+ * %-7.2f` rows, `code N` / `signal N (NAME)` / `, core dumped` exit descriptions, `-t`/`--utc` time stamps with
+ * milliseconds, `--label`, `-x`, `-p` and `--per-thread`) on the same `sched:sched_process_exit` tracepoint, with
+ * the exit code, parent and start time read from `curtask` as bcc does.
+ *
+ * Like bcc, `-p PID` ends the run once that process has exited.
+ */
+import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import type { ToolWriter } from './framework/output.js';
+import { configBlock, predicate } from './framework/program.js';
+import { pyFormat } from './framework/pyformat.js';
+import { runProgram, toolMain } from './framework/runner.js';
+import { timeZoneAbbreviation } from './framework/system.js';
+import { PYTHON_SIGNAL_NAMES } from './data/signals.js';
+import type { Tracer } from '../runtime/tracer.js';
+
+export const SPEC: ParserSpec = {
+  prog: 'exitsnoop',
+  description: 'Trace all process termination (exit, fatal signal)',
+  raw: true,
+  epilog: `examples:
+    exitsnoop                # trace all process termination
+    exitsnoop -x             # trace only fails, exclude exit(0)
+    exitsnoop -t             # include timestamps (local time)
+    exitsnoop --utc          # include timestamps (UTC)
+    exitsnoop -p 181         # only trace PID 181
+    exitsnoop --label=exit   # label each output line with 'exit'
+    exitsnoop --per-thread   # trace per thread termination
+`,
+  options: [
+    { flags: ['-t', '--timestamp'], kind: 'flag', help: 'include timestamp (local time default)' },
+    { flags: ['--utc'], kind: 'flag', help: 'include timestamp in UTC (-t implied)' },
+    { flags: ['-p', '--pid'], kind: 'value', type: INT, help: 'trace this PID only' },
+    { flags: ['--label'], kind: 'value', help: 'label each line' },
+    { flags: ['-x', '--failed'], kind: 'flag', help: 'trace only fails, exclude exit(0)' },
+    { flags: ['--per-thread'], kind: 'flag', help: 'trace per thread termination' },
+    { flags: ['--ebpf'], kind: 'flag', help: null },
+    // bcc's RHEL 7.6 switch (task->start_time as a struct timespec); BTF gives the type, so it changes nothing.
+    { flags: ['--timespec'], kind: 'flag', help: null },
+  ],
+};
+
+export interface ExitsnoopOptions {
+  pid?: number | null;
+  perThread?: boolean;
+  failed?: boolean;
+}
+
+/** Event record fields, in order: age in ns, tgid, tid, parent tgid, task->exit_code, comm (last). */
+export const FIELDS = ['age_ns', 'pid', 'tid', 'ppid', 'exit_code', 'comm'] as const;
+
+/**
+ * The bpftrace program for `o`. As bcc: without `--per-thread` only a process's main thread (tid == tgid) is
+ * reported; `-x` drops exit code 0; the age is now minus task->start_time (both CLOCK_MONOTONIC ns).
+ */
+export function buildProgram(o: ExitsnoopOptions): string {
+  const hasPid = o.pid !== null && o.pid !== undefined;
+  const conds = [
+    hasPid ? `pid == ${o.pid}` : null,
+    o.perThread ? null : 'tid == pid',
+    o.failed ? 'curtask->exit_code != 0' : null,
+  ];
+  let p = configBlock();
+  p += `tracepoint:sched:sched_process_exit${predicate(conds)} {\n`;
+  p += '  printf("%llu\\x1f%d\\x1f%d\\x1f%d\\x1f%d\\x1f%s\\n", nsecs - curtask->start_time, pid, tid,\n';
+  p += '    curtask->real_parent->tgid, curtask->exit_code, comm);\n}\n';
+  return p;
+}
+
+export interface RowOptions {
+  timestamp: boolean;
+  utc: boolean;
+  /** `--label`: null without the flag; an empty label prints as `exit`. */
+  label: string | null;
+}
+
+/** bcc's header line; `zone` is the local time zone's abbreviation (`strftime("%Z")`). */
+export function header(o: RowOptions, zone: string = timeZoneAbbreviation()): string {
+  let h = '';
+  if (o.timestamp) h += pyFormat('%-13s', `TIME-${o.utc ? 'UTC' : zone}`);
+  if (o.label !== null) h += pyFormat('%-6s', 'LABEL');
+  return `${h}${pyFormat('%-16s %-7s %-7s %-7s %-7s %-10s', 'PCOMM', 'PID', 'PPID', 'TID', 'AGE(s)', 'EXIT_CODE')}\n`;
+}
+
+/** `HH:MM:SS.mmm` of `d`, in UTC or local time (bcc: `strftime("%H:%M:%S.%f")[:-3]`). */
+export function clockTimeMs(d: Date, utc: boolean): string {
+  const parts = utc
+    ? [d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()]
+    : [d.getHours(), d.getMinutes(), d.getSeconds()];
+  const ms = utc ? d.getUTCMilliseconds() : d.getMilliseconds();
+  return `${parts.map((n) => String(n).padStart(2, '0')).join(':')}.${String(ms).padStart(3, '0')}`;
+}
+
+/**
+ * How the process ended, from `task->exit_code` (wait status layout: exit code in bits 8-15, signal in bits 0-6,
+ * core dump flag 0x80): `0`, `code N`, `signal N (NAME)` and/or `, core dumped ` as bcc prints them.
+ */
+export function exitDescription(exitCode: number): string {
+  const code = exitCode >> 8;
+  const sigInfo = exitCode & 0xff;
+  if (sigInfo === 0) return code === 0 ? '0' : `code ${code}`;
+  let out = '';
+  const sig = sigInfo & 0x7f;
+  if (sig) out += `signal ${sig} (${PYTHON_SIGNAL_NAMES[sig] ?? 'unknown'})`;
+  if (sigInfo & 0x80) out += ', core dumped ';
+  return out;
+}
+
+/** One output line (with `\n`) for the event fields (see {@link FIELDS}). */
+export function formatRow(f: string[], o: RowOptions, now: Date = new Date()): string {
+  const [ageNs, pid, tid, ppid, exitCode, comm = ''] = f;
+  let out = '';
+  if (o.timestamp) out += pyFormat('%-13s', clockTimeMs(now, o.utc));
+  if (o.label !== null) out += pyFormat('%-6s', o.label.length ? o.label : 'exit');
+  const age = Number(BigInt(ageNs ?? '0')) / 1e9;
+  out += pyFormat('%-16s %-7d %-7d %-7d %-7.2f ', comm, Number(pid), Number(ppid), Number(tid), age);
+  return `${out}${exitDescription(Number(exitCode))}\n`;
+}
+
+async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+  const pid = a.pid as number | null;
+  const program = buildProgram({ pid, perThread: a.per_thread as boolean, failed: a.failed as boolean });
+  if (a.ebpf) {
+    writer.write(program);
+    return 0;
+  }
+  const rowOpts: RowOptions = {
+    timestamp: (a.timestamp as boolean) || (a.utc as boolean),
+    utc: a.utc as boolean,
+    label: a.label as string | null,
+  };
+  let tracer: Tracer | undefined;
+  return runProgram({
+    tool: 'exitsnoop',
+    program,
+    writer,
+    fieldCount: FIELDS.length,
+    onStarted: (t) => {
+      tracer = t;
+      writer.write(header(rowOpts));
+    },
+    onEvent: (f) => {
+      writer.write(formatRow(f, rowOpts));
+      // bcc returns after the poll that delivered the traced PID's exit.
+      if (pid !== null) tracer?.stop();
+    },
+  });
+}
+
+/** `bpfscope exitsnoop [flags]`; resolves with the exit status. */
+export function main(argv: string[]): Promise<number> {
+  return toolMain(SPEC, argv, run);
+}

@@ -1,0 +1,172 @@
+/**
+ * exitsnoop (src/tools/exitsnoop.ts): the help text (CPython's argparse on bcc's parser, fixture
+ * test/tools/fixtures/proc-tools-argparse.json), the generated filters, header and row formats (exit codes, signals,
+ * core dumps, labels, time stamps), and live runs: a child exiting with a known code, one killed by a known signal,
+ * `-p` ending the run when its process exits, and `--per-thread` with a threaded program.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import {
+  buildProgram,
+  clockTimeMs,
+  exitDescription,
+  formatRow,
+  header,
+  type RowOptions,
+  SPEC,
+} from '../../src/tools/exitsnoop.js';
+import { formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
+import { repoRoot } from '../helpers/cli.js';
+import { ccSkipReason } from '../helpers/compile.js';
+import { liveSkipReason, startBpfscope } from './helpers.js';
+import { startThreadsProg, THREADS_COMM } from './threadsprog.js';
+
+const fixture = JSON.parse(
+  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'proc-tools-argparse.json'), 'utf8'),
+) as {
+  width80: Record<string, string>;
+  width60: Record<string, string>;
+  errors: { tool: string; argv: string[]; status: number; stderr: string }[];
+};
+
+const plain: RowOptions = { timestamp: false, utc: false, label: null };
+
+describe('exitsnoop options and format (bcc tools/exitsnoop.py)', () => {
+  it('-h equals argparse on bcc parser; a bad flag gives its usage error', () => {
+    assert.equal(formatHelp(SPEC, 78), fixture.width80.exitsnoop);
+    assert.equal(formatHelp(SPEC, 58), fixture.width60.exitsnoop);
+    const bad = fixture.errors.find((e) => e.tool === 'exitsnoop')!;
+    assert.throws(
+      () => parseArgs(SPEC, bad.argv),
+      (e: Error & { text?: () => string }) => e.text?.() === bad.stderr,
+    );
+  });
+
+  it('filters: main threads only unless --per-thread; -p; -x drops exit code 0', () => {
+    const body =
+      '  printf("%llu\\x1f%d\\x1f%d\\x1f%d\\x1f%d\\x1f%s\\n", nsecs - curtask->start_time, pid, tid,\n' +
+      '    curtask->real_parent->tgid, curtask->exit_code, comm);\n}\n';
+    const head = 'config = { max_map_keys = 10240 }\ntracepoint:sched:sched_process_exit';
+    assert.equal(buildProgram({}), `${head} /tid == pid/ {\n${body}`);
+    assert.equal(buildProgram({ perThread: true }), `${head} {\n${body}`);
+    assert.equal(
+      buildProgram({ pid: 181, failed: true }),
+      `${head} /(pid == 181) && (tid == pid) && (curtask->exit_code != 0)/ {\n${body}`,
+    );
+    assert.equal(buildProgram({ pid: 181, perThread: true }), `${head} /pid == 181/ {\n${body}`);
+  });
+
+  it('exit descriptions from task->exit_code, with Python signal module names', () => {
+    assert.equal(exitDescription(0), '0');
+    assert.equal(exitDescription(3 << 8), 'code 3');
+    assert.equal(exitDescription(9), 'signal 9 (KILL)');
+    assert.equal(exitDescription(6), 'signal 6 (ABRT)');
+    assert.equal(exitDescription(0x80 | 11), 'signal 11 (SEGV), core dumped ');
+    // Python's SIGNUM_TO_SIGNAME only keeps names matching ^SIG[A-Z]+$: SIGUSR1 is unknown.
+    assert.equal(exitDescription(10), 'signal 10 (unknown)');
+    assert.equal(exitDescription(17), 'signal 17 (CHLD)');
+  });
+
+  it('header and rows: "%-16s %-7d %-7d %-7d %-7.2f ", -t/--utc time stamps, --label', () => {
+    assert.equal(header(plain, 'CEST'), 'PCOMM            PID     PPID    TID     AGE(s)  EXIT_CODE \n');
+    assert.equal(
+      header({ timestamp: true, utc: false, label: '' }, 'CEST'),
+      'TIME-CEST    LABEL PCOMM            PID     PPID    TID     AGE(s)  EXIT_CODE \n',
+    );
+    assert.equal(header({ timestamp: true, utc: true, label: null }, 'CEST').slice(0, 13), 'TIME-UTC     ');
+    // fields: age_ns pid tid ppid exit_code comm
+    assert.equal(
+      formatRow(['1234567890', '181', '181', '1', '512', 'sh'], plain),
+      'sh               181     1       181     1.23    code 2\n',
+    );
+    const d = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 67));
+    assert.equal(clockTimeMs(d, true), '03:04:05.067');
+    assert.equal(
+      formatRow(['5000000', '9', '10', '2', '15', 'worker'], { timestamp: true, utc: true, label: '' }, d),
+      '03:04:05.067 exit  worker           9       2       10      0.01    signal 15 (TERM)\n',
+    );
+    assert.equal(
+      formatRow(['0', '9', '9', '2', '0', 'x'], { ...plain, label: 'gone' }),
+      'gone  x                9       2       9       0.00    0\n',
+    );
+  });
+});
+
+/** The row of process `pid` in exitsnoop's output, as [whole line, ppid, tid, age, exit description]. */
+function rowOf(stdout: string, pid: number, comm: string): RegExpMatchArray | null {
+  return new RegExp(`^${comm} +${pid} +(\\d+) +(\\d+) +(\\d+\\.\\d\\d) +(.*)$`, 'm').exec(stdout);
+}
+
+describe('exitsnoop on the live kernel', () => {
+  const skip = liveSkipReason();
+
+  it('a child exiting with code 3 and one killed by SIGTERM', { skip }, async () => {
+    const run = startBpfscope(['exitsnoop']);
+    assert.ok(await run.waitFor(/EXIT_CODE \n/, 20_000), run.stderr());
+    const a = spawnSync('/bin/sh', ['-c', 'exit 3']);
+    const b = spawnSync('/bin/sh', ['-c', 'kill -TERM $$']);
+    assert.equal(a.status, 3);
+    assert.equal(b.signal, 'SIGTERM');
+    const seen = await run.waitFor(new RegExp(`^sh +${b.pid} .*\\n`, 'm'), 10_000);
+    run.child.kill('SIGINT');
+    const r = await run.done;
+    assert.ok(seen, r.stdout);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.split('\n')[0], 'PCOMM            PID     PPID    TID     AGE(s)  EXIT_CODE ');
+    const ra = rowOf(r.stdout, a.pid, 'sh');
+    const rb = rowOf(r.stdout, b.pid, 'sh');
+    assert.ok(ra && rb, r.stdout);
+    assert.deepEqual([ra[1], ra[2], ra[4]], [String(process.pid), String(a.pid), 'code 3']);
+    assert.deepEqual([rb[1], rb[2], rb[4]], [String(process.pid), String(b.pid), 'signal 15 (TERM)']);
+    assert.ok(Number(ra[3]) < 60, ra[0]);
+  });
+
+  it('-x -p PID: reports the SIGKILL of that process and ends the run', { skip }, async () => {
+    const cat = spawn('/bin/cat', [], { stdio: ['pipe', 'ignore', 'ignore'] });
+    const pid = cat.pid!;
+    const run = startBpfscope(['exitsnoop', '-x', '-p', String(pid)]);
+    assert.ok(await run.waitFor(/EXIT_CODE \n/, 20_000), run.stderr());
+    cat.kill('SIGKILL');
+    const r = await run.done;
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.signal, null);
+    const rows = r.stdout.split('\n').slice(1, -1);
+    assert.equal(rows.length, 1, r.stdout);
+    assert.equal(rowOf(rows[0]!, pid, 'cat')?.[4], 'signal 9 (KILL)', r.stdout);
+  });
+
+  it(
+    '--per-thread: one row per thread, the main thread last; without it only the process',
+    { skip: skip ?? ccSkipReason() },
+    async () => {
+      const perThread = startBpfscope(['exitsnoop', '--per-thread']);
+      const perProcess = startBpfscope(['exitsnoop']);
+      assert.ok(await perThread.waitFor(/EXIT_CODE \n/, 20_000), perThread.stderr());
+      assert.ok(await perProcess.waitFor(/EXIT_CODE \n/, 20_000), perProcess.stderr());
+      const prog = startThreadsProg(3);
+      const pid = prog.pid!;
+      prog.stdin!.end();
+      assert.equal(await new Promise((resolve) => prog.on('exit', resolve)), 0);
+      const main = new RegExp(`^${THREADS_COMM} +${pid} +\\d+ +${pid} .*\\n`, 'm');
+      const seen = (await perThread.waitFor(main, 10_000)) && (await perProcess.waitFor(main, 10_000));
+      perThread.child.kill('SIGINT');
+      perProcess.child.kill('SIGINT');
+      const [t, p] = await Promise.all([perThread.done, perProcess.done]);
+      assert.ok(seen, `${t.stdout}\n---\n${p.stdout}`);
+      const rowsOf = (out: string): string[][] =>
+        [...out.matchAll(new RegExp(`^${THREADS_COMM} +${pid} +(\\d+) +(\\d+) +\\S+ +(.*)$`, 'gm'))].map((m) => [
+          m[2]!,
+          m[3]!,
+        ]);
+      const threads = rowsOf(t.stdout);
+      assert.equal(threads.length, 4, t.stdout);
+      assert.equal(new Set(threads.map((x) => x[0])).size, 4, 'four different TIDs');
+      assert.deepEqual(threads[3], [String(pid), '0'], 'the main thread exits last, with code 0');
+      for (const x of threads.slice(0, 3)) assert.notEqual(x[0], String(pid));
+      assert.deepEqual(rowsOf(p.stdout), [[String(pid), '0']]);
+    },
+  );
+});

@@ -1,0 +1,86 @@
+/**
+ * threadsnoop (src/tools/threadsnoop.ts): the help text (CPython's argparse on bcc's parser, fixture
+ * test/tools/fixtures/proc-tools-argparse.json), the header and row format, the libc probe, and a live run that sees
+ * the threads of a C program (test/tools/fixtures/threads.c) with their start routine named.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { formatHelp } from '../../src/tools/framework/argparse.js';
+import { buildProgram, formatRow, header, pthreadCreateProbe, SPEC } from '../../src/tools/threadsnoop.js';
+import { repoRoot } from '../helpers/cli.js';
+import { ccSkipReason } from '../helpers/compile.js';
+import { liveSkipReason, startBpfscope } from './helpers.js';
+import { startThreadsProg, THREAD_FUNCTION, THREADS_COMM } from './threadsprog.js';
+
+const fixture = JSON.parse(
+  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'proc-tools-argparse.json'), 'utf8'),
+) as { width80: Record<string, string>; width60: Record<string, string> };
+
+describe('threadsnoop options and format (bcc tools/threadsnoop.py)', () => {
+  it('-h equals argparse on bcc parser', () => {
+    assert.equal(formatHelp(SPEC, 78), fixture.width80.threadsnoop);
+    assert.equal(formatHelp(SPEC, 58), fixture.width60.threadsnoop);
+  });
+
+  it('header and rows: "%-10d %-7d %-16s %s", ms since the first event, unnamed routines in hex', () => {
+    assert.equal(header(), 'TIME(ms)   PID     COMM             FUNC\n');
+    const state = { startNs: null as bigint | null };
+    // fields: ts_ns pid start func comm
+    assert.equal(
+      formatRow(['5000000000', '181', '4198400', 'worker', 'app'], state),
+      '0          181     app              worker\n',
+    );
+    assert.equal(
+      formatRow(['5002999999', '181', '4198400', '0x401000', 'app'], state),
+      '2          181     app              0x401000\n',
+    );
+    assert.equal(
+      formatRow(['6234567890', '18', '255', '[unknown]', 'a-very-long-comm'], state),
+      '1234       18      a-very-long-comm 0xff\n',
+    );
+  });
+
+  it("probes libc's pthread_create (libpthread has none since glibc 2.34) and sends its third argument", () => {
+    const ap = pthreadCreateProbe();
+    assert.match(ap ?? '', /^uprobe:\/\S+\/lib(c|pthread)\.so[.\d]*:pthread_create$/);
+    assert.equal(pthreadCreateProbe(['bpfs_no_such_library']), undefined);
+    assert.equal(
+      buildProgram('uprobe:/lib/libc.so.6:pthread_create'),
+      'config = { max_map_keys = 10240 }\nuprobe:/lib/libc.so.6:pthread_create {\n' +
+        '  printf("%llu\\x1f%d\\x1f%llu\\x1f%s\\x1f%s\\n", nsecs, pid, arg2, usym(arg2), comm);\n}\n',
+    );
+  });
+});
+
+describe('threadsnoop on the live kernel', () => {
+  const skip = liveSkipReason() ?? ccSkipReason();
+
+  it('sees each of 4 threads of a program, named by their start routine', { skip }, async () => {
+    const run = startBpfscope(['threadsnoop']);
+    assert.ok(await run.waitFor(/FUNC\n/, 20_000), run.stderr());
+    const prog = startThreadsProg(4);
+    const pid = prog.pid!;
+    const rowRe = new RegExp(`^(\\d+) +${pid} +${THREADS_COMM} +(\\S+)$`, 'gm');
+    const four = new RegExp(`(^\\d+ +${pid} .*\\n[^]*){4}`, 'm');
+    const seen = await run.waitFor(four, 15_000);
+    prog.stdin!.end();
+    const progExit = new Promise((resolve) => prog.on('exit', resolve));
+    run.child.kill('SIGINT');
+    const r = await run.done;
+    assert.equal(await progExit, 0);
+    assert.ok(seen, r.stdout);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.split('\n')[0], header().trimEnd());
+    const rows = [...r.stdout.matchAll(rowRe)];
+    assert.equal(rows.length, 4, r.stdout);
+    for (const m of rows) assert.equal(m[2], THREAD_FUNCTION, m[0]);
+    // TIME(ms) counts from the first event the tool saw, and never goes back.
+    const times = rows.map((m) => Number(m[1]));
+    assert.deepEqual(
+      [...times].sort((a, b) => a - b),
+      times,
+    );
+  });
+});
