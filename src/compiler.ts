@@ -13,6 +13,7 @@ import type { Program } from './lang/ast.js';
 import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
 import { parse } from './lang/parser.js';
 import { type RuntimeConfig, resolveConfig } from './lang/passes/config.js';
+import { checkMapDecls } from './lang/passes/mapdecl.js';
 import { foldLiterals } from './lang/passes/fold.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { expandAttachPoint } from './probes/registry.js';
@@ -87,7 +88,9 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     throw e;
   }
   warnings.push(...analyzer.warnings);
-  const maps = planMaps(analyzer.maps.values(), config.maxMapKeys);
+  const decls = checkMapDecls(ast.mapDecls, analyzer.maps);
+  if (decls.diagnostics.length) throw new CompileError(decls.diagnostics, source);
+  const maps = planMaps(analyzer.maps.values(), config.maxMapKeys, decls.declared);
   const tables: GenTables = {
     maps: new Map(maps.map((m) => [m.name, m])),
     printfs: [],

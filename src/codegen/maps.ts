@@ -8,6 +8,7 @@
  * - min/max values are `{u64 value, u64 is_set}` so CPUs that never saw a value do not contribute;
  * - avg/stats values are `{u64 total, u64 count}`.
  */
+import type { DeclaredMap } from '../lang/passes/mapdecl.js';
 import type { MapSymbol } from '../lang/passes/semantic.js';
 import { type SType, sizeOf, tupleLayout } from '../lang/types.js';
 import { MapKind, type MapPlan } from './plan.js';
@@ -41,16 +42,25 @@ export function isHistogram(t: SType): boolean {
   return t.kind === 'hist' || t.kind === 'lhist';
 }
 
-/** Plan the kernel layout of every map, in name order. */
-export function planMaps(symbols: Iterable<MapSymbol>, maxEntries = DEFAULT_MAX_MAP_KEYS): MapPlan[] {
+/**
+ * Plan the kernel layout of every map, in name order. `declared` gives the type and size of maps declared with
+ * `let @m = TYPE(N);` (see lang/passes/mapdecl.ts); the others get HASH or PERCPU_HASH with `maxEntries`.
+ */
+export function planMaps(
+  symbols: Iterable<MapSymbol>,
+  maxEntries = DEFAULT_MAX_MAP_KEYS,
+  declared: ReadonlyMap<string, DeclaredMap> = new Map(),
+): MapPlan[] {
   const sorted = [...symbols].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return sorted.map((m, index) => {
     const perCpu = isPerCpuAggregation(m.valueType);
     let keyOffsets: number[];
     let keySize: number;
+    const decl = declared.get(m.name);
     if (m.keyTypes.length === 0) {
       keyOffsets = [];
-      keySize = 8;
+      // array maps have u32 keys; the key of a map without keys is 0 either way
+      keySize = decl?.mapType === MapKind.PERCPU_ARRAY ? 4 : 8;
     } else {
       const l = tupleLayout(m.keyTypes);
       keyOffsets = l.offsets;
@@ -65,13 +75,13 @@ export function planMaps(symbols: Iterable<MapSymbol>, maxEntries = DEFAULT_MAX_
       index,
       name: m.name,
       kernelName: label.slice(0, 15),
-      mapType: perCpu ? MapKind.PERCPU_HASH : MapKind.HASH,
+      mapType: decl?.mapType ?? (perCpu ? MapKind.PERCPU_HASH : MapKind.HASH),
       keyTypes: m.keyTypes,
       keyOffsets,
       keySize,
       valueType: m.valueType,
       valueSize: mapValueSize(m.valueType),
-      maxEntries,
+      maxEntries: decl?.maxEntries ?? maxEntries,
       perCpu,
       pos: m.pos,
     };

@@ -44,6 +44,8 @@ export const MapKind = {
   PERCPU_HASH: 5,
   PERCPU_ARRAY: 6,
   STACK_TRACE: 7,
+  LRU_HASH: 9,
+  LRU_PERCPU_HASH: 10,
   RINGBUF: 27,
 } as const;
 

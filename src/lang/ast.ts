@@ -18,7 +18,22 @@ export interface Program {
   pos: Span;
   /** `config = { key = value; ... }` block, if present. */
   config: ConfigItem[];
+  /** `let @name = hash(N);` map declarations of the preamble (bpftrace v0.24+). */
+  mapDecls: MapDecl[];
   probes: Probe[];
+}
+
+/** `let @name = TYPE(MAX_ENTRIES);`: the BPF map type (`hash`, `lruhash`, ...) and size of one map. */
+export interface MapDecl {
+  kind: 'MapDecl';
+  pos: Span;
+  /** Map name without '@' ('' for `@`). */
+  name: string;
+  /** The declared type as written (checked by semantic analysis). */
+  mapType: string;
+  typePos: Span;
+  maxEntries: bigint;
+  maxEntriesPos: Span;
 }
 
 export interface ConfigItem {
@@ -220,24 +235,7 @@ export interface CallExpr extends ExprBase {
 }
 
 export type BinaryOp =
-  | '+'
-  | '-'
-  | '*'
-  | '/'
-  | '%'
-  | '&'
-  | '|'
-  | '^'
-  | '<<'
-  | '>>'
-  | '=='
-  | '!='
-  | '<'
-  | '<='
-  | '>'
-  | '>='
-  | '&&'
-  | '||';
+  '+' | '-' | '*' | '/' | '%' | '&' | '|' | '^' | '<<' | '>>' | '==' | '!=' | '<' | '<=' | '>' | '>=' | '&&' | '||';
 
 export interface BinaryExpr extends ExprBase {
   kind: 'BinaryExpr';

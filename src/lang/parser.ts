@@ -259,6 +259,7 @@ class Parser {
   parseProgram(): A.Program {
     const text = this.source.text;
     const config: A.ConfigItem[] = [];
+    const mapDecls: A.MapDecl[] = [];
     const probes: A.Probe[] = [];
     const lx = this.lx;
     try {
@@ -290,6 +291,11 @@ class Parser {
           continue;
         }
         if (w === 'import') this.fail('imports are not supported', { start: lx.pos, end: lx.pos + 6 });
+        if (w === 'let' && this.atMapDecl()) {
+          mapDecls.push(this.parseMapDecl());
+          this.unread();
+          continue;
+        }
         break;
       }
       // Probes.
@@ -313,9 +319,7 @@ class Parser {
         if (w === 'macro') this.fail('macros are not supported', wordAt);
         if (w === 'fn') this.fail('functions (fn) are not supported', wordAt);
         if (w === 'let') {
-          let p = start + 3;
-          while (/\s/.test(text[p] ?? '')) p++;
-          if (text[p] === '@') this.fail('map declarations are not supported', wordAt);
+          if (this.atMapDecl()) this.fail('map declarations must appear before probes', wordAt);
           this.fail('root-level let statements need to be map declarations, e.g. let @a = hash(2);', wordAt);
         }
         probes.push(this.parseProbe());
@@ -323,7 +327,7 @@ class Parser {
     } catch (e) {
       if (!(e instanceof ParseAbort)) throw e;
     }
-    return { kind: 'Program', pos: this.span(0, text.length), config, probes };
+    return { kind: 'Program', pos: this.span(0, text.length), config, mapDecls, probes };
   }
 
   /** At `struct|union|enum NAME ... {` (bpftrace `looks_like_c_definition`), not an attach point like `struct:x`. */
@@ -394,6 +398,42 @@ class Parser {
     if (t[q] === ';') p = q + 1;
     lx.pos = p;
     this.lastEnd = p;
+  }
+
+  /** At `let @...` (the lexer is at `let`). */
+  private atMapDecl(): boolean {
+    const text = this.source.text;
+    let p = this.lx.pos + 3;
+    while (/\s/.test(text[p] ?? '')) p++;
+    return text[p] === '@';
+  }
+
+  /** `let @name = TYPE(MAX_ENTRIES);` (bpftrace's map declarations). */
+  private parseMapDecl(): A.MapDecl {
+    const start = this.peek().start;
+    this.advance(); // let
+    const map = this.peek();
+    if (map.kind !== 'map') this.fail('expected a map name');
+    this.advance();
+    this.expect('=');
+    const type = this.peek();
+    if (type.kind !== 'ident') this.fail('expected a map type, e.g. hash(100)');
+    this.advance();
+    this.expect('(');
+    const n = this.peek();
+    if (n.kind !== 'int') this.fail('expected the maximum number of entries (an integer)');
+    this.advance();
+    this.expect(')');
+    const end = this.expect(';').end;
+    return {
+      kind: 'MapDecl',
+      pos: this.span(start, end),
+      name: map.name ?? '',
+      mapType: type.text,
+      typePos: this.span(type.start, type.end),
+      maxEntries: n.value ?? 0n,
+      maxEntriesPos: this.span(n.start, n.end),
+    };
   }
 
   /** `config = { key = value; ... }` (bpftrace `parse_config`). */

@@ -74,6 +74,11 @@ class TreePrinter {
         this.line(3, typeof c.value === 'bigint' ? `int: ${c.value}` : `string: ${escapeString({ value: c.value })}`);
       }
     }
+    for (const d of p.mapDecls) {
+      this.line(1, `map decl: @${d.name}`);
+      this.line(2, `bpf type: ${d.mapType}`);
+      this.line(2, `max entries: ${d.maxEntries}`);
+    }
     for (const probe of p.probes) this.probe(probe, 1);
   }
 
