@@ -164,4 +164,20 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Show latency for getaddrinfo/gethostbyname[2] calls',
     load: async () => (await import('../tools/gethostlatency.js')).main,
   },
+  tcpretrans: {
+    summary: 'Trace TCP retransmits',
+    load: async () => (await import('../tools/tcpretrans.js')).main,
+  },
+  tcpdrop: {
+    summary: 'Trace TCP drops by the kernel',
+    load: async () => (await import('../tools/tcpdrop.js')).main,
+  },
+  trace: {
+    summary: 'Attach to functions and print trace messages.',
+    load: async () => (await import('../tools/trace.js')).main,
+  },
+  argdist: {
+    summary: 'Trace a function and display a summary of its parameter values.',
+    load: async () => (await import('../tools/argdist.js')).main,
+  },
 };

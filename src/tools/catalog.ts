@@ -8,6 +8,7 @@ export interface ToolInfo {
 }
 
 export const TOOLS: readonly ToolInfo[] = [
+  { name: 'argdist', summary: 'Trace a function and display a summary of its parameter values.' },
   { name: 'bashreadline', summary: 'Print entered bash commands from all running shells' },
   { name: 'biolatency', summary: 'Summarize block device I/O latency as a histogram' },
   { name: 'biosnoop', summary: 'Trace block I/O' },
@@ -38,8 +39,11 @@ export const TOOLS: readonly ToolInfo[] = [
   { name: 'syscount', summary: 'Summarize syscall counts and latencies.' },
   { name: 'tcpaccept', summary: 'Trace TCP accepts' },
   { name: 'tcpconnect', summary: 'Trace TCP connects' },
+  { name: 'tcpdrop', summary: 'Trace TCP drops by the kernel' },
   { name: 'tcplife', summary: 'Trace the lifespan of TCP sessions and summarize' },
+  { name: 'tcpretrans', summary: 'Trace TCP retransmits' },
   { name: 'threadsnoop', summary: 'List new thread creation.' },
+  { name: 'trace', summary: 'Attach to functions and print trace messages.' },
   { name: 'vfsstat', summary: 'Count some VFS calls.' },
 ];
 

@@ -1,0 +1,818 @@
+/**
+ * trace: attach to functions, tracepoints and USDT probes and print one line per event, with an optional filter and
+ * printf-style message. Follows bcc's `tools/trace.py`: its probe syntax
+ * `[{p,r}]:[library]:function[+offset][(signature)] [(predicate)] ["format", arguments]`, `t:category:event` and
+ * `u:library:probe`, its flags, header (`PID     TID     COMM            FUNC             -`) and rows
+ * (`%-7d %-7d %-15s %-16s %s`), `-t`/`-T`/`-C` columns, `-K`/`-U` stacks, `-n`/`-f` filters and `-M`/`-A`.
+ *
+ * Each probe becomes one bpftrace probe (bcc's C predicate and arguments translated by framework/cexpr.ts) whose
+ * event record carries the probe's index, the ids, the optional time/CPU/stacks, then the format's values (integers
+ * first, then the comm, then strings); the message is formatted here, as bcc formats it in Python.
+ *
+ * Not supported: `-c` (cgroup filter: needs bpf_current_task_under_cgroup), `-s` (build-id stacks). `-I` is
+ * accepted and ignored: kernel types come from BTF.
+ */
+import { BpfscopeError } from '../errors.js';
+import type { Tracer } from '../runtime/tracer.js';
+import { bccName, SymbolResolver } from '../symbols/resolver.js';
+import { ArgError, formatUsage, INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { convertTo, type CType, paramExpr, parseSignature, translateCExpr } from './framework/cexpr.js';
+import { splitFields, type ToolWriter } from './framework/output.js';
+import {
+  kprobesAvailable,
+  matchTargets,
+  parseProbeSpec,
+  type ProbeSpec,
+  toAttachPoint,
+} from './framework/probespec.js';
+import { configBlock, eventPrintf, predicate } from './framework/program.js';
+import { pyFormat } from './framework/pyformat.js';
+import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { clockTime, onlineCpus } from './framework/system.js';
+
+const EXAMPLES = `EXAMPLES:
+
+trace do_sys_open
+        Trace the open syscall and print a default trace message when entered
+trace kfree_skb+0x12
+        Trace the kfree_skb kernel function after the instruction on the 0x12 offset
+trace 'do_sys_open "%s", arg2@user'
+        Trace the open syscall and print the filename being opened @user is
+        added to arg2 in kprobes to ensure that char * should be copied from
+        the userspace stack to the bpf stack. If not specified, previous
+        behaviour is expected.
+
+trace 'do_sys_open "%s", arg2@user' -n main
+        Trace the open syscall and only print event that process names containing "main"
+trace 'do_sys_open "%s", arg2@user' --uid 1001
+        Trace the open syscall and only print event that processes with user ID 1001
+trace 'do_sys_open "%s", arg2@user' -f config
+        Trace the open syscall and print the filename being opened filtered by "config"
+trace 'sys_read (arg3 > 20000) "read %d bytes", arg3'
+        Trace the read syscall and print a message for reads >20000 bytes
+trace 'r::do_sys_open "%llx", retval'
+        Trace the return from the open syscall and print the return value
+trace 'c:open (arg2 == 42) "%s %d", arg1, arg2'
+        Trace the open() call from libc only if the flags (arg2) argument is 42
+trace 'c:malloc "size = %d", arg1'
+        Trace malloc calls and print the size being allocated
+trace 'p:c:write (arg1 == 1) "writing %d bytes to STDOUT", arg3'
+        Trace the write() call from libc to monitor writes to STDOUT
+trace 'r::__kmalloc (retval == 0) "kmalloc failed!"'
+        Trace returns from __kmalloc which returned a null pointer
+trace 'r:c:malloc (retval) "allocated = %x", retval'
+        Trace returns from malloc and print non-NULL allocated buffers
+trace 't:block:block_rq_complete "sectors=%d", args->nr_sector'
+        Trace the block_rq_complete kernel tracepoint and print # of tx sectors
+trace 'u:pthread:pthread_create (arg4 != 0)'
+        Trace the USDT probe pthread_create when its 4th argument is non-zero
+trace 'u:pthread:libpthread:pthread_create (arg4 != 0)'
+        Ditto, but the provider name "libpthread" is specified.
+trace 'p::SyS_nanosleep(struct timespec *ts) "sleep for %lld ns", ts->tv_nsec'
+        Trace the nanosleep syscall and print the sleep duration in ns
+trace -c /sys/fs/cgroup/system.slice/workload.service '__x64_sys_nanosleep' '__x64_sys_clone'
+        Trace nanosleep/clone syscall calls only under workload.service
+        cgroup hierarchy.
+trace -I 'linux/fs.h' \\
+      'p::uprobe_register(struct inode *inode) "a_ops = %llx", inode->i_mapping->a_ops'
+        Trace the uprobe_register inode mapping ops, and the symbol can be found
+        in /proc/kallsyms
+trace -I 'kernel/sched/sched.h' \\
+      'p::__account_cfs_rq_runtime(struct cfs_rq *cfs_rq) "%d", cfs_rq->runtime_remaining'
+        Trace the cfs scheduling runqueue remaining runtime. The struct cfs_rq is defined
+        in kernel/sched/sched.h which is in kernel source tree and not in kernel-devel
+        package.  So this command needs to run at the kernel source tree root directory
+        so that the added header file can be found by the compiler.
+trace -I 'net/sock.h' \\
+      'udpv6_sendmsg(struct sock *sk) (sk->sk_dport == 13568)'
+        Trace udpv6 sendmsg calls only if socket's destination port is equal
+        to 53 (DNS; 13568 in big endian order)
+trace -I 'linux/fs_struct.h' 'mntns_install "users = %d", $task->fs->users'
+        Trace the number of users accessing the file system of the current task
+trace -s /lib/x86_64-linux-gnu/libc.so.6,/bin/ping 'p:c:inet_pton' -U
+        Trace inet_pton system call and use the specified libraries/executables for
+        symbol resolution.
+`;
+
+export const SPEC: ParserSpec = {
+  prog: 'trace',
+  description: 'Attach to functions and print trace messages.',
+  raw: true,
+  epilog: EXAMPLES,
+  options: [
+    {
+      flags: ['-b', '--buffer-pages'],
+      kind: 'value',
+      type: INT,
+      default: 64,
+      help: 'number of pages to use for perf_events ring buffer (default: 64)',
+    },
+    {
+      flags: ['-p', '--pid'],
+      kind: 'value',
+      type: INT,
+      metavar: 'PID',
+      dest: 'tgid',
+      help: 'id of the process to trace (optional)',
+    },
+    {
+      flags: ['-L', '--tid'],
+      kind: 'value',
+      type: INT,
+      metavar: 'TID',
+      dest: 'pid',
+      help: 'id of the thread to trace (optional)',
+    },
+    { flags: ['--uid'], kind: 'value', type: INT, metavar: 'UID', help: 'id of the user to trace (optional)' },
+    { flags: ['-v', '--verbose'], kind: 'flag', help: 'print resulting BPF program code before executing' },
+    {
+      flags: ['-Z', '--string-size'],
+      kind: 'value',
+      type: INT,
+      default: 80,
+      help: 'maximum size to read from strings',
+    },
+    { flags: ['-S', '--include-self'], kind: 'flag', help: "do not filter trace's own pid from the trace" },
+    {
+      flags: ['-M', '--max-events'],
+      kind: 'value',
+      type: INT,
+      help: 'number of events to print before quitting',
+    },
+    { flags: ['-t', '--timestamp'], kind: 'flag', help: 'print timestamp column (offset from trace start)' },
+    {
+      flags: ['-u', '--unix-timestamp'],
+      kind: 'flag',
+      help: 'print UNIX timestamp instead of offset from trace start, requires -t',
+    },
+    { flags: ['-T', '--time'], kind: 'flag', help: 'print time column' },
+    { flags: ['-C', '--print_cpu'], kind: 'flag', help: 'print CPU id' },
+    {
+      flags: ['-c', '--cgroup-path'],
+      kind: 'value',
+      metavar: 'CGROUP_PATH',
+      dest: 'cgroup_path',
+      help: 'cgroup path',
+    },
+    { flags: ['-n', '--name'], kind: 'value', help: 'only print process names containing this name' },
+    {
+      flags: ['-f', '--msg-filter'],
+      kind: 'value',
+      dest: 'msg_filter',
+      help: 'only print the msg of event containing this string',
+    },
+    { flags: ['-B', '--bin_cmp'], kind: 'flag', help: 'allow to use STRCMP with binary values' },
+    {
+      flags: ['-s', '--sym_file_list'],
+      kind: 'value',
+      metavar: 'SYM_FILE_LIST',
+      dest: 'sym_file_list',
+      help: 'comma separated list of symbol files to use for symbol resolution',
+    },
+    { flags: ['-K', '--kernel-stack'], kind: 'flag', help: 'output kernel stack trace' },
+    { flags: ['-U', '--user-stack'], kind: 'flag', help: 'output user stack trace' },
+    { flags: ['-a', '--address'], kind: 'flag', help: 'print virtual address in stacks' },
+    {
+      flags: ['-I', '--include'],
+      kind: 'append',
+      metavar: 'header',
+      help:
+        'additional header files to include in the BPF program as either full path, or relative to current ' +
+        'working directory, or relative to default kernel header search path',
+    },
+    { flags: ['-A', '--aggregate'], kind: 'flag', help: 'aggregate amount of each trace' },
+    { flags: ['--ebpf'], kind: 'flag', help: null },
+  ],
+  positionals: [{ name: 'probes', metavar: 'probe', nargs: '+', help: 'probe specifier (see examples)' }],
+};
+
+/** A bcc `trace` probe error: bcc's `error in probe '<text>': <reason>`. */
+export class TraceProbeError extends BpfscopeError {
+  constructor(probe: string, reason: string) {
+    super(`error in probe '${probe}': ${reason}`);
+    this.name = 'TraceProbeError';
+  }
+}
+
+/** A printf conversion of bcc's trace format strings and the C type its value is stored as. */
+export type TraceConv =
+  's' | 'u' | 'd' | 'lu' | 'llu' | 'ld' | 'lld' | 'hu' | 'hd' | 'x' | 'lx' | 'llx' | 'c' | 'K' | 'U';
+
+/** bcc's `Probe.c_type`: the C type a value of each conversion is stored as. */
+const C_TYPE: Record<Exclude<TraceConv, 's'>, CType> = {
+  u: { kind: 'int', bits: 32, signed: false },
+  d: { kind: 'int', bits: 32, signed: true },
+  lu: { kind: 'int', bits: 64, signed: false },
+  ld: { kind: 'int', bits: 64, signed: true },
+  llu: { kind: 'int', bits: 64, signed: false },
+  lld: { kind: 'int', bits: 64, signed: true },
+  hu: { kind: 'int', bits: 16, signed: false },
+  hd: { kind: 'int', bits: 16, signed: true },
+  x: { kind: 'int', bits: 32, signed: false },
+  lx: { kind: 'int', bits: 64, signed: false },
+  llx: { kind: 'int', bits: 64, signed: false },
+  c: { kind: 'int', bits: 8, signed: true },
+  K: { kind: 'int', bits: 64, signed: false },
+  U: { kind: 'int', bits: 64, signed: false },
+};
+const CONVS: TraceConv[] = ['llu', 'lld', 'llx', 'lu', 'ld', 'lx', 'hu', 'hd', 's', 'u', 'd', 'x', 'c', 'K', 'U'];
+
+/** A piece of a parsed format string: literal text, or the conversion of the next value. */
+export type FormatPart = { text: string } | { conv: TraceConv };
+
+/** One parsed trace probe. */
+export interface TraceProbe {
+  /** The specifier as given. */
+  raw: string;
+  type: 'p' | 'r' | 't' | 'u';
+  /** Library or binary (`c`, a path); '' for the kernel. */
+  library: string;
+  /** Function (p/r), `category:event` (t) or `[provider:]probe` (u). */
+  target: string;
+  /** What the FUNC column shows: the function, the tracepoint's event or the USDT probe name. */
+  display: string;
+  /** Byte offset into the function (`func+0x12`). */
+  offset: number;
+  /** The text inside the signature's parentheses, or null. */
+  signature: string | null;
+  /** The predicate's C text (with its parentheses), or null. */
+  filter: string | null;
+  /** The format string (without its quotes), split; empty when the probe has no message. */
+  format: FormatPart[];
+  /** The value expressions (C), one per conversion. */
+  values: string[];
+}
+
+/** Split a trace format string (bcc's `_parse_types`): `%%` is a literal `%`, the conversions of {@link CONVS}. */
+export function parseFormat(fmt: string, probe: string): FormatPart[] {
+  const parts: FormatPart[] = [];
+  let text = '';
+  for (let i = 0; i < fmt.length; i++) {
+    if (fmt[i] !== '%') {
+      text += fmt[i];
+      continue;
+    }
+    if (fmt[i + 1] === '%') {
+      text += '%';
+      i++;
+      continue;
+    }
+    const conv = CONVS.find((c) => fmt.startsWith(c, i + 1));
+    if (!conv) throw new TraceProbeError(probe, `unrecognized format specifier ${fmt.slice(i, i + 2)}`);
+    if (text) parts.push({ text });
+    text = '';
+    parts.push({ conv });
+    i += conv.length;
+  }
+  if (text) parts.push({ text });
+  return parts;
+}
+
+/** Split `text` at top-level commas (outside parentheses, brackets and string literals). */
+function splitArgs(text: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let cur = '';
+  let quote: string | null = null;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quote) {
+      cur += c;
+      if (c === '\\') cur += text[++i] ?? '';
+      else if (c === quote) quote = null;
+      continue;
+    }
+    if (c === '"' || c === "'") quote = c;
+    else if (c === '(' || c === '[') depth++;
+    else if (c === ')' || c === ']') depth--;
+    else if (c === ',' && depth === 0) {
+      out.push(cur);
+      cur = '';
+      continue;
+    }
+    cur += c;
+  }
+  out.push(cur);
+  return out.map((s) => s.trim()).filter((s) => s.length > 0);
+}
+
+/**
+ * Parse one trace probe as bcc's `Probe._parse_probe` does: the specifier runs to the first blank or `(`, then an
+ * optional `(signature)`, an optional balanced `(predicate)`, and an optional `"format", arg, ...` action.
+ * @throws TraceProbeError with bcc's reasons
+ */
+export function parseTraceProbe(text: string): TraceProbe {
+  const m = /^([^ \t(]+)(\([^(]*\))?(.*)$/s.exec(text);
+  if (!m) throw new TraceProbeError(text, 'probe specifier expected');
+  const [, spec, sig, restText] = m as unknown as [string, string, string | undefined, string];
+  let parts = spec.split(':');
+  if (parts.length === 1) parts = ['p', '', parts[0]!];
+  else if (parts.length === 2) parts = ['p', parts[0]!, parts[1]!];
+  const type = parts[0] === '' ? 'p' : parts[0]!;
+  if (!['p', 'r', 't', 'u'].includes(type)) {
+    throw new TraceProbeError(text, `probe type must be '', 'p', 't', 'r', or 'u', but got '${parts[0]}'`);
+  }
+  let offset = 0;
+  let last = parts[parts.length - 1]!;
+  if (last.includes('+')) {
+    const [fn, off = ''] = last.split('+');
+    const n = /^0[xX][0-9a-fA-F]+$/.test(off) ? Number.parseInt(off, 16) : /^\d+$/.test(off) ? Number(off) : NaN;
+    if (Number.isNaN(n)) {
+      throw new TraceProbeError(text, `invalid offset format  '${off}', must be decimal or hexadecimal`);
+    }
+    last = fn!;
+    offset = n;
+    parts[parts.length - 1] = last;
+  }
+  let library: string;
+  let target: string;
+  let display: string;
+  if (type === 't') {
+    library = '';
+    target = `${parts[1] ?? ''}:${parts[2] ?? ''}`;
+    display = parts[2] ?? '';
+  } else if (type === 'u') {
+    library = parts[1] ?? '';
+    target = parts.slice(2).join(':');
+    display = target;
+  } else {
+    library = parts.slice(1, -1).join(':');
+    target = last;
+    display = last;
+  }
+  const signature = sig ? sig.slice(1, -1) : null;
+  if (signature !== null && (type === 'u' || type === 't')) {
+    throw new TraceProbeError(
+      text,
+      "USDT and tracepoint probes can't have a function signature; use arg1, arg2, ... instead",
+    );
+  }
+  let rest = restText.trimStart();
+  let filter: string | null = null;
+  if (rest.startsWith('(')) {
+    let balance = 1;
+    for (let i = 1; i < rest.length; i++) {
+      if (rest[i] === '(') balance++;
+      if (rest[i] === ')') balance--;
+      if (balance === 0) {
+        filter = rest.slice(0, i + 1);
+        rest = rest.slice(i + 1);
+        break;
+      }
+    }
+    if (filter === null) throw new TraceProbeError(text, 'unmatched end of predicate');
+  }
+  let format: FormatPart[] = [];
+  let values: string[] = [];
+  const action = rest.trim();
+  if (action.length > 0) {
+    const fm = /(".*?"),?(.*)/s.exec(action);
+    if (!fm) throw new TraceProbeError(text, 'expected format string in "s');
+    format = parseFormat(fm[1]!.slice(1, -1), text);
+    values = splitArgs(fm[2]!);
+    const convs = format.filter((p) => 'conv' in p).length;
+    if (convs !== values.length) {
+      throw new TraceProbeError(text, `the format has ${convs} conversions but ${values.length} arguments were given`);
+    }
+  }
+  return {
+    raw: text,
+    type: type as TraceProbe['type'],
+    library,
+    target,
+    display,
+    offset,
+    signature,
+    filter,
+    format,
+    values,
+  };
+}
+
+/** Options of {@link buildProgram} (bcc's flags). */
+export interface TraceOptions {
+  /** -p: process id (tgid). */
+  tgid?: number | null;
+  /** -L: thread id. */
+  tid?: number | null;
+  uid?: number | null;
+  /** Our own pid, filtered out unless -S (null: not filtered). */
+  selfPid?: number | null;
+  stringSize: number;
+  /** -t: record the event time. */
+  timestamp: boolean;
+  /** -C */
+  cpu: boolean;
+  kernelStack: boolean;
+  userStack: boolean;
+  ringPages?: number;
+}
+
+/**
+ * The bpftrace attach point of a probe (via framework/probespec.ts); `resolve` sees the parsed spec first.
+ * @throws TraceProbeError for an unknown library
+ */
+export function attachPoint(p: TraceProbe, resolve?: (spec: ProbeSpec) => void): string {
+  const specText =
+    p.type === 't'
+      ? `t:${p.target}`
+      : p.type === 'u'
+        ? `u:${p.library}:${p.target}`
+        : `${p.type}:${p.library}:${p.target}`;
+  let spec: ProbeSpec;
+  try {
+    spec = parseProbeSpec(specText, { allowReturn: true });
+  } catch (e) {
+    throw new TraceProbeError(p.raw, (e as Error).message);
+  }
+  resolve?.(spec);
+  return toAttachPoint(spec, p.offset ? `${p.target}+${p.offset}` : p.target);
+}
+
+/** x86-64 registers of a syscall's arguments in the `struct pt_regs` a `__x64_sys_*` wrapper receives. */
+const SYSCALL_REGS = ['di', 'si', 'dx', 'r10', 'r8', 'r9'];
+
+/**
+ * The bpftrace names of bcc's aliases in probe `p`: `arg1..arg6` (argument registers, USDT arguments, or the
+ * wrapped `pt_regs` of a `__x64_sys_*` kprobe as bcc's `aliases_indarg`), `retval`, `$uid`, `$gid`, `$pid` (the
+ * thread id), `$tgid`, `$cpu`, `$task`, and the signature's parameters.
+ */
+export function traceNames(p: TraceProbe): (name: string) => string | undefined {
+  const syscallWrapper = p.type === 'p' && p.library === '' && p.target.startsWith('__x64_sys_');
+  const params = new Map<string, string>();
+  if (p.signature !== null) {
+    parseSignature(p.signature).forEach((q, i) => {
+      try {
+        params.set(q.name, paramExpr(i, q.type));
+      } catch (e) {
+        throw new TraceProbeError(p.raw, (e as Error).message);
+      }
+    });
+  }
+  const common: Record<string, string> = {
+    retval: 'retval',
+    $uid: 'uid',
+    $gid: 'gid',
+    $pid: 'tid',
+    $tgid: 'pid',
+    $cpu: 'cpu',
+    $task: 'curtask',
+  };
+  return (name) => {
+    const a = /^arg([1-6])$/.exec(name);
+    if (a && p.type !== 't') {
+      const i = Number(a[1]) - 1;
+      return syscallWrapper ? `((struct pt_regs *)arg0)->${SYSCALL_REGS[i]}` : `arg${i}`;
+    }
+    return params.get(name) ?? common[name];
+  };
+}
+
+/** Field layout of a probe's event record, after the probe index. */
+interface Layout {
+  ints: number[];
+  strings: number[];
+}
+
+function layoutOf(p: TraceProbe): Layout {
+  const convs = p.format.flatMap((f) => ('conv' in f ? [f.conv] : []));
+  const ints: number[] = [];
+  const strings: number[] = [];
+  convs.forEach((c, i) => (c === 's' ? strings : ints).push(i));
+  return { ints, strings };
+}
+
+/** The bpftrace probe for trace probe `p` (index `index`): filters, then one event record. */
+export function probeProgram(p: TraceProbe, index: number, o: TraceOptions, attach: string): string {
+  const names = traceNames(p);
+  const tr = (e: string): string => {
+    try {
+      return translateCExpr(e, { names }).trim();
+    } catch (err) {
+      throw new TraceProbeError(p.raw, (err as Error).message);
+    }
+  };
+  const who =
+    o.tid != null
+      ? `tid == ${o.tid}`
+      : o.tgid != null
+        ? `pid == ${o.tgid}`
+        : o.selfPid != null
+          ? `pid != ${o.selfPid}`
+          : null;
+  const conds = [who, o.uid != null ? `uid == ${o.uid}` : null, p.filter !== null ? tr(p.filter) : null];
+  const convs = p.format.flatMap((f) => ('conv' in f ? [f.conv] : []));
+  const { ints, strings } = layoutOf(p);
+  const fields: [string, string][] = [
+    ['%d', `${index}`],
+    ['%u', 'pid'],
+    ['%u', 'tid'],
+  ];
+  if (o.timestamp) fields.push(['%llu', 'nsecs']);
+  if (o.cpu) fields.push(['%u', 'cpu']);
+  if (o.kernelStack) fields.push(['%s', 'kstack(raw)']);
+  if (o.userStack) fields.push(['%s', 'ustack(raw)']);
+  for (const i of ints) {
+    const t = C_TYPE[convs[i] as Exclude<TraceConv, 's'>] as CType & { kind: 'int' };
+    fields.push([t.signed ? '%lld' : '%llu', convertTo(t, tr(p.values[i]!), o.stringSize)]);
+  }
+  fields.push(['%s', 'comm']);
+  for (const i of strings) fields.push(['%s', convertTo({ kind: 'string' }, tr(p.values[i]!), o.stringSize)]);
+  return `${attach}${predicate(conds)} {\n  ${eventPrintf(fields)}\n}\n`;
+}
+
+/** The bpftrace program for `probes` (attach points given, in order). */
+export function buildProgram(probes: TraceProbe[], attach: string[], o: TraceOptions): string {
+  let prog = configBlock(o.ringPages ? { ringPages: o.ringPages } : {});
+  probes.forEach((p, i) => {
+    prog += probeProgram(p, i, o, attach[i]!);
+  });
+  return prog;
+}
+
+/** One decoded event of a probe. */
+export interface TraceEvent {
+  tgid: number;
+  tid: number;
+  ts: bigint | null;
+  cpu: number | null;
+  kstack: bigint[];
+  ustack: bigint[];
+  comm: string;
+  /** Values in format order: integers as bigint, strings as text. */
+  values: (bigint | string)[];
+}
+
+/** Addresses of a `kstack(raw)`/`ustack(raw)` text (one hex address per line). */
+export function rawStack(text: string): bigint[] {
+  return (text.match(/[0-9a-fA-F]+/g) ?? []).map((h) => BigInt(`0x${h}`));
+}
+
+/** Decode the fields after the probe index (see {@link probeProgram}). */
+export function decodeEvent(p: TraceProbe, o: TraceOptions, rest: string): TraceEvent {
+  const { ints, strings } = layoutOf(p);
+  const fixed = 2 + (o.timestamp ? 1 : 0) + (o.cpu ? 1 : 0) + (o.kernelStack ? 1 : 0) + (o.userStack ? 1 : 0);
+  const f = splitFields(rest, fixed + ints.length + 1 + strings.length);
+  let k = 0;
+  const next = (): string => f[k++] ?? '';
+  const ev: TraceEvent = {
+    tgid: Number(next()),
+    tid: Number(next()),
+    ts: o.timestamp ? BigInt(next()) : null,
+    cpu: o.cpu ? Number(next()) : null,
+    kstack: o.kernelStack ? rawStack(next()) : [],
+    ustack: o.userStack ? rawStack(next()) : [],
+    comm: '',
+    values: [],
+  };
+  const values: (bigint | string)[] = [];
+  for (const i of ints) values[i] = BigInt(next());
+  ev.comm = next();
+  for (const i of strings) values[i] = next();
+  ev.values = values;
+  return ev;
+}
+
+/** Symbol text of `%K` (kernel, pid -1) and `%U` (the event's process) values: bcc's `sym(addr, pid, True, True)`. */
+export interface Symbolizer {
+  kernel: (addr: bigint) => string;
+  user: (pid: number, addr: bigint) => string;
+}
+
+/** A symbolizer on our resolver: `name+0xoff [module]`, `[unknown]` for an unknown address. */
+export function resolverSymbolizer(r = new SymbolResolver()): Symbolizer {
+  return {
+    kernel: (a) => bccName(r.kernel(a), { showModule: true, showOffset: true }),
+    user: (pid, a) => bccName(r.user(pid, a), { showModule: true, showOffset: true }),
+  };
+}
+
+/** bcc's `_format_message`: the probe's format with the event's values (`%d` decimal, `%x` hex, `%K`/`%U` symbols). */
+export function formatMessage(p: TraceProbe, ev: TraceEvent, sym: Symbolizer): string {
+  let out = '';
+  let i = 0;
+  for (const part of p.format) {
+    if ('text' in part) {
+      out += part.text;
+      continue;
+    }
+    const v = ev.values[i++]!;
+    switch (part.conv) {
+      case 's':
+        out += String(v);
+        break;
+      case 'x':
+      case 'lx':
+      case 'llx':
+        out += BigInt(v).toString(16);
+        break;
+      case 'c':
+        out += String.fromCharCode(Number(BigInt.asUintN(8, BigInt(v))));
+        break;
+      case 'K':
+        out += sym.kernel(BigInt(v));
+        break;
+      case 'U':
+        out += sym.user(ev.tgid, BigInt(v));
+        break;
+      default:
+        out += BigInt(v).toString();
+    }
+  }
+  return out;
+}
+
+/** How rows are printed (bcc's class-level Probe settings). */
+export interface RowOptions {
+  /** -t: offset from the start; -T: local time; -u with either: UNIX time / 17 columns. */
+  timestamp: boolean;
+  time: boolean;
+  unixTimestamp: boolean;
+  cpu: boolean;
+  address: boolean;
+  /** Monotonic ns and UNIX seconds at the start (bcc's first_ts, first_ts_real). */
+  firstTs: bigint;
+  firstTsReal: number;
+}
+
+/** bcc's header line (`all_probes_trivial`: no probe has a message). */
+export function header(
+  o: Pick<RowOptions, 'timestamp' | 'time' | 'unixTimestamp' | 'cpu'>,
+  allTrivial: boolean,
+): string {
+  let h = '';
+  if (o.timestamp || o.time) h += pyFormat(o.unixTimestamp ? '%-17s ' : '%-8s ', 'TIME');
+  if (o.cpu) h += pyFormat('%-3s ', 'CPU');
+  return `${h}${pyFormat('%-7s %-7s %-15s %-16s %s', 'PID', 'TID', 'COMM', 'FUNC', allTrivial ? '' : '-')}\n`;
+}
+
+/** bcc's `_time_off_str` text of an event time, before truncation. */
+function timeText(ts: bigint | null, o: RowOptions, now: Date): string {
+  if (!o.timestamp || ts === null) return clockTime(now);
+  const offset = Number(ts - o.firstTs) / 1e9;
+  return (o.unixTimestamp ? offset + o.firstTsReal : offset).toFixed(6);
+}
+
+/** bcc's `_stack_to_string`: one line per frame, 8 spaces, `-a` adds the address as `%16x `. */
+export function stackText(addrs: bigint[], name: (a: bigint) => string, address: boolean): string {
+  let s = '';
+  for (const a of addrs) s += `        ${address ? pyFormat('%16x ', a) : ''}${name(a)}\n`;
+  return s;
+}
+
+/** bcc's `print_event` text for one event (the row, then its stacks). */
+export function formatEvent(
+  p: TraceProbe,
+  ev: TraceEvent,
+  msg: string,
+  o: RowOptions & { kernelStack: boolean; userStack: boolean },
+  sym: Symbolizer,
+  now = new Date(),
+): string {
+  let s = '';
+  if (o.timestamp || o.time) {
+    const t = timeText(ev.ts, o, now);
+    s += o.unixTimestamp ? pyFormat('%-17s ', t.slice(0, 17)) : pyFormat('%-8s ', t.slice(0, 8));
+  }
+  if (o.cpu) s += pyFormat('%-3s ', String(ev.cpu));
+  s += pyFormat('%-7d %-7d %-15s %-16s %s\n', ev.tgid, ev.tid, ev.comm, p.display, msg);
+  if (o.kernelStack) s += stackText(ev.kstack, (a) => sym.kernel(a), o.address);
+  if (o.userStack) s += stackText(ev.ustack, (a) => sym.user(ev.tgid, a), o.address);
+  return s;
+}
+
+function usageError(message: string): ArgError {
+  return new ArgError(message, formatUsage(SPEC), SPEC.prog);
+}
+
+async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+  if (a.tgid && a.pid) {
+    writer.err.write(usageError('only one of -p and -L may be specified').text());
+    return 2;
+  }
+  const maxEvents = a.max_events as number | null;
+  if (a.aggregate && maxEvents === null) {
+    writer.line('-M/--max-events should be specified with -A/--aggregate');
+    return 1;
+  }
+  if (a.cgroup_path !== null) {
+    throw unsupported(
+      'trace: -c/--cgroup-path needs a cgroup-array map and bpf_current_task_under_cgroup, which bpfscope does not have yet',
+    );
+  }
+  if (a.sym_file_list !== null) {
+    throw unsupported('trace: -s/--sym_file_list needs build-id stack traces, which bpfscope does not support yet');
+  }
+  let probes: TraceProbe[];
+  const attach: string[] = [];
+  try {
+    probes = (a.probes as string[]).map(parseTraceProbe);
+    for (const p of probes) {
+      attach.push(
+        attachPoint(p, (spec) => {
+          if (spec.kind === 'kprobe' || spec.kind === 'kretprobe') {
+            if (!kprobesAvailable()) matchTargets(spec);
+          }
+        }),
+      );
+    }
+  } catch (e) {
+    if (e instanceof TraceProbeError) {
+      writer.line(e.message);
+      return 1;
+    }
+    throw e;
+  }
+  const opts: TraceOptions = {
+    tgid: a.tgid as number | null,
+    tid: a.pid as number | null,
+    uid: a.uid as number | null,
+    selfPid: a.include_self ? null : process.pid,
+    stringSize: a.string_size as number,
+    timestamp: Boolean(a.timestamp),
+    cpu: a.print_cpu as boolean,
+    kernelStack: a.kernel_stack as boolean,
+    userStack: a.user_stack as boolean,
+    ringPages: (a.buffer_pages as number) > 0 ? (a.buffer_pages as number) * onlineCpus() : 0,
+  };
+  let program: string;
+  try {
+    program = buildProgram(probes, attach, opts);
+  } catch (e) {
+    if (e instanceof TraceProbeError) {
+      writer.line(e.message);
+      return 1;
+    }
+    throw e;
+  }
+  if (a.verbose || a.ebpf) {
+    writer.line(program);
+    if (a.ebpf) return 0;
+  }
+  const rows: RowOptions & { kernelStack: boolean; userStack: boolean } = {
+    timestamp: a.timestamp as boolean,
+    time: a.time as boolean,
+    unixTimestamp: a.unix_timestamp as boolean,
+    cpu: opts.cpu,
+    address: a.address as boolean,
+    kernelStack: opts.kernelStack,
+    userStack: opts.userStack,
+    firstTs: process.hrtime.bigint(),
+    firstTsReal: Date.now() / 1000,
+  };
+  const sym = resolverSymbolizer();
+  const name = a.name as string | null;
+  const msgFilter = a.msg_filter as string | null;
+  const aggregate = a.aggregate as boolean;
+  const counts = new Map<string, number>();
+  let eventCount = 0;
+  let done = false;
+  let tracer: Tracer | null = null;
+  return runProgram({
+    tool: 'trace',
+    program,
+    writer,
+    fieldCount: 2,
+    stackMapEntries: 1024,
+    onStarted: (t) => {
+      tracer = t;
+      writer.write(
+        header(
+          rows,
+          probes.every((p) => p.format.length === 0),
+        ),
+      );
+    },
+    onEvent: (f) => {
+      if (done) return;
+      const p = probes[Number(f[0])];
+      if (!p) return;
+      const ev = decodeEvent(p, opts, f[1] ?? '');
+      if (name !== null && !ev.comm.includes(name)) return;
+      const msg = formatMessage(p, ev, sym);
+      if (msgFilter && !msg.includes(msgFilter)) return;
+      const text = formatEvent(p, ev, msg, rows, sym);
+      if (!aggregate) writer.write(rows.kernelStack || rows.userStack ? `${text}\n` : text);
+      else counts.set(text, (counts.get(text) ?? 0) + 1);
+      eventCount++;
+      if (maxEvents !== null && eventCount >= maxEvents) {
+        if (aggregate) writer.write(formatAggregate(counts));
+        done = true;
+        (tracer as Tracer | null)?.stop();
+      }
+    },
+  });
+}
+
+/** bcc's `print_aggregate_events`: each distinct event text with its count, most frequent first. */
+export function formatAggregate(counts: Map<string, number>): string {
+  return [...counts.entries()]
+    .sort((x, y) => y[1] - x[1])
+    .map(([k, v]) => `${k}-->COUNT ${v}\n\n`)
+    .join('');
+}
+
+/** `bpfscope trace [flags] probe [probe ...]`; resolves with the exit status. */
+export function main(argv: string[]): Promise<number> {
+  return toolMain(SPEC, argv, run);
+}
