@@ -104,6 +104,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: "Trace outstanding memory allocations that weren't freed.",
     load: async () => (await import('../tools/memleak.js')).main,
   },
+  memleak: {
+    summary: "Trace outstanding memory allocations that weren't freed.",
+    load: async () => (await import('../tools/memleak.js')).main,
+  },
   statsnoop: {
     summary: 'Trace stat() syscalls',
     load: async () => (await import('../tools/statsnoop.js')).main,

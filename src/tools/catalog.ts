@@ -26,6 +26,7 @@ export const TOOLS: readonly ToolInfo[] = [
   { name: 'killsnoop', summary: 'Trace signals issued by the kill() syscall' },
   { name: 'memleak', summary: "Trace outstanding memory allocations that weren't freed." },
   { name: 'llcstat', summary: 'Summarize cache references and misses by PID' },
+  { name: 'memleak', summary: "Trace outstanding memory allocations that weren't freed." },
   { name: 'offcputime', summary: 'Summarize off-CPU time by stack trace' },
   { name: 'oomkill', summary: 'Trace the out-of-memory killer' },
   { name: 'opensnoop', summary: 'Trace open() syscalls' },

@@ -38,6 +38,8 @@ export interface RunOptions {
   durationSec?: number | null;
   /** `--exec`: a shell command started stopped, traced from its first instruction; the run ends when it exits. */
   command?: string;
+  /** `-p PID`: every probe but BEGIN/END fires for this process only (uprobes attach to it); the run ends when it exits. */
+  pid?: number;
   /** Distinct stacks each kstack/ustack map holds (bcc's --stack-storage-size). */
   stackMapEntries?: number;
 }
@@ -66,6 +68,7 @@ export async function runProgram(opts: RunOptions): Promise<number> {
     printMapsAtExit: false,
     handleSignals: true,
     ...(opts.command !== undefined ? { command: opts.command } : {}),
+    ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
     ...(opts.stackMapEntries !== undefined ? { stackMapEntries: opts.stackMapEntries } : {}),
   });
   try {
