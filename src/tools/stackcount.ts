@@ -1,0 +1,232 @@
+/**
+ * stackcount: count the stack traces that led to the functions, tracepoints or USDT probes a pattern matches.
+ * Follows bcc's `tools/stackcount.py` (flags, help, bcc probe specifiers with `*` wildcards or `-r` regexps,
+ * "Tracing N functions for ..." line, stacks as `  frame` lines with `    --` between kernel and user frames (-d),
+ * `    comm [pid]` (-P) and `    count`, sorted by count; `-f` folded lines `comm;user;-;kernel count`; `-s`
+ * offsets, `-v` addresses, `-K`/`-U`, `-i`/`-D`, `-T`, "Detaching...") with one bpftrace probe over every matched
+ * target counting `kstack(raw)`/`ustack(raw)` keys; the stack map holds 1024 stacks as bcc's.
+ *
+ * Differences from bcc: user stacks are symbolized in the process that recorded them even without -P (bcc uses
+ * pid -1 then and prints `[unknown]`), so the key also holds the pid and stacks are merged by their printed text
+ * afterwards; the comm prints as text (bcc 0.26 on Python 3 prints `b'comm'`); `-c CPU` filters every probe type
+ * (bcc only kernel ones).
+ */
+import type { MapDump } from '../runtime/output/model.js';
+import { bccName, foldedName, type Frame, SymbolResolver } from '../symbols/resolver.js';
+import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { intervalOf, intervalPrefix, resolveTargets, type Targets, tracingLine } from './framework/functool.js';
+import type { ToolWriter } from './framework/output.js';
+import { configBlock, predicate } from './framework/program.js';
+import { ProbeSpecError } from './framework/probespec.js';
+import { pyFormat } from './framework/pyformat.js';
+import { runProgram, toolMain } from './framework/runner.js';
+import { ProcessPreparer, type StackEntry, symbolizeEntries } from './stacktool.js';
+
+export const SPEC: ParserSpec = {
+  prog: 'stackcount',
+  description: 'Count events and their stack traces',
+  raw: true,
+  epilog: `examples:
+    ./stackcount submit_bio         # count kernel stack traces for submit_bio
+    ./stackcount -d ip_output       # include a user/kernel stack delimiter
+    ./stackcount -s ip_output       # show symbol offsets
+    ./stackcount -sv ip_output      # show offsets and raw addresses (verbose)
+    ./stackcount 'tcp_send*'        # count stacks for funcs matching tcp_send*
+    ./stackcount -r '^tcp_send.*'   # same as above, using regular expressions
+    ./stackcount -Ti 5 ip_output    # output every 5 seconds, with timestamps
+    ./stackcount -p 185 ip_output   # count ip_output stacks for PID 185 only
+    ./stackcount -c 1 put_prev_entity   # count put_prev_entity stacks for CPU 1 only
+    ./stackcount -p 185 c:malloc    # count stacks for malloc in PID 185
+    ./stackcount t:sched:sched_fork # count stacks for sched_fork tracepoint
+    ./stackcount -p 185 u:node:*    # count stacks for all USDT probes in node
+    ./stackcount -K t:sched:sched_switch   # kernel stacks only
+    ./stackcount -U t:sched:sched_switch   # user stacks only
+        `,
+  options: [
+    { flags: ['-p', '--pid'], kind: 'value', type: INT, help: 'trace this PID only' },
+    { flags: ['-c', '--cpu'], kind: 'value', type: INT, help: 'trace this CPU only' },
+    { flags: ['-i', '--interval'], kind: 'value', type: INT, help: 'summary interval, seconds' },
+    { flags: ['-D', '--duration'], kind: 'value', type: INT, help: 'total duration of trace, seconds' },
+    { flags: ['-T', '--timestamp'], kind: 'flag', help: 'include timestamp on output' },
+    {
+      flags: ['-r', '--regexp'],
+      kind: 'flag',
+      help: 'use regular expressions. Default is "*" wildcards only.',
+    },
+    { flags: ['-s', '--offset'], kind: 'flag', help: 'show address offsets' },
+    { flags: ['-P', '--perpid'], kind: 'flag', help: 'display stacks separately for each process' },
+    { flags: ['-K', '--kernel-stacks-only'], kind: 'flag', help: 'kernel stack only' },
+    { flags: ['-U', '--user-stacks-only'], kind: 'flag', help: 'user stack only' },
+    { flags: ['-v', '--verbose'], kind: 'flag', help: 'show raw addresses' },
+    { flags: ['-d', '--delimited'], kind: 'flag', help: 'insert delimiter between kernel/user stacks' },
+    { flags: ['-f', '--folded'], kind: 'flag', help: 'output folded format' },
+    {
+      flags: ['--debug'],
+      kind: 'flag',
+      help: 'print BPF program before starting (for debugging purposes)',
+    },
+  ],
+  positionals: [{ name: 'pattern', help: 'search expression for events', required: true }],
+};
+
+/** bcc's `BPF_STACK_TRACE(stack_traces, 1024)`. */
+export const STACK_STORAGE = 1024;
+
+export interface StackcountOptions {
+  pid?: number | null;
+  cpu?: number | null;
+  kernel: boolean;
+  user: boolean;
+}
+
+/** Key layout of `@counts` for `o`: `[kstack(raw)?, ustack(raw)?, comm, pid]`. */
+export function keyLayout(o: Pick<StackcountOptions, 'kernel' | 'user'>): {
+  kernel?: number;
+  user?: number;
+  comm: number;
+  id: number;
+} {
+  let i = 0;
+  const kernel = o.kernel ? i++ : undefined;
+  const user = o.user ? i++ : undefined;
+  return { ...(kernel !== undefined ? { kernel } : {}), ...(user !== undefined ? { user } : {}), comm: i, id: i + 1 };
+}
+
+/**
+ * The bpftrace program: one probe over every target counting `@counts[kstack(raw), ustack(raw), comm, pid]`; with
+ * user stacks, each new process is reported once (its symbols are loaded while it lives).
+ */
+export function buildProgram(t: Targets, o: StackcountOptions): string {
+  const conds = [
+    o.pid !== null && o.pid !== undefined ? `pid == ${o.pid}` : null,
+    o.cpu !== null && o.cpu !== undefined ? `cpu == ${o.cpu}` : null,
+  ];
+  const key = [o.kernel ? 'kstack(raw)' : null, o.user ? 'ustack(raw)' : null, 'comm', 'pid'].filter(Boolean);
+  let p = configBlock();
+  p += `${t.attachPoints.join(',\n')}${predicate(conds)} {\n`;
+  if (o.user) p += ProcessPreparer.statement('  ');
+  p += `  @counts[${key.join(', ')}] = count();\n}\n`;
+  return p;
+}
+
+/** How stackcount prints frames and entries. */
+export interface StackcountFormat {
+  offset: boolean;
+  verbose: boolean;
+  /** -d with both stacks. */
+  delimiter: boolean;
+  /** -P: comm and pid are part of the key (and printed). */
+  perPid: boolean;
+  /** -p given: the `comm [pid]` line is left out. */
+  pidGiven: boolean;
+}
+
+/** One frame line: `  [%-16x ]name[+0xoff]`. */
+export function frameLine(f: Frame, fmt: Pick<StackcountFormat, 'offset' | 'verbose'>): string {
+  return `  ${fmt.verbose ? pyFormat('%-16x ', f.addr) : ''}${bccName(f, { showOffset: fmt.offset })}\n`;
+}
+
+/** An entry's multi-line form without its count (bcc's loop body up to `print("    %d\n")`). */
+export function stackText(e: StackEntry, fmt: StackcountFormat): string {
+  let s = '';
+  for (const f of e.kernel ?? []) s += frameLine(f, fmt);
+  if (fmt.delimiter) s += '    --\n';
+  for (const f of e.user ?? []) s += frameLine(f, fmt);
+  if (fmt.perPid && !fmt.pidGiven) s += pyFormat('    %s [%d]\n', e.comm, e.id);
+  return s;
+}
+
+/** The folded form without the count: `comm;user outermost first;[-;]kernel outermost first` (comm '' without -P). */
+export function foldedText(e: StackEntry, fmt: StackcountFormat): string {
+  const parts = [fmt.perPid ? e.comm : ''];
+  for (let i = (e.user?.length ?? 0) - 1; i >= 0; i--) parts.push(foldedName(e.user![i]!));
+  // bcc adds "-" whenever -d is in effect with both stacks, even when one of them is empty.
+  if (fmt.delimiter) parts.push('-');
+  for (let i = (e.kernel?.length ?? 0) - 1; i >= 0; i--) parts.push(foldedName(e.kernel![i]!));
+  return parts.join(';');
+}
+
+/**
+ * One interval's report: entries with the same printed text merged (pids split user symbolization only), sorted
+ * ascending by count (ties by text), each as bcc prints it.
+ */
+export function formatReport(entries: StackEntry[], fmt: StackcountFormat, folded: boolean): string {
+  const merged = new Map<string, bigint>();
+  for (const e of entries) {
+    const text = folded ? foldedText(e, fmt) : stackText(e, fmt);
+    merged.set(text, (merged.get(text) ?? 0n) + e.value);
+  }
+  const rows = [...merged].sort((a, b) =>
+    a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0,
+  );
+  return rows.map(([text, n]) => (folded ? `${text} ${n}\n` : `${text}    ${n}\n\n`)).join('');
+}
+
+async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+  const kOnly = a.kernel_stacks_only as boolean;
+  const uOnly = a.user_stacks_only as boolean;
+  if (kOnly && uOnly) {
+    writer.line('ERROR: -K and -U are mutually exclusive. If you want both stacks, that is the default.');
+    return 1;
+  }
+  const pattern = a.pattern as string;
+  let t: Targets;
+  try {
+    t = resolveTargets(pattern, { regexp: a.regexp as boolean });
+  } catch (e) {
+    if (!(e instanceof ProbeSpecError)) throw e;
+    writer.line(e.message);
+    return 1;
+  }
+  if (t.names.length === 0) {
+    writer.line(`No functions matched by pattern ${t.spec.regex}`);
+    return 1;
+  }
+  const pid = a.pid as number | null;
+  const o: StackcountOptions = { pid, cpu: a.cpu as number | null, kernel: !uOnly, user: !kOnly };
+  const program = buildProgram(t, o);
+  if (a.debug) writer.write(program);
+  const folded = a.folded as boolean;
+  const fmt: StackcountFormat = {
+    offset: a.offset as boolean,
+    verbose: a.verbose as boolean,
+    delimiter: (a.delimited as boolean) && !kOnly && !uOnly,
+    perPid: (a.perpid as boolean) || (pid !== null && pid > 0),
+    pidGiven: pid !== null && pid !== 0,
+  };
+  const resolver = await SymbolResolver.create();
+  const preparer = new ProcessPreparer(resolver);
+  const layout = keyLayout(o);
+  return runProgram({
+    tool: 'stackcount',
+    program,
+    writer,
+    onEvent: preparer.onEvent,
+    fieldCount: 1,
+    stackMapEntries: STACK_STORAGE,
+    interval: { seconds: intervalOf(a.interval as number | null, a.duration as number | null) },
+    durationSec: a.duration as number | null,
+    onStarted: () => {
+      if (!folded) writer.write(tracingLine(t.names.length, pattern));
+    },
+    onTick: (tracer, last) => {
+      let out = folded ? '' : '\n';
+      if (a.timestamp) out += intervalPrefix(true).slice(1);
+      const dump: MapDump = tracer.readMap('counts');
+      const entries = symbolizeEntries(dump, layout, resolver, (k) =>
+        Number((k[layout.id] as { value: bigint }).value),
+      );
+      out += formatReport(entries, fmt, folded);
+      writer.write(out);
+      if (last) {
+        preparer.stop();
+        if (!folded) writer.line('Detaching...');
+      } else tracer.clearMap('counts');
+    },
+  });
+}
+
+/** `bpfscope stackcount [flags] pattern`; resolves with the exit status. */
+export function main(argv: string[]): Promise<number> {
+  return toolMain(SPEC, argv, run);
+}
