@@ -94,6 +94,9 @@ export class Tracer {
         if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
         if (session.runBegin()) {
           session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
+          // bpftrace's hook for its runtime test engine: one line once every probe is live
+          if (process.env.__BPFTRACE_NOTIFY_PROBES_ATTACHED)
+            process.stderr.write('__BPFTRACE_NOTIFY_PROBES_ATTACHED\n');
           if (child) {
             child.resume();
             tracer.resumed = true;
