@@ -97,3 +97,40 @@ export function perFamily(body: (saddr: string, daddr: string, ip: 4 | 6) => str
     `${indent}} else {\n${inner(body('ntop(args.saddr_v6)', 'ntop(args.daddr_v6)', 6))}\n${indent}}\n`
   );
 }
+
+/** TCP header flag bits in bcc's order (`include/net/tcp.h` TCPHDR_FIN ... TCPHDR_CWR). */
+const TCP_FLAG_NAMES: readonly (readonly [number, string])[] = [
+  [0x01, 'FIN'],
+  [0x02, 'SYN'],
+  [0x04, 'RST'],
+  [0x08, 'PSH'],
+  [0x10, 'ACK'],
+  [0x20, 'URG'],
+  [0x40, 'ECE'],
+  [0x80, 'CWR'],
+];
+
+/** bcc's `tcp.flags2str`: the set flags of a TCP header's flag byte, `|`-joined (`SYN|ACK`); '' for none. */
+export function tcpFlagsText(flags: number): string {
+  return TCP_FLAG_NAMES.filter(([bit]) => (flags & bit) !== 0)
+    .map(([, name]) => name)
+    .join('|');
+}
+
+/**
+ * Parse bcc's port-list options (`-P 80,81`; null or undefined: option not given → null). On an item Python's
+ * `int()` rejects, writes the last line of bcc's traceback (`ValueError: invalid literal ...`) to `err` and
+ * returns null: the tool then exits 1, as bcc's uncaught exception does.
+ */
+export function parsePortOptions(
+  texts: readonly unknown[],
+  err: { write(text: string): void },
+): (number[] | null)[] | null {
+  try {
+    return texts.map((t) => (typeof t === 'string' ? parsePortList(t) : null));
+  } catch (e) {
+    if (!(e instanceof PortListError)) throw e;
+    err.write(`ValueError: ${e.message}\n`);
+    return null;
+  }
+}

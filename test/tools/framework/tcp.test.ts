@@ -12,6 +12,7 @@ import {
   PortListError,
   portFilter,
   TCP,
+  tcpFlagsText,
   tcpStateName,
 } from '../../../src/tools/framework/tcp.js';
 
@@ -56,5 +57,15 @@ describe('framework/tcp', () => {
       '  if (args.family == 2) {\n    print(ntop(args.saddr), ntop(args.daddr), 4);\n  } else {\n' +
         '    print(ntop(args.saddr_v6), ntop(args.daddr_v6), 6);\n  }\n',
     );
+  });
+});
+
+describe('framework/tcp flags', () => {
+  it("tcpFlagsText is bcc's tcp.flags2str: set bits FIN..CWR in order, |-joined", () => {
+    assert.equal(tcpFlagsText(0), '');
+    assert.equal(tcpFlagsText(0x10), 'ACK');
+    assert.equal(tcpFlagsText(0x12), 'SYN|ACK');
+    assert.equal(tcpFlagsText(0x19), 'FIN|PSH|ACK');
+    assert.equal(tcpFlagsText(0xff), 'FIN|SYN|RST|PSH|ACK|URG|ECE|CWR');
   });
 });

@@ -1,0 +1,235 @@
+/**
+ * tcplife: one line per TCP session when it closes, with its addresses, ports, bytes and duration. Follows the
+ * tracepoint version of bcc's `tools/tcplife.py` (flags, help, the default 80-column, `-w` and `-s` CSV formats,
+ * `-T`/`-t` columns) on `sock:inet_sock_set_state`:
+ * - any state below FIN_WAIT1 records the socket's birth time (the first one seen is kept, the later early
+ *   states overwrite it as bcc's `birth.update` does);
+ * - SYN_SENT (the connecting process) and LAST_ACK (the process closing a passively closed socket) record the
+ *   PID and comm of the current task for the socket;
+ * - CLOSE prints the session: PID/comm recorded earlier, or the current task's; TX_KB/RX_KB from
+ *   `tcp_sock.bytes_acked`/`bytes_received` (as tcp_get_info() reports them; they count the SYN and FIN as one
+ *   byte each), and the lifespan in ms.
+ * `-L`/`-D` forget sockets on other ports at every state change, `-p` applies at SYN_SENT/LAST_ACK and CLOSE,
+ * `-4`/`-6` at CLOSE, all as bcc does.
+ */
+import type { Parsed, ParserSpec } from './framework/argparse.js';
+import { INT } from './framework/argparse.js';
+import type { ToolWriter } from './framework/output.js';
+import { configBlock, eventPrintf } from './framework/program.js';
+import { pyFormat } from './framework/pyformat.js';
+import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { clockTime, tracepointExists } from './framework/system.js';
+import {
+  familyFilter,
+  IPPROTO_TCP,
+  parsePortOptions,
+  perFamily,
+  portFilter,
+  SET_STATE_PROBE,
+  TCP,
+} from './framework/tcp.js';
+
+export const SPEC: ParserSpec = {
+  prog: 'tcplife',
+  description: 'Trace the lifespan of TCP sessions and summarize',
+  raw: true,
+  epilog: `examples:
+    ./tcplife           # trace all TCP connect()s
+    ./tcplife -T        # include time column (HH:MM:SS)
+    ./tcplife -w        # wider columns (fit IPv6)
+    ./tcplife -stT      # csv output, with times & timestamps
+    ./tcplife -p 181    # only trace PID 181
+    ./tcplife -L 80     # only trace local port 80
+    ./tcplife -L 80,81  # only trace local ports 80 and 81
+    ./tcplife -D 80     # only trace remote port 80
+    ./tcplife -4        # only trace IPv4 family
+    ./tcplife -6        # only trace IPv6 family
+`,
+  options: [
+    { flags: ['-T', '--time'], kind: 'flag', help: 'include time column on output (HH:MM:SS)' },
+    { flags: ['-t', '--timestamp'], kind: 'flag', help: 'include timestamp on output (seconds)' },
+    { flags: ['-w', '--wide'], kind: 'flag', help: 'wide column output (fits IPv6 addresses)' },
+    { flags: ['-s', '--csv'], kind: 'flag', help: 'comma separated values output' },
+    { flags: ['-p', '--pid'], kind: 'value', type: INT, help: 'trace this PID only' },
+    { flags: ['-L', '--localport'], kind: 'value', help: 'comma-separated list of local ports to trace.' },
+    { flags: ['-D', '--remoteport'], kind: 'value', help: 'comma-separated list of remote ports to trace.' },
+    { flags: ['-4', '--ipv4'], kind: 'flag', group: 'family', help: 'trace IPv4 family only' },
+    { flags: ['-6', '--ipv6'], kind: 'flag', group: 'family', help: 'trace IPv6 family only' },
+    { flags: ['--ebpf'], kind: 'flag', help: null },
+  ],
+};
+
+export interface TcplifeOptions {
+  pid?: number | null;
+  localPorts?: number[] | null;
+  remotePorts?: number[] | null;
+  ipv4?: boolean;
+  ipv6?: boolean;
+}
+
+/** Event record fields, in order (the comm last). Bytes are bytes, the span is in µs. */
+export const FIELDS = [
+  'ts_us',
+  'pid',
+  'ip',
+  'laddr',
+  'lport',
+  'raddr',
+  'rport',
+  'tx_bytes',
+  'rx_bytes',
+  'span_us',
+  'comm',
+] as const;
+
+/** The bpftrace program for `o`. */
+export function buildProgram(o: TcplifeOptions): string {
+  const pidOk = o.pid !== null && o.pid !== undefined ? `$pid == ${o.pid}` : null;
+  let p = configBlock();
+  p += `${SET_STATE_PROBE} /args.protocol == ${IPPROTO_TCP}/ {\n`;
+  p += '  $sk = (uint64)args.skaddr;\n';
+  for (const [expr, ports] of [
+    ['args.sport', o.localPorts],
+    ['args.dport', o.remotePorts],
+  ] as const) {
+    const ok = portFilter(expr, ports);
+    if (ok) p += `  if (!(${ok})) {\n    delete(@birth, $sk);\n    return;\n  }\n`;
+  }
+  p += `  if (args.newstate < ${TCP.FIN_WAIT1}) {\n    @birth[$sk] = nsecs;\n  }\n`;
+  p += '  $pid = pid;\n';
+  p += `  if (args.newstate == ${TCP.SYN_SENT} || args.newstate == ${TCP.LAST_ACK}) {\n`;
+  if (pidOk) p += `    if (!(${pidOk})) {\n      return;\n    }\n`;
+  p += '    @who[$sk] = (pid, comm);\n  }\n';
+  p += `  if (args.newstate != ${TCP.CLOSE}) {\n    return;\n  }\n`;
+  p += '  if (!has_key(@birth, $sk)) {\n    delete(@who, $sk);\n    return;\n  }\n';
+  p += '  $span_us = (nsecs - @birth[$sk]) / 1000;\n  delete(@birth, $sk);\n';
+  p += '  $comm = comm;\n  if (has_key(@who, $sk)) {\n    $pid = @who[$sk].0;\n    $comm = @who[$sk].1;\n';
+  p += '    delete(@who, $sk);\n  }\n';
+  const checks = [pidOk, familyFilter(o.ipv4 ?? false, o.ipv6 ?? false)].filter((c): c is string => c !== null);
+  if (checks.length) p += `  if (!(${checks.join(' && ')})) {\n    return;\n  }\n`;
+  p += '  $tp = (struct tcp_sock *)args.skaddr;\n';
+  p += perFamily((s, d, ip) =>
+    eventPrintf([
+      ['%llu', 'nsecs / 1000'],
+      ['%d', '$pid'],
+      ['%d', String(ip)],
+      ['%s', s],
+      ['%d', 'args.sport'],
+      ['%s', d],
+      ['%d', 'args.dport'],
+      ['%llu', '$tp->bytes_acked'],
+      ['%llu', '$tp->bytes_received'],
+      ['%llu', '$span_us'],
+      ['%s', '$comm'],
+    ]),
+  );
+  return `${p}}\n`;
+}
+
+export interface RowOptions {
+  time: boolean;
+  timestamp: boolean;
+  wide: boolean;
+  csv: boolean;
+}
+
+function formats(o: RowOptions): { head: string; row: string } {
+  if (o.csv) return { head: '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s', row: '%d,%s,%s,%s,%s,%s,%d,%d,%d,%.2f' };
+  if (o.wide) {
+    return {
+      head: '%-5s %-16.16s %-2s %-26s %-5s %-26s %-5s %6s %6s %s',
+      row: '%-5d %-16.16s %-2s %-26s %-5s %-26s %-5d %6d %6d %.2f',
+    };
+  }
+  return {
+    head: '%-5s %-10.10s %s%-15s %-5s %-15s %-5s %5s %5s %s',
+    row: '%-5d %-10.10s %s%-15s %-5d %-15s %-5d %5d %5d %.2f',
+  };
+}
+
+/** bcc's header line. */
+export function header(o: RowOptions): string {
+  let h = '';
+  if (o.time) h += o.csv ? 'TIME,' : pyFormat('%-8s ', 'TIME');
+  if (o.timestamp) h += o.csv ? 'TIME(s),' : pyFormat('%-9s ', 'TIME(s)');
+  const ip = o.wide || o.csv ? 'IP' : '';
+  return `${h}${pyFormat(formats(o).head, 'PID', 'COMM', ip, 'LADDR', 'LPORT', 'RADDR', 'RPORT', 'TX_KB', 'RX_KB', 'MS')}\n`;
+}
+
+/**
+ * bcc's `print_ipv4_event`/`print_ipv6_event` for the event fields (see {@link FIELDS}): KB columns are
+ * `bytes / 1024` truncated by `%d`, MS is the span in ms with 2 decimals. `state.startTs` is bcc's `start_ts`.
+ */
+export function formatRow(
+  f: string[],
+  o: RowOptions,
+  state: { startTs: number | null },
+  time: string = clockTime(),
+): string {
+  const [tsText, pid, ip, laddr = '', lport, raddr = '', rport, tx, rx, span, comm = ''] = f;
+  let out = '';
+  if (o.time) out += o.csv ? `${time},` : pyFormat('%-8s ', time);
+  if (o.timestamp) {
+    const ts = Number(tsText);
+    if (state.startTs === null) state.startTs = ts;
+    const delta = (ts - state.startTs) / 1e6;
+    out += o.csv ? pyFormat('%.6f,', delta) : pyFormat('%-9.6f ', delta);
+  }
+  // Python's %d of a float truncates toward zero; the byte counts are non-negative.
+  const kb = (bytes: string | undefined): number => Math.floor(Number(bytes) / 1024);
+  const row = pyFormat(
+    formats(o).row,
+    Number(pid),
+    comm,
+    o.wide || o.csv ? String(ip) : '',
+    laddr,
+    o.wide || o.csv ? String(lport) : Number(lport),
+    raddr,
+    Number(rport),
+    kb(tx),
+    kb(rx),
+    Number(span) / 1000,
+  );
+  return `${out}${row}\n`;
+}
+
+async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+  // bcc converts -D before -L.
+  const lists = parsePortOptions([a.remoteport, a.localport], writer.err);
+  if (!lists) return 1;
+  const [remotePorts, localPorts] = lists;
+  if (!tracepointExists('sock', 'inet_sock_set_state')) {
+    throw unsupported('tcplife: this kernel has no sock:inet_sock_set_state tracepoint (added in Linux 4.16)');
+  }
+  const program = buildProgram({
+    pid: a.pid as number | null,
+    localPorts,
+    remotePorts,
+    ipv4: a.ipv4 as boolean,
+    ipv6: a.ipv6 as boolean,
+  });
+  if (a.ebpf) {
+    writer.write(program);
+    return 0;
+  }
+  const rowOpts: RowOptions = {
+    time: a.time as boolean,
+    timestamp: a.timestamp as boolean,
+    wide: a.wide as boolean,
+    csv: a.csv as boolean,
+  };
+  const state = { startTs: null as number | null };
+  return runProgram({
+    tool: 'tcplife',
+    program,
+    writer,
+    fieldCount: FIELDS.length,
+    onStarted: () => writer.write(header(rowOpts)),
+    onEvent: (f) => writer.write(formatRow(f, rowOpts, state)),
+  });
+}
+
+/** `bpfscope tcplife [flags]`; resolves with the exit status. */
+export function main(argv: string[]): Promise<number> {
+  return toolMain(SPEC, argv, run);
+}

@@ -1,0 +1,193 @@
+/**
+ * tcpconnect (src/tools/tcpconnect.ts): bcc's -h text and usage errors (fixture
+ * test/tools/fixtures/tcp-tools-argparse.json, from bcc 0.26's tcpconnect.py), the generated program, the row and
+ * count formats, and live runs that see loopback connections made by a client process over IPv4 and IPv6.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
+import { pyFormat } from '../../src/tools/framework/pyformat.js';
+import { buildProgram, ConnectCounts, formatRow, header, SPEC } from '../../src/tools/tcpconnect.js';
+import { repoRoot } from '../helpers/cli.js';
+import { liveSkipReason, runBpfscope, startBpfscope, type ToolRun } from './helpers.js';
+import { ipv6LoopbackSkipReason, type TcpSession, tcpSession } from './tcp.js';
+
+export interface ArgparseFixture {
+  help: Record<string, string>;
+  errors: { tool: string; argv: string[]; status: number; stderr: string }[];
+}
+const fixture = JSON.parse(
+  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'tcp-tools-argparse.json'), 'utf8'),
+) as ArgparseFixture;
+
+function usageError(argv: string[]): string {
+  try {
+    parseArgs(SPEC, argv);
+  } catch (e) {
+    return (e as { text(): string }).text();
+  }
+  return '';
+}
+
+describe('tcpconnect options (bcc tools/tcpconnect.py argparse)', () => {
+  it('-h at 80 and 60 columns, with the [-4 | -6] group', () => {
+    assert.equal(formatHelp(SPEC, 78), fixture.help['tcpconnect@80']);
+    assert.equal(formatHelp(SPEC, 58), fixture.help['tcpconnect@60']);
+  });
+
+  for (const c of fixture.errors.filter((e) => e.tool === 'tcpconnect')) {
+    it(`usage error: ${c.argv.join(' ')}`, () => {
+      const prev = process.env.COLUMNS;
+      process.env.COLUMNS = '80';
+      try {
+        assert.equal(usageError(c.argv), c.stderr);
+      } finally {
+        if (prev === undefined) delete process.env.COLUMNS;
+        else process.env.COLUMNS = prev;
+      }
+    });
+  }
+});
+
+describe('tcpconnect program', () => {
+  it('SYN_SENT of TCP sockets, with -p, -u, -P and -4 as predicates', () => {
+    const p = buildProgram({ pid: 181, uid: 1000, ports: [80, 81], ipv4: true });
+    assert.match(
+      p,
+      /^tracepoint:sock:inet_sock_set_state \/\(args\.protocol == 6\) && \(args\.newstate == 2\) && \(pid == 181\) && \(uid == 1000\) && \(args\.dport == 80 \|\| args\.dport == 81\) && \(args\.family == 2\)\/ \{$/m,
+    );
+    assert.match(p, /ntop\(args\.saddr\), ntop\(args\.daddr\), 0, args\.dport, comm\);/);
+    assert.match(p, /ntop\(args\.saddr_v6\), ntop\(args\.daddr_v6\), 0, args\.dport, comm\);/);
+    assert.doesNotMatch(p, /@conn/);
+  });
+
+  it('-L keeps the connect per socket and prints when the socket leaves SYN_SENT', () => {
+    const p = buildProgram({ lport: true, ipv6: true });
+    assert.match(p, /args\.newstate == 2\) && \(args\.family == 10\)\/ \{\n {2}@conn\[\(uint64\)args\.skaddr\] = /);
+    assert.match(p, /\/args\.protocol == 6 && args\.oldstate == 2\/ \{/);
+    assert.match(p, /if \(has_key\(@conn, \$sk\) && args\.sport != 0\)/);
+    assert.match(
+      p,
+      /\$c\.0, \$c\.1, \$c\.2, 6, ntop\(args\.saddr_v6\), ntop\(args\.daddr_v6\), args\.sport, args\.dport, \$c\.3\)/,
+    );
+    assert.match(p, /delete\(@conn, \$sk\);/);
+  });
+});
+
+describe('tcpconnect output format', () => {
+  const plain = { timestamp: false, printUid: false, lport: false };
+  it('headers: "%-7s %-12s %-2s %-16s %-16s %-6s", -t, -U and -L columns', () => {
+    assert.equal(header(plain), 'PID     COMM         IP SADDR            DADDR            DPORT \n');
+    assert.equal(
+      header({ timestamp: true, printUid: true, lport: true }),
+      'TIME(s)  UID   PID     COMM         IP SADDR            LPORT  DADDR            DPORT \n',
+    );
+  });
+
+  it('rows end with the empty QUERY column; comm cut to 12; -t from the first event', () => {
+    const state = { startTs: null as number | null };
+    const f = ['5000000', '181', '1000', '4', '10.0.0.1', '10.0.0.2', '0', '80', 'curl-with-long-name'];
+    assert.equal(formatRow(f, plain, state), '181     curl-with-lo 4  10.0.0.1         10.0.0.2         80     \n');
+    const o = { timestamp: true, printUid: true, lport: true };
+    const g = ['5000000', '181', '1000', '6', '::1', 'fe80::1', '40000', '443', 'curl'];
+    assert.equal(
+      formatRow(g, o, state),
+      '0.000    1000  181     curl         6  ::1              40000  fe80::1          443    \n',
+    );
+    assert.equal(formatRow(['6250000', ...g.slice(1)], o, state).slice(0, 9), '1.250    ');
+  });
+
+  it('-c: counts per address pair and port, IPv4 first, largest first', () => {
+    const c = new ConnectCounts();
+    const ev = (ip: string, s: string, d: string, port: string): string[] => ['1', '1', '0', ip, s, d, '0', port, 'x'];
+    c.add(ev('6', '::1', '::1', '22'));
+    c.add(ev('4', '10.0.0.1', '10.0.0.2', '80'));
+    c.add(ev('4', '10.0.0.1', '10.0.0.3', '443'));
+    c.add(ev('4', '10.0.0.1', '10.0.0.3', '443'));
+    assert.equal(
+      c.format(),
+      `\n${pyFormat('%-25s %-25s %-20s %-10s', 'LADDR', 'RADDR', 'RPORT', 'CONNECTS')}\n` +
+        `${pyFormat('%-25s %-25s %-20s %-10d', '10.0.0.1', '10.0.0.3', '443', 2)}\n` +
+        `${pyFormat('%-25s %-25s %-20s %-10d', '10.0.0.1', '10.0.0.2', '80', 1)}\n` +
+        `${pyFormat('%-25s %-25s %-20s %-10d', '::1', '::1', '22', 1)}\n`,
+    );
+  });
+});
+
+const escapeRe = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+describe('tcpconnect on the live kernel', () => {
+  const skip = liveSkipReason();
+  const v6skip = ipv6LoopbackSkipReason();
+
+  async function started(args: string[]): Promise<ToolRun> {
+    const run = startBpfscope(['tcpconnect', ...args]);
+    assert.ok(await run.waitFor(/DPORT|CONNECTS|Ctrl-C to end\n/, 30_000), run.stderr());
+    return run;
+  }
+
+  it('sees the client connect to 127.0.0.1 and ::1 (default, -L -U -t, -c -4)', { skip }, async () => {
+    const runs = await Promise.all([started([]), started(['-L', '-U', '-t']), started(['-c', '-4'])]);
+    const sessions: TcpSession[] = [await tcpSession(4, 1000, 1000)];
+    if (!v6skip) sessions.push(await tcpSession(6, 1000, 1000));
+    const [plain, wide] = runs;
+    const want = (s: TcpSession): string =>
+      pyFormat(
+        '%-7d %-12.12s %-2d %-16s %-16s %-6d ',
+        s.clientPid,
+        'bpfs_tcpcli',
+        s.host === '::1' ? 6 : 4,
+        s.host,
+        s.host,
+        s.serverPort,
+      );
+    const wantL = (s: TcpSession): string =>
+      pyFormat(
+        '%-6d%-7d %-12.12s %-2d %-16s %-6d %-16s %-6d ',
+        0,
+        s.clientPid,
+        'bpfs_tcpcli',
+        s.host === '::1' ? 6 : 4,
+        s.host,
+        s.clientPort,
+        s.host,
+        s.serverPort,
+      );
+    for (const s of sessions) {
+      assert.ok(await plain!.waitFor(new RegExp(`^${escapeRe(want(s))}$`, 'm'), 10_000), plain!.stdout());
+      assert.ok(await wide!.waitFor(new RegExp(`^[\\d.]+ +${escapeRe(wantL(s))}$`, 'm'), 10_000), wide!.stdout());
+    }
+    for (const r of runs) r.child.kill('SIGINT');
+    const [a, b, c] = await Promise.all(runs.map((r) => r.done));
+    for (const r of [a!, b!, c!]) {
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^Tracing connect \.\.\. Hit Ctrl-C to end\n/);
+    }
+    for (const s of sessions) {
+      // One line per connect, none for the accepted side (the server's socket never enters SYN_SENT).
+      assert.equal(a!.stdout.split('\n').filter((l) => l.includes(` ${s.serverPort} `)).length, 1, a!.stdout);
+    }
+    assert.equal(b!.stdout.split('\n')[1], header({ timestamp: true, printUid: true, lport: true }).slice(0, -1));
+    // -c -4: the IPv4 connect is counted once; the IPv6 one is filtered out.
+    const counts = c!.stdout.split('\n');
+    assert.ok(counts.includes('LADDR                     RADDR                     RPORT                CONNECTS  '));
+    assert.ok(
+      counts.includes(
+        pyFormat('%-25s %-25s %-20s %-10d', '127.0.0.1', '127.0.0.1', String(sessions[0]!.serverPort), 1),
+      ),
+      c!.stdout,
+    );
+    if (sessions[1]) assert.doesNotMatch(c!.stdout, new RegExp(` ${sessions[1].serverPort} `));
+  });
+
+  it('-P with a bad port fails as bcc does (ValueError, exit 1); -d is not supported', { skip }, async () => {
+    const bad = await runBpfscope(['tcpconnect', '-P', '80,http']);
+    assert.equal(bad.code, 1);
+    assert.equal(bad.stderr, "ValueError: invalid literal for int() with base 10: 'http'\n");
+    const dns = await runBpfscope(['tcpconnect', '-d']);
+    assert.equal(dns.code, 1);
+    assert.match(dns.stderr, /^ERROR: tcpconnect: -d\/--dns reads DNS replies with kprobes .*\n$/);
+  });
+});
