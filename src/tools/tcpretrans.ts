@@ -1,0 +1,215 @@
+/**
+ * tcpretrans: trace or count TCP retransmits (and, with -l, tail loss probes). Follows bcc's `tools/tcpretrans.py`
+ * (flags, help, `%-8s %-7s %-2s %-20s %1s> %-20s` header and rows with the local time, bcc's state names, -s
+ * sequence numbers, -c per-flow counts printed at the end sorted by count) on the `tcp:tcp_retransmit_skb`
+ * tracepoint, as bcc does where the kernel has it. The sequence number is the segment's `TCP_SKB_CB(skb)->seq`
+ * (the first u32 of `skb->cb`, `include/net/tcp.h`), read as bcc reads it.
+ *
+ * `-l` adds bcc's kprobe on `tcp_send_loss_probe()` (there is no tracepoint for tail loss probes): on kernels
+ * without kprobes the tool says so and exits.
+ */
+import { type Parsed, type ParserSpec } from './framework/argparse.js';
+import { keyPart } from './framework/histmaps.js';
+import type { ToolWriter } from './framework/output.js';
+import { configBlock, eventPrintf, predicate } from './framework/program.js';
+import { pyFormat } from './framework/pyformat.js';
+import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { clockTime } from './framework/system.js';
+import { AF_INET, AF_INET6, familyFilter, perFamily, tcpStateName } from './framework/tcp.js';
+import { kprobesAvailable } from './framework/probespec.js';
+import type { Tracer } from '../runtime/tracer.js';
+
+export const SPEC: ParserSpec = {
+  prog: 'tcpretrans',
+  description: 'Trace TCP retransmits',
+  raw: true,
+  epilog: `examples:
+    ./tcpretrans           # trace TCP retransmits
+    ./tcpretrans -l        # include TLP attempts
+    ./tcpretrans -4        # trace IPv4 family only
+    ./tcpretrans -6        # trace IPv6 family only
+`,
+  options: [
+    { flags: ['-s', '--sequence'], kind: 'flag', help: 'display TCP sequence numbers' },
+    { flags: ['-l', '--lossprobe'], kind: 'flag', help: 'include tail loss probe attempts' },
+    { flags: ['-c', '--count'], kind: 'flag', help: 'count occurred retransmits per flow' },
+    { flags: ['-4', '--ipv4'], kind: 'flag', group: 'family', help: 'trace IPv4 family only' },
+    { flags: ['-6', '--ipv6'], kind: 'flag', group: 'family', help: 'trace IPv6 family only' },
+    { flags: ['--ebpf'], kind: 'flag', help: null },
+  ],
+};
+
+export interface TcpretransOptions {
+  /** -l: also trace tail loss probes (kprobe on tcp_send_loss_probe). */
+  lossprobe?: boolean;
+  /** -c: count per flow in maps `@ipv4`/`@ipv6` instead of printing events. */
+  count?: boolean;
+  ipv4?: boolean;
+  ipv6?: boolean;
+  /** -s: read the segment's sequence number (otherwise 0 is sent). */
+  sequence?: boolean;
+}
+
+/** Event record fields, in order: type is bcc's `R` (retransmit) or `L` (tail loss probe). */
+export const FIELDS = ['pid', 'ip', 'saddr', 'lport', 'type', 'daddr', 'dport', 'state', 'seq'] as const;
+
+/** The statement that reports one retransmit: an event, or a count keyed by the flow (-c). */
+function report(
+  o: TcpretransOptions,
+  ip: 4 | 6,
+  t: { saddr: string; lport: string; daddr: string; dport: string },
+  type: 'R' | 'L',
+  state: string,
+  seq: string,
+): string {
+  if (o.count) return `@ipv${ip}[${t.saddr}, ${t.lport}, ${t.daddr}, ${t.dport}] = count();`;
+  return eventPrintf([
+    ['%d', 'pid'],
+    ['%d', String(ip)],
+    ['%s', t.saddr],
+    ['%u', t.lport],
+    ['%s', `"${type}"`],
+    ['%s', t.daddr],
+    ['%u', t.dport],
+    ['%d', state],
+    ['%u', seq],
+  ]);
+}
+
+/** The bpftrace program for `o`. */
+export function buildProgram(o: TcpretransOptions): string {
+  let p = configBlock();
+  p += `tracepoint:tcp:tcp_retransmit_skb${predicate([familyFilter(Boolean(o.ipv4), Boolean(o.ipv6))])} {\n`;
+  const seq = o.sequence && !o.count ? '$seq' : '0';
+  if (seq === '$seq') {
+    // TCP_SKB_CB(skb)->seq: struct tcp_skb_cb lives in skb->cb and starts with the sequence number.
+    p += '  $seq = args.skbaddr != 0 ? *(uint32 *)(args.skbaddr + offsetof(struct sk_buff, cb)) : 0;\n';
+  }
+  p += perFamily((saddr, daddr, ip) =>
+    report(o, ip, { saddr, lport: 'args.sport', daddr, dport: 'args.dport' }, 'R', 'args.state', seq),
+  );
+  p += '}\n';
+  if (o.lossprobe) {
+    // bcc's trace_tlp: the socket's addresses and ports, sequence 0 (no skb).
+    const c = '$sk->__sk_common';
+    const family = familyFilter(Boolean(o.ipv4), Boolean(o.ipv6), `${c}.skc_family`);
+    p += `kprobe:tcp_send_loss_probe {\n  $sk = (struct sock *)arg0;\n`;
+    if (family) p += `  if (!(${family})) { return; }\n`;
+    const ports = { lport: `${c}.skc_num`, dport: `bswap(${c}.skc_dport)` };
+    const v4 = { saddr: `ntop(${c}.skc_rcv_saddr)`, daddr: `ntop(${c}.skc_daddr)`, ...ports };
+    const v6 = {
+      saddr: `ntop(${c}.skc_v6_rcv_saddr.in6_u.u6_addr8)`,
+      daddr: `ntop(${c}.skc_v6_daddr.in6_u.u6_addr8)`,
+      ...ports,
+    };
+    p += `  if (${c}.skc_family == ${AF_INET}) {\n    ${report(o, 4, v4, 'L', `${c}.skc_state`, '0')}\n`;
+    p += `  } else if (${c}.skc_family == ${AF_INET6}) {\n    ${report(o, 6, v6, 'L', `${c}.skc_state`, '0')}\n  }\n}\n`;
+  }
+  return p;
+}
+
+/** bcc's header line of the event mode (with -s: STATE and SEQ columns). */
+export function header(sequence: boolean): string {
+  let h = pyFormat('%-8s %-7s %-2s %-20s %1s> %-20s', 'TIME', 'PID', 'IP', 'LADDR:LPORT', 'T', 'RADDR:RPORT');
+  h += sequence ? pyFormat(' %-12s %-10s', 'STATE', 'SEQ') : pyFormat(' %-4s', 'STATE');
+  return `${h}\n`;
+}
+
+/** One event line for the fields (see {@link FIELDS}). */
+export function formatRow(f: string[], sequence: boolean, time: string = clockTime()): string {
+  const [pid, ip, saddr, lport, type, daddr, dport, state, seq] = f;
+  let s = pyFormat(
+    '%-8s %-7d %-2d %-20s %1s> %-20s',
+    time,
+    Number(pid),
+    Number(ip),
+    `${saddr}:${lport}`,
+    type ?? '',
+    `${daddr}:${dport}`,
+  );
+  const name = tcpStateName(Number(state));
+  s += sequence ? pyFormat(' %-12s %s', name, seq ?? '0') : ` ${name}`;
+  return `${s}\n`;
+}
+
+/** One flow of the -c report. */
+export interface FlowCount {
+  saddr: string;
+  lport: number;
+  daddr: string;
+  dport: number;
+  count: bigint;
+}
+
+/** Flows of the `@ipv4`/`@ipv6` count map `name` (`ipv4`, `ipv6`; none when the program has no such map). */
+export function flowCounts(tracer: Pick<Tracer, 'readMap' | 'mapNames'>, name: string): FlowCount[] {
+  if (!tracer.mapNames().includes(name)) return [];
+  return tracer.readMap(name).entries.map((e) => ({
+    saddr: String(keyPart(e.key[0])),
+    lport: Number(keyPart(e.key[1])),
+    daddr: String(keyPart(e.key[2])),
+    dport: Number(keyPart(e.key[3])),
+    count: 'value' in e.value && typeof e.value.value === 'bigint' ? e.value.value : 0n,
+  }));
+}
+
+/**
+ * bcc's -c report: a blank line, the header, then the IPv4 flows and the IPv6 flows, each sorted by ascending
+ * count (ties, which bcc leaves in hash order, by their text), as `[addr]#port <-> [addr]#port  count`.
+ */
+export function formatCounts(v4: FlowCount[], v6: FlowCount[]): string {
+  let s = `\n${pyFormat('%-25s %-25s %-10s', 'LADDR:LPORT', 'RADDR:RPORT', 'RETRANSMITS')}\n`;
+  for (const flows of [v4, v6]) {
+    const rows = flows.map((f) => ({
+      key: pyFormat('%-20s <-> %-20s', `[${f.saddr}]#${f.lport}`, `[${f.daddr}]#${f.dport}`),
+      count: f.count,
+    }));
+    rows.sort((a, b) => (a.count < b.count ? -1 : a.count > b.count ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const r of rows) s += `${pyFormat('%s %10d', r.key, r.count)}\n`;
+  }
+  return s;
+}
+
+async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+  const o: TcpretransOptions = {
+    lossprobe: a.lossprobe as boolean,
+    count: a.count as boolean,
+    ipv4: a.ipv4 as boolean,
+    ipv6: a.ipv6 as boolean,
+    sequence: a.sequence as boolean,
+  };
+  const program = buildProgram(o);
+  if (a.ebpf) {
+    writer.write(program);
+    return 0;
+  }
+  if (o.lossprobe && !kprobesAvailable()) {
+    throw unsupported(
+      'tcpretrans: -l traces tail loss probes with a kprobe on tcp_send_loss_probe(), and this kernel has no kprobes (CONFIG_KPROBES)',
+    );
+  }
+  const sequence = Boolean(o.sequence);
+  return runProgram({
+    tool: 'tcpretrans',
+    program,
+    writer,
+    fieldCount: FIELDS.length,
+    onStarted: () => {
+      writer.line('Tracing retransmits ... Hit Ctrl-C to end');
+      if (!o.count) writer.write(header(sequence));
+    },
+    onEvent: (f) => writer.write(formatRow(f, sequence)),
+    ...(o.count
+      ? {
+          onTick: (t: Tracer, last: boolean) => {
+            if (last) writer.write(formatCounts(flowCounts(t, 'ipv4'), flowCounts(t, 'ipv6')));
+          },
+        }
+      : {}),
+  });
+}
+
+/** `bpfscope tcpretrans [flags]`; resolves with the exit status. */
+export function main(argv: string[]): Promise<number> {
+  return toolMain(SPEC, argv, run);
+}

@@ -1,0 +1,147 @@
+/**
+ * tcpdrop (src/tools/tcpdrop.ts): bcc's -h text, header and event format (with the stack), the generated program,
+ * option errors, and a live run that sees every packet an nftables rule drops in a private network namespace
+ * (test/tools/netns.ts), with the drop reason and the kernel stack.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { formatHelp } from '../../src/tools/framework/argparse.js';
+import { dropReasonNames } from '../../src/tools/framework/skb.js';
+import { buildProgram, formatEvent, header, SPEC } from '../../src/tools/tcpdrop.js';
+import { runBpfscope, startBpfscope } from './helpers.js';
+import { createLossyNetns, type LossyNetns, lossyNetnsSkipReason } from './netns.js';
+
+describe('tcpdrop interface (bcc tools/tcpdrop.py)', () => {
+  it("-h is argparse's help for bcc's parser", () => {
+    assert.equal(
+      formatHelp(SPEC, 78),
+      `usage: tcpdrop [-h] [-4 | -6] [--netns-id NETNS_ID] [--pid-netns PID_NETNS]
+
+Trace TCP drops by the kernel
+
+options:
+  -h, --help            show this help message and exit
+  -4, --ipv4            trace IPv4 family only
+  -6, --ipv6            trace IPv6 family only
+  --netns-id NETNS_ID   the netns id to filter by
+  --pid-netns PID_NETNS
+                        the pid whose netns to filter by
+
+examples:
+    ./tcpdrop           # trace kernel TCP drops
+    ./tcpdrop -4        # trace IPv4 family only
+    ./tcpdrop -6        # trace IPv6 family only
+`,
+    );
+  });
+
+  it('header and events: "%-8s %-7d %-2d %-20s > %-20s %-20s %s (%d)", tab-indented frames, a blank line', () => {
+    assert.equal(
+      header(),
+      'TIME     PID     IP SADDR:SPORT          > DADDR:DPORT          STATE (FLAGS)        REASON (CODE)\n',
+    );
+    const reasons = new Map([[12, 'NETFILTER_DROP']]);
+    const f = ['18659', '4', '127.0.0.1', '39012', '127.0.0.1', '9123', '-1', '24', '12', ''];
+    assert.equal(
+      formatEvent(f, reasons, ['sk_skb_reason_drop+0x90', 'nft_do_chain+0x3e8'], '04:15:08'),
+      '04:15:08 18659   4  127.0.0.1:39012      > 127.0.0.1:9123       - (PSH|ACK)          NETFILTER_DROP (12)\n' +
+        '\tsk_skb_reason_drop+0x90\n\tnft_do_chain+0x3e8\n\n',
+    );
+    const g = ['0', '6', '::1', '22', '::1', '50514', '1', '16', '99', ''];
+    assert.equal(
+      formatEvent(g, reasons, [], '10:00:00'),
+      '10:00:00 0       6  ::1:22               > ::1:50514            ESTABLISHED (ACK)    UNKNOWN (99)\n\n',
+    );
+  });
+
+  it("reason names come from the kernel's enum skb_drop_reason without the SKB_DROP_REASON_ prefix", () => {
+    const names = dropReasonNames();
+    if (names.size === 0) return; // no BTF here: nothing to compare
+    assert.equal(names.get(0), 'SKB_NOT_DROPPED_YET');
+    assert.equal(names.get(1), 'SKB_CONSUMED');
+    assert.equal(names.get(2), 'NOT_SPECIFIED');
+    assert.ok([...names.values()].includes('NETFILTER_DROP'));
+  });
+
+  it('program: kfree_skb drops above NOT_SPECIFIED, IPv4/IPv6 TCP packets, rx_sk when the kernel has it', () => {
+    const p = buildProgram({ rxSk: true });
+    assert.match(
+      p,
+      /^tracepoint:skb:kfree_skb \/\(args\.reason > 2\) && \(args\.protocol == 0x800 \|\| args\.protocol == 0x86dd\)\/ \{$/m,
+    );
+    assert.match(p, /\$sk = \(struct sock \*\)args\.rx_sk;\n {2}if \(\$sk == 0\) \{ \$sk = \$skb->sk; \}/);
+    assert.match(p, /if \(\$ip->protocol == 6\)/);
+    assert.match(p, /if \(\$ip6->nexthdr == 6 /);
+    assert.match(p, /kstack\(raw\)/);
+    assert.doesNotMatch(p, /inum/);
+    const v4 = buildProgram({ ipv4: true, rxSk: false });
+    assert.match(v4, /\/\(args\.reason > 2\) && \(args\.protocol == 0x800\)\//);
+    assert.doesNotMatch(v4, /ipv6hdr|rx_sk/);
+    assert.doesNotMatch(buildProgram({ ipv6: true }), /struct iphdr/);
+    assert.match(buildProgram({ netnsId: 4026531840 }), /if \(\$ns != 4026531840\) \{ return; \}/);
+  });
+
+  it("--pid-netns with --netns-id is bcc's error (stdout, exit 1); -4 with -6 a usage error", async () => {
+    const r = await runBpfscope(['tcpdrop', '--pid-netns', '1', '--netns-id', '5']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, 'ERROR: --pid_netns and --netns-id not allowed together\n');
+    const u = await runBpfscope(['tcpdrop', '-6', '-4']);
+    assert.equal(u.code, 2);
+    assert.match(u.stderr, /tcpdrop: error: argument -4\/--ipv4: not allowed with argument -6\/--ipv6\n$/);
+  });
+});
+
+describe('tcpdrop on the live kernel', () => {
+  const skip = lossyNetnsSkipReason();
+  let ns: LossyNetns | undefined;
+  after(() => ns?.remove());
+
+  it('sees each packet the input rule drops, with NETFILTER_DROP and the netfilter stack', { skip }, async () => {
+    ns = createLossyNetns(4);
+    const run = startBpfscope(['tcpdrop', '--netns-id', String(ns.inode)], { timeoutMs: 60_000 });
+    let dropped: number;
+    let clientPort = 0;
+    try {
+      assert.ok(await run.waitFor(/REASON \(CODE\)\n/, 30_000), run.stderr());
+      const t = ns.transfer(300_000);
+      assert.equal(t.received, 300_000);
+      clientPort = t.clientPort;
+      dropped = ns.dropped();
+      assert.ok(dropped > 0, 'the rule dropped packets');
+      const row = new RegExp(`127\\.0\\.0\\.1:${clientPort} +> 127\\.0\\.0\\.1:${ns.port} `, 'g');
+      const deadline = Date.now() + 10_000;
+      while ((run.stdout().match(row) ?? []).length < dropped && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      run.child.kill('SIGINT');
+    }
+    const r = await run.done;
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.split('\n')[0], header().trimEnd());
+    const code = [...dropReasonNames()].find(([, n]) => n === 'NETFILTER_DROP')?.[0] ?? 12;
+    // Events are a line and its stack frames, ended by a blank line.
+    const events = r.stdout
+      .split('\n')
+      .slice(1)
+      .join('\n')
+      .split('\n\n')
+      .filter((e) => e.includes(`127.0.0.1:${clientPort} `) && e.includes(`127.0.0.1:${ns!.port} `));
+    assert.equal(events.length, dropped, r.stdout);
+    for (const e of events) {
+      const [line, ...frames] = e.split('\n');
+      const m = new RegExp(
+        `^\\d\\d:\\d\\d:\\d\\d \\d+ +4  127\\.0\\.0\\.1:${clientPort} +> 127\\.0\\.0\\.1:${ns.port} +` +
+          `(-|[A-Z_0-9]+) \\(([A-Z|]*)\\) +NETFILTER_DROP \\(${code}\\)$`,
+      ).exec(line!);
+      assert.ok(m, line);
+      assert.match(m[2]!, /ACK/, 'every packet after the SYN carries ACK');
+      assert.ok(frames.length > 0 && frames.every((f) => /^\t\S+$/.test(f)), e);
+      // Dropped by the nftables input hook.
+      assert.ok(
+        frames.some((f) => f.startsWith('\tnf_hook_slow+0x')),
+        e,
+      );
+    }
+  });
+});

@@ -1,0 +1,161 @@
+/**
+ * tcpretrans (src/tools/tcpretrans.ts): bcc's -h text, header, row and -c report formats, the generated program,
+ * and live runs that see the retransmits of a loopback transfer losing packets in a private network namespace
+ * (test/tools/netns.ts), in both the event mode (-s) and the count mode (-c).
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { formatHelp } from '../../src/tools/framework/argparse.js';
+import { buildProgram, formatCounts, formatRow, header, SPEC } from '../../src/tools/tcpretrans.js';
+import { runBpfscope, startBpfscope } from './helpers.js';
+import { createLossyNetns, type LossyNetns, lossyNetnsSkipReason } from './netns.js';
+
+describe('tcpretrans interface (bcc tools/tcpretrans.py)', () => {
+  it("-h is argparse's help for bcc's parser, with the -4/-6 exclusive group", () => {
+    assert.equal(
+      formatHelp(SPEC, 78),
+      `usage: tcpretrans [-h] [-s] [-l] [-c] [-4 | -6]
+
+Trace TCP retransmits
+
+options:
+  -h, --help       show this help message and exit
+  -s, --sequence   display TCP sequence numbers
+  -l, --lossprobe  include tail loss probe attempts
+  -c, --count      count occurred retransmits per flow
+  -4, --ipv4       trace IPv4 family only
+  -6, --ipv6       trace IPv6 family only
+
+examples:
+    ./tcpretrans           # trace TCP retransmits
+    ./tcpretrans -l        # include TLP attempts
+    ./tcpretrans -4        # trace IPv4 family only
+    ./tcpretrans -6        # trace IPv6 family only
+`,
+    );
+  });
+
+  it('header and rows: "%-8s %-7d %-2d %-20s %1s> %-20s" then the state (and sequence with -s)', () => {
+    assert.equal(header(false), 'TIME     PID     IP LADDR:LPORT          T> RADDR:RPORT          STATE\n');
+    assert.equal(
+      header(true),
+      'TIME     PID     IP LADDR:LPORT          T> RADDR:RPORT          STATE        SEQ       \n',
+    );
+    const f = ['18659', '4', '127.0.0.1', '39012', 'R', '127.0.0.1', '9123', '4', '906602072'];
+    assert.equal(
+      formatRow(f, false, '04:15:08'),
+      '04:15:08 18659   4  127.0.0.1:39012      R> 127.0.0.1:9123       FIN_WAIT1\n',
+    );
+    assert.equal(
+      formatRow(f, true, '04:15:08'),
+      '04:15:08 18659   4  127.0.0.1:39012      R> 127.0.0.1:9123       FIN_WAIT1    906602072\n',
+    );
+    const v6 = ['0', '6', '2001:db8::1', '22', 'L', '2001:db8::2', '50514', '1', '0'];
+    assert.equal(
+      formatRow(v6, false, '10:00:00'),
+      '10:00:00 0       6  2001:db8::1:22       L> 2001:db8::2:50514    ESTABLISHED\n',
+    );
+  });
+
+  it('-c report: blank line, header, IPv4 then IPv6 flows by ascending count', () => {
+    const v4 = [
+      { saddr: '10.0.0.1', lport: 22, daddr: '10.0.0.2', dport: 5000, count: 7n },
+      { saddr: '10.0.0.1', lport: 80, daddr: '10.0.0.3', dport: 6000, count: 2n },
+    ];
+    const v6 = [{ saddr: '::1', lport: 9000, daddr: '::1', dport: 41000, count: 1n }];
+    assert.equal(
+      formatCounts(v4, v6),
+      '\nLADDR:LPORT               RADDR:RPORT               RETRANSMITS\n' +
+        '[10.0.0.1]#80        <-> [10.0.0.3]#6000               2\n' +
+        '[10.0.0.1]#22        <-> [10.0.0.2]#5000               7\n' +
+        '[::1]#9000           <-> [::1]#41000                   1\n',
+    );
+  });
+
+  it('program: the retransmit tracepoint; -4/-6 filter the family; -s reads TCP_SKB_CB(skb)->seq; -c counts', () => {
+    const p = buildProgram({});
+    assert.match(p, /^tracepoint:tcp:tcp_retransmit_skb \{$/m);
+    assert.match(p, /ntop\(args\.saddr\)/);
+    assert.match(p, /ntop\(args\.saddr_v6\)/);
+    assert.doesNotMatch(p, /kprobe|offsetof/);
+    assert.match(buildProgram({ ipv4: true }), /tcp_retransmit_skb \/args\.family == 2\//);
+    assert.match(buildProgram({ ipv6: true }), /tcp_retransmit_skb \/args\.family == 10\//);
+    assert.match(
+      buildProgram({ sequence: true }),
+      /\*\(uint32 \*\)\(args\.skbaddr \+ offsetof\(struct sk_buff, cb\)\)/,
+    );
+    const c = buildProgram({ count: true });
+    assert.match(c, /@ipv4\[ntop\(args\.saddr\), args\.sport, ntop\(args\.daddr\), args\.dport\] = count\(\);/);
+    assert.match(c, /@ipv6\[ntop\(args\.saddr_v6\), args\.sport, ntop\(args\.daddr_v6\), args\.dport\] = count\(\);/);
+    assert.doesNotMatch(c, /printf/);
+    const l = buildProgram({ lossprobe: true, ipv6: true });
+    assert.match(l, /^kprobe:tcp_send_loss_probe \{$/m);
+    assert.match(l, /if \(!\(\$sk->__sk_common\.skc_family == 10\)\) \{ return; \}/);
+    assert.match(l, /"L"/);
+  });
+
+  it('-4 and -6 together are a usage error (exit 2)', async () => {
+    const r = await runBpfscope(['tcpretrans', '-4', '-6']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /tcpretrans: error: argument -6\/--ipv6: not allowed with argument -4\/--ipv4\n$/);
+  });
+});
+
+describe('tcpretrans on the live kernel', () => {
+  const skip = lossyNetnsSkipReason();
+  let ns: LossyNetns | undefined;
+  after(() => ns?.remove());
+
+  it(
+    'sees the retransmits of a transfer losing every 4th packet, as events (-s) and per-flow counts (-c)',
+    { skip },
+    async () => {
+      ns = createLossyNetns(4);
+      const events = startBpfscope(['tcpretrans', '-s'], { timeoutMs: 60_000 });
+      const counts = startBpfscope(['tcpretrans', '-c'], { timeoutMs: 60_000 });
+      try {
+        assert.ok(await events.waitFor(/SEQ *\n/, 30_000), events.stderr());
+        assert.ok(await counts.waitFor(/Hit Ctrl-C to end\n/, 30_000), counts.stderr());
+        const t = ns.transfer(300_000);
+        assert.equal(t.received, 300_000);
+        assert.ok(ns.dropped() > 0, 'the rule dropped packets');
+        const flow = new RegExp(`127\\.0\\.0\\.1:${t.clientPort} +R> 127\\.0\\.0\\.1:${ns.port} `);
+        assert.ok(await events.waitFor(flow, 10_000), events.stdout());
+      } finally {
+        events.child.kill('SIGINT');
+        counts.child.kill('SIGINT');
+      }
+      const e = await events.done;
+      const c = await counts.done;
+      assert.equal(e.code, 0, e.stderr);
+      assert.equal(c.code, 0, c.stderr);
+      const lines = e.stdout.split('\n');
+      assert.equal(lines[0], 'Tracing retransmits ... Hit Ctrl-C to end');
+      assert.equal(`${lines[1]}\n`, header(true));
+      const port = String(ns.port);
+      const rows = lines
+        .slice(2)
+        .map((l) =>
+          /^(\d\d:\d\d:\d\d) (\d+) +4 {2}127\.0\.0\.1:(\d+) +R> 127\.0\.0\.1:(\d+) +([A-Z_0-9]+) +(\d+)$/.exec(l),
+        )
+        .filter((m): m is RegExpExecArray => m !== null && m[4] === port);
+      assert.ok(rows.length >= 1, e.stdout);
+      const cport = rows[0]![3]!;
+      for (const m of rows) {
+        assert.equal(m[3], cport, 'one flow');
+        // The sender is the client: it retransmits while established or, after its last write, closing.
+        assert.match(m[5]!, /^(ESTABLISHED|FIN_WAIT1|CLOSING|LAST_ACK|CLOSE_WAIT)$/);
+        const f = [m[2]!, '4', '127.0.0.1', cport, 'R', '127.0.0.1', port, '0', m[6]!];
+        assert.equal(formatRow(f, true, m[1]!).replace(/ \S+ +(\d+)\n$/, ' $1'), m[0].replace(/ \S+ +(\d+)$/, ' $1'));
+      }
+      // Both runs saw the same retransmits: the count of the flow is the number of event rows.
+      assert.match(c.stdout, /\nLADDR:LPORT {15}RADDR:RPORT {15}RETRANSMITS\n/);
+      const counted = new RegExp(
+        `^\\[127\\.0\\.0\\.1\\]#${cport} +<-> \\[127\\.0\\.0\\.1\\]#${port} +(\\d+)$`,
+        'm',
+      ).exec(c.stdout);
+      assert.ok(counted, c.stdout);
+      assert.equal(Number(counted[1]), rows.length, `${e.stdout}\n${c.stdout}`);
+    },
+  );
+});
