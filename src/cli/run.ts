@@ -56,7 +56,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
     if (!brokenPipe) await tracer.wait();
     tracer.finish();
     // bpftrace dies of SIGPIPE there; we exit with the shell's code for it (128 + 13)
-    return brokenPipe ? 141 : 0;
+    return brokenPipe ? 141 : tracer.exitCode;
   } finally {
     tracer.close();
   }

@@ -452,7 +452,17 @@ export class ProbeGen {
         const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.exitName }, { stack: key }]);
         const skip = this.fn.newLabel('noflag');
         this.fn.emit(I.jmpImm('jeq', p, 0, skip));
-        this.fn.emit(I.st(8, p, 0, 1));
+        if (c.args.length) {
+          // exit(code): the process exit status rides in bits 8-15 of the flag (see Session.exitCode)
+          const v = this.fn.vreg();
+          this.fn.emit(I.mov64(v, this.scalar(c.args[0]!)));
+          this.fn.emit(I.alu64Imm('and', v, 0xff));
+          this.fn.emit(I.alu64Imm('lsh', v, 8));
+          this.fn.emit(I.alu64Imm('or', v, 1));
+          this.fn.emit(I.stx(8, p, v, 0));
+        } else {
+          this.fn.emit(I.st(8, p, 0, 1));
+        }
         this.fn.mark(skip);
         this.asyncRecord(AsyncAction.EXIT, 0, 0, () => {});
         this.fn.emit(I.ja(this.endLabel));

@@ -300,6 +300,16 @@ export class Session {
     this.opts.output.flush();
   }
 
+  /**
+   * The process exit status an `exit(code)` asked for (bits 8-15 of the exit flag; 0 without a code or an exit()).
+   * Read it before close().
+   */
+  get exitCode(): number {
+    if (!this.exitFlag || this.closed) return 0;
+    const v = this.exitFlag.lookup(Buffer.alloc(4));
+    return v ? Number((v.readBigUInt64LE(0) >> 8n) & 0xffn) : 0;
+  }
+
   /** exit() sets the flag even when its ring buffer record is lost. */
   private checkExitFlag(): void {
     if (!this.exitFlag || this.closed || this.exitRequested) return;

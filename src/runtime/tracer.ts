@@ -148,6 +148,11 @@ export class Tracer {
     this.session.finish({ printMaps: this.opts.printMapsAtExit ?? true });
   }
 
+  /** The exit status the program asked for with `exit(code)` (0 otherwise). Valid until close(). */
+  get exitCode(): number {
+    return this.session.exitCode;
+  }
+
   /** Close every kernel object, stop watching signals, kill a never-started command. Idempotent. */
   close(): void {
     process.off('SIGINT', this.onSignal);

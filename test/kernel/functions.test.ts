@@ -301,3 +301,16 @@ describe('strcontains, len, macaddr, cgroupid, usermode', () => {
     assert.match(t.stderr, /The usermode builtin can not be used with 'tracepoint' probes/);
   });
 });
+
+describe('exit(code)', () => {
+  it('ends the run with the given exit status after printing the maps; exit() is 0', async () => {
+    const r = await runTool('bpfscope', ['-e', 'interval:ms:50 { @ = 1; exit(69); }']);
+    assert.equal(r.code, 69, r.stderr);
+    assert.equal(r.stdout, '\n\n@: 1\n');
+    const z = await runTool('bpfscope', ['-e', 'BEGIN { exit(); }']);
+    assert.equal(z.code, 0, z.stderr);
+    const bad = await runTool('bpfscope', ['-e', 'BEGIN { exit("x"); }']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /exit\(\) expects an integer exit code \(string\[2\] provided\)/);
+  });
+});

@@ -902,10 +902,13 @@ export class Analyzer {
         }
         return { kind: 'none' };
       }
-      case 'exit':
+      case 'exit': {
         if (args.length > 1) this.error(c.pos, 'exit() takes at most one argument');
-        args.forEach((a) => this.expr(a));
+        const t = args[0] ? this.expr(args[0]) : null;
+        if (t && t.kind !== 'int')
+          this.error(args[0]!.pos, `exit() expects an integer exit code (${typeName(t)} provided)`);
         return { kind: 'none' };
+      }
       case 'time':
         if (args.length > 1 || (args.length === 1 && args[0]!.kind !== 'StrLit')) {
           this.error(c.pos, 'time() expects an optional string literal format');
