@@ -4,23 +4,14 @@
  * count formats, and live runs that see loopback connections made by a client process over IPv4 and IPv6.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
 import { pyFormat } from '../../src/tools/framework/pyformat.js';
 import { buildProgram, ConnectCounts, formatRow, header, SPEC } from '../../src/tools/tcpconnect.js';
-import { repoRoot } from '../helpers/cli.js';
 import { liveSkipReason, runBpfscope, startBpfscope, type ToolRun } from './helpers.js';
-import { ipv6LoopbackSkipReason, type TcpSession, tcpSession } from './tcp.js';
+import { ipv6LoopbackSkipReason, type TcpSession, tcpArgparseFixture, tcpSession } from './tcp.js';
 
-export interface ArgparseFixture {
-  help: Record<string, string>;
-  errors: { tool: string; argv: string[]; status: number; stderr: string }[];
-}
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'tcp-tools-argparse.json'), 'utf8'),
-) as ArgparseFixture;
+const fixture = tcpArgparseFixture();
 
 function usageError(argv: string[]): string {
   try {
