@@ -120,6 +120,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Summarize block device I/O latency as a histogram',
     load: async () => (await import('../tools/biolatency.js')).main,
   },
+  biopattern: {
+    summary: 'Show block device I/O pattern.',
+    load: async () => (await import('../tools/biopattern.js')).main,
+  },
   biosnoop: {
     summary: 'Trace block I/O',
     load: async () => (await import('../tools/biosnoop.js')).main,

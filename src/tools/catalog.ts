@@ -11,6 +11,7 @@ export const TOOLS: readonly ToolInfo[] = [
   { name: 'argdist', summary: 'Trace a function and display a summary of its parameter values.' },
   { name: 'bashreadline', summary: 'Print entered bash commands from all running shells' },
   { name: 'biolatency', summary: 'Summarize block device I/O latency as a histogram' },
+  { name: 'biopattern', summary: 'Show block device I/O pattern.' },
   { name: 'biosnoop', summary: 'Trace block I/O' },
   { name: 'biotop', summary: 'Block device (disk) I/O by process' },
   { name: 'bitesize', summary: 'Summarize block I/O size as a histogram, by process name' },

@@ -2,7 +2,7 @@
  * Disk options shared by the block I/O tools: bcc's `-d DISK` (a device under /dev, turned into the kernel's
  * dev_t encoding `major << 20 | minor` that block tracepoints report) and device-number → name lookups.
  */
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { devKey, readDiskNames } from './system.js';
 
@@ -29,4 +29,23 @@ export function diskDevT(disk: string): number | null {
 export function diskNamer(unknown: string): (dev: number) => string {
   const names = readDiskNames();
   return (dev: number) => names.get(devKey(dev)) ?? unknown;
+}
+
+/**
+ * A dev_t → name function over `/proc/partitions` (read once: bcc's biopattern reads it at start; lines after
+ * the two header lines are `major minor #blocks name`), with `unknown` for devices not listed.
+ */
+export function partitionNamer(unknown: string, path = '/proc/partitions'): (dev: number) => string {
+  const names = new Map<number, string>();
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    /* no names */
+  }
+  for (const line of text.split('\n').slice(2)) {
+    const w = line.trim().split(/\s+/);
+    if (w.length >= 4) names.set(Number(w[0]) * 2 ** 20 + Number(w[1]), w[3]!);
+  }
+  return (dev: number) => names.get(dev) ?? unknown;
 }

@@ -157,3 +157,12 @@ export function pyFloatStr(x: number): string {
   const frac = digits.slice(exp + 1);
   return `${sign}${intPart}.${frac || '0'}`;
 }
+
+/** Python 3's `round(x)` of a float: to the nearest integer, exact halves to the even one (`round(12.5)` is 12). */
+export function pyRound(x: number): number {
+  const f = Math.floor(x);
+  const d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return f % 2 === 0 ? f : f + 1;
+}
