@@ -640,8 +640,13 @@ export class ProbeGen {
       case 'FieldExpr':
         return this.field(e);
       case 'IndexExpr': {
-        // constant index into a record array field (args.args[2])
         const obj = e.object;
+        // p[i] on a pointer: *(p + i)
+        if (obj.type?.kind === 'pointer') {
+          const addr = this.pointerOffset(this.scalar(obj), e.index, obj.type.to, '+');
+          return this.loadMem(e.type!, addr, 0, obj.type.space);
+        }
+        // constant index into a record array field (args.args[2])
         if (obj.kind === 'FieldExpr' && obj.object.kind === 'BuiltinExpr' && obj.object.name === 'args') {
           const f = this.argsField(obj);
           const t = f.type;
@@ -1357,6 +1362,11 @@ export class ProbeGen {
     if (CMP_OPS[e.op] || e.op === '&&' || e.op === '||') {
       return this.reg(this.boolOf((falseL) => this.branchIfFalse(e, falseL), false));
     }
+    if (e.type?.kind === 'pointer' && (e.op === '+' || e.op === '-')) {
+      const ptrLeft = e.left.type?.kind === 'pointer';
+      const p = this.scalar(ptrLeft ? e.left : e.right);
+      return this.reg(this.pointerOffset(p, ptrLeft ? e.right : e.left, e.type.to, e.op));
+    }
     const l = this.scalar(e.left);
     const imm = this.immediate(e.right);
     const immOps: Record<string, I.AluOpName> = {
@@ -1389,6 +1399,18 @@ export class ProbeGen {
     fn.emit(I.mov64(res, l));
     this.arith(e.op, res, r, isSigned(e.left.type!) && isSigned(e.right.type!));
     return this.reg(res);
+  }
+
+  /** `ptr op n` in C terms: a new register holding ptr moved by n elements of type `elem` (void/unknown: bytes). */
+  private pointerOffset(ptr: number, n: Expr, elem: SType, op: '+' | '-'): number {
+    const fn = this.fn;
+    const size = elem.kind === 'none' ? 1 : Math.max(1, sizeOf(elem));
+    const res = fn.vreg();
+    fn.emit(I.mov64(res, this.scalar(n)));
+    if (size !== 1) fn.emit(I.alu64Imm('mul', res, size));
+    if (op === '-') fn.emit(I.neg64(res));
+    fn.emit(I.alu64('add', res, ptr));
+    return res;
   }
 
   /** The value of a compile-time integer operand that fits an instruction's signed 32-bit immediate. */

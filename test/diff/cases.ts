@@ -706,6 +706,11 @@ export function diffCases(): DiffCase[] {
       cmd: W('getppid', 1, 'read', 2, 3),
     }),
     c(
+      'tp-execve-argv-index-and-pointer-arithmetic',
+      'tracepoint:syscalls:sys_enter_execve /pid == cpid/ { printf("%s|%s|%s\\n", str(args.argv[1]), str(args.argv[2]), str(*(args.argv + 3))); }',
+      { cmd: W('getppid', 1, 'read', 2, 3) },
+    ),
+    c(
       'tp-hrtimer-ksym-function',
       'tracepoint:timer:hrtimer_start /pid == cpid && args.mode == 1/ { @[ksym(args.function)] = count(); }',
       { cmd: W('nanosleep', 3, 100) },

@@ -589,6 +589,9 @@ export class Analyzer {
           return null;
         }
         if (['==', '!=', '<', '<=', '>', '>='].includes(e.op)) return BOOL;
+        // C pointer arithmetic: pointer +/- integer stays a pointer, moved by whole elements
+        if (l.kind === 'pointer' && r.kind !== 'pointer' && (e.op === '+' || e.op === '-')) return l;
+        if (r.kind === 'pointer' && l.kind !== 'pointer' && e.op === '+') return r;
         const signed = e.op === '<<' || e.op === '>>' ? isSigned(l) : isSigned(l) || isSigned(r);
         if ((e.op === '/' || e.op === '%') && isSigned(l) && isSigned(r)) {
           this.warn(
@@ -719,6 +722,14 @@ export class Analyzer {
             return null;
           }
           return t.elem;
+        }
+        if (t.kind === 'pointer' && (t.to.kind === 'int' || t.to.kind === 'pointer')) {
+          const it = e.index.type;
+          if (it && it.kind !== 'int') {
+            this.error(e.index.pos, `The index of [] must be an integer (${typeName(it)} provided)`);
+            return null;
+          }
+          return t.to;
         }
         this.error(e.pos, `The [] operator can not be used on expressions of type ${typeName(t)}`);
         return null;
