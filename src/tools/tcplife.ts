@@ -2,8 +2,8 @@
  * tcplife: one line per TCP session when it closes, with its addresses, ports, bytes and duration. Follows the
  * tracepoint version of bcc's `tools/tcplife.py` (flags, help, the default 80-column, `-w` and `-s` CSV formats,
  * `-T`/`-t` columns) on `sock:inet_sock_set_state`:
- * - any state below FIN_WAIT1 records the socket's birth time (the first one seen is kept, the later early
- *   states overwrite it as bcc's `birth.update` does);
+ * - any change to a state below FIN_WAIT1 records the socket's birth time (each one overwrites it, as bcc's
+ *   `birth.update` does, so a connecting socket's life starts at ESTABLISHED);
  * - SYN_SENT (the connecting process) and LAST_ACK (the process closing a passively closed socket) record the
  *   PID and comm of the current task for the socket;
  * - CLOSE prints the session: PID/comm recorded earlier, or the current task's; TX_KB/RX_KB from
