@@ -4,6 +4,7 @@
  * count formats, and live runs that see loopback connections made by a client process over IPv4 and IPv6.
  */
 import assert from 'node:assert/strict';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
 import { pyFormat } from '../../src/tools/framework/pyformat.js';
@@ -171,6 +172,25 @@ describe('tcpconnect on the live kernel', () => {
       c!.stdout,
     );
     if (sessions[1]) assert.doesNotMatch(c!.stdout, new RegExp(` ${sessions[1].serverPort} `));
+  });
+
+  it('-p PID: only the connects of that process', { skip }, async () => {
+    const run = await started(['-p', String(process.pid)]);
+    // One connect from this process (in-process server and client), one from the session's client process.
+    const srv = createServer((c) => c.destroy());
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const port = (srv.address() as AddressInfo).port;
+    await new Promise<void>((r, j) => connect(port, '127.0.0.1', r).on('error', j));
+    const other = await tcpSession(4, 10, 10);
+    srv.close();
+    assert.ok(await run.waitFor(new RegExp(` ${port} +\n`), 10_000), run.stdout());
+    run.child.kill('SIGINT');
+    const r = await run.done;
+    assert.equal(r.code, 0, r.stderr);
+    const rows = r.stdout.split('\n').slice(2, -1);
+    assert.equal(rows.length, 1, r.stdout);
+    assert.match(rows[0]!, new RegExp(`^${process.pid} +\\S+ +4  127\\.0\\.0\\.1 +127\\.0\\.0\\.1 +${port} +$`));
+    assert.doesNotMatch(r.stdout, new RegExp(` ${other.serverPort} `));
   });
 
   it('-P with a bad port fails as bcc does (ValueError, exit 1); -d is not supported', { skip }, async () => {
