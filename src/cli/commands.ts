@@ -140,6 +140,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Summarize run queue (scheduler) latency as a histogram',
     load: async () => (await import('../tools/runqlat.js')).main,
   },
+  runqslower: {
+    summary: 'Trace high run queue latency',
+    load: async () => (await import('../tools/runqslower.js')).main,
+  },
   runqlen: {
     summary: 'Summarize scheduler run queue length as a histogram',
     load: async () => (await import('../tools/runqlen.js')).main,

@@ -34,6 +34,7 @@ export const TOOLS: readonly ToolInfo[] = [
   { name: 'profile', summary: 'Profile CPU stack traces at a timed interval' },
   { name: 'runqlat', summary: 'Summarize run queue (scheduler) latency as a histogram' },
   { name: 'runqlen', summary: 'Summarize scheduler run queue length as a histogram' },
+  { name: 'runqslower', summary: 'Trace high run queue latency' },
   { name: 'softirqs', summary: 'Summarize soft irq event time as histograms.' },
   { name: 'stackcount', summary: 'Count events and their stack traces' },
   { name: 'statsnoop', summary: 'Trace stat() syscalls' },
