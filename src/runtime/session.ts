@@ -211,12 +211,25 @@ export class Session {
     return this.compiled.programs.length;
   }
 
-  /** Run BEGIN probes; returns false if one of them called exit(). */
+  /**
+   * Run BEGIN probes; returns false if one of them called exit(). What they print stays in the ring buffer until
+   * {@link deliverBegin} (bpftrace prints it once every probe is attached).
+   */
   runBegin(): boolean {
     for (const p of this.programs) if (p.plan.expanded.special === 'begin') p.prog.testRun({});
+    const v = this.exitFlag?.lookup(Buffer.alloc(4));
+    return !(v && v.readBigUInt64LE(0) !== 0n);
+  }
+
+  /** Print what BEGIN probes produced and honour their exit(). */
+  deliverBegin(): void {
     this.drain();
     this.checkExitFlag();
-    return !this.exitRequested;
+  }
+
+  /** Whether the program has probes besides BEGIN/END (a program of only those ends after BEGIN, as bpftrace). */
+  get hasEventProbes(): boolean {
+    return this.programs.some((p) => !p.plan.expanded.special);
   }
 
   /** Attach every non-special probe. */

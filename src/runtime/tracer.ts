@@ -7,6 +7,7 @@
  * exiting → detach → END → print maps (unless disabled) → close. `close()` is idempotent and runs on every path.
  */
 
+import { writeSync } from 'node:fs';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { Insn } from '../codegen/ir.js';
 import { type CompileResult, compile } from '../compiler.js';
@@ -94,9 +95,6 @@ export class Tracer {
         if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
         if (session.runBegin()) {
           session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
-          // bpftrace's hook for its runtime test engine: one line once every probe is live
-          if (process.env.__BPFTRACE_NOTIFY_PROBES_ATTACHED)
-            process.stderr.write('__BPFTRACE_NOTIFY_PROBES_ATTACHED\n');
           if (child) {
             child.resume();
             tracer.resumed = true;
@@ -104,6 +102,15 @@ export class Tracer {
           }
           if (opts.pid !== undefined) tracer.watchPid(opts.pid);
         }
+        // bpftrace's hook for its runtime test engine: one stdout line once every probe is live, before the output
+        // of BEGIN (bpftrace prints BEGIN's events only then)
+        if (process.env.__BPFTRACE_NOTIFY_PROBES_ATTACHED) {
+          opts.output.flush();
+          writeSync(1, '__BPFTRACE_NOTIFY_PROBES_ATTACHED\n');
+        }
+        session.deliverBegin();
+        // current bpftrace: a program with only BEGIN/END probes ends once BEGIN's output is printed
+        if (!session.hasEventProbes) tracer.stop();
       } catch (e) {
         tracer.close();
         throw e;
