@@ -65,6 +65,9 @@ export function btfType(btf: Btf, id: number): SType {
           space: 'kernel',
         };
       }
+      // pointers to pointers and enums (`struct file **`, `enum x *`); the chain ends at a struct, an int or void
+      if (tk === BtfKind.PTR || tk === BtfKind.ENUM || tk === BtfKind.ENUM64)
+        return { kind: 'pointer', to: btfType(btf, target), space: 'kernel' };
       return { kind: 'pointer', to: { kind: 'none' }, space: 'kernel' };
     }
     case BtfKind.STRUCT:

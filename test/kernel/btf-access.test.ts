@@ -20,6 +20,18 @@ describe('BTF struct access', () => {
     assert.equal(r.stdout, `1 ${run.pid} btf_wl 1 1\n\n\n`);
   });
 
+  it('walks pointers to pointers (struct file **fd): indexing, arithmetic and -> on the element', async () => {
+    // fd 0 of the traced command is /dev/null (stdin closed by the harness) and fd 9 is not open
+    const r = await runTool('bpfscope', [
+      '-e',
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { $fd = curtask->files->fdt->fd; printf("%d %d %d %d\\n", $fd[0] != 0, *($fd + 1) == $fd[1], $fd[0]->f_inode != 0, $fd[9] == 0); }',
+      '-c',
+      workloadCommand('getppid', 1),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '1 1 1 1\n\n\n');
+  });
+
   it('reports an unknown field with the struct name', async () => {
     const r = await runTool('bpfscope', ['-e', 'BEGIN { @ = curtask->no_such_field; }']);
     assert.equal(r.code, 1);
