@@ -32,6 +32,17 @@ describe('BTF struct access', () => {
     assert.equal(r.stdout, '1 1 1 1\n\n\n');
   });
 
+  it('`.` on a pointer to a struct dereferences it, as current bpftrace (curtask.comm, args.rqtp.tv_nsec)', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'tracepoint:syscalls:sys_enter_nanosleep /pid == cpid/ { printf("%s %d %d\\n", curtask.comm, curtask.parent.pid == curtask->real_parent->pid, args.rqtp.tv_nsec); }',
+      '-c',
+      workloadCommand('comm', 'btf_dot', 'nanosleep', 1, 2500),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'btf_dot 1 2500000\n\n\n');
+  });
+
   it('reports an unknown field with the struct name', async () => {
     const r = await runTool('bpfscope', ['-e', 'BEGIN { @ = curtask->no_such_field; }']);
     assert.equal(r.code, 1);

@@ -835,7 +835,8 @@ export class Analyzer {
     }
     // `p->field` on a pointer to a struct; `s.field` on a struct reached through a pointer (or args)
     let rec: Extract<SType, { kind: 'record' }> | undefined;
-    if (e.arrow && t.kind === 'pointer' && t.to.kind === 'record') rec = t.to;
+    // current bpftrace also accepts `p.field` on a pointer to a struct (it dereferences implicitly)
+    if (t.kind === 'pointer' && t.to.kind === 'record') rec = t.to;
     else if (t.kind === 'record') rec = t;
     if (rec) {
       if (
