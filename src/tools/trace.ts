@@ -579,8 +579,18 @@ export interface Symbolizer {
   user: (pid: number, addr: bigint) => string;
 }
 
-/** A symbolizer on our resolver: `name+0xoff [module]`, `[unknown]` for an unknown address. */
-export function resolverSymbolizer(r = new SymbolResolver()): Symbolizer {
+/**
+ * A symbolizer on our resolver: `name+0xoff [module]`, `[unknown]` for an unknown address. The mappings of
+ * `prepare` (the -p process) are read now, so its addresses resolve even when it exits before its events are read.
+ */
+export function resolverSymbolizer(prepare: number | null = null, r = new SymbolResolver()): Symbolizer {
+  if (prepare !== null) {
+    try {
+      r.prepare(prepare);
+    } catch {
+      // The process may be gone already; its frames then print as [unknown], as bcc's do.
+    }
+  }
   return {
     kernel: (a) => bccName(r.kernel(a), { showModule: true, showOffset: true }),
     user: (pid, a) => bccName(r.user(pid, a), { showModule: true, showOffset: true }),
@@ -760,7 +770,11 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     firstTs: process.hrtime.bigint(),
     firstTsReal: Date.now() / 1000,
   };
-  const sym = resolverSymbolizer();
+  const sym = resolverSymbolizer(
+    opts.userStack || probes.some((p) => p.format.some((f) => 'conv' in f && f.conv === 'U'))
+      ? (opts.tgid ?? null)
+      : null,
+  );
   const name = a.name as string | null;
   const msgFilter = a.msg_filter as string | null;
   const aggregate = a.aggregate as boolean;
