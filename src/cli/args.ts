@@ -23,6 +23,8 @@ export interface CliOptions {
   version: boolean;
   /** --unsafe: allow signal() and other functions with side effects on the system. */
   unsafe: boolean;
+  /** --no-warnings: no compile warnings and no warnf() output (bpftrace's flag). */
+  noWarnings: boolean;
 }
 
 export const DEBUG_STAGES = ['ast', 'ir', 'insns', 'verifier'] as const;
@@ -43,6 +45,7 @@ OPTIONS:
     -q             keep messages quiet
     -d STAGE       debug output: all, ast, ir, insns, verifier (comma separated)
     --unsafe       allow unsafe functions (signal)
+    --no-warnings  disable all warning messages
     -h, --help     show this help message
     -V, --version  print the version
 
@@ -87,6 +90,7 @@ export function parseCli(argv: string[]): CliOptions {
     help: !!v.help,
     version: !!v.version,
     unsafe: !!v.unsafe,
+    noWarnings: !!v['no-warnings'],
   };
   if (v.e !== undefined) opts.program = v.e;
   if (v.c !== undefined) opts.command = v.c;
@@ -139,6 +143,7 @@ function parse(args: string[]) {
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'V' },
       unsafe: { type: 'boolean' },
+      'no-warnings': { type: 'boolean' },
     },
   });
 }

@@ -35,11 +35,12 @@ export async function runProgram(opts: CliOptions): Promise<number> {
     positional: opts.positional,
     quiet: opts.quiet,
     unsafe: opts.unsafe,
+    noWarnings: opts.noWarnings,
     ...(opts.command !== undefined ? { command: opts.command } : {}),
     ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
     ...(opts.verbose || verifierLog ? { logLevel: LOG_LEVEL_STATS | (verifierLog ? 2 : 0) } : {}),
     onCompiled: (result) => {
-      for (const w of result.warnings) process.stderr.write(`${formatDiagnostic(w, source)}\n`);
+      if (!opts.noWarnings) for (const w of result.warnings) process.stderr.write(`${formatDiagnostic(w, source)}\n`);
       if (opts.debug.has('ast')) debug?.printDebugAst(result.ast);
       if (opts.debug.has('ir')) debug?.printDebugIr(result.compiled);
     },

@@ -442,6 +442,12 @@ export class ProbeGen {
       case 'system':
         this.printf(c, AsyncAction.SYSTEM);
         return;
+      case 'errorf':
+        this.printf(c, AsyncAction.ERRORF);
+        return;
+      case 'warnf':
+        this.printf(c, AsyncAction.WARNF);
+        return;
       case 'cat':
         this.printf(c, AsyncAction.CAT);
         return;
@@ -573,7 +579,14 @@ export class ProbeGen {
     const argTypes = c.args.slice(1).map((a) => storageType(a.type!));
     const layout = tupleLayout(argTypes);
     const id = this.tables.printfs.length;
-    this.tables.printfs.push({ id, format: fmt, argTypes, offsets: layout.offsets, payloadSize: layout.size });
+    this.tables.printfs.push({
+      id,
+      format: fmt,
+      argTypes,
+      offsets: layout.offsets,
+      payloadSize: layout.size,
+      pos: c.pos,
+    });
     const vals = c.args.slice(1).map((a) => this.expr(a));
     this.asyncRecord(action, id, layout.size, (rec) => {
       vals.forEach((v, i) => this.storeAs(v, argTypes[i]!, FP, rec + 8 + layout.offsets[i]!));

@@ -11,6 +11,7 @@
  * - CLEAR/ZERO:  nothing (id = map index)
  * - TIME:        nothing (id = time format index)
  * - PRINT_VALUE: the value (id = print-value index)
+ * - ERRORF/WARNF: as PRINTF; the text goes to stderr as a diagnostic at the call's source location
  * - JOIN:        JOIN_MAX_ARGS slots of JOIN_ARG_SIZE bytes, NUL-terminated strings; an empty slot ends the list
  *                (id = join separator index). Built in a per-CPU scratch map, too large for the stack.
  */
@@ -31,6 +32,8 @@ export enum AsyncAction {
   JOIN = 8,
   SYSTEM = 9,
   CAT = 10,
+  ERRORF = 11,
+  WARNF = 12,
 }
 
 /** join(): at most this many array elements, each read as a string of this many bytes (bpftrace's limits). */
@@ -93,6 +96,8 @@ export interface PrintfPlan {
   /** Byte offset of each argument in the record payload (after the 8-byte header). */
   offsets: number[];
   payloadSize: number;
+  /** The call's source span (errorf/warnf print it). */
+  pos?: Span;
 }
 
 export interface PrintValuePlan {

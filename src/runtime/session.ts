@@ -5,13 +5,14 @@
  * run END, print the maps, close everything. `close()` is idempotent and safe from any exit path.
  */
 import { execSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeSync } from 'node:fs';
 import { strerror as cStrerror } from '../kernel/ffi.js';
 import { BpfMap } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
 import { AsyncAction, JOIN_ARG_SIZE, JOIN_MAX_ARGS, MapKind } from '../codegen/plan.js';
 import type { AttachedProbe } from '../probes/types.js';
+import { formatDiagnostic, type SourceFile } from '../lang/diagnostics.js';
 import { SymbolResolver } from '../symbols/resolver.js';
 import { buildMapDump, type DecodeContext, decodeValue } from './decode.js';
 import { StackReader } from './stacks.js';
@@ -68,6 +69,10 @@ export interface SessionOptions {
   symbolizer?: SymbolResolver;
   /** Verifier log level for loads (-v: stats). */
   logLevel?: number;
+  /** The program's source, for errorf()/warnf() messages with their location. */
+  source?: SourceFile;
+  /** `--no-warnings`: warnf() prints nothing. */
+  noWarnings?: boolean;
   /** Distinct stacks each kstack/ustack map can hold (default 4096); later new stacks print empty. */
   stackMapEntries?: number;
   /** Called with each program's load result (for -d / -v output). */
@@ -368,6 +373,18 @@ export class Session {
         const p = this.compiled.printfs[id]!;
         const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
         out.printf(renderPrintf(this.printfs[id]!, args));
+        return;
+      }
+      case AsyncAction.ERRORF:
+      case AsyncAction.WARNF: {
+        const p = this.compiled.printfs[id]!;
+        const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
+        const severity = action === AsyncAction.ERRORF ? 'error' : 'warning';
+        if (severity === 'warning' && this.opts.noWarnings) return;
+        const message = renderPrintf(this.printfs[id]!, args);
+        const source = this.opts.source ?? { name: 'stdin', text: '' };
+        out.flush();
+        writeSync(2, `${formatDiagnostic({ severity, message, ...(p.pos ? { pos: p.pos } : {}) }, source)}\n`);
         return;
       }
       case AsyncAction.SYSTEM:

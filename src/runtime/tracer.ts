@@ -24,6 +24,8 @@ export interface TracerOptions {
   positional?: string[];
   /** --unsafe */
   unsafe?: boolean;
+  /** --no-warnings: warnf() prints nothing. */
+  noWarnings?: boolean;
   /** `-c CMD`: run this shell command, traced from its first instruction; stop when it exits. */
   command?: string;
   /** `-p PID`: target process; stop when it exits. */
@@ -80,6 +82,8 @@ export class Tracer {
       opts.onCompiled?.(result);
       session = new Session(result.compiled, {
         output: opts.output,
+        source: opts.source,
+        ...(opts.noWarnings ? { noWarnings: true } : {}),
         ...(opts.logLevel !== undefined ? { logLevel: opts.logLevel } : {}),
         ...(opts.stackMapEntries !== undefined ? { stackMapEntries: opts.stackMapEntries } : {}),
         ...(opts.onLoaded ? { onLoaded: opts.onLoaded } : {}),

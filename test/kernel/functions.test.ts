@@ -314,3 +314,22 @@ describe('exit(code)', () => {
     assert.match(bad.stderr, /exit\(\) expects an integer exit code \(string\[2\] provided\)/);
   });
 });
+
+describe('errorf and warnf', () => {
+  it('print the formatted message on stderr at the call, as current bpftrace; --no-warnings silences warnf', async () => {
+    const prog = 'BEGIN { errorf("bad %d, %s", 10, "arg2"); warnf("meh %x\\n", 255); printf("out\\n"); exit(); }';
+    const r = await runTool('bpfscope', ['-e', prog]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'out\n\n\n');
+    assert.equal(
+      r.stderr,
+      'Attached 1 probe\n' +
+        `stdin:1:9-41: ERROR: bad 10, arg2\n${prog}\n        ${'~'.repeat(32)}\n` +
+        `stdin:1:43-65: WARNING: meh ff\n${prog}\n${' '.repeat(42)}${'~'.repeat(22)}\n`,
+    );
+    const q = await runTool('bpfscope', ['--no-warnings', '-e', prog]);
+    assert.equal(q.code, 0, q.stderr);
+    assert.doesNotMatch(q.stderr, /WARNING/);
+    assert.match(q.stderr, /ERROR: bad 10, arg2/);
+  });
+});

@@ -89,7 +89,7 @@ export const DEFAULT_STACK_LIMIT = 127;
 export const MAX_STACK_LIMIT = 127;
 
 const AGG_FUNCS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist']);
-const VOID_FUNCS = new Set(['printf', 'exit', 'delete', 'clear', 'zero', 'print', 'time']);
+const VOID_FUNCS = new Set(['printf', 'errorf', 'warnf', 'exit', 'delete', 'clear', 'zero', 'print', 'time']);
 
 /** Widen an integer/bool type to what maps and variables store (64-bit ints). */
 export function storageType(t: SType): SType {
@@ -892,6 +892,8 @@ export class Analyzer {
     switch (c.name) {
       case 'system':
       case 'cat':
+      case 'errorf':
+      case 'warnf':
       case 'printf': {
         if (c.name === 'system' && !this.opts.unsafe) {
           this.error(c.pos, 'system() is an unsafe function being used in safe mode (use --unsafe)');
