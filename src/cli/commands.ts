@@ -140,6 +140,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Summarize run queue (scheduler) latency as a histogram',
     load: async () => (await import('../tools/runqlat.js')).main,
   },
+  slabratetop: {
+    summary: 'Kernel SLAB/SLUB memory cache allocation rate top',
+    load: async () => (await import('../tools/slabratetop.js')).main,
+  },
   runqslower: {
     summary: 'Trace high run queue latency',
     load: async () => (await import('../tools/runqslower.js')).main,

@@ -22,7 +22,7 @@ import { configBlock, predicate } from './framework/program.js';
 import { pyFloatStr, pyFormat } from './framework/pyformat.js';
 import { runProgram, toolMain } from './framework/runner.js';
 import { tracepointExists } from './framework/system.js';
-import { loadavgLine, screenStart } from './framework/top.js';
+import { formatTopScreen, type TopOptions } from './framework/top.js';
 
 export const SPEC: ParserSpec = {
   prog: 'biotop',
@@ -55,7 +55,8 @@ export interface BiotopProgramOptions {
 }
 
 /**
- * The bpftrace program: `@io`, `@bytes` and `@us` (count, sum of request bytes, sum of µs from issue to
+ * The bpftrace program: `@lat` (stats() of the µs from issue to completion: the I/O count and the µs total in
+ * one value, so AVGms is consistent when read while requests complete) and `@bytes` (sum of request bytes)
  * completion) keyed by (pid, comm, write ? 1 : 0, dev), dev being the kernel dev_t (`major << 20 | minor`).
  */
 export function buildProgram(o: BiotopProgramOptions = {}): string {
@@ -71,9 +72,8 @@ export function buildProgram(o: BiotopProgramOptions = {}): string {
   const ind = filter ? '      ' : '    ';
   if (filter) p += `    if ($i.0 == ${o.pid}) {\n`;
   p += `${ind}$w = (strncmp(args.rwbs, "W", 1) == 0 || strncmp(args.rwbs, "FW", 2) == 0) ? 1 : 0;\n`;
-  p += `${ind}@io[$i.0, $i.1, $w, args.dev] = count();\n`;
   p += `${ind}@bytes[$i.0, $i.1, $w, args.dev] = sum($s.1);\n`;
-  p += `${ind}@us[$i.0, $i.1, $w, args.dev] = sum((nsecs - $s.0) / 1000);\n`;
+  p += `${ind}@lat[$i.0, $i.1, $w, args.dev] = stats((nsecs - $s.0) / 1000);\n`;
   if (filter) p += '    }\n';
   p += '    delete(@start[args.dev, args.sector]);\n    delete(@who[args.dev, args.sector]);\n  }\n}\n';
   return p;
@@ -112,18 +112,20 @@ export function collectRows(t: Pick<Tracer, 'readMap'>): BiotopRow[] {
     }
     return r;
   };
-  for (const [name, field] of [
-    ['io', 'io'],
-    ['bytes', 'bytes'],
-    ['us', 'us'],
-  ] as const) {
-    const dump = t.readMap(name);
-    const values = scalarValues(dump);
-    dump.entries.forEach((e, i) => {
-      row(e.key.map(keyPart))[field] = values[i]!.value;
-    });
+  for (const e of t.readMap('lat').entries) {
+    if (e.value.kind !== 'stats') continue;
+    const r = row(e.key.map(keyPart));
+    r.io = e.value.count;
+    r.us = e.value.total;
   }
-  return [...rows.values()];
+  const bytes = t.readMap('bytes');
+  const values = scalarValues(bytes);
+  bytes.entries.forEach((e, i) => {
+    row(e.key.map(keyPart)).bytes = values[i]!.value;
+  });
+  // A request completing between the two reads has bytes but no count: dropped, like the requests that complete
+  // between reading and clearing the maps.
+  return [...rows.values()].filter((r) => r.io > 0n);
 }
 
 /**
@@ -177,25 +179,16 @@ export function formatRow(r: BiotopRow, diskName: (dev: number) => string): stri
   )}\n`;
 }
 
-/**
- * One interval's screen: clear (or an empty line with -C), the loadavg line, the heading and the rows. bcc
- * prints a row before checking `maxrows`, so a maximum below 1 still prints one row.
- */
+/** One interval's screen: clear (or an empty line with -C), the loadavg line, the heading, the sorted rows. */
 export function formatScreen(
   rows: BiotopRow[],
-  o: { noclear: boolean; maxrows: number },
+  o: TopOptions,
   diskName: (dev: number) => string,
   now: Date = new Date(),
   loadavg?: string,
 ): string {
-  let out = screenStart(o.noclear) + loadavgLine(now, loadavg) + TABLE_HEADER;
-  let line = 0;
-  for (const r of sortRows(rows)) {
-    out += formatRow(r, diskName);
-    line++;
-    if (line >= o.maxrows) break;
-  }
-  return out;
+  const lines = sortRows(rows).map((r) => formatRow(r, diskName));
+  return formatTopScreen(TABLE_HEADER, lines, o, now, loadavg);
 }
 
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
@@ -218,7 +211,7 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     onStarted: () => writer.line(pyFormat('Tracing... Output every %d secs. Hit Ctrl-C to end', interval)),
     onTick: (t, last) => {
       writer.write(formatScreen(collectRows(t), o, diskName));
-      for (const m of ['io', 'bytes', 'us']) t.clearMap(m);
+      for (const m of ['lat', 'bytes']) t.clearMap(m);
       if (last) writer.line('Detaching...');
     },
   });

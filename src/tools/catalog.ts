@@ -35,6 +35,7 @@ export const TOOLS: readonly ToolInfo[] = [
   { name: 'runqlat', summary: 'Summarize run queue (scheduler) latency as a histogram' },
   { name: 'runqlen', summary: 'Summarize scheduler run queue length as a histogram' },
   { name: 'runqslower', summary: 'Trace high run queue latency' },
+  { name: 'slabratetop', summary: 'Kernel SLAB/SLUB memory cache allocation rate top' },
   { name: 'softirqs', summary: 'Summarize soft irq event time as histograms.' },
   { name: 'stackcount', summary: 'Count events and their stack traces' },
   { name: 'statsnoop', summary: 'Trace stat() syscalls' },

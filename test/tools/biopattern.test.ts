@@ -5,15 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { MapDump } from '../../src/runtime/output/model.js';
 import { buildProgram, collectRows, formatRow, HEADER, SPEC } from '../../src/tools/biopattern.js';
-import { ArgError, formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
 import { pyRound } from '../../src/tools/framework/pyformat.js';
-import { repoRoot } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
+import { argparseFixtureTests } from './argparse-fixture.js';
 import {
   createLoop,
   type LoopDevice,
@@ -25,34 +22,8 @@ import {
   tempDir,
 } from './helpers.js';
 
-interface Fixture {
-  help: Record<string, string>;
-  errors: { tool: string; argv: string[]; stderr: string }[];
-}
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'biopattern-argparse.json'), 'utf8'),
-) as Fixture;
-
 describe('biopattern options (bcc tools/biopattern.py argparse)', () => {
-  it('-h at 80 and 60 columns', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.help['biopattern@80']);
-    assert.equal(formatHelp(SPEC, 58), fixture.help['biopattern@60']);
-  });
-  for (const c of fixture.errors) {
-    it(`usage error: ${c.argv.join(' ')}`, () => {
-      const prev = process.env.COLUMNS;
-      process.env.COLUMNS = '80';
-      try {
-        assert.throws(
-          () => parseArgs(SPEC, c.argv),
-          (e: unknown) => e instanceof ArgError && e.text() === c.stderr,
-        );
-      } finally {
-        if (prev === undefined) delete process.env.COLUMNS;
-        else process.env.COLUMNS = prev;
-      }
-    });
-  }
+  argparseFixtureTests(SPEC, 'biopattern-argparse');
 });
 
 describe('biopattern program and rows', () => {

@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { MapDump } from '../../src/runtime/output/model.js';
 import {
@@ -18,10 +17,10 @@ import {
   SPEC,
   TABLE_HEADER,
 } from '../../src/tools/biotop.js';
-import { ArgError, formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
+import { parseArgs } from '../../src/tools/framework/argparse.js';
 import { CLEAR_SCREEN } from '../../src/tools/framework/top.js';
-import { repoRoot } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
+import { argparseFixtureTests } from './argparse-fixture.js';
 import {
   createLoop,
   type LoopDevice,
@@ -33,14 +32,6 @@ import {
   tempDir,
 } from './helpers.js';
 
-interface Fixture {
-  help: Record<string, string>;
-  errors: { tool: string; argv: string[]; stderr: string }[];
-}
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'biotop-runqlen-argparse.json'), 'utf8'),
-) as Fixture;
-
 const LOOP0 = 7 * 2 ** 20;
 const names = (d: number): string => (d === LOOP0 ? 'loop0' : d === 254 * 2 ** 20 ? 'vda' : '?');
 
@@ -49,26 +40,7 @@ function row(p: Partial<BiotopRow>): BiotopRow {
 }
 
 describe('biotop options (bcc tools/biotop.py argparse)', () => {
-  it('-h at 80 and 60 columns', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.help['biotop@80']);
-    assert.equal(formatHelp(SPEC, 58), fixture.help['biotop@60']);
-  });
-
-  for (const c of fixture.errors.filter((e) => e.tool === 'biotop')) {
-    it(`usage error: ${c.argv.join(' ')}`, () => {
-      const prev = process.env.COLUMNS;
-      process.env.COLUMNS = '80';
-      try {
-        assert.throws(
-          () => parseArgs(SPEC, c.argv),
-          (e: unknown) => e instanceof ArgError && e.text() === c.stderr,
-        );
-      } finally {
-        if (prev === undefined) delete process.env.COLUMNS;
-        else process.env.COLUMNS = prev;
-      }
-    });
-  }
+  argparseFixtureTests(SPEC, 'biotop-runqlen-argparse');
 
   it('defaults: 1 second, 99999999 outputs, 20 rows', () => {
     const a = parseArgs(SPEC, []);
@@ -84,9 +56,8 @@ describe('biotop program', () => {
       p,
       /tracepoint:block:block_rq_issue \{\n {2}@start\[args\.dev, args\.sector\] = \(nsecs, args\.bytes\);/,
     );
-    assert.match(p, /@io\[\$i\.0, \$i\.1, \$w, args\.dev\] = count\(\);/);
     assert.match(p, /@bytes\[\$i\.0, \$i\.1, \$w, args\.dev\] = sum\(\$s\.1\);/);
-    assert.match(p, /@us\[\$i\.0, \$i\.1, \$w, args\.dev\] = sum\(\(nsecs - \$s\.0\) \/ 1000\);/);
+    assert.match(p, /@lat\[\$i\.0, \$i\.1, \$w, args\.dev\] = stats\(\(nsecs - \$s\.0\) \/ 1000\);/);
     assert.ok(!p.includes('pid =='), p);
   });
 
@@ -134,31 +105,31 @@ describe('biotop screen (bcc format)', () => {
     assert.equal(formatScreen([], { noclear: true, maxrows: 20 }, names, now, 'x').endsWith(TABLE_HEADER), true);
   });
 
-  it('joins the three maps on (pid, comm, write, dev)', () => {
+  it('joins @lat (I/O count and µs total) and @bytes on (pid, comm, write, dev)', () => {
     const key = (pid: number, comm: string, w: number): MapDump['entries'][number]['key'] => [
       { kind: 'int', value: BigInt(pid), signed: false, size: 4 },
       { kind: 'string', value: comm },
       { kind: 'int', value: BigInt(w), signed: false, size: 8 },
       { kind: 'int', value: BigInt(LOOP0), signed: false, size: 4 },
     ];
-    const dump = (kind: 'count' | 'sum', vals: [number, string, number, bigint][]): MapDump => ({
+    const dump = (entries: MapDump['entries']): MapDump => ({
       name: '@m',
       keyTypes: [],
       valueType: { kind: 'int', size: 8, signed: false } as never,
-      entries: vals.map(([p, c, w, v]) => ({ key: key(p, c, w), value: { kind, value: v, signed: false } })),
+      entries,
     });
+    const stats = (count: bigint, total: bigint) => ({ kind: 'stats' as const, count, total, signed: false });
+    const sum = (value: bigint) => ({ kind: 'sum' as const, value, signed: false });
     const maps: Record<string, MapDump> = {
-      io: dump('count', [
-        [5, 'a', 0, 2n],
-        [5, 'a', 1, 1n],
+      lat: dump([
+        { key: key(5, 'a', 0), value: stats(2n, 20n) },
+        { key: key(5, 'a', 1), value: stats(1n, 30n) },
       ]),
-      bytes: dump('sum', [
-        [5, 'a', 1, 4096n],
-        [5, 'a', 0, 8192n],
-      ]),
-      us: dump('sum', [
-        [5, 'a', 0, 20n],
-        [5, 'a', 1, 30n],
+      bytes: dump([
+        { key: key(5, 'a', 1), value: sum(4096n) },
+        { key: key(5, 'a', 0), value: sum(8192n) },
+        // completed between the two reads: no count, dropped
+        { key: key(6, 'b', 0), value: sum(512n) },
       ]),
     };
     const rows = collectRows({ readMap: (n: string) => maps[n]! });

@@ -6,11 +6,9 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { onlineCpus } from '../../src/kernel/cpus.js';
 import type { MapDump } from '../../src/runtime/output/model.js';
-import { ArgError, formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
 import {
   buildProgram,
   cpuSlots,
@@ -21,17 +19,9 @@ import {
   RQ_NR_RUNNING,
   SPEC,
 } from '../../src/tools/runqlen.js';
-import { repoRoot } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
+import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
-
-interface Fixture {
-  help: Record<string, string>;
-  errors: { tool: string; argv: string[]; stderr: string }[];
-}
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'biotop-runqlen-argparse.json'), 'utf8'),
-) as Fixture;
 
 /** A MapDump of `count()` values keyed by integer tuples. */
 function countDump(rows: [number[], bigint][]): MapDump {
@@ -47,26 +37,7 @@ function countDump(rows: [number[], bigint][]): MapDump {
 }
 
 describe('runqlen options (bcc tools/runqlen.py argparse)', () => {
-  it('-h at 80 and 60 columns', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.help['runqlen@80']);
-    assert.equal(formatHelp(SPEC, 58), fixture.help['runqlen@60']);
-  });
-
-  for (const c of fixture.errors.filter((e) => e.tool === 'runqlen')) {
-    it(`usage error: ${c.argv.join(' ')}`, () => {
-      const prev = process.env.COLUMNS;
-      process.env.COLUMNS = '80';
-      try {
-        assert.throws(
-          () => parseArgs(SPEC, c.argv),
-          (e: unknown) => e instanceof ArgError && e.text() === c.stderr,
-        );
-      } finally {
-        if (prev === undefined) delete process.env.COLUMNS;
-        else process.env.COLUMNS = prev;
-      }
-    });
-  }
+  argparseFixtureTests(SPEC, 'biotop-runqlen-argparse');
 });
 
 describe('runqlen program', () => {

@@ -5,44 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { onlineCpus } from '../../src/kernel/cpus.js';
-import { ArgError, formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
+import { parseArgs } from '../../src/tools/framework/argparse.js';
 import { buildProgram, formatEvent, header, SPEC } from '../../src/tools/runqslower.js';
-import { repoRoot } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
+import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, startBpfscope } from './helpers.js';
 
-interface Fixture {
-  help: Record<string, string>;
-  errors: { tool: string; argv: string[]; stderr: string }[];
-}
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'runqslower-argparse.json'), 'utf8'),
-) as Fixture;
-
 describe('runqslower options (bcc tools/runqslower.py argparse)', () => {
-  it('-h at 80 and 60 columns', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.help['runqslower@80']);
-    assert.equal(formatHelp(SPEC, 58), fixture.help['runqslower@60']);
-  });
-  for (const c of fixture.errors) {
-    it(`usage error: ${c.argv.join(' ')}`, () => {
-      const prev = process.env.COLUMNS;
-      process.env.COLUMNS = '80';
-      try {
-        assert.throws(
-          () => parseArgs(SPEC, c.argv),
-          (e: unknown) => e instanceof ArgError && e.text() === c.stderr,
-        );
-      } finally {
-        if (prev === undefined) delete process.env.COLUMNS;
-        else process.env.COLUMNS = prev;
-      }
-    });
-  }
+  argparseFixtureTests(SPEC, 'runqslower-argparse');
   it('min_us defaults to 10000', () => {
     assert.equal(parseArgs(SPEC, []).min_us, 10000);
   });

@@ -23,3 +23,24 @@ export function screenStart(noclear: boolean): string {
 export function loadavgLine(now: Date = new Date(), loadavg: string = loadAvg()): string {
   return `${clockTime(now).padEnd(8)} loadavg: ${loadavg}\n\n`;
 }
+
+/** Options every bcc top-like tool has: `-C` and `-r MAXROWS`. */
+export interface TopOptions {
+  noclear: boolean;
+  maxrows: number;
+}
+
+/**
+ * One interval's screen of a bcc top-like tool: {@link screenStart}, {@link loadavgLine}, the table heading
+ * (`heading`, ending in `\n`) and the already sorted and formatted rows (each ending in `\n`). bcc prints a row
+ * before comparing its count with `maxrows`, so a maximum below 1 still prints one row.
+ */
+export function formatTopScreen(
+  heading: string,
+  rows: string[],
+  o: TopOptions,
+  now: Date = new Date(),
+  loadavg?: string,
+): string {
+  return screenStart(o.noclear) + loadavgLine(now, loadavg) + heading + rows.slice(0, Math.max(1, o.maxrows)).join('');
+}
