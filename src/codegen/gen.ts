@@ -84,6 +84,8 @@ export const H = {
   map_update_elem: 2,
   map_delete_elem: 3,
   ktime_get_ns: 5,
+  ktime_get_boot_ns: 125,
+  ktime_get_tai_ns: 208,
   get_smp_processor_id: 8,
   get_current_pid_tgid: 14,
   get_current_uid_gid: 15,
@@ -1507,6 +1509,14 @@ export class ProbeGen {
       }
       case 'kaddr':
         return this.reg(this.constant(kallsyms().lookup((c.args[0] as { value: string }).value) ?? 0n));
+      case 'nsecs': {
+        // monotonic: CLOCK_MONOTONIC; boot: CLOCK_BOOTTIME; tai (and sw_tai, bpftrace's fallback for kernels
+        // without the helper): CLOCK_TAI
+        const clock = (c.args[0] as { name?: string } | undefined)?.name ?? 'monotonic';
+        const helper =
+          clock === 'boot' ? H.ktime_get_boot_ns : clock === 'monotonic' ? H.ktime_get_ns : H.ktime_get_tai_ns;
+        return this.reg(this.callHelper(helper, []));
+      }
       case 'cgroupid':
         return this.reg(this.constant(cgroupIdOf((c.args[0] as { value: string }).value) ?? 0n));
       case 'macaddr':

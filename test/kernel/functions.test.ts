@@ -333,3 +333,21 @@ describe('errorf and warnf', () => {
     assert.match(q.stderr, /ERROR: bad 10, arg2/);
   });
 });
+
+describe('nsecs(clock)', () => {
+  it('reads CLOCK_MONOTONIC, CLOCK_BOOTTIME and CLOCK_TAI; an unknown clock is an error', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'BEGIN { $m = nsecs(monotonic); $b = nsecs(boot); printf("%d %d %llu\\n", $b >= $m, nsecs >= $m, nsecs(tai)); exit(); }',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    const [ordered, plain, tai] = r.stdout.split('\n')[0]!.split(' ');
+    assert.equal(`${ordered} ${plain}`, '1 1');
+    // CLOCK_TAI is the wall clock plus the kernel's TAI offset (0 unless NTP set it, 37 s today)
+    const offset = Number(BigInt(tai!) / 1000000n) - Date.now();
+    assert.ok(offset > -5_000 && offset < 45_000, `TAI - now = ${offset} ms`);
+    const bad = await runTool('bpfscope', ['-e', 'BEGIN { @ = nsecs(utc); }']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /nsecs\(\) expects a clock: monotonic, boot, tai, sw_tai/);
+  });
+});

@@ -84,6 +84,9 @@ const BUILTIN_TYPES: Record<string, SType> = {
   username: { kind: 'username' },
 };
 
+/** The clocks of `nsecs(mode)` (bpftrace's TimestampMode). */
+export const NSECS_CLOCKS: ReadonlySet<string> = new Set(['monotonic', 'boot', 'tai', 'sw_tai']);
+
 /** Frames kept by kstack/ustack without a limit, and the most allowed (the kernel's perf_event_max_stack default). */
 export const DEFAULT_STACK_LIMIT = 127;
 export const MAX_STACK_LIMIT = 127;
@@ -1116,6 +1119,15 @@ export class Analyzer {
         }
         this.expr(args[1]!);
         return BOOL;
+      }
+      case 'nsecs': {
+        if (!this.argCount(c, 0, 1)) return null;
+        const a = args[0];
+        if (a && !(a.kind === 'BuiltinExpr' && NSECS_CLOCKS.has(a.name))) {
+          this.error(a.pos, `nsecs() expects a clock: ${[...NSECS_CLOCKS].join(', ')}`);
+          return null;
+        }
+        return U64;
       }
       case 'strcontains': {
         if (!this.argCount(c, 2, 2)) return null;
