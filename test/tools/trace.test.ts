@@ -4,6 +4,7 @@
  * tracepoint, a uprobe and a uretprobe (exact rows), with -M/-t/-C and -U.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -21,8 +22,9 @@ import {
   type TraceEvent,
 } from '../../src/tools/trace.js';
 import { repoRoot } from '../helpers/cli.js';
+import { ccSkipReason, compileFixture } from '../helpers/compile.js';
 import { WORKLOAD_COMM, workloadPath } from '../helpers/workload.js';
-import { liveSkipReason, runBpfscope } from './helpers.js';
+import { liveSkipReason, runBpfscope, startBpfscope } from './helpers.js';
 import { runAgainstWorkload } from './pidrun.js';
 
 const fixture = JSON.parse(
@@ -241,6 +243,30 @@ describe('trace on the live kernel', () => {
     const block = r.stdout.split(events[0]!)[1]!.split('\n');
     assert.equal(block[1], `        num+0x0 [${WORKLOAD_COMM}]`);
     assert.ok(r.stdout.includes('\n\n'), 'a blank line after each event with a stack');
+  });
+
+  it('a USDT probe with its arguments (test/fixtures/usdt.c)', { skip: skip ?? ccSkipReason() }, async () => {
+    const bin = compileFixture(join(repoRoot(), 'test', 'fixtures', 'usdt.c'), 'bpfs_usdt_tr');
+    const run = startBpfscope(['trace', `u:${bin}:tick "i=%d v=%d", arg1, arg2`], { timeoutMs: 60_000 });
+    let pid = 0;
+    try {
+      assert.ok(await run.waitFor(/FUNC[^\n]*\n/, 45_000), run.stderr());
+      const w = spawnSync(bin, ['3']);
+      assert.equal(w.status, 0);
+      pid = w.pid!;
+      assert.ok(await run.waitFor(new RegExp(`^${pid} .*i=2 v=20$`, 'm'), 10_000), run.stdout());
+    } finally {
+      run.child.kill('SIGINT');
+    }
+    const r = await run.done;
+    assert.equal(r.code, 0, r.stderr);
+    const p = String(pid).padEnd(7);
+    assert.deepEqual(
+      r.stdout.split('\n').filter((l) => l.startsWith(`${pid} `)),
+      ['i=0 v=0', 'i=1 v=10', 'i=2 v=20'].map(
+        (m) => `${p} ${p} ${'bpfs_usdt_tr'.padEnd(15)} ${'tick'.padEnd(16)} ${m}`,
+      ),
+    );
   });
 
   it(
