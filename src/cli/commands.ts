@@ -64,6 +64,14 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'File reads and writes by process',
     load: async () => (await import('../tools/filetop.js')).main,
   },
+  cachestat: {
+    summary: 'Count cache kernel function calls',
+    load: async () => (await import('../tools/cachestat.js')).main,
+  },
+  ext4slower: {
+    summary: 'Trace common ext4 file operations slower than a threshold',
+    load: async () => (await import('../tools/ext4slower.js')).main,
+  },
   opensnoop: {
     summary: 'Trace open() syscalls',
     load: async () => (await import('../tools/opensnoop.js')).main,
@@ -104,10 +112,6 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: "Trace outstanding memory allocations that weren't freed.",
     load: async () => (await import('../tools/memleak.js')).main,
   },
-  memleak: {
-    summary: "Trace outstanding memory allocations that weren't freed.",
-    load: async () => (await import('../tools/memleak.js')).main,
-  },
   statsnoop: {
     summary: 'Trace stat() syscalls',
     load: async () => (await import('../tools/statsnoop.js')).main,
@@ -143,6 +147,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
   slabratetop: {
     summary: 'Kernel SLAB/SLUB memory cache allocation rate top',
     load: async () => (await import('../tools/slabratetop.js')).main,
+  },
+  pidpersec: {
+    summary: 'Count new processes (via fork).',
+    load: async () => (await import('../tools/pidpersec.js')).main,
   },
   runqslower: {
     summary: 'Trace high run queue latency',
