@@ -33,8 +33,11 @@ export interface LossyNetns {
   port: number;
   /** The namespace's inode number (`--netns-id`). */
   inode: number;
-  /** Send `bytes` from a client to a server on 127.0.0.1:`port` inside the namespace (a Node child process). */
-  transfer(bytes: number): TransferResult;
+  /**
+   * Send `bytes` from a client to a server on `host`:`port` inside the namespace (a Node child process); `host` is
+   * `127.0.0.1` (default) or `::1`.
+   */
+  transfer(bytes: number, host?: string): TransferResult;
   /** Packets the nftables rule has dropped so far. */
   dropped(): number;
   /** Delete the namespace (and with it the rule); safe to call twice. */
@@ -46,14 +49,15 @@ const TRANSFER_SCRIPT = `
 const net = require('net');
 const port = Number(process.argv[1]);
 let left = Number(process.argv[2]);
+const host = process.argv[3];
 const srv = net.createServer((s) => {
   let n = 0;
   s.on('data', (d) => { n += d.length; });
   s.on('end', () => { process.stdout.write(client.localPort + ' ' + n + '\\n'); s.end(); srv.close(); });
 });
 let client;
-srv.listen(port, '127.0.0.1', () => {
-  client = net.connect(port, '127.0.0.1', () => {
+srv.listen(port, host, () => {
+  client = net.connect(port, host, () => {
     const buf = Buffer.alloc(16384, 120);
     const pump = () => {
       while (left > 0) {
@@ -102,17 +106,9 @@ export function createLossyNetns(every = 4): LossyNetns {
       name,
       port,
       inode,
-      transfer(bytes) {
-        const r = run('ip', [
-          'netns',
-          'exec',
-          name,
-          process.execPath,
-          '-e',
-          TRANSFER_SCRIPT,
-          String(port),
-          String(bytes),
-        ]);
+      transfer(bytes, host = '127.0.0.1') {
+        const script = [process.execPath, '-e', TRANSFER_SCRIPT, String(port), String(bytes), host];
+        const r = run('ip', ['netns', 'exec', name, ...script]);
         const [clientPort, received] = r.stdout.trim().split(' ').map(Number);
         return { clientPort: clientPort!, received: received! };
       },

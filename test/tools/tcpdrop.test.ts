@@ -10,6 +10,7 @@ import { dropReasonNames } from '../../src/tools/framework/skb.js';
 import { buildProgram, formatEvent, header, SPEC } from '../../src/tools/tcpdrop.js';
 import { runBpfscope, startBpfscope } from './helpers.js';
 import { createLossyNetns, type LossyNetns, lossyNetnsSkipReason } from './netns.js';
+import { ipv6LoopbackSkipReason } from './tcp.js';
 
 describe('tcpdrop interface (bcc tools/tcpdrop.py)', () => {
   it("-h is argparse's help for bcc's parser", () => {
@@ -144,4 +145,42 @@ describe('tcpdrop on the live kernel', () => {
       );
     }
   });
+  it(
+    '-6 sees the drops of an IPv6 transfer (addresses from the IPv6 header) and none of an IPv4 one',
+    { skip: skip ?? ipv6LoopbackSkipReason() },
+    async () => {
+      ns ??= createLossyNetns(4);
+      const run = startBpfscope(['tcpdrop', '-6', '--netns-id', String(ns.inode)], { timeoutMs: 60_000 });
+      let v6Drops: number;
+      let clientPort: number;
+      try {
+        assert.ok(await run.waitFor(/REASON \(CODE\)\n/, 30_000), run.stderr());
+        const before = ns.dropped();
+        const t6 = ns.transfer(300_000, '::1');
+        v6Drops = ns.dropped() - before;
+        clientPort = t6.clientPort;
+        assert.ok(v6Drops > 0, 'the rule dropped IPv6 packets');
+        ns.transfer(300_000, '127.0.0.1');
+        const row = new RegExp(`::1:${clientPort} +> ::1:${ns.port} `, 'g');
+        const deadline = Date.now() + 10_000;
+        while ((run.stdout().match(row) ?? []).length < v6Drops && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      } finally {
+        run.child.kill('SIGINT');
+      }
+      const r = await run.done;
+      assert.equal(r.code, 0, r.stderr);
+      const lines = r.stdout.split('\n').filter((l) => /^\d\d:/.test(l) && l.includes(`:${ns!.port} `));
+      assert.equal(lines.length, v6Drops, r.stdout);
+      for (const l of lines) {
+        assert.match(
+          l,
+          new RegExp(
+            `^\\d\\d:\\d\\d:\\d\\d \\d+ +6 {2}::1:${clientPort} +> ::1:${ns.port} +\\S+ \\([A-Z|]*ACK[A-Z|]*\\) +NETFILTER_DROP \\(\\d+\\)$`,
+          ),
+        );
+      }
+    },
+  );
 });

@@ -9,6 +9,7 @@ import { formatHelp } from '../../src/tools/framework/argparse.js';
 import { buildProgram, formatCounts, formatRow, header, SPEC } from '../../src/tools/tcpretrans.js';
 import { runBpfscope, startBpfscope } from './helpers.js';
 import { createLossyNetns, type LossyNetns, lossyNetnsSkipReason } from './netns.js';
+import { ipv6LoopbackSkipReason } from './tcp.js';
 
 describe('tcpretrans interface (bcc tools/tcpretrans.py)', () => {
   it("-h is argparse's help for bcc's parser, with the -4/-6 exclusive group", () => {
@@ -156,6 +157,32 @@ describe('tcpretrans on the live kernel', () => {
       ).exec(c.stdout);
       assert.ok(counted, c.stdout);
       assert.equal(Number(counted[1]), rows.length, `${e.stdout}\n${c.stdout}`);
+    },
+  );
+  it(
+    '-6 sees the retransmits of an IPv6 transfer and none of an IPv4 one',
+    { skip: skip ?? ipv6LoopbackSkipReason() },
+    async () => {
+      ns ??= createLossyNetns(4);
+      const run = startBpfscope(['tcpretrans', '-6'], { timeoutMs: 60_000 });
+      let v6: number;
+      try {
+        assert.ok(await run.waitFor(/STATE\n/, 30_000), run.stderr());
+        const t4 = ns.transfer(300_000, '127.0.0.1');
+        const t6 = ns.transfer(300_000, '::1');
+        assert.equal(t4.received + t6.received, 600_000);
+        v6 = t6.clientPort;
+        assert.ok(await run.waitFor(new RegExp(`::1:${v6} +R> ::1:${ns.port} `), 10_000), run.stdout());
+      } finally {
+        run.child.kill('SIGINT');
+      }
+      const r = await run.done;
+      assert.equal(r.code, 0, r.stderr);
+      const ours = r.stdout.split('\n').filter((l) => l.includes(`:${ns!.port} `));
+      assert.ok(ours.length >= 1, r.stdout);
+      for (const l of ours) {
+        assert.match(l, new RegExp(`^\\d\\d:\\d\\d:\\d\\d \\d+ +6 {2}::1:${v6} +R> ::1:${ns.port} +[A-Z_0-9]+$`));
+      }
     },
   );
 });
