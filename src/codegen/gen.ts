@@ -358,7 +358,14 @@ export class ProbeGen {
       if (slot.kind === 'reg') {
         const v = this.scalar(s.value);
         if (s.op === '=') fn.emit(I.mov64(slot.reg, v));
-        else this.compound(slot.reg, s.op.slice(0, -1), v, target.type ?? s.value.type!, s.value.type!);
+        else
+          this.compound(
+            slot.reg,
+            s.op.slice(0, -1),
+            this.scaledStep(v, target.type),
+            target.type ?? s.value.type!,
+            s.value.type!,
+          );
       } else {
         const v = this.expr(s.value);
         zeroStack(fn, slot.off, slot.size);
@@ -373,7 +380,7 @@ export class ProbeGen {
       return;
     }
     if (s.op !== '=') {
-      const v = this.scalar(s.value);
+      const v = this.scaledStep(this.scalar(s.value), plan.valueType);
       this.mapUpdateInt(plan, target, s.op.slice(0, -1), v, s.value.type!);
       return;
     }
@@ -383,6 +390,17 @@ export class ProbeGen {
     if (v.kind === 'mem' || plan.valueSize !== 8) zeroStack(fn, valOff, plan.valueSize);
     this.storeAs(v, plan.valueType, FP, valOff);
     this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]);
+  }
+
+  /** `v` as a step for a value of type `t`: whole elements for a pointer (C pointer arithmetic), else `v` itself. */
+  private scaledStep(v: number, t: SType | undefined): number {
+    if (t?.kind !== 'pointer') return v;
+    const size = t.to.kind === 'none' ? 1 : Math.max(1, sizeOf(t.to));
+    if (size === 1) return v;
+    const r = this.fn.vreg();
+    this.fn.emit(I.mov64(r, v));
+    this.fn.emit(I.alu64Imm('mul', r, size));
+    return r;
   }
 
   /** `dst op= v` on a register, with signedness from the types. */
@@ -1225,7 +1243,8 @@ export class ProbeGen {
 
   private incDec(e: Expr & { kind: 'IncDecExpr' }): Val {
     const fn = this.fn;
-    const one = this.constant(1);
+    const t = e.target.kind === 'VarExpr' ? e.target.type : this.tables.maps.get(e.target.name)?.valueType;
+    const one = this.scaledStep(this.constant(1), t);
     const op = e.op === '++' ? '+' : '-';
     if (e.target.kind === 'VarExpr') {
       const slot = this.vars.get(e.target.name)!;

@@ -351,3 +351,15 @@ describe('nsecs(clock)', () => {
     assert.match(bad.stderr, /nsecs\(\) expects a clock: monotonic, boot, tai, sw_tai/);
   });
 });
+
+describe('pointer arithmetic in maps and variables', () => {
+  it('++, --, += and -= move a pointer by whole elements (bpftrace runtime tests "pointers")', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'BEGIN { @a = (int32 *)0x32; @a += 6; @b = (int16 *)0x32; @b++; @c = (int32 *)0x32; @c--; @d = (int8 *)0x32; @d -= 1; ' +
+        '$p = (int64 *)0x32; $p++; $p += 2; @e = $p; @n = 1; @n += 2; exit(); }',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '\n\n@a: 0x4a\n@b: 0x34\n@c: 0x2e\n@d: 0x31\n@e: 0x4a\n@n: 3\n');
+  });
+});

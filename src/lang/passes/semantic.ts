@@ -366,6 +366,10 @@ export class Analyzer {
       if (s.op !== '=') {
         if (t.kind !== 'int' && t.kind !== 'bool') this.error(v.pos, `Compound assignment needs an integer value`);
         const prev = this.maps.get(target.name);
+        if (prev?.valueType.kind === 'pointer' && (s.op === '+=' || s.op === '-=')) {
+          this.defineMap(target, keys, prev.valueType);
+          return;
+        }
         if (prev && prev.valueType.kind !== 'int' && !isAggregation(prev.valueType)) {
           this.error(target.pos, `Compound assignment to a map of type ${typeName(prev.valueType)}`);
         }
@@ -391,7 +395,9 @@ export class Analyzer {
         this.error(target.pos, `Undefined or undeclared variable: $${target.name}`);
         return;
       }
-      if (prev.kind !== 'int') this.error(target.pos, `Compound assignment to a variable of type ${typeName(prev)}`);
+      const pointerStep = prev.kind === 'pointer' && (s.op === '+=' || s.op === '-=');
+      if (prev.kind !== 'int' && !pointerStep)
+        this.error(target.pos, `Compound assignment to a variable of type ${typeName(prev)}`);
       target.type = prev;
       return;
     }
@@ -638,18 +644,19 @@ export class Analyzer {
             this.error(target.pos, `Undefined or undeclared variable: $${target.name}`);
             return null;
           }
-          if (t.kind !== 'int') this.error(e.pos, `${e.op} needs an integer variable`);
+          if (t.kind !== 'int' && t.kind !== 'pointer') this.error(e.pos, `${e.op} needs an integer variable`);
           target.type = t;
           return t;
         }
         const keys = this.mapKeyTypes(target);
         if (!keys) return null;
         const prev = this.maps.get(target.name);
-        if (prev && prev.valueType.kind !== 'int') {
+        if (prev && prev.valueType.kind !== 'int' && prev.valueType.kind !== 'pointer') {
           this.error(e.pos, `${e.op} needs a map of integers (${typeName(prev.valueType)} found)`);
           return null;
         }
-        this.defineMap(target, keys, I64);
+        // a pointer map stays a pointer map (moved by whole elements)
+        this.defineMap(target, keys, prev?.valueType.kind === 'pointer' ? prev.valueType : I64);
         return this.maps.get(target.name)?.valueType ?? I64;
       }
       case 'TernaryExpr': {
