@@ -89,22 +89,32 @@ export function buildProgram(o: TcpretransOptions): string {
     report(o, ip, { saddr, lport: 'args.sport', daddr, dport: 'args.dport' }, 'R', 'args.state', seq),
   );
   p += '}\n';
-  if (o.lossprobe) {
-    // bcc's trace_tlp: the socket's addresses and ports, sequence 0 (no skb).
-    const c = '$sk->__sk_common';
-    const family = familyFilter(Boolean(o.ipv4), Boolean(o.ipv6), `${c}.skc_family`);
-    p += `kprobe:tcp_send_loss_probe {\n  $sk = (struct sock *)arg0;\n`;
-    if (family) p += `  if (!(${family})) { return; }\n`;
-    const ports = { lport: `${c}.skc_num`, dport: `bswap(${c}.skc_dport)` };
-    const v4 = { saddr: `ntop(${c}.skc_rcv_saddr)`, daddr: `ntop(${c}.skc_daddr)`, ...ports };
-    const v6 = {
-      saddr: `ntop(${c}.skc_v6_rcv_saddr.in6_u.u6_addr8)`,
-      daddr: `ntop(${c}.skc_v6_daddr.in6_u.u6_addr8)`,
-      ...ports,
-    };
-    p += `  if (${c}.skc_family == ${AF_INET}) {\n    ${report(o, 4, v4, 'L', `${c}.skc_state`, '0')}\n`;
-    p += `  } else if (${c}.skc_family == ${AF_INET6}) {\n    ${report(o, 6, v6, 'L', `${c}.skc_state`, '0')}\n  }\n}\n`;
-  }
+  if (o.lossprobe) p += lossProbeBlock(o);
+  return p;
+}
+
+/** bcc's kprobe for tail loss probes (-l): `tcp_send_loss_probe(struct sock *sk)`. */
+export const TLP_PROBE = { attach: 'kprobe:tcp_send_loss_probe', sock: 'arg0' } as const;
+
+/**
+ * The -l probe, as bcc's `trace_tlp`: the socket's addresses and ports, type `L`, sequence 0 (there is no skb).
+ * `probe` names the attach point and the expression of the `struct sock *` there (tests use a tracepoint with the
+ * same socket on kernels without kprobes).
+ */
+export function lossProbeBlock(o: TcpretransOptions, probe: { attach: string; sock: string } = TLP_PROBE): string {
+  const c = '$sk->__sk_common';
+  const family = familyFilter(Boolean(o.ipv4), Boolean(o.ipv6), `${c}.skc_family`);
+  let p = `${probe.attach} {\n  $sk = (struct sock *)${probe.sock};\n`;
+  if (family) p += `  if (!(${family})) { return; }\n`;
+  const ports = { lport: `${c}.skc_num`, dport: `bswap(${c}.skc_dport)` };
+  const v4 = { saddr: `ntop(${c}.skc_rcv_saddr)`, daddr: `ntop(${c}.skc_daddr)`, ...ports };
+  const v6 = {
+    saddr: `ntop(${c}.skc_v6_rcv_saddr.in6_u.u6_addr8)`,
+    daddr: `ntop(${c}.skc_v6_daddr.in6_u.u6_addr8)`,
+    ...ports,
+  };
+  p += `  if (${c}.skc_family == ${AF_INET}) {\n    ${report(o, 4, v4, 'L', `${c}.skc_state`, '0')}\n`;
+  p += `  } else if (${c}.skc_family == ${AF_INET6}) {\n    ${report(o, 6, v6, 'L', `${c}.skc_state`, '0')}\n  }\n}\n`;
   return p;
 }
 
