@@ -7,7 +7,7 @@
  */
 import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
-import { configBlock, predicate } from './framework/program.js';
+import { configBlock, eventPrintf, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
 import { runProgram, toolMain } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
@@ -52,7 +52,12 @@ export function buildProgram(o: GethostlatencyOptions = {}): string {
   p += `  @start[tid] = (nsecs, pid, comm, str(arg0, ${HOST_BYTES}));\n}\n`;
   p += `${points('uretprobe')}${predicate(['has_key(@start, tid)'])} {\n`;
   p += '  $v = @start[tid];\n';
-  p += '  printf("%d\\x1f%llu\\x1f%s\\x1f%s\\n", $v.1, nsecs - $v.0, $v.2, $v.3);\n';
+  p += `  ${eventPrintf([
+    ['%d', '$v.1'],
+    ['%llu', 'nsecs - $v.0'],
+    ['%s', '$v.2'],
+    ['%s', '$v.3'],
+  ])}\n`;
   p += '  delete(@start, tid);\n}\n';
   return p;
 }

@@ -3,7 +3,7 @@
  * live run that sees `getent hosts localhost` resolve its name through libc.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { formatHelp } from '../../src/tools/framework/argparse.js';
 import { buildProgram, formatRow, header, SPEC } from '../../src/tools/gethostlatency.js';
@@ -74,5 +74,34 @@ describe('gethostlatency on the live kernel', () => {
       assert.equal(Number(m[2]), g.pid, r.stdout);
       assert.equal(m[0].length, 9 + 1 + 7 + 1 + 16 + 1 + 10 + 1 + 'localhost'.length);
     }
+  });
+  it('-p shows only the lookups of that process', { skip }, async () => {
+    // The shell waits for a line on stdin, then becomes getent (same PID).
+    const target = spawn('sh', ['-c', 'read x; exec getent hosts localhost'], { stdio: ['pipe', 'ignore', 'ignore'] });
+    const exited = new Promise((res) => target.on('close', res));
+    const run = startBpfscope(['gethostlatency', '-p', String(target.pid)]);
+    let other: number;
+    try {
+      assert.ok(await run.waitFor(/HOST\n/, 20_000), run.stderr());
+      const g = spawnSync('getent', ['hosts', 'localhost'], { encoding: 'utf8' });
+      assert.equal(g.status, 0, g.stderr);
+      other = g.pid;
+      target.stdin!.end('go\n');
+      await exited;
+      assert.ok(await run.waitFor(new RegExp(`^\\S+ +${target.pid} +getent `, 'm'), 10_000), run.stdout());
+    } finally {
+      target.kill();
+      run.child.kill('SIGINT');
+    }
+    const r = await run.done;
+    assert.equal(r.code, 0, r.stderr);
+    const pids = r.stdout
+      .split('\n')
+      .slice(1)
+      .filter((l) => l !== '')
+      .map((l) => Number(l.split(/ +/)[1]));
+    assert.ok(pids.length >= 1, r.stdout);
+    assert.ok(!pids.includes(other), r.stdout);
+    assert.deepEqual(new Set(pids), new Set([target.pid]), r.stdout);
   });
 });
