@@ -1,9 +1,11 @@
 /**
  * A private network namespace that loses packets, for the TCP tools' live tests (tcpretrans, tcpdrop).
  *
- * The namespace has only `lo`, and an nftables rule on the *input* hook drops every `every`-th TCP packet sent to
- * one port (`numgen inc`, so the drops are deterministic; an output-hook drop does not cause retransmits, since
- * TCP sees the local send fail). A loopback transfer to that port inside the namespace then has packets dropped
+ * The namespace has only `lo`, and an nftables rule on the *input* hook drops every `every`-th TCP packet carrying
+ * data (longer than 100 bytes) sent to one port (`numgen inc`, so the drops are deterministic; an output-hook drop
+ * does not cause retransmits, since TCP sees the local send fail). Handshake, ACK and bare FIN packets pass, so
+ * once the server has read everything no dropped packet is still waiting to be resent: the drop counter and what
+ * the tools saw are final when {@link LossyNetns.transfer} returns. A loopback transfer to that port inside the namespace then has packets dropped
  * (`skb:kfree_skb` with reason NETFILTER_DROP) and retransmitted (`tcp:tcp_retransmit_skb`). The rule counts the
  * packets it dropped. Names and ports are unique per test process, so concurrent runs do not see each other.
  */
@@ -79,7 +81,7 @@ function run(cmd: string, args: string[], input?: string): SpawnSyncReturns<stri
   return r;
 }
 
-/** Create the namespace, bring up `lo` and add the rule that drops every `every`-th packet to the port. */
+/** Create the namespace, bring up `lo` and add the rule that drops every `every`-th data packet to the port. */
 export function createLossyNetns(every = 4): LossyNetns {
   const name = `bpfscope-t${process.pid}-${Math.floor(Math.random() * 1e6)}`;
   const port = 20000 + Math.floor(Math.random() * 20000);
@@ -95,7 +97,7 @@ export function createLossyNetns(every = 4): LossyNetns {
     const rules = `table inet bpfscope_test {
   chain input {
     type filter hook input priority 0; policy accept;
-    tcp dport ${port} numgen inc mod ${every} == ${every - 1} counter drop
+    tcp dport ${port} meta length > 100 numgen inc mod ${every} == ${every - 1} counter drop
   }
 }
 `;
