@@ -46,8 +46,11 @@ export interface LossyNetns {
   remove(): void;
 }
 
-// One client and one server in one process; prints "<client port> <bytes received>" when the server saw the end.
-const TRANSFER_SCRIPT = `
+/**
+ * One client and one server in one Node process, run as `node -e TRANSFER_SCRIPT PORT BYTES HOST`: prints
+ * "<client port> <bytes received>" when the server saw the end of the data.
+ */
+export const TRANSFER_SCRIPT = `
 const net = require('net');
 const port = Number(process.argv[1]);
 let left = Number(process.argv[2]);
@@ -81,6 +84,20 @@ function run(cmd: string, args: string[], input?: string): SpawnSyncReturns<stri
   return r;
 }
 
+/**
+ * The nftables ruleset (for `nft -f -`) of a lossy namespace: table `inet bpfscope_test`, whose input chain drops
+ * every `every`-th data packet (longer than 100 bytes) sent to TCP port `port`, counting them.
+ */
+export function lossyRuleset(port: number, every: number): string {
+  return `table inet bpfscope_test {
+  chain input {
+    type filter hook input priority 0; policy accept;
+    tcp dport ${port} meta length > 100 numgen inc mod ${every} == ${every - 1} counter drop
+  }
+}
+`;
+}
+
 /** Create the namespace, bring up `lo` and add the rule that drops every `every`-th data packet to the port. */
 export function createLossyNetns(every = 4): LossyNetns {
   const name = `bpfscope-t${process.pid}-${Math.floor(Math.random() * 1e6)}`;
@@ -94,13 +111,7 @@ export function createLossyNetns(every = 4): LossyNetns {
   };
   try {
     run('ip', ['-n', name, 'link', 'set', 'lo', 'up']);
-    const rules = `table inet bpfscope_test {
-  chain input {
-    type filter hook input priority 0; policy accept;
-    tcp dport ${port} meta length > 100 numgen inc mod ${every} == ${every - 1} counter drop
-  }
-}
-`;
+    const rules = lossyRuleset(port, every);
     run('ip', ['netns', 'exec', name, 'nft', '-f', '-'], rules);
     const nsPath = `/var/run/netns/${name}`;
     const inode = existsSync(nsPath) ? statSync(nsPath).ino : 0;
