@@ -86,6 +86,9 @@ examples:
     const r = await runBpfscope(['tcpdrop', '--pid-netns', '1', '--netns-id', '5']);
     assert.equal(r.code, 1);
     assert.equal(r.stdout, 'ERROR: --pid_netns and --netns-id not allowed together\n');
+    const n = await runBpfscope(['tcpdrop', '--pid-netns', '999999999']);
+    assert.equal(n.code, 1);
+    assert.match(n.stderr, /^ERROR: tcpdrop: cannot read the network namespace of PID 999999999: /);
     const u = await runBpfscope(['tcpdrop', '-6', '-4']);
     assert.equal(u.code, 2);
     assert.match(u.stderr, /tcpdrop: error: argument -4\/--ipv4: not allowed with argument -6\/--ipv6\n$/);

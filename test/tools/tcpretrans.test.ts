@@ -9,6 +9,7 @@ import { formatHelp } from '../../src/tools/framework/argparse.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { splitFields } from '../../src/tools/framework/output.js';
+import { kprobesAvailable } from '../../src/tools/framework/probespec.js';
 import { configBlock } from '../../src/tools/framework/program.js';
 import { buildProgram, formatCounts, formatRow, header, lossProbeBlock, SPEC } from '../../src/tools/tcpretrans.js';
 import { removeScratch, runBpfscope, startBpfscope, tempDir, waitForLinks } from './helpers.js';
@@ -98,6 +99,19 @@ examples:
     assert.match(l, /if \(!\(\$sk->__sk_common\.skc_family == 10\)\) \{ return; \}/);
     assert.match(l, /"L"/);
   });
+
+  it(
+    '-l without kprobes: one sentence naming what the kernel lacks, exit 1',
+    { skip: kprobesAvailable() ? 'this kernel has kprobes' : undefined },
+    async () => {
+      const r = await runBpfscope(['tcpretrans', '-l']);
+      assert.equal(r.code, 1);
+      assert.equal(
+        r.stderr,
+        'ERROR: tcpretrans: -l traces tail loss probes with a kprobe on tcp_send_loss_probe(), and this kernel has no kprobes (CONFIG_KPROBES)\n',
+      );
+    },
+  );
 
   it('-4 and -6 together are a usage error (exit 2)', async () => {
     const r = await runBpfscope(['tcpretrans', '-4', '-6']);
