@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { repoRoot } from '../helpers/cli.js';
@@ -59,6 +59,7 @@ describe('tcpretrans -l and tcpdrop on Debian 6.1 (kernel matrix)', { skip: skip
     writeFileSync(script, `${lines.join('\n')}\n`);
     const env = { ...process.env, TIMEOUT: '600', ...(root.startsWith('/tmp/') ? { SHARE: root } : {}) };
     const r = spawnSync('sh', [runGuest, script, work], { encoding: 'utf8', env, timeout: 700_000 });
+    rmSync(work, { recursive: true, force: true });
     const out = (r.stdout + r.stderr).replace(/\r/g, '');
     assert.match(out, /=== end/, `the guest did not finish:\n${out.slice(-3000)}`);
     assert.doesNotMatch(out, /=== no nft/, out.slice(-3000));
