@@ -1,0 +1,184 @@
+/**
+ * The kprobe/fentry paths of vfsstat, filetop, ext4slower, cachestat and capable, run for real in Debian's 6.1
+ * kernel under qemu (`../shared/tools/kernel-matrix/`; the development kernel has neither kprobes nor fentry),
+ * with controlled workloads: the test workload (copied into the guest's work directory) and chown(1), on an ext4
+ * file system made on a loop device inside the guest. Skips, saying why, without the guest tooling.
+ *
+ * The CLI is the one of this tree: `dist/src/cli/main.js` when the test runs from dist/, else `src/cli/main.ts`
+ * through tsx.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+import { repoRoot } from '../helpers/cli.js';
+import { workloadPath } from '../helpers/workload.js';
+
+const root = repoRoot();
+const runGuest = resolve(root, '..', 'shared', 'tools', 'kernel-matrix', 'run-guest.sh');
+const fromDist = fileURLToPath(import.meta.url).includes('/dist/test/');
+
+function skipReason(): string | undefined {
+  if (!existsSync(runGuest)) return `no ${runGuest}`;
+  if (spawnSync('which', ['qemu-system-x86_64']).status !== 0)
+    return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
+  if (!existsSync('/lib/modules') || !readdirSync('/lib/modules').some((d) => d.endsWith('amd64'))) {
+    return 'no Debian amd64 kernel under /lib/modules (kernel-matrix/setup.sh)';
+  }
+  if (spawnSync('which', ['mkfs.ext4']).status !== 0) return 'mkfs.ext4 (e2fsprogs) is not installed';
+  if (fromDist && !existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) return 'dist/src/cli/main.js not built';
+  return undefined;
+}
+
+/** The guest script: each section prints `=== NAME` then the tool's output, `=== end` at the end. */
+function guestScript(work: string): string {
+  const cli = fromDist
+    ? `node ${root}/dist/src/cli/main.js`
+    : `node --import ${root}/node_modules/tsx/dist/loader.mjs ${root}/src/cli/main.ts`;
+  const wl = `${work}/bpfs_workload`;
+  // Start a tool in the background, wait for its header line, run the workload, then Ctrl-C it.
+  const traced = (name: string, args: string, ready: string, body: string[]): string[] => [
+    `echo "=== ${name}"`,
+    `${cli} ${args} > ${work}/${name}.out 2> ${work}/${name}.err &`,
+    'T=$!',
+    `for i in $(seq 600); do grep -q '${ready}' ${work}/${name}.out 2>/dev/null && break; kill -0 $T || break; sleep 0.2; done`,
+    ...body,
+    'sleep 2; kill -INT $T; wait $T; echo "rc $?"',
+    `cat ${work}/${name}.out ${work}/${name}.err`,
+  ];
+  return [
+    'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing',
+    'modprobe ext4; modprobe loop',
+    `cd ${work}`,
+    `dd if=/dev/zero of=${work}/ext4.img bs=1M count=32 2>/dev/null`,
+    `mkfs.ext4 -q -F ${work}/ext4.img && mkdir -p ${work}/mnt && mount -o loop ${work}/ext4.img ${work}/mnt`,
+    `dd if=/dev/urandom of=${work}/mnt/data bs=4096 count=4 2>/dev/null; sync`,
+    // vfsstat -p on a workload held at its first read(0) by a fifo (on the guest's tmpfs: 9p shares refuse
+    // special files; the tool must not inherit the writer, fd 3): 500 reads, 300 writes and 2 opens once released
+    // (its read(0) entered vfs_read before the tool attached).
+    'echo "=== vfsstat"',
+    `mkfifo /tmp/bpfs-vfsstat-fifo`,
+    `${wl} wait-stdin read 500 4096 write 300 4096 < /tmp/bpfs-vfsstat-fifo & W=$!`,
+    `exec 3> /tmp/bpfs-vfsstat-fifo`,
+    `${cli} vfsstat -p $W 1 > ${work}/vfsstat.out 2>&1 3>&- & T=$!`,
+    `for i in $(seq 600); do grep -q 'RMDIR/s' ${work}/vfsstat.out && break; kill -0 $T || break; sleep 0.2; done`,
+    'exec 3>&-; wait $W; sleep 2; kill -INT $T; wait $T; echo "rc $?"',
+    `cat ${work}/vfsstat.out`,
+    ...traced('capable', 'capable -x', 'INSETID', [
+      `touch ${work}/f1 ${work}/f2`,
+      `chown 54321 ${work}/f1 ${work}/f2 & C=$!; wait $C; echo "chown $C"`,
+    ]),
+    ...traced('filetop', 'filetop -a -C -r 100000 60', 'Hit Ctrl-C', [
+      `${wl} comm bpfs_ft read 7 4096 write 3 8192; echo "workload $?"`,
+    ]),
+    ...traced('ext4slower', 'ext4slower -j 0', 'ENDTIME_us', [
+      `${wl} comm bpfs_e4 odirect-read ${work}/mnt/data 2 4096 fsync ${work}/mnt/data 2; echo "workload $?"`,
+    ]),
+    'echo "=== cachestat"',
+    `${cli} cachestat 1 3 2>&1 & T=$!`,
+    'sleep 1; echo 3 > /proc/sys/vm/drop_caches; cat mnt/data > /dev/null; wait $T; echo "rc $?"',
+    'umount mnt',
+    'echo "=== end"',
+  ].join('\n');
+}
+
+function section(out: string, name: string): string {
+  return new RegExp(`=== ${name}\\n([\\s\\S]*?)=== `).exec(out)?.[1] ?? '';
+}
+
+describe(
+  'vfsstat, filetop, ext4slower, cachestat and capable on Debian 6.1 (kernel matrix)',
+  { skip: skipReason() },
+  () => {
+    it('count and time the workload through kprobes/fentry', () => {
+      const work = mkdtempSync('/tmp/kernel-matrix-fs-');
+      try {
+        copyFileSync(workloadPath(), join(work, 'bpfs_workload'));
+        spawnSync('chmod', ['+x', join(work, 'bpfs_workload')]);
+        writeFileSync(join(work, 'run.sh'), `${guestScript(work)}\n`);
+        const env = { ...process.env, TIMEOUT: '600', ...(root.startsWith('/tmp/') ? { SHARE: root } : {}) };
+        const r = spawnSync('sh', [runGuest, join(work, 'run.sh'), work], { encoding: 'utf8', env, timeout: 700_000 });
+        const out = (r.stdout + r.stderr).replace(/\r/g, '');
+        // BPFSCOPE_MATRIX_LOG=FILE keeps the guest's console (the tools' output) for reading.
+        if (process.env.BPFSCOPE_MATRIX_LOG) writeFileSync(process.env.BPFSCOPE_MATRIX_LOG, out);
+        assert.match(out, /=== end/, `the guest did not finish:\n${out.slice(-3000)}`);
+
+        // vfsstat: every line of the -p run summed gives the workload's calls exactly.
+        const v = section(out, 'vfsstat');
+        assert.match(v, /rc 0\n/, v);
+        assert.match(
+          v,
+          /^TIME {9}READ\/s {2}WRITE\/s {2}FSYNC\/s {3}OPEN\/s CREATE\/s UNLINK\/s {2}MKDIR\/s {2}RMDIR\/s$/m,
+          v,
+        );
+        const rows = [...v.matchAll(/^\d\d:\d\d:\d\d: +(\d+) +(\d+) +(\d+) +(\d+)/gm)];
+        assert.ok(rows.length >= 1, v);
+        assert.equal(
+          rows.reduce((a, m) => a + Number(m[1]), 0),
+          500,
+          v,
+        );
+        assert.equal(
+          rows.reduce((a, m) => a + Number(m[2]), 0),
+          300,
+          v,
+        );
+        assert.equal(
+          rows.reduce((a, m) => a + Number(m[4]), 0),
+          2,
+          v,
+        );
+
+        // capable on kprobe:cap_capable: two audited CAP_CHOWN checks of the chown process.
+        const c = section(out, 'capable');
+        const cpid = /^chown (\d+)$/m.exec(c)?.[1];
+        assert.ok(cpid, c);
+        assert.match(c, /rc 0\n/, c);
+        const chowns = c
+          .split('\n')
+          .filter((l) => new RegExp(`^\\S+ +0 +${cpid} +${cpid} +chown +0 +CAP_CHOWN +1 +0$`).test(l));
+        assert.equal(chowns.length, 2, c);
+
+        // filetop on vfs_read/vfs_write: exact counts and bytes per file.
+        const f = section(out, 'filetop');
+        assert.match(f, /workload 0\n[\s\S]*rc 0\n/, f);
+        const mine = f
+          .split('\n')
+          .filter((l) => / bpfs_ft /.test(l))
+          .map((l) => l.replace(/^\d+ +/, '').replace(/ +/g, ' '))
+          .sort();
+        assert.deepEqual(mine, ['bpfs_ft 0 3 0 24 O null', 'bpfs_ft 7 0 28 0 O zero'], f);
+
+        // ext4slower -j 0: opens, two 4 KiB O_DIRECT reads at offsets 0 and 4096, two fsyncs, all on "data".
+        const e = section(out, 'ext4slower');
+        assert.match(e, /workload 0\n[\s\S]*rc 0\n/, e);
+        const ops = e
+          .split('\n')
+          .filter((l) => l.split(',')[1] === 'bpfs_e4')
+          .map((l) => {
+            const [, , , type, bytes, off, , file] = l.split(',');
+            return `${type} ${bytes} ${off} ${file}`;
+          });
+        assert.deepEqual(
+          ops,
+          ['O 0 0 data', 'R 4096 0 data', 'R 4096 4096 data', 'O 0 0 data', 'S 0 0 data', 'S 0 0 data'],
+          e,
+        );
+
+        // cachestat 1 3: the header, three rows, no "Detaching..." (the count ran out); the cold read missed.
+        const s = section(out, 'cachestat');
+        assert.match(
+          s,
+          /^ {4}HITS {3}MISSES {2}DIRTIES HITRATIO {3}BUFFERS_MB {2}CACHED_MB\n(( +\d+){3} +\d+\.\d\d% +\d+ +\d+\n){3}rc 0\n/m,
+          s,
+        );
+        const misses = [...s.matchAll(/^ +\d+ +(\d+) +\d+ +\d+\.\d\d%/gm)].reduce((a, m) => a + Number(m[1]), 0);
+        assert.ok(misses > 0, s);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    });
+  },
+);
