@@ -15,6 +15,7 @@ import { parse } from './lang/parser.js';
 import { type RuntimeConfig, resolveConfig } from './lang/passes/config.js';
 import { checkMapDecls } from './lang/passes/mapdecl.js';
 import { foldLiterals } from './lang/passes/fold.js';
+import { scopeLoopVariables } from './lang/passes/loopscope.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { expandAttachPoint } from './probes/registry.js';
 
@@ -52,6 +53,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     config = r.config;
     warnings.push(...r.warnings);
     foldLiterals(ast);
+    scopeLoopVariables(ast);
   } catch (e) {
     if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
     throw e;
@@ -111,7 +113,8 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     analyzer.typeUnit(u, true);
     const kernelName = programName(u, i);
     const gen = new ProbeGen(tables, u, analyzer, kernelName);
-    return { fn: gen.generate(), expanded: u.expanded, kernelName };
+    const fn = gen.generate();
+    return { fn, expanded: u.expanded, kernelName, ...(gen.subprogs.length ? { subprogs: gen.subprogs } : {}) };
   });
   return {
     ast,

@@ -12,6 +12,7 @@
 import type { Insn, IrInsn } from '../codegen/ir.js';
 import { helperById, helperByName } from './helpers.js';
 import {
+  BPF_PSEUDO_FUNC,
   BPF_ADD,
   BPF_ALU,
   BPF_ALU64,
@@ -69,19 +70,7 @@ export type MemSize = 1 | 2 | 4 | 8;
 /** ALU operation: an opcode constant (`BPF_ADD`...) or its name. `sdiv`/`smod` are BPF_DIV/BPF_MOD with off = 1. */
 export type AluOp = number | AluOpName;
 export type AluOpName =
-  | 'add'
-  | 'sub'
-  | 'mul'
-  | 'div'
-  | 'sdiv'
-  | 'or'
-  | 'and'
-  | 'lsh'
-  | 'rsh'
-  | 'mod'
-  | 'smod'
-  | 'xor'
-  | 'arsh';
+  'add' | 'sub' | 'mul' | 'div' | 'sdiv' | 'or' | 'and' | 'lsh' | 'rsh' | 'mod' | 'smod' | 'xor' | 'arsh';
 
 /** Conditional jump operation: an opcode constant (`BPF_JEQ`...) or its name. */
 export type JmpOp = number | JmpOpName;
@@ -364,6 +353,14 @@ export function ldImm64(dst: number, value: bigint): IrInsn {
 /** `dst = &map` (ld_imm64 with src = BPF_PSEUDO_MAP_FD); the map's fd is filled in by `emit`. */
 export function ldMapFd(dst: number, mapName: string): IrInsn {
   return { ...insn(LD_IMM64, dst, BPF_PSEUDO_MAP_FD, 0, 0), imm64: 0n, mapRef: mapName };
+}
+
+/**
+ * `dst = &subprogram` (ld_imm64 with src = BPF_PSEUDO_FUNC): a callback for helpers like bpf_for_each_map_elem.
+ * The imm (the subprogram's first slot relative to the next one) is filled in when the program is linked.
+ */
+export function ldFunc(dst: number, funcName: string): IrInsn {
+  return { ...insn(LD_IMM64, dst, BPF_PSEUDO_FUNC, 0, 0), imm64: 0n, funcRef: funcName };
 }
 
 /**

@@ -3,8 +3,9 @@
  * `enum bpf_prog_type` / `enum bpf_attach_type` in include/uapi/linux/bpf.h.
  */
 import { BpfscopeError } from '../errors.js';
-import { type ProgInfo, progInfo, progLoad, progTestRun, type TestRunResult } from '../kernel/bpf.js';
+import { btfLoad, type ProgInfo, progInfo, progLoad, progTestRun, type TestRunResult } from '../kernel/bpf.js';
 import { close as closeFd } from '../kernel/ffi.js';
+import { type BtfFunc, funcInfoBtf } from './btf-writer.js';
 
 export { LOG_LEVEL_NORMAL, LOG_LEVEL_STATS, LOG_LEVEL_VERBOSE, VerifierError } from '../kernel/bpf.js';
 
@@ -59,6 +60,11 @@ export interface ProgramSpec {
   logLevel?: number;
   /** `BPF_F_*` program flags (e.g. BPF_F_SLEEPABLE 16). */
   progFlags?: number;
+  /**
+   * The program's functions when it has subprograms (callbacks): each with the slot it starts at (the first at 0).
+   * They are described in program BTF + func_info, which the kernel requires for callbacks.
+   */
+  funcs?: (BtfFunc & { insnOff: number })[];
 }
 
 /** A loaded program owning its fd. */
@@ -114,7 +120,28 @@ class Program implements LoadedProgram {
  * other failures (the root sentence when unprivileged).
  */
 export function loadProgram(spec: ProgramSpec): LoadedProgram {
+  let btfFd: number | undefined;
+  let funcInfo: Buffer | undefined;
+  if (spec.funcs && spec.funcs.length > 1) {
+    const { btf, funcTypeIds } = funcInfoBtf(spec.funcs);
+    btfFd = btfLoad(btf);
+    funcInfo = Buffer.alloc(8 * spec.funcs.length);
+    spec.funcs.forEach((f, i) => {
+      funcInfo!.writeUInt32LE(f.insnOff, i * 8);
+      funcInfo!.writeUInt32LE(funcTypeIds[i]!, i * 8 + 4);
+    });
+  }
+  try {
+    return loadWith(spec, btfFd, funcInfo);
+  } finally {
+    // the loaded program holds its own reference to the BTF
+    if (btfFd !== undefined) closeFd(btfFd);
+  }
+}
+
+function loadWith(spec: ProgramSpec, progBtfFd: number | undefined, funcInfo: Buffer | undefined): LoadedProgram {
   const r = progLoad({
+    ...(progBtfFd !== undefined && funcInfo ? { progBtfFd, funcInfo } : {}),
     progType: spec.type,
     insns: spec.insns,
     name: spec.name,

@@ -19,6 +19,8 @@ export interface EmitResult {
   bytes: Buffer;
   /** Per slot (same indexes as `insns`, both slots of an ld_imm64): the span of the construct it implements. */
   positions: (Span | undefined)[];
+  /** ld_imm64 slots loading a subprogram's address (BPF_PSEUDO_FUNC), whose imm the linker fills in. */
+  funcRefs: { slot: number; name: string }[];
 }
 
 const S16_MIN = -0x8000;
@@ -41,6 +43,7 @@ export function emit(fn: IrFunction, mapFds: (name: string) => number): EmitResu
   const total = pc;
   const insns: Insn[] = [];
   const positions: (Span | undefined)[] = [];
+  const funcRefs: { slot: number; name: string }[] = [];
   pc = 0;
   for (const it of fn.items) {
     if (isLabel(it)) continue;
@@ -50,6 +53,7 @@ export function emit(fn: IrFunction, mapFds: (name: string) => number): EmitResu
       );
     }
     if (it.code === LD_IMM64) {
+      if (it.funcRef !== undefined) funcRefs.push({ slot: pc, name: it.funcRef });
       const [lo, hi] = ldImm64Slots(it, mapFds);
       insns.push(lo, hi);
       positions.push(it.pos, it.pos);
@@ -82,7 +86,7 @@ export function emit(fn: IrFunction, mapFds: (name: string) => number): EmitResu
     positions.push(it.pos);
     pc++;
   }
-  return { insns, bytes: encode(insns), positions };
+  return { insns, bytes: encode(insns), positions, funcRefs };
 }
 
 function ldImm64Slots(it: IrInsn, mapFds: (name: string) => number): [Insn, Insn] {

@@ -10,7 +10,7 @@
 import * as I from '../bpf/insn.js';
 import { FP, R0, R1, R2, R3, R4, R5 } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
-import { onlineCpus } from '../kernel/cpus.js';
+import { onlineCpus, possibleCpus } from '../kernel/cpus.js';
 import { kallsyms } from '../symbols/kallsyms.js';
 import type {
   AssignStmt,
@@ -19,6 +19,7 @@ import type {
   CallExpr,
   Expr,
   FieldExpr,
+  ForStmt,
   IfStmt,
   MapExpr,
   Span,
@@ -78,6 +79,18 @@ export interface GenTables {
   startNs: bigint;
 }
 
+/** Names of the scratch variables (`$x`) an AST subtree mentions, in order of appearance (with repeats). */
+function varNames(node: unknown, out: string[] = []): string[] {
+  if (Array.isArray(node)) {
+    for (const x of node) varNames(x, out);
+  } else if (node && typeof node === 'object') {
+    const o = node as { kind?: string; name?: string };
+    if (o.kind === 'VarExpr' && typeof o.name === 'string') out.push(o.name);
+    for (const [key, v] of Object.entries(o)) if (key !== 'type' && key !== 'pos') varNames(v, out);
+  }
+  return out;
+}
+
 // Helper ids (uapi `include/uapi/linux/bpf.h`, ___BPF_FUNC_MAPPER order).
 export const H = {
   map_lookup_elem: 1,
@@ -92,6 +105,9 @@ export const H = {
   get_current_comm: 16,
   get_stackid: 27,
   get_stack: 67,
+  loop: 181,
+  for_each_map_elem: 164,
+  map_lookup_percpu_elem: 195,
   get_current_task: 35,
   send_signal: 109,
   get_prandom_u32: 7,
@@ -123,15 +139,20 @@ export class ProbeGen {
   /** Enclosing loops' break/continue targets, innermost last. */
   private readonly loops: { brk: string; cont: string }[] = [];
 
+  /** Callback subprograms of this program (`for ($kv : @m)` bodies), shared with nested generators. */
+  readonly subprogs: { fn: IrFunction; params: number }[];
+
   constructor(
     readonly tables: GenTables,
     readonly unit: ProbeUnit,
     readonly analyzer: Analyzer,
     name: string,
+    parent?: ProbeGen,
   ) {
     this.fn = new IrFunction(name);
     this.frame = new Frame(this.fn);
     this.endLabel = this.fn.newLabel('end');
+    this.subprogs = parent ? parent.subprogs : [];
   }
 
   /** Generate the whole program. */
@@ -302,8 +323,16 @@ export class ProbeGen {
         return;
       }
       case 'ForStmt': {
+        if (s.iterable.kind === 'MapExpr') {
+          this.forMap(s, s.iterable);
+          return;
+        }
         const fn = this.fn;
-        const range = s.iterable as Extract<Expr, { kind: 'RangeExpr' }>;
+        const range = s.iterable;
+        if (!this.analyzer.isConstInt(range.start) || !this.analyzer.isConstInt(range.end)) {
+          this.forRangeLoop(s, range);
+          return;
+        }
         const slot = this.vars.get(s.variable.name)!;
         if (slot.kind !== 'reg') throw new BpfscopeError('internal: loop variable not in a register');
         const endV = fn.vreg();
@@ -326,6 +355,193 @@ export class ProbeGen {
       default:
         throw new BpfscopeError(`internal: unsupported statement ${(s as Stmt).kind}`);
     }
+  }
+
+  /**
+   * `for ($kv : @m) { body }` with bpf_for_each_map_elem: the body becomes a callback subprogram (see
+   * {@link callbackLoop}); `$kv` is (key, value), count() and sum() values summed over the CPUs.
+   */
+  private forMap(s: ForStmt, m: MapExpr): void {
+    const plan = this.tables.maps.get(m.name)!;
+    this.callbackLoop(
+      s,
+      4,
+      (f, ctxOff) => {
+        this.callHelper(H.for_each_map_elem, [{ map: plan.kernelName }, f, { stack: ctxOff }, { imm: 0 }]);
+      },
+      (cb) => {
+        const fn = cb.fn;
+        const key = fn.vreg();
+        const value = fn.vreg();
+        const c = fn.vreg();
+        fn.emit(I.mov64(key, R2));
+        fn.emit(I.mov64(value, R3));
+        fn.emit(I.mov64(c, R4));
+        return {
+          c,
+          loopVar: () => {
+            const kvType = s.variable.type as Extract<SType, { kind: 'tuple' }>;
+            const kl = tupleLayout(kvType.elems);
+            const kv = cb.frame.permanent(kl.size);
+            zeroStack(fn, kv, kl.size);
+            copyMem(fn, FP, kv + kl.offsets[0]!, key, 0, sizeOf(kvType.elems[0]!));
+            if (plan.perCpu) {
+              const total = fn.vreg();
+              fn.emit(I.mov64Imm(total, 0));
+              for (const cpu of possibleCpus()) {
+                const skip = fn.newLabel('pcpu');
+                const p = cb.callHelper(H.map_lookup_percpu_elem, [{ map: plan.kernelName }, key, { imm: cpu }]);
+                fn.emit(I.jmpImm('jeq', p, 0, skip));
+                const v = fn.vreg();
+                fn.emit(I.ldx(8, v, p, 0));
+                fn.emit(I.alu64('add', total, v));
+                fn.mark(skip);
+              }
+              fn.emit(I.stx(8, FP, total, kv + kl.offsets[1]!));
+            } else {
+              copyMem(fn, FP, kv + kl.offsets[1]!, value, 0, sizeOf(kvType.elems[1]!));
+            }
+            return { kind: 'mem', off: kv, size: kl.size };
+          },
+        };
+      },
+    );
+  }
+
+  /**
+   * `for ($i : a..b)` whose bounds are not both constants, with bpf_loop (the verifier cannot bound such a loop
+   * itself): `max(b - a, 0)` iterations of a callback (see {@link callbackLoop}) with `$i = a + index`.
+   */
+  private forRangeLoop(s: ForStmt, range: Extract<Expr, { kind: 'RangeExpr' }>): void {
+    const fn = this.fn;
+    const start = fn.vreg();
+    fn.emit(I.mov64(start, this.scalar(range.start)));
+    const n = fn.vreg();
+    fn.emit(I.mov64(n, this.scalar(range.end)));
+    fn.emit(I.alu64('sub', n, start));
+    // an empty range skips the call: with a known-empty bpf_loop the verifier never visits the callback and 6.18
+    // then fails a later callback's program ("No program to jit ... subprog < 0")
+    const skip = fn.newLabel('range_empty');
+    fn.emit(I.jmpImm('jsle', n, 0, skip));
+    this.callbackLoop(
+      s,
+      2,
+      (f, ctxOff) => {
+        fn.emit(I.stx(8, FP, start, ctxOff + 16));
+        this.callHelper(H.loop, [n, f, { stack: ctxOff }, { imm: 0 }]);
+      },
+      (cb) => {
+        const cfn = cb.fn;
+        const index = cfn.vreg();
+        const c = cfn.vreg();
+        cfn.emit(I.mov64(index, R1));
+        cfn.emit(I.mov64(c, R2));
+        return {
+          c,
+          loopVar: () => {
+            const v = cfn.vreg();
+            cfn.emit(I.ldx(8, v, c, 16));
+            cfn.emit(I.alu64('add', v, index));
+            return { kind: 'reg', reg: v };
+          },
+        };
+      },
+    );
+    fn.mark(skip);
+  }
+
+  /**
+   * A loop whose body runs as a callback subprogram of a looping helper (bpf_for_each_map_elem, bpf_loop). The
+   * scratch variables the body uses travel in a context struct on this function's stack (`{u64 probe ctx, u64
+   * returned, u64 loop datum, variables...}`): copied in before the call, read by the callback at entry, written
+   * back by it on every exit and read back here, so the body sees and updates them as in a plain loop. `break`
+   * stops the loop (the callback returns 1), `continue` goes on (0), `return` sets `returned` and stops, and the
+   * probe then ends. `call` emits the helper call given the callback's address and the context's stack offset;
+   * `prologue` reads the callback's arguments and yields the context pointer and the loop variable's value.
+   */
+  private callbackLoop(
+    s: ForStmt,
+    params: number,
+    call: (callback: number, ctxOff: number) => void,
+    prologue: (cb: ProbeGen) => { c: number; loopVar: () => Val },
+  ): void {
+    const fn = this.fn;
+    const names = [...new Set(varNames(s.body))].filter((n) => n !== s.variable.name && this.vars.has(n));
+    const layout = new Map<string, { slot: number; val: Val }>();
+    let size = 24;
+    for (const n of names) {
+      const val = this.vars.get(n)!;
+      layout.set(n, { slot: size, val });
+      size += val.kind === 'reg' ? 8 : Math.ceil(val.size / 8) * 8;
+    }
+    const off = this.frame.permanent(size);
+    fn.emit(I.stx(8, FP, this.ctx, off));
+    fn.emit(I.st(8, FP, off + 8, 0));
+    for (const { slot, val } of layout.values()) {
+      if (val.kind === 'reg') fn.emit(I.stx(8, FP, val.reg, off + slot));
+      else copyMem(fn, FP, off + slot, FP, val.off, val.size);
+    }
+    const cbName = `${this.fn.name.slice(0, 40)}_loop${this.subprogs.length}`;
+    const cb = new ProbeGen(this.tables, this.unit, this.analyzer, cbName, this);
+    this.subprogs.push({ fn: cb.fn, params });
+    cb.loopCallbackBody(s, layout, prologue(cb));
+    const f = fn.vreg();
+    fn.emit(I.ldFunc(f, cbName));
+    call(f, off);
+    for (const { slot, val } of layout.values()) {
+      if (val.kind === 'reg') fn.emit(I.ldx(8, val.reg, FP, off + slot));
+      else copyMem(fn, FP, val.off, FP, off + slot, val.size);
+    }
+    const ret = fn.vreg();
+    fn.emit(I.ldx(8, ret, FP, off + 8));
+    fn.emit(I.jmpImm('jne', ret, 0, this.endLabel));
+  }
+
+  /** The callback of {@link callbackLoop}, after its argument prologue. */
+  private loopCallbackBody(
+    s: ForStmt,
+    layout: Map<string, { slot: number; val: Val }>,
+    entry: { c: number; loopVar: () => Val },
+  ): void {
+    const fn = this.fn;
+    fn.pos = s.pos;
+    const { c } = entry;
+    this.ctx = fn.vreg();
+    fn.emit(I.ldx(8, this.ctx, c, 0));
+    const local = new Map<string, Val>();
+    for (const [n, { slot, val }] of layout) {
+      if (val.kind === 'reg') {
+        const r = fn.vreg();
+        fn.emit(I.ldx(8, r, c, slot));
+        local.set(n, { kind: 'reg', reg: r });
+      } else {
+        const o = this.frame.permanent(val.size);
+        copyMem(fn, FP, o, c, slot, val.size);
+        local.set(n, { kind: 'mem', off: o, size: val.size });
+      }
+      this.vars.set(n, local.get(n)!);
+    }
+    this.vars.set(s.variable.name, entry.loopVar());
+    const brk = fn.newLabel('cb_break');
+    const cont = fn.newLabel('cb_next');
+    this.loops.push({ brk, cont });
+    this.block(s.body);
+    this.loops.pop();
+    const leave = (label: string, rc: number, returned: boolean): void => {
+      fn.mark(label);
+      fn.pos = s.pos;
+      if (returned) fn.emit(I.st(8, c, 8, 1));
+      for (const [n, { slot }] of layout) {
+        const v = local.get(n)!;
+        if (v.kind === 'reg') fn.emit(I.stx(8, c, v.reg, slot));
+        else copyMem(fn, c, slot, FP, v.off, v.size);
+      }
+      fn.emit(I.mov64Imm(R0, rc));
+      fn.emit(I.exit());
+    };
+    leave(cont, 0, false);
+    leave(brk, 1, false);
+    leave(this.endLabel, 1, true);
   }
 
   private ifStmt(s: IfStmt): void {

@@ -29,6 +29,8 @@ export interface IrInsn extends Insn {
   imm64?: bigint;
   /** For ld_imm64 with src = BPF_PSEUDO_MAP_FD / BPF_PSEUDO_MAP_VALUE: name of the map whose fd goes in `imm`. */
   mapRef?: string;
+  /** For ld_imm64 with src = BPF_PSEUDO_FUNC: name of the subprogram whose address it loads (see loader link). */
+  funcRef?: string;
   /** For BPF_CALL to a helper: how many argument registers (r1..rN) the helper reads. */
   callArgs?: number;
   /** Source construct this instruction was generated for. */

@@ -107,6 +107,8 @@ export interface PrintValuePlan {
 
 export interface ProgramPlan {
   fn: IrFunction;
+  /** Callback subprograms (`for ($kv : @m)` bodies), appended after `fn` and referenced by ld_imm64 funcRef. */
+  subprogs?: { fn: IrFunction; params: number }[];
   expanded: ExpandedProbe;
   /** Kernel program name (<= 15 chars). */
   kernelName: string;

@@ -27,6 +27,7 @@ export const BpfCmd = {
   MAP_GET_FD_BY_ID: 14,
   OBJ_GET_INFO_BY_FD: 15,
   RAW_TRACEPOINT_OPEN: 17,
+  BTF_LOAD: 18,
   BTF_GET_FD_BY_ID: 19,
   MAP_LOOKUP_AND_DELETE_ELEM: 21,
   BTF_GET_NEXT_ID: 23,
@@ -391,6 +392,10 @@ export interface ProgLoadAttr {
   attachBtfObjFd?: number;
   progFlags?: number;
   kernVersion?: number;
+  /** fd of the program's own BTF (from btfLoad), needed with `funcInfo`. */
+  progBtfFd?: number;
+  /** `struct bpf_func_info` records (u32 insn_off, u32 type_id; 8 bytes each): one per function of the program. */
+  funcInfo?: Buffer;
   /**
    * Verifier log level for the first load (`LOG_LEVEL_*`, e.g. LOG_LEVEL_STATS to get "processed N insns" on
    * success). 0/undefined: load without a log and retry with level 1 only when the load fails.
@@ -421,6 +426,12 @@ function progLoadAttempt(p: ProgLoadAttr, license: Buffer, logLevel: number, log
   a.writeUInt32LE(p.progFlags ?? 0, 44);
   writeObjName(a, 48, p.name);
   a.writeUInt32LE(p.expectedAttachType ?? 0, 68);
+  if (p.funcInfo && p.progBtfFd !== undefined) {
+    a.writeUInt32LE(p.progBtfFd, 72);
+    a.writeUInt32LE(8, 76); // func_info_rec_size
+    a.writeBigUInt64LE(address(p.funcInfo), 80);
+    a.writeUInt32LE(p.funcInfo.length / 8, 88);
+  }
   a.writeUInt32LE(p.attachBtfId ?? 0, 108);
   a.writeUInt32LE(p.attachBtfObjFd ?? 0, 112);
   const r = sysBpf(BpfCmd.PROG_LOAD, a);
@@ -775,6 +786,23 @@ export function btfInfo(fd: number): BtfInfo {
     name: cStr(name, 0, name.length),
     kernelBtf: info.readUInt32LE(28) !== 0,
   };
+}
+
+/**
+ * BPF_BTF_LOAD: load a BTF blob (`Documentation/bpf/btf.rst` layout) and return its fd. On failure the kernel's BTF
+ * log is in the error's message. @throws KernelError
+ */
+export function btfLoad(btf: Buffer): number {
+  const log = Buffer.alloc(64 * 1024);
+  const a = attr();
+  a.writeBigUInt64LE(address(btf), 0);
+  a.writeBigUInt64LE(address(log), 8);
+  a.writeUInt32LE(btf.length, 16);
+  a.writeUInt32LE(log.length, 20);
+  a.writeUInt32LE(1, 24);
+  const r = sysBpf(BpfCmd.BTF_LOAD, a);
+  if (r < 0) throw bpfError(BpfCmd.BTF_LOAD, -r, logText(log).trim().split('\n').slice(-3).join('; '));
+  return r;
 }
 
 /** BPF_BTF_GET_FD_BY_ID: an fd for a loaded BTF object (vmlinux, a module). @throws KernelError */

@@ -5,7 +5,9 @@
  */
 
 import { type LoadedProgram, loadProgram, VerifierError } from '../bpf/program.js';
-import { emit } from '../codegen/emit.js';
+import { encode } from '../bpf/insn.js';
+import { BTF_FUNC_STATIC, type BtfFunc } from '../bpf/btf-writer.js';
+import { type EmitResult, emit } from '../codegen/emit.js';
 import type { Insn } from '../codegen/ir.js';
 import { peephole } from '../codegen/peephole.js';
 import type { ProgramPlan } from '../codegen/plan.js';
@@ -34,9 +36,7 @@ export interface LoadResult {
 
 /** Allocate registers, emit and load one program. `mapFd` resolves IR map names. */
 export function loadPlan(plan: ProgramPlan, mapFd: (name: string) => number, logLevel?: number): LoadResult {
-  peephole(plan.fn); // also removes unreachable code, which the verifier rejects
-  allocateRegisters(plan.fn);
-  const out = emit(plan.fn, mapFd);
+  const out = link(plan, mapFd);
   try {
     const program = loadProgram({
       type: plan.expanded.progType,
@@ -47,12 +47,51 @@ export function loadPlan(plan: ProgramPlan, mapFd: (name: string) => number, log
         : {}),
       ...(plan.expanded.attachBtfId !== undefined ? { attachBtfId: plan.expanded.attachBtfId } : {}),
       ...(logLevel !== undefined ? { logLevel } : {}),
+      ...(out.funcs.length > 1 ? { funcs: out.funcs } : {}),
     });
     return { program, insns: out.insns, positions: out.positions };
   } catch (e) {
     if (e instanceof VerifierError) throw rejection(e, plan, out.positions);
     throw e;
   }
+}
+
+/**
+ * Allocate, emit and concatenate the program's functions (the main one first, then its callbacks), filling in each
+ * `ld_imm64` BPF_PSEUDO_FUNC with the callback's offset (its first slot minus the slot after the ld_imm64, as the
+ * verifier resolves it), and list the functions for func_info.
+ */
+export function link(
+  plan: ProgramPlan,
+  mapFd: (name: string) => number,
+): EmitResult & { funcs: (BtfFunc & { insnOff: number })[] } {
+  const parts = [{ fn: plan.fn, params: 1 }, ...(plan.subprogs ?? [])].map((f) => {
+    peephole(f.fn); // also removes unreachable code, which the verifier rejects
+    allocateRegisters(f.fn);
+    return { ...f, out: emit(f.fn, mapFd) };
+  });
+  const starts = new Map<string, number>();
+  const funcs: (BtfFunc & { insnOff: number })[] = [];
+  let at = 0;
+  for (const p of parts) {
+    starts.set(p.fn.name, at);
+    funcs.push({ name: p.fn.name, params: p.params, linkage: BTF_FUNC_STATIC, insnOff: at });
+    at += p.out.insns.length;
+  }
+  const insns: Insn[] = [];
+  const positions: (Span | undefined)[] = [];
+  for (const p of parts) {
+    const base = insns.length;
+    const own = p.out.insns.map((i) => ({ ...i }));
+    for (const r of p.out.funcRefs) {
+      const target = starts.get(r.name);
+      if (target === undefined) throw new Error(`internal: callback ${r.name} was not generated`);
+      own[r.slot]!.imm = target - (base + r.slot) - 1;
+    }
+    insns.push(...own);
+    positions.push(...p.out.positions);
+  }
+  return { insns, bytes: encode(insns), positions, funcRefs: [], funcs };
 }
 
 /** Index of the last instruction the verifier log mentions (`123: (85) call ...`). */

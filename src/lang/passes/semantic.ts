@@ -229,8 +229,12 @@ export class Analyzer {
         return;
       }
       case 'ForStmt': {
-        if (s.iterable.kind !== 'RangeExpr') {
-          this.error(s.iterable.pos, 'for loops over maps are not supported yet (use a range: for ($i : 0..N))');
+        if (s.iterable.kind === 'MapExpr') {
+          const kv = this.mapLoopType(s.iterable);
+          if (kv) this.defineVar(s.variable, kv);
+          this.loopDepth++;
+          this.block(s.body);
+          this.loopDepth--;
           return;
         }
         const a = this.expr(s.iterable.start);
@@ -494,6 +498,11 @@ export class Analyzer {
       return null;
     }
     return Number(v);
+  }
+
+  /** Whether `e` is a compile-time integer (a literal, possibly negated or cast). */
+  isConstInt(e: Expr): boolean {
+    return this.constValue(e) !== null;
   }
 
   private constValue(e: Expr): bigint | null {
@@ -1317,6 +1326,37 @@ export class Analyzer {
       limit = Number(n);
     });
     return { kind: c.name as 'kstack' | 'ustack', limit, mode };
+  }
+
+  /**
+   * The type of `$kv` in `for ($kv : @m)`: (key, value), the key a tuple for a map with several keys; count and
+   * sum values are the sum over CPUs. Null (with an error) for maps a loop cannot walk.
+   */
+  private mapLoopType(m: MapExpr): SType | null {
+    const label = m.name === '' ? '@' : `@${m.name}`;
+    if (m.keys.length) {
+      this.error(m.pos, `for loops iterate over a whole map: use ${label}, not ${label}[...]`);
+      return null;
+    }
+    const sym = this.maps.get(m.name);
+    if (!sym) {
+      this.checkMapExists(m);
+      return null;
+    }
+    if (sym.keyTypes.length === 0) {
+      this.error(m.pos, `Loop expression must be a map with keys: ${label} has none`);
+      return null;
+    }
+    const vt = sym.valueType;
+    let value: SType;
+    if (vt.kind === 'count') value = U64;
+    else if (vt.kind === 'sum') value = vt.signed ? I64 : U64;
+    else if (isAggregation(vt)) {
+      this.error(m.pos, `for loops over ${vt.kind}() maps are not supported yet`);
+      return null;
+    } else value = vt;
+    const key = sym.keyTypes.length === 1 ? sym.keyTypes[0]! : { kind: 'tuple' as const, elems: sym.keyTypes };
+    return { kind: 'tuple', elems: [key, value] };
   }
 
   private checkMapExists(m: MapExpr): void {
