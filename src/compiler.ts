@@ -15,6 +15,7 @@ import { parse } from './lang/parser.js';
 import { type RuntimeConfig, resolveConfig } from './lang/passes/config.js';
 import { checkMapDecls } from './lang/passes/mapdecl.js';
 import { foldLiterals } from './lang/passes/fold.js';
+import { expandMacros } from './lang/passes/macros.js';
 import { scopeLoopVariables } from './lang/passes/loopscope.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { expandAttachPoint } from './probes/registry.js';
@@ -52,6 +53,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     const r = resolveConfig(ast);
     config = r.config;
     warnings.push(...r.warnings);
+    expandMacros(ast);
     foldLiterals(ast);
     scopeLoopVariables(ast);
   } catch (e) {

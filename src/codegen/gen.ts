@@ -931,6 +931,10 @@ export class ProbeGen {
       }
       case 'CallExpr':
         return this.callExpr(e);
+      case 'BlockExpr':
+        // `{ stmts; value }`: the statements, then the value
+        for (const st of e.stmts) this.stmt(st);
+        return this.expr(e.value);
       case 'SizeofExpr':
       case 'OffsetofExpr':
         return this.reg(this.constant(this.analyzer.constSizeof(e) ?? 0));

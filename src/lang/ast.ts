@@ -20,7 +20,23 @@ export interface Program {
   config: ConfigItem[];
   /** `let @name = hash(N);` map declarations of the preamble (bpftrace v0.24+). */
   mapDecls: MapDecl[];
+  /** `macro name(params) { ... }` definitions (bpftrace v0.22+), expanded by lang/passes/macros.ts. */
+  macros: MacroDecl[];
   probes: Probe[];
+}
+
+/**
+ * `macro name($var, @map, ident) { stmts; value }`: a parameter is a scratch variable (passed by reference: the
+ * argument must be a variable), a map (the argument must be a map), or a bare name (any expression, substituted).
+ */
+export interface MacroDecl {
+  kind: 'MacroDecl';
+  pos: Span;
+  name: string;
+  params: { kind: 'var' | 'map' | 'ident'; name: string; pos: Span }[];
+  stmts: Stmt[];
+  /** The block's last expression without `;`, the macro's value; null for a macro used as a statement. */
+  value: Expr | null;
 }
 
 /** `let @name = TYPE(MAX_ENTRIES);`: the BPF map type (`hash`, `lruhash`, ...) and size of one map. */

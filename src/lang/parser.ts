@@ -260,6 +260,7 @@ class Parser {
     const text = this.source.text;
     const config: A.ConfigItem[] = [];
     const mapDecls: A.MapDecl[] = [];
+    const macros: A.MacroDecl[] = [];
     const probes: A.Probe[] = [];
     const lx = this.lx;
     try {
@@ -291,6 +292,11 @@ class Parser {
           continue;
         }
         if (w === 'import') this.fail('imports are not supported', { start: lx.pos, end: lx.pos + 6 });
+        if (w === 'macro') {
+          macros.push(this.parseMacro());
+          this.unread();
+          continue;
+        }
         if (w === 'let' && this.atMapDecl()) {
           mapDecls.push(this.parseMapDecl());
           this.unread();
@@ -316,7 +322,10 @@ class Parser {
         const wordAt = { start, end: start + w.length };
         if (w === 'config') this.fail('config must appear before probes and functions', wordAt);
         if (w === 'import') this.fail('imports are not supported', wordAt);
-        if (w === 'macro') this.fail('macros are not supported', wordAt);
+        if (w === 'macro') {
+          macros.push(this.parseMacro());
+          continue;
+        }
         if (w === 'fn') this.fail('functions (fn) are not supported', wordAt);
         if (w === 'let') {
           if (this.atMapDecl()) this.fail('map declarations must appear before probes', wordAt);
@@ -327,7 +336,7 @@ class Parser {
     } catch (e) {
       if (!(e instanceof ParseAbort)) throw e;
     }
-    return { kind: 'Program', pos: this.span(0, text.length), config, mapDecls, probes };
+    return { kind: 'Program', pos: this.span(0, text.length), config, mapDecls, macros, probes };
   }
 
   /** At `struct|union|enum NAME ... {` (bpftrace `looks_like_c_definition`), not an attach point like `struct:x`. */
@@ -398,6 +407,32 @@ class Parser {
     if (t[q] === ';') p = q + 1;
     lx.pos = p;
     this.lastEnd = p;
+  }
+
+  /** `macro name(params) { stmts; value }` (bpftrace's macros). */
+  private parseMacro(): A.MacroDecl {
+    const start = this.peek().start;
+    this.advance(); // macro
+    const name = this.peek();
+    if (name.kind !== 'ident') this.fail('expected a macro name');
+    this.advance();
+    this.expect('(');
+    const params: A.MacroDecl['params'] = [];
+    while (!this.is(')')) {
+      const p = this.peek();
+      const pos = this.span(p.start, p.end);
+      if (p.kind === 'var') params.push({ kind: 'var', name: p.name as string, pos });
+      else if (p.kind === 'map') params.push({ kind: 'map', name: p.name ?? '', pos });
+      else if (p.kind === 'ident') params.push({ kind: 'ident', name: p.text, pos });
+      else this.fail('expected a macro parameter: $variable, @map or a name');
+      this.advance();
+      if (!this.accept(',')) break;
+    }
+    this.expect(')');
+    this.expect('{');
+    const { stmts, trailing } = this.parseBlockBody(true);
+    const close = this.expect('}');
+    return { kind: 'MacroDecl', pos: this.span(start, close.end), name: name.text, params, stmts, value: trailing };
   }
 
   /** At `let @...` (the lexer is at `let`). */

@@ -202,9 +202,18 @@ export class Analyzer {
         if (s.value) {
           const t = this.expr(s.value);
           if (t) this.defineVar(s.variable, storageType(t));
-        } else {
-          this.error(s.pos, 'Variable declarations without a value are not supported yet');
+        } else if (s.typeName) {
+          const m = /^(u?)int(8|16|32|64)$/.exec(s.typeName.name);
+          if (m && s.typeName.pointerDepth === 0 && s.typeName.arrayCount === null) {
+            this.defineVar(
+              s.variable,
+              storageType({ kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] }),
+            );
+          } else if (s.typeName.name !== 'string') {
+            this.error(s.typeName.pos, `Declaring a variable of type '${s.typeName.name}' is not supported yet`);
+          }
         }
+        // `let $x;`: the first assignment gives the type; until then the variable reads as zero
         return;
       }
       case 'IfStmt':
@@ -758,8 +767,11 @@ export class Analyzer {
         const v = this.constSizeof(e);
         return v === null ? null : U64;
       }
+      case 'BlockExpr': {
+        for (const st of e.stmts) this.stmt(st);
+        return this.expr(e.value);
+      }
       case 'RangeExpr':
-      case 'BlockExpr':
         this.error(e.pos, `${e.kind.replace('Expr', '')} expressions are not supported yet`);
         return null;
     }

@@ -1,0 +1,58 @@
+/**
+ * Macros (lang/passes/macros.ts) and block expressions end to end, against the outputs bpftrace's runtime tests
+ * (tests/runtime/macro) expect.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { runTool } from '../helpers/cli.js';
+
+async function out(prog: string): Promise<string> {
+  const r = await runTool('bpfscope', ['-e', prog]);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout;
+}
+
+describe('macros', () => {
+  it('$var parameters are passed by reference; @map parameters name the caller map', async () => {
+    assert.equal(
+      await out('macro inc($x) { $x += 1; $x } BEGIN { $a = 1; $b = inc($a); print(($a, $b)); exit(); }'),
+      '(2, 2)\n\n\n',
+    );
+    assert.equal(await out('macro set(@x) { @x[1] = 2; } BEGIN { @a[1] = 1; set(@a); exit(); }'), '\n\n@a[1]: 2\n');
+  });
+
+  it('name parameters take any expression; macros call macros in any order; locals do not collide', async () => {
+    assert.equal(
+      await out(
+        'macro add2(x) { x + add1(x) } macro add3(x) { x + add2(x) } macro add1(x) { x + 1 } BEGIN { print(add3(1)); exit(); }',
+      ),
+      '4\n\n\n',
+    );
+    assert.equal(
+      await out('macro inc(x) { $y = x + 1; $y } BEGIN { $y = 2; $z = inc(5); print(($y, $z)); exit(); }'),
+      '(2, 6)\n\n\n',
+    );
+    assert.equal(await out('macro side(x) { x; x; x; } BEGIN { side({ printf("hi") }); exit(); }'), 'hihihi\n\n');
+    assert.equal(await out('macro one() { $x = 1; $x } BEGIN { $a = one; print($a); exit(); }'), '1\n\n\n');
+  });
+
+  it('recursion and a variable parameter given an expression are errors', async () => {
+    const rec = await runTool('bpfscope', ['-e', 'macro a(x) { b(x) } macro b(x) { a(x) } BEGIN { print(a(1)); }']);
+    assert.equal(rec.code, 1);
+    assert.match(rec.stderr, /Recursive macro call detected: a -> b -> a/);
+    const v = await runTool('bpfscope', ['-e', 'macro inc($x) { $x += 1; } BEGIN { inc(1 + 2); }']);
+    assert.equal(v.code, 1);
+    assert.match(v.stderr, /Macro inc\(\) expects a variable for \$x/);
+  });
+});
+
+describe('block expressions and let without a value', () => {
+  it('a block used as a value runs its statements and yields its last expression', async () => {
+    assert.equal(
+      await out(
+        'BEGIN { let $n; $a = { $b = 1; $b + 2 }; $n = $a * 2; @m = { $b += 1; $b * 10 }; printf("%d %d\\n", $a, $n); exit(); }',
+      ),
+      '3 6\n\n\n@m: 20\n',
+    );
+  });
+});
