@@ -193,7 +193,7 @@ describe('system, cat, strerror, kaddr, sizeof, offsetof', () => {
 });
 
 describe('strcontains, len, macaddr, cgroupid, usermode', () => {
-  it('strcontains with literal and variable needles, on literals and on strings read from the kernel', async () => {
+  it('strcontains (a bool, as current bpftrace) with literal and variable needles, on literals and kernel strings', async () => {
     const r = await runTool('bpfscope', [
       '-e',
       'BEGIN { $h = "hello world"; $n = "o w"; $e = ""; $x = "worldly"; ' +
@@ -210,9 +210,9 @@ describe('strcontains, len, macaddr, cgroupid, usermode', () => {
       workloadCommand('comm', 'bpfs_wl', 'openat', '/tmp/bpfs-missing-file', 3, 'openat', '/tmp/bpfs-other', 2),
     ]);
     assert.equal(t.code, 0, t.stderr);
-    assert.match(t.stdout, /^@\[1, 1, 1\]: 3$/m);
+    assert.match(t.stdout, /^@\[true, true, true\]: 3$/m);
     // the dynamic loader's opens happen before the comm is set (bpfs_workload has no "s_wl")
-    assert.match(t.stdout, /^@\[0, 0, 1\]: 2$/m);
+    assert.match(t.stdout, /^@\[false, false, true\]: 2$/m);
   });
 
   it('len(kstack) and len(ustack) count the frames the stack prints', async () => {

@@ -1163,7 +1163,7 @@ export class Analyzer {
           const t = this.expr(x);
           if (t && t.kind !== 'string') this.error(x.pos, `strcontains() expects strings (${typeName(t)} provided)`);
         }
-        return I64;
+        return BOOL;
       }
       case 'len': {
         if (!this.argCount(c, 1, 1)) return null;
