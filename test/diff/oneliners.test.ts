@@ -13,30 +13,24 @@
  * passes it, so a fixed bug is noticed and its `todo` removed.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe as suite, test } from 'node:test';
+import { bpfscopeSkipReason, bpftraceSkipReason, bpftraceVersion, describe, repoRoot } from '../helpers/cli.js';
+import { type DiffCase, diffCases } from './cases.js';
 import {
-  ATTACHED_PATTERN,
-  bpfscopeSkipReason,
-  bpftraceSkipReason,
-  bpftraceVersion,
-  describe,
-  ourAttachCount,
-  repoRoot,
-  runTool,
-  startTool,
-  stripOracleAttach,
-  type Tool,
-  type ToolResult,
-} from '../helpers/cli.js';
-import { workloadPath } from '../helpers/workload.js';
-import { type DiffCase, diffCases, TARGET_PID } from './cases.js';
+  assertClean,
+  checkBpfscope,
+  checkWithTodo,
+  DEFAULT_TIMEOUT_MS,
+  expectation,
+  isJson,
+  isQuiet,
+  runOracle,
+} from './harness.js';
 
 const ORACLE_ONLY = process.env.BPFSCOPE_DIFF_ONLY_ORACLE === '1';
 const FILTER = process.env.BPFSCOPE_DIFF_FILTER ? new RegExp(process.env.BPFSCOPE_DIFF_FILTER) : undefined;
-const DEFAULT_TIMEOUT_MS = 15_000;
 
 let cases: DiffCase[] = [];
 let buildError: unknown;
@@ -44,62 +38,6 @@ try {
   cases = diffCases();
 } catch (e) {
   buildError = e;
-}
-
-const isJson = (args: string[]) => args.some((a, i) => a === '-f' && args[i + 1] === 'json');
-const isQuiet = (args: string[]) => args.includes('-q');
-
-interface OracleRun {
-  result: ToolResult;
-  /** stdout without the `Attaching N probes...` line. */
-  stdout: string;
-  attached: number | undefined;
-}
-
-/** Margin after the attach message before a `-p` target is let go: 0.17 prints it before it attaches. */
-const TARGET_GO_DELAY_MS = 400;
-
-/**
- * Runs one tool for a case. With `target`, first starts the `-p` workload blocked on its stdin, puts its pid in
- * the arguments, and lets it go once the tool says it attached (the tool then ends when the target exits).
- */
-async function runCaseTool(tool: Tool, dc: DiffCase, args: string[]): Promise<ToolResult> {
-  const timeoutMs = dc.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!dc.target) return runTool(tool, args, { timeoutMs });
-  const target = spawn(workloadPath(), ['wait-stdin', ...dc.target.map(String)], {
-    stdio: ['pipe', 'ignore', 'inherit'],
-  });
-  const targetDone = new Promise<void>((resolve) => target.on('close', () => resolve()));
-  // A target that already died (the tool failed early and the harness killed it) makes the write fail: ignore.
-  target.stdin!.on('error', () => {});
-  try {
-    assert.ok(target.pid !== undefined, 'the -p target workload did not start');
-    const run = startTool(
-      tool,
-      args.map((a) => a.split(TARGET_PID).join(String(target.pid))),
-      { timeoutMs },
-    );
-    if (await run.waitFor(ATTACHED_PATTERN, timeoutMs)) {
-      await new Promise((r) => setTimeout(r, TARGET_GO_DELAY_MS));
-    }
-    target.stdin!.end('g');
-    return await run.done;
-  } finally {
-    target.stdin!.destroy();
-    if (target.exitCode === null && target.signalCode === null) target.kill('SIGKILL');
-    await targetDone;
-  }
-}
-
-async function runOracle(dc: DiffCase): Promise<OracleRun> {
-  const result = await runCaseTool('bpftrace', dc, dc.oracleArgs ?? dc.args);
-  const { stdout, attached } = stripOracleAttach(result.stdout);
-  return { result, stdout, attached };
-}
-
-function assertClean(r: ToolResult, what: string) {
-  assert.ok(!r.timedOut, `${what} timed out:\n${describe(r)}`);
-  assert.equal(r.code, 0, `${what} failed:\n${describe(r)}`);
 }
 
 /** Oracle-only mode: the case is valid for 0.17 and its output is deterministic. */
@@ -122,47 +60,6 @@ async function checkOracle(dc: DiffCase) {
       a.stdout,
       'expectFromOracle leaves 0.17 output unchanged: drop the exception',
     );
-  }
-}
-
-/** Full mode: bpfscope prints what the oracle (or the case's current-bpftrace expectation) prints. */
-interface Expectation {
-  stdout: string;
-  /** The oracle's run, when the case has one. */
-  oracle?: OracleRun;
-}
-
-/** What bpfscope must print: the oracle's stdout, or the case's current-bpftrace expectation. */
-async function expectation(dc: DiffCase): Promise<Expectation> {
-  let oracle: OracleRun | undefined;
-  if (!dc.noOracle) {
-    oracle = await runOracle(dc);
-    assertClean(oracle.result, 'bpftrace (the oracle; the case itself is broken)');
-  }
-  const stdout = dc.expect ?? (dc.expectFromOracle ? dc.expectFromOracle(oracle!.stdout) : oracle!.stdout);
-  return { stdout, oracle };
-}
-
-async function checkBpfscope(dc: DiffCase, { stdout: expected, oracle }: Expectation) {
-  const ours = await runCaseTool('bpfscope', dc, dc.args);
-  assertClean(ours, 'bpfscope');
-  const against = dc.expect !== undefined || dc.expectFromOracle ? 'the case expectation' : 'bpftrace 0.17';
-  assert.equal(
-    ours.stdout,
-    expected,
-    `stdout differs from ${against}${dc.reason ? ` (exception: ${dc.reason})` : ''}\n${describe(ours)}`,
-  );
-  const attached = ourAttachCount(ours.stderr);
-  if (isQuiet(dc.args) || isJson(dc.args)) {
-    assert.equal(
-      attached,
-      undefined,
-      `-q / -f json: no "Attached N probes" line expected on stderr\n${describe(ours)}`,
-    );
-  } else {
-    const want = dc.attached ?? oracle?.attached;
-    assert.ok(want !== undefined, 'case needs `attached`: the oracle gives no probe count');
-    assert.equal(attached, want, `stderr must have "Attached ${want} probe(s)" (current bpftrace)\n${describe(ours)}`);
   }
 }
 
@@ -232,14 +129,7 @@ suite(ORACLE_ONLY ? 'bpftrace 0.17 oracle: cases are valid and deterministic' : 
       const oracleWhy = dc.noOracle ? undefined : bpftraceSkipReason();
       if (oracleWhy) return t.skip(oracleWhy);
       const expected = await expectation(dc);
-      if (dc.todo === undefined) return checkBpfscope(dc, expected);
-      try {
-        await checkBpfscope(dc, expected);
-      } catch (e) {
-        const first = String((e as Error).message ?? e).split('\n')[0];
-        return t.todo(`known bpfscope bug: ${dc.todo} [${first}]`);
-      }
-      assert.fail(`bpfscope now passes this case marked todo (${dc.todo}): remove its \`todo\``);
+      return checkWithTodo(t, dc.todo, () => checkBpfscope(dc, expected));
     });
   }
 });

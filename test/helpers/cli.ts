@@ -62,9 +62,12 @@ export function repoRoot(): string {
   }
 }
 
-/** Absolute path of the compiled CLI entry point, dist/src/cli/main.js (may not exist yet). */
+/**
+ * Absolute path of the compiled CLI entry point, dist/src/cli/main.js (may not exist yet), or `BPFSCOPE_CLI` when
+ * set (test/matrix/diff.test.ts runs a one-file bundle of it inside the guest).
+ */
 export function bpfscopeEntry(): string {
-  return join(repoRoot(), 'dist', 'src', 'cli', 'main.js');
+  return process.env.BPFSCOPE_CLI ?? join(repoRoot(), 'dist', 'src', 'cli', 'main.js');
 }
 
 /** Why bpfscope cannot be run here (for `t.skip(reason)`), or undefined when it can. */

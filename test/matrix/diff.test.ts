@@ -1,0 +1,198 @@
+/**
+ * The differential one-liner suite (test/diff/cases.ts) on a second kernel: every case runs through bpftrace 0.17
+ * and bpfscope inside Debian's 6.1 kernel booted under qemu (`../shared/tools/kernel-matrix/`), all in ONE boot,
+ * and each is judged here by the same assertions as test/diff/oneliners.test.ts (test/diff/harness.ts): same stdout
+ * as the oracle in the same guest (or the case's `expect`), the `Attached N probes` line, `todo` honoured.
+ *
+ * How: the cases are built here (so their workload and script paths, and the comm names they embed, are this
+ * machine's) and sent to the guest as JSON with the workload binary and the script files, which the guest puts at
+ * the same paths. test/matrix/diff-guest.ts, bundled with esbuild (tsx's dependency) into one file, runs them there
+ * a few at a time and writes one JSON line per case back into the shared work directory. bpfscope runs in the guest
+ * as a one-file esbuild bundle of this tree's CLI (dist/src/cli/main.js when this test runs from dist/, else
+ * src/cli/main.ts): the emulated guest spends most of a run's start loading ~180 ES modules over 9p, and the bundle
+ * is the same code in one module (about 2.5x faster to start there).
+ *
+ * Environment: BPFSCOPE_DIFF_FILTER=REGEX (only those cases), BPFSCOPE_MATRIX_JOBS (cases run at once in the guest,
+ * default 3), BPFSCOPE_MATRIX_LOG=FILE (keep the guest's console). Skips, saying why, without the guest tooling.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { type DiffCase, diffCases } from '../diff/cases.js';
+import { checkOurs, checkWithTodo, expectationFrom, oracleRun, type RunTuning } from '../diff/harness.js';
+import { repoRoot } from '../helpers/cli.js';
+import { workloadPath } from '../helpers/workload.js';
+import type { GuestResult, GuestSpec } from './diff-guest.js';
+
+const root = repoRoot();
+const runGuest = resolve(root, '..', 'shared', 'tools', 'kernel-matrix', 'run-guest.sh');
+const fromDist = fileURLToPath(import.meta.url).includes('/dist/test/');
+const esbuild = join(root, 'node_modules', '.bin', 'esbuild');
+const FILTER = process.env.BPFSCOPE_DIFF_FILTER ? new RegExp(process.env.BPFSCOPE_DIFF_FILTER) : undefined;
+const JOBS = Number(process.env.BPFSCOPE_MATRIX_JOBS ?? 3);
+/** The guest is emulated (TCG): runs take 5-10x longer than here, more with several cases at once. */
+const TUNING: RunTuning = { timeoutScale: 4, goDelayMs: 2000 };
+/** The whole boot, s: a stuck guest is killed (its finished cases are still judged). */
+const GUEST_TIMEOUT_S = 1500;
+
+/** Cases that cannot run in the guest, with why. */
+const GUEST_SKIP: Record<string, string> = {};
+
+/**
+ * bpfscope failures on 6.1 whose cause lies in the compiler or runtime (src/lang, src/codegen, src/runtime): reported
+ * as TODO while they fail, and failing once they pass (like a case's own `todo`).
+ */
+const GUEST_TODO: Record<string, string> = {};
+
+function skipReason(): string | undefined {
+  if (!existsSync(runGuest)) return `no ${runGuest}`;
+  if (spawnSync('which', ['qemu-system-x86_64']).status !== 0)
+    return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
+  if (!existsSync('/lib/modules') || !readdirSync('/lib/modules').some((d) => d.endsWith('amd64'))) {
+    return 'no Debian amd64 kernel under /lib/modules (kernel-matrix/setup.sh)';
+  }
+  if (!existsSync(esbuild)) return `no ${esbuild} (tsx's esbuild bundles the CLI for the guest)`;
+  if (fromDist && !existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) return 'dist/src/cli/main.js not built';
+  if (!existsSync('/usr/bin/bpftrace')) return 'bpftrace (the oracle) is not installed';
+  return undefined;
+}
+
+/** Bundles `entry` (and everything it imports but node_modules) into one ES module at `out`. */
+function bundle(entry: string, out: string) {
+  const r = spawnSync(
+    esbuild,
+    [entry, '--bundle', '--platform=node', '--format=esm', `--outfile=${out}`, '--log-level=error'],
+    { encoding: 'utf8' },
+  );
+  if (r.status !== 0) throw new Error(`esbuild ${entry} failed:\n${r.stderr}`);
+}
+
+const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** Files outside the work directory that the cases name (the workload, script files), to be recreated in the guest. */
+function caseFiles(cases: DiffCase[]): string[] {
+  const tmp = tmpdir();
+  const files = new Set<string>([workloadPath()]);
+  for (const dc of cases) {
+    for (const a of [...dc.args, ...(dc.oracleArgs ?? [])]) {
+      for (const m of a.matchAll(/\/[\w./-]+/g)) {
+        if (m[0].startsWith(`${tmp}/bpfscope-test-`) && existsSync(m[0])) files.add(m[0]);
+      }
+    }
+  }
+  return [...files];
+}
+
+/** The guest script: recreate the case files at their paths, run the guest driver, mark the end. */
+function guestScript(work: string, files: string[]): string {
+  const tmp = tmpdir();
+  return [
+    'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing',
+    // this machine's temporary directory: /tmp is already a fresh tmpfs in the guest; anything else is read-only
+    `mountpoint -q ${q(tmp)} || mount -t tmpfs tmp ${q(tmp)}`,
+    ...files.map((f, i) => `mkdir -p ${q(dirname(f))} && cp -p ${q(join(work, 'files', String(i)))} ${q(f)}`),
+    `cd ${q(work)}`,
+    `export NODE_PATH=${q(join(root, 'node_modules'))} BPFSCOPE_CLI=${q(join(work, 'bpfscope.mjs'))}`,
+    's=$(date +%s)',
+    `node ${q(join(work, 'diff-guest.mjs'))} spec.json results.jsonl; echo "driver exit $?"`,
+    'echo "=== end after $(( $(date +%s) - s )) s"',
+  ].join('\n');
+}
+
+function runGuestScript(work: string): Promise<string> {
+  return new Promise((resolveRun) => {
+    const env = {
+      ...process.env,
+      TIMEOUT: String(GUEST_TIMEOUT_S),
+      ...(root.startsWith('/tmp/') ? { SHARE: root } : {}),
+    };
+    const child = spawn('sh', [runGuest, join(work, 'run.sh'), work], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => out.push(b));
+    child.on('close', () => resolveRun(Buffer.concat(out).toString('utf8').replace(/\r/g, '')));
+  });
+}
+
+let cases: DiffCase[] = [];
+let buildError: unknown;
+try {
+  cases = diffCases().filter((dc) => !FILTER || FILTER.test(dc.name));
+} catch (e) {
+  buildError = e;
+}
+
+const why = skipReason();
+
+describe('differential one-liners in the Debian 6.1 guest (bpfscope vs bpftrace 0.17)', { skip: why }, () => {
+  const results = new Map<string, GuestResult>();
+  let guestLog = '';
+  let work = '';
+
+  before(
+    async () => {
+      if (buildError) return;
+      work = mkdtempSync('/tmp/kernel-matrix-diff-');
+      const run = cases.filter((dc) => GUEST_SKIP[dc.name] === undefined);
+      const files = caseFiles(run);
+      mkdirSync(join(work, 'files'));
+      files.forEach((f, i) => copyFileSync(f, join(work, 'files', String(i))));
+      bundle(join(root, fromDist ? 'dist/src/cli/main.js' : 'src/cli/main.ts'), join(work, 'bpfscope.mjs'));
+      const here = dirname(fileURLToPath(import.meta.url));
+      bundle(join(here, fromDist ? 'diff-guest.js' : 'diff-guest.ts'), join(work, 'diff-guest.mjs'));
+      const spec: GuestSpec = { cases: run, tuning: { ...TUNING, workload: workloadPath() }, jobs: JOBS };
+      writeFileSync(join(work, 'spec.json'), JSON.stringify(spec));
+      writeFileSync(join(work, 'run.sh'), `${guestScript(work, files)}\n`);
+      guestLog = await runGuestScript(work);
+      if (process.env.BPFSCOPE_MATRIX_LOG) writeFileSync(process.env.BPFSCOPE_MATRIX_LOG, guestLog);
+      const lines = existsSync(join(work, 'results.jsonl'))
+        ? readFileSync(join(work, 'results.jsonl'), 'utf8').split('\n')
+        : [];
+      for (const l of lines.filter(Boolean)) {
+        const r = JSON.parse(l) as GuestResult;
+        results.set(r.name, r);
+      }
+    },
+    { timeout: (GUEST_TIMEOUT_S + 120) * 1000 },
+  );
+
+  after(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  test('the case list builds and the guest ran to the end', () => {
+    assert.equal(buildError, undefined, `diffCases() threw: ${(buildError as Error)?.stack}`);
+    assert.match(guestLog, /driver exit 0\n=== end after \d+ s/, `the guest did not finish:\n${guestLog.slice(-4000)}`);
+  });
+
+  test('every guest skip and guest todo names a case', () => {
+    const names = new Set(diffCases().map((c) => c.name));
+    for (const n of [...Object.keys(GUEST_SKIP), ...Object.keys(GUEST_TODO)]) assert.ok(names.has(n), n);
+  });
+
+  for (const dc of cases) {
+    test(dc.name, async (t) => {
+      const skip = GUEST_SKIP[dc.name];
+      if (skip) return t.skip(`cannot run in the guest: ${skip}`);
+      const r = results.get(dc.name);
+      assert.ok(r, `no result from the guest for this case (guest console tail):\n${guestLog.slice(-2000)}`);
+      assert.equal(r.error, undefined, `the guest harness failed: ${r.error}`);
+      const expected = expectationFrom(dc, r.oracle ? oracleRun(r.oracle) : undefined);
+      const todo = dc.todo ?? GUEST_TODO[dc.name];
+      return checkWithTodo(t, todo, () => checkOurs(dc, expected, r.ours!));
+    });
+  }
+});
