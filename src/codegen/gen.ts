@@ -890,6 +890,8 @@ export class ProbeGen {
         return this.field(e);
       case 'IndexExpr': {
         const obj = e.object;
+        // s[i] on a string: its i-th byte (0 past the buffer's end)
+        if (obj.type?.kind === 'string') return this.stringIndex(obj, e.index);
         // p[i] on a pointer: *(p + i)
         if (obj.type?.kind === 'pointer') {
           const addr = this.pointerOffset(this.scalar(obj), e.index, obj.type.to, '+');
@@ -1653,6 +1655,36 @@ export class ProbeGen {
     fn.emit(I.mov64(res, l));
     this.arith(e.op, res, r, isSigned(e.left.type!) && isSigned(e.right.type!));
     return this.reg(res);
+  }
+
+  /** The byte at `index` of a string value (int8; 0 when the index is outside the string's buffer). */
+  private stringIndex(str: Expr, index: Expr): Val {
+    const fn = this.fn;
+    const v = this.mem(str);
+    const r = fn.vreg();
+    const k = this.analyzer.isConstInt(index) ? Number(this.analyzer.constInt(index, 'index')) : undefined;
+    if (k !== undefined) {
+      if (k >= 0 && k < v.size) {
+        fn.emit(I.ldx(1, r, FP, v.off + k));
+        this.normalize(r, 1, true);
+      } else fn.emit(I.mov64Imm(r, 0));
+      return this.reg(r);
+    }
+    // a run-time index: bounds-checked, then one byte read through bpf_probe_read_kernel from our own stack
+    const i = this.scalar(index);
+    const out = this.frame.temp(8);
+    fn.emit(I.st(8, FP, out, 0));
+    const skip = fn.newLabel('sidx');
+    fn.emit(I.jmpImm('jge', i, v.size, skip));
+    const addr = fn.vreg();
+    fn.emit(I.mov64(addr, FP));
+    fn.emit(I.alu64Imm('add', addr, v.off));
+    fn.emit(I.alu64('add', addr, i));
+    this.callHelper(H.probe_read_kernel, [{ stack: out }, { imm: 1 }, addr]);
+    fn.mark(skip);
+    fn.emit(I.ldx(1, r, FP, out));
+    this.normalize(r, 1, true);
+    return this.reg(r);
   }
 
   /** `ptr op n` in C terms: a new register holding ptr moved by n elements of type `elem` (void/unknown: bytes). */

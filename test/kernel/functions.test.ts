@@ -363,3 +363,14 @@ describe('pointer arithmetic in maps and variables', () => {
     assert.equal(r.stdout, '\n\n@a: 0x4a\n@b: 0x34\n@c: 0x2e\n@d: 0x31\n@e: 0x4a\n@n: 3\n');
   });
 });
+
+describe('string indexing', () => {
+  it('s[i] is the i-th byte (int8), constant or run-time index, 0 past the buffer', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      'BEGIN { $a = "foo"; $j = 2; $far = (uint64)10; printf("%c%c %d %d %d\\n", $a[0], $a[$j], $a[1], $a[$far], $a[7]); exit(); }',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'fo 111 0 0\n\n\n');
+  });
+});

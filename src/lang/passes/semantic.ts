@@ -751,6 +751,14 @@ export class Analyzer {
           }
           return t.elem;
         }
+        if (t.kind === 'string') {
+          const it = e.index.type;
+          if (it && it.kind !== 'int') {
+            this.error(e.index.pos, `The index of [] must be an integer (${typeName(it)} provided)`);
+            return null;
+          }
+          return { kind: 'int', size: 1, signed: true };
+        }
         if (t.kind === 'pointer' && (t.to.kind === 'int' || t.to.kind === 'pointer')) {
           const it = e.index.type;
           if (it && it.kind !== 'int') {
