@@ -245,9 +245,16 @@ export class Session {
     }
   }
 
-  /** Consume events until exit() is called or `stop()` is; resolves then. */
+  /** Consume events until exit() is called or `stop()` is; resolves then. Calling it again gives the same wait. */
   waitForStop(): Promise<void> {
     if (this.exitRequested || this.closed) return Promise.resolve();
+    this.stopped ??= this.startWaiting();
+    return this.stopped;
+  }
+
+  private stopped: Promise<void> | undefined;
+
+  private startWaiting(): Promise<void> {
     return new Promise((resolve) => {
       // This timer also keeps the event loop (and so the process) alive while we wait: the ring buffer consumer's
       // handles are unref'd. It checks the exit flag every 100 ms and lost events every second.
