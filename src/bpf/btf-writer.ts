@@ -9,11 +9,9 @@
  * (`long (void *, ...)` with `params` pointer arguments) followed by its FUNC.
  */
 
+import { BtfKind } from '../kernel/btf.js';
+
 const BTF_MAGIC = 0xeb9f;
-const KIND_INT = 1;
-const KIND_PTR = 2;
-const KIND_FUNC = 12;
-const KIND_FUNC_PROTO = 13;
 const BTF_INT_SIGNED = 1;
 /** uapi `enum btf_func_linkage`. */
 export const BTF_FUNC_STATIC = 0;
@@ -42,16 +40,16 @@ export function funcInfoBtf(funcs: readonly BtfFunc[]): { btf: Buffer; funcTypeI
   const type = (nameOff: number, kind: number, vlen: number, sizeOrType: number, ...extra: number[]): void => {
     words.push(nameOff, ((kind & 0x1f) << 24) | (vlen & 0xffff), sizeOrType, ...extra);
   };
-  type(str('long'), KIND_INT, 0, 8, (BTF_INT_SIGNED << 24) | 64); // [1]
-  type(0, KIND_PTR, 0, 0); // [2] void *
+  type(str('long'), BtfKind.INT, 0, 8, (BTF_INT_SIGNED << 24) | 64); // [1]
+  type(0, BtfKind.PTR, 0, 0); // [2] void *
   let next = 3;
   const funcTypeIds: number[] = [];
   for (const f of funcs) {
     const params: number[] = [];
     for (let i = 0; i < f.params; i++) params.push(str(`a${i}`), 2);
-    type(0, KIND_FUNC_PROTO, f.params, 1, ...params);
+    type(0, BtfKind.FUNC_PROTO, f.params, 1, ...params);
     const proto = next++;
-    type(str(f.name), KIND_FUNC, f.linkage, proto);
+    type(str(f.name), BtfKind.FUNC, f.linkage, proto);
     funcTypeIds.push(next++);
   }
   const typeLen = words.length * 4;
