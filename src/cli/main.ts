@@ -6,7 +6,6 @@
  */
 import { parseCli, USAGE } from './args.js';
 import { COMMANDS } from './commands.js';
-import { reportError } from './report.js';
 
 const VERSION = 'bpfscope v0.1.0';
 
@@ -32,8 +31,17 @@ async function main(argv: string[]): Promise<number> {
   return runProgram(opts);
 }
 
-process.on('uncaughtException', (err) => process.exit(reportError(err)));
-process.on('unhandledRejection', (err) => process.exit(reportError(err)));
+/**
+ * Prints `err` as report.ts does and exits with its status. report.ts is loaded only here, on failure: it pulls in
+ * the compiler's and loader's error classes, ~25 ms of module loading that commands such as flamegraph never need.
+ */
+async function fail(err: unknown): Promise<never> {
+  const { reportError } = await import('./report.js');
+  process.exit(reportError(err));
+}
+
+process.on('uncaughtException', (err) => void fail(err));
+process.on('unhandledRejection', (err) => void fail(err));
 
 main(process.argv.slice(2)).then(
   (code) => {
@@ -41,8 +49,5 @@ main(process.argv.slice(2)).then(
     // Nothing else should keep us alive; exit explicitly so a stray handle cannot hang the tool.
     setImmediate(() => process.exit(code));
   },
-  (err) => {
-    const code = reportError(err);
-    process.exit(code);
-  },
+  (err) => fail(err),
 );

@@ -108,9 +108,15 @@ const ANNOTATION = /_\[[kwij]\]$/;
 
 /**
  * Renders folded stack lines (each "stack count" or "stack count1 count2", without "\n") as a flame graph SVG.
+ * With `sink`, the document's UTF-8 pieces (about 256 KiB each) go to it as they are made, in order, and the
+ * result's `chunks` stay empty: a large graph is then never held whole in memory.
  * Throws FlameGraphOptionError for invalid options (a bad --minwidth, --bgcolors, or notes with "<" / ">").
  */
-export function renderFlameGraph(lines: string[], options: Partial<FlameGraphOptions> = {}): FlameGraphResult {
+export function renderFlameGraph(
+  lines: string[],
+  options: Partial<FlameGraphOptions> = {},
+  sink?: (chunk: Buffer) => void,
+): FlameGraphResult {
   const o: FlameGraphOptions = { ...DEFAULT_OPTIONS, ...options };
   const warnings: string[] = [];
   const fontsize = o.fontsize;
@@ -136,11 +142,9 @@ export function renderFlameGraph(lines: string[], options: Partial<FlameGraphOpt
     warnings.push(`Stack count is low (${perlNum(time)}). Did something go wrong?`);
   if (parsed.ignored) warnings.push(`Ignored ${parsed.ignored} lines with invalid format`);
   if (!time) {
-    return result(
-      [Buffer.from(errorDocument(o.width, fontsize, 'ERROR: No valid input provided to flamegraph.'))],
-      warnings,
-      'no stack counts found in the input',
-    );
+    const doc = new ChunkWriter(sink);
+    doc.add(errorDocument(o.width, fontsize, 'ERROR: No valid input provided to flamegraph.'));
+    return result(doc.finish(), warnings, 'no stack counts found in the input');
   }
   let timemax = time;
   if (o.total !== undefined && o.total !== '' && o.total !== '0') {
@@ -181,7 +185,7 @@ export function renderFlameGraph(lines: string[], options: Partial<FlameGraphOpt
       searchColor: SEARCH_COLOR,
     },
   });
-  const out = new ChunkWriter();
+  const out = new ChunkWriter(sink);
   out.add(head);
   out.add('<g id="frames">\n');
   renderFrames(out, frames, o, {
@@ -215,17 +219,24 @@ function result(chunks: Buffer[], warnings: string[], error?: string): FlameGrap
 class ChunkWriter {
   private cur = '';
   private readonly chunks: Buffer[] = [];
+  /** `sink`: where finished pieces go (default: kept, and returned by `finish`). */
+  constructor(private readonly sink?: (chunk: Buffer) => void) {}
+
+  private emit(piece: Buffer): void {
+    if (this.sink) this.sink(piece);
+    else this.chunks.push(piece);
+  }
 
   add(s: string): void {
     this.cur += s;
     if (this.cur.length > 1 << 18) {
-      this.chunks.push(Buffer.from(this.cur, 'utf8'));
+      this.emit(Buffer.from(this.cur, 'utf8'));
       this.cur = '';
     }
   }
 
   finish(): Buffer[] {
-    if (this.cur !== '') this.chunks.push(Buffer.from(this.cur, 'utf8'));
+    if (this.cur !== '') this.emit(Buffer.from(this.cur, 'utf8'));
     this.cur = '';
     return this.chunks;
   }
@@ -240,12 +251,24 @@ interface Layout {
   maxDelta: number;
 }
 
+/** What a frame's name contributes to its `<g>`, computed once per distinct name. */
+interface NameParts {
+  /** The name as a title: XML-escaped, without a "_[k]"-style annotation. */
+  title: string;
+  /** The name as label text (annotation removed; escaped after truncation). */
+  label: string;
+  /** Its fill colour by palette ("" until first needed: differential and --random frames are coloured apart). */
+  color: string;
+}
+
 /** The `<g>` element of every frame, in the order the frames closed (deterministic for the same input). */
 function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layout): void {
-  const colorCache = new Map<string, string>();
+  const byName = new Map<string, NameParts>();
+  const rows: RowText[] = [];
   const mode: ColorMode = o.hash ? 'hash' : o.random ? 'random' : 'name';
   const charWidth = o.fontsize * o.fontwidth;
   const countDiv = l.timemax * o.factor;
+  const countName = o.countname;
   for (let i = 0; i < f.count; i++) {
     const func = f.names[i]!;
     const depth = f.depth[i]!;
@@ -253,32 +276,28 @@ function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layo
     const isRoot = func === '' && depth === 0;
     const etime = isRoot ? l.timemax : f.etime[i]!;
     const delta = f.delta[i]!;
+    let parts = byName.get(func);
+    if (parts === undefined) {
+      parts = nameParts(func);
+      byName.set(func, parts);
+    }
     const x1 = XPAD + stime * l.widthPerTime;
     const x2 = XPAD + etime * l.widthPerTime;
-    let y1: number;
-    let y2: number;
-    if (!o.inverted) {
-      y1 = l.imageHeight - l.ypad2 - (depth + 1) * o.height + FRAMEPAD;
-      y2 = l.imageHeight - l.ypad2 - depth * o.height;
-    } else {
-      y1 = l.ypad1 + depth * o.height;
-      y2 = l.ypad1 + (depth + 1) * o.height - FRAMEPAD;
-    }
+    let rowY = rows[depth];
+    if (rowY === undefined) rowY = rows[depth] = rowText(depth, o, l);
     const samplesValue = (etime - stime) * o.factor;
-    const samples = cFixed(samplesValue, 0);
-    const samplesTxt = commas(samples);
+    const samplesTxt = commas(cFixed(samplesValue, 0));
     let info: string;
     if (isRoot) {
-      info = `all (${samplesTxt} ${o.countname}, 100%)`;
+      info = `all (${samplesTxt} ${countName}, 100%)`;
     } else {
       const pct = cFixed((100 * cFixedValue(samplesValue, 0)) / countDiv, 2);
-      const escaped = escapeAttr(func).replace(ANNOTATION, '');
       if (Number.isNaN(delta)) {
-        info = `${escaped} (${samplesTxt} ${o.countname}, ${pct}%)`;
+        info = `${parts.title} (${samplesTxt} ${countName}, ${pct}%)`;
       } else {
         const d = (o.negate ? -delta : delta) + 0; // + 0: no "-0.00" (Perl negates integer 0 to 0)
         const dp = cFixed((100 * d) / countDiv, 2);
-        info = `${escaped} (${samplesTxt} ${o.countname}, ${pct}%; ${d > 0 ? '+' : ''}${dp}%)`;
+        info = `${parts.title} (${samplesTxt} ${countName}, ${pct}%; ${d > 0 ? '+' : ''}${dp}%)`;
       }
     }
     const attrs = o.nameattr?.get(func);
@@ -288,36 +307,62 @@ function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layo
     if (func === '--') color = 'rgb(160,160,160)';
     else if (func === '-') color = 'rgb(200,200,200)';
     else if (!Number.isNaN(delta)) color = deltaColor(delta, l.maxDelta, o.negate);
-    else if (o.paletteMap) {
-      let c = o.paletteMap.get(func);
-      if (c === undefined) {
-        c = frameColor(o.colors, func, mode);
-        o.paletteMap.set(func, c);
-      }
-      color = c;
-    } else if (mode === 'random') {
-      color = frameColor(o.colors, func, mode);
-    } else {
-      let c = colorCache.get(func);
-      if (c === undefined) {
-        c = frameColor(o.colors, func, mode);
-        colorCache.set(func, c);
-      }
-      color = c;
+    else if (mode === 'random' && !o.paletteMap) color = frameColor(o.colors, func, mode);
+    else {
+      if (parts.color === '') parts.color = nameColor(func, o, mode);
+      color = parts.color;
     }
 
     const chars = Math.trunc((x2 - x1) / charWidth);
     let text = '';
-    if (chars >= 3) text = escapeText(truncate(func.replace(ANNOTATION, ''), chars));
+    if (chars >= 3) text = escapeText(truncate(parts.label, chars));
 
     const x1s = cFixed(x1, 1);
     const w = cFixed(cFixedValue(x2, 1) - cFixedValue(x1, 1), 1);
-    const h = cFixed(y2 - y1, 1);
     const open = attrs ? groupOpen(attrs) : '<g>';
     out.add(
-      `${open}\n<title>${title}</title><rect x="${x1s}" y="${perlNum(y1)}" width="${w}" height="${h}" fill="${color}" rx="2" ry="2" />\n<text x="${cFixed(x1 + 3, 2)}" y="${perlNum(3 + (y1 + y2) / 2)}">${text}</text>\n${attrs?.href ? '</a>' : '</g>'}\n`,
+      `${open}\n<title>${title}</title><rect x="${x1s}" y="${rowY.y}" width="${w}" height="${rowY.h}" fill="${color}" rx="2" ry="2" />\n<text x="${cFixed(x1 + 3, 2)}" y="${rowY.textY}">${text}</text>\n${attrs?.href ? '</a>' : '</g>'}\n`,
     );
   }
+}
+
+/** The printed vertical geometry of the frames at one depth: rect y and height, label baseline. */
+interface RowText {
+  y: string;
+  h: string;
+  textY: string;
+}
+
+function rowText(depth: number, o: FlameGraphOptions, l: Layout): RowText {
+  let y1: number;
+  let y2: number;
+  if (!o.inverted) {
+    y1 = l.imageHeight - l.ypad2 - (depth + 1) * o.height + FRAMEPAD;
+    y2 = l.imageHeight - l.ypad2 - depth * o.height;
+  } else {
+    y1 = l.ypad1 + depth * o.height;
+    y2 = l.ypad1 + (depth + 1) * o.height - FRAMEPAD;
+  }
+  return { y: perlNum(y1), h: cFixed(y2 - y1, 1), textY: perlNum(3 + (y1 + y2) / 2) };
+}
+
+/** Title and label text of the frames named `func`; the colour is filled in when first needed. */
+function nameParts(func: string): NameParts {
+  const annotated = func.endsWith(']');
+  const label = annotated ? func.replace(ANNOTATION, '') : func;
+  const title = annotated ? escapeAttr(func).replace(ANNOTATION, '') : escapeAttr(func);
+  return { title, label, color: '' };
+}
+
+/** The colour of frames named `func` by palette (through --cp's map, which gains new names, when given). */
+function nameColor(func: string, o: FlameGraphOptions, mode: ColorMode): string {
+  if (!o.paletteMap) return frameColor(o.colors, func, mode);
+  let c = o.paletteMap.get(func);
+  if (c === undefined) {
+    c = frameColor(o.colors, func, mode);
+    o.paletteMap.set(func, c);
+  }
+  return c;
 }
 
 /** The first `chars` characters (code points), the last two replaced by ".." when the name is longer. */

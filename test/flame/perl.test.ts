@@ -25,7 +25,46 @@ describe('cFixed (C printf %.Nf)', () => {
     assert.equal(cFixed(1e21, 0), '1000000000000000000000');
     assert.equal(cFixed(1e21, 1), '1000000000000000000000.0');
   });
+  it('agrees with exact decimal rounding of the binary value for 0-2 digits (the fast path)', () => {
+    // Deterministic values like flame graph geometry: pixels, percentages, near-ties, large counts.
+    let seed = 12345;
+    const rand = (): number => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const values = [0.05, 0.15, 1.005, 2.675, 10.5, 99.995, 1200, 21474836.47, 214748364.75, 2 ** 31 / 100];
+    for (let i = 0; i < 20000; i++) {
+      values.push(rand() * 1200, Math.round(rand() * 1e6) / 1000, (Math.floor(rand() * 1e5) + 0.5) / 100);
+      values.push(rand() * 1e9 * rand(), (rand() * 1e4) / 3);
+    }
+    for (const x of values) {
+      for (const d of [0, 1, 2]) assert.equal(cFixed(x, d), exactFixed(x, d), `cFixed(${x}, ${d})`);
+    }
+  });
 });
+
+/** printf("%.<d>f", x) for a finite x >= 0 by exact big-integer arithmetic: the reference for cFixed. */
+function exactFixed(x: number, d: number): string {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const bits = view.getBigUint64(0);
+  const exp = Number((bits >> 52n) & 0x7ffn);
+  let mant = bits & ((1n << 52n) - 1n);
+  let e = -1074;
+  if (exp !== 0) {
+    mant |= 1n << 52n;
+    e = exp - 1075;
+  }
+  let num = mant * 10n ** BigInt(d);
+  let den = 1n;
+  if (e >= 0) num <<= BigInt(e);
+  else den <<= BigInt(-e);
+  let q = num / den;
+  const r = num - q * den;
+  if (2n * r > den || (2n * r === den && q % 2n === 1n)) q += 1n;
+  const s = q.toString().padStart(d + 1, '0');
+  return d ? `${s.slice(0, s.length - d)}.${s.slice(s.length - d)}` : s;
+}
 
 describe('perlNum (Perl number stringification, %.15g)', () => {
   it('matches perl -e print', () => {

@@ -143,10 +143,12 @@ export async function main(argv: string[]): Promise<number> {
       splitter.end();
     },
   );
-  const result = guard(() => renderFlameGraph(lines, opts));
+  // The SVG goes out piece by piece as it is made (stdout writes to files and pipes complete at once on Linux).
+  const writes: Promise<void>[] = [];
+  const result = guard(() => renderFlameGraph(lines, opts, (chunk) => writes.push(writeOut(chunk))));
   const warn = warnTo(NAME);
   for (const w of result.warnings) warn(w);
-  for (const chunk of result.chunks) await writeOut(chunk);
+  await Promise.all(writes);
   if (opts.paletteMap) writePalette(paletteFile, opts.paletteMap);
   if (result.error) throw new BpfscopeError(`${NAME}: ${result.error}`, { exitCode: 2 });
   return 0;
