@@ -21,6 +21,7 @@ import {
   loadSnapshot,
   machineInfo,
   RESULTS_DIR,
+  snapshotDist,
 } from './lib/env.mjs';
 import { FLAME_SCRIPT, runFlame } from './lib/flame.mjs';
 import { runMemory } from './lib/memory.mjs';
@@ -57,12 +58,13 @@ function parseArgs(argv) {
     const a = argv[i];
     if (a === '--rounds') o.rounds = Number(argv[++i]);
     else if (a === '--no-readme') o.readme = false;
+    else if (a === '--render') o.render = true;
     else if (a === '--tools') o.tools = argv[++i].split(',');
     else if (a === 'all') o.sections.push(...ORDER);
     else if (ORDER.includes(a)) o.sections.push(a);
     else if (a === '-h' || a === '--help') {
       process.stdout.write(
-        `usage: node bench/run.mjs [all|${ORDER.join('|')} ...] [--rounds N] [--tools a,b] [--no-readme]\n`,
+        `usage: node bench/run.mjs [all|${ORDER.join('|')} ...] [--rounds N] [--tools a,b] [--no-readme] [--render]\n`,
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
@@ -111,9 +113,13 @@ async function runSection(name, o, ctx) {
         rows: r.rows,
         raw: r.raw,
         failed: r.failed,
+        lacks: r.lacks,
+        oursFailed: r.oursFailed,
+        noBcc: r.noBcc,
         ours: r.ours,
         firstLines: r.firstLines,
         headersNote: r.headersNote,
+        args: r.args,
       };
     }
     case 'cpuprof':
@@ -227,17 +233,46 @@ function renderSection(name, s) {
       `\`bpfscope <tool>\` found for: ${ours.length ? ours.map(([k]) => k).join(', ') : 'none yet (bcc measured alone)'}.`,
       '',
     );
+    if (s.noBcc?.length) out.push(`No \`/usr/sbin/<tool>-bpfcc\` to compare with: ${s.noBcc.join(', ')}.`, '');
+    const args = Object.entries(s.args ?? {});
+    if (args.length) {
+      out.push(
+        `Arguments (the same for both): ${args.map(([k, v]) => `\`${k} ${v.join(' ')}\``).join(', ')}. ` +
+          'argdist prints nothing before its first 1 s interval, so for it (both tools) "first line" is holding its ' +
+          "tracepoint's perf event fd; bcc's profile prints its line before compiling, so for it the bench also waits " +
+          'for its per-CPU perf events.',
+        '',
+      );
+    }
+    const early = Object.entries(s.raw ?? {}).flatMap(([t, v]) =>
+      ['bpfscope', 'bcc'].filter((w) => v[w].some((x) => x.ok && x.fdsAtLine === 0)).map((w) => `${w} ${t}`),
+    );
+    if (early.length) {
+      out.push(`First line printed before any perf event or BPF link fd was open: ${early.join(', ')}.`, '');
+    }
     if (failed.length) {
       out.push(
         `bcc tools that do not run here (${failed.length}):`,
         '',
         plainTable(
-          ['tool', 'error (last line)'],
-          failed.map(([k, v]) => [k, `\`${String(v).replace(/\|/g, '\\|').replace(/`/g, "'")}\``]),
+          ['tool', 'the kernel lacks', 'error (last line)'],
+          failed.map(([k, v]) => [k, s.lacks?.[k] ?? '?', `\`${String(v).replace(/\|/g, '\\|').replace(/`/g, "'")}\``]),
         ),
         '',
       );
     }
+  }
+  if (name === 'tools' && Object.keys(s.oursFailed ?? {}).length) {
+    const of = Object.entries(s.oursFailed);
+    out.push(
+      `bpfscope tools that do not run here (${of.length}), with the sentence they exit with:`,
+      '',
+      plainTable(
+        ['tool', 'error'],
+        of.map(([k, v]) => [k, String(v).replace(/\|/g, '\\|')]),
+      ),
+      '',
+    );
   }
   if (name === 'cpuprof' && s.profile) {
     for (const [which, p] of Object.entries(s.profile)) {
@@ -294,8 +329,16 @@ function updateReadme(md) {
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
+  if (o.render) {
+    // re-render results/latest.md (and the README block) from latest.json, measuring nothing
+    const md = render(loadResults());
+    writeFileSync(join(RESULTS_DIR, 'latest.md'), `${md}\n`);
+    if (o.readme) updateReadme(md);
+    return;
+  }
   if (process.getuid?.() !== 0) throw new Error('the benchmarks load BPF programs: run them as root');
   checkBuilt();
+  snapshotDist();
   ensurePeers({ bcc: o.sections.includes('tools') });
   buildHelpers();
   mkdirSync(RESULTS_DIR, { recursive: true });

@@ -16,7 +16,7 @@ function where(url) {
   if (url.startsWith('node:')) return 'node internals';
   const path = url.replace(/^file:\/\//, '');
   if (path.includes('/node_modules/')) return `node_modules/${path.split('/node_modules/')[1].split('/')[0]}`;
-  return relative(ROOT, path);
+  return relative(ROOT, path).replace(/^(\.\.\/)+.*\/bpfscope-bench\/dist\//, 'dist/');
 }
 
 /** Self time (ms) by function and by file from a .cpuprofile; inclusive time (ms) of named functions. */

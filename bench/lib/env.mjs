@@ -3,8 +3,8 @@
  * missing), the C helpers (built with `cc -O2`) and how each tracer is launched and recognised as attached.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { cpus, hostname, loadavg, totalmem } from 'node:os';
+import { cpSync, existsSync, symlinkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpus, hostname, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -12,7 +12,8 @@ export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
 export const ROOT = dirname(BENCH_DIR);
 export const BUILD_DIR = join(BENCH_DIR, '.build');
 export const RESULTS_DIR = join(BENCH_DIR, 'results');
-export const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+/** bpfscope's CLI: dist/ until snapshotDist() points it at the private copy (a live binding for importers). */
+export let CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
 
 /** The traced workload binary: its name is its comm, `bpfs_bench` (bench/c/workload.c). */
 export const WORKLOAD = join(BUILD_DIR, 'bpfs_bench');
@@ -125,6 +126,25 @@ export function buildHelpers() {
     if (existsSync(bin) && statSync(bin).mtimeMs > statSync(s).mtimeMs) continue;
     execFileSync('cc', ['-O2', '-Wall', '-o', bin, s], { stdio: 'inherit' });
   }
+}
+
+/**
+ * Measure a private copy of dist/ ($TMPDIR/bpfscope-bench/dist, beside a node_modules symlink to the checkout's, and
+ * outside the tree so lint and tsc never see it): other engineers rebuild dist/ while a run goes on, and a tool
+ * started while tsc rewrites its modules fails to load. Sets CLI to the copy.
+ * @throws when the copy does not list its tools (copied in the middle of a rebuild)
+ */
+export function snapshotDist() {
+  const base = join(tmpdir(), 'bpfscope-bench');
+  const dst = join(base, 'dist');
+  rmSync(base, { recursive: true, force: true });
+  mkdirSync(base, { recursive: true });
+  symlinkSync(join(ROOT, 'node_modules'), join(base, 'node_modules'));
+  cpSync(join(ROOT, 'dist'), dst, { recursive: true });
+  const cli = join(dst, 'src', 'cli', 'main.js');
+  const r = spawnSync(process.execPath, [cli, 'tools'], { encoding: 'utf8', timeout: 15000 });
+  if (r.status !== 0) throw new Error(`the copy of dist/ does not run (rebuilt meanwhile?): ${r.stderr.trim()}`);
+  CLI = cli;
 }
 
 /** bpfscope must be built (`npm run build`); the bench measures dist/, not the TypeScript sources. */

@@ -175,7 +175,7 @@ export async function inspect({ log }) {
         id: p.id,
         title: p.title,
         tool: t.name,
-        programs: progs.map(({ text, ...rest }) => rest),
+        programs: progs.map(({ text: _text, ...rest }) => rest),
         insns: progs.reduce((s, x) => s + x.insns, 0),
       });
       if (!progs.length) log(`  inspect ${t.name} ${p.id}: no tracepoint programs found`);

@@ -63,6 +63,29 @@ export function perfEventFds(pid) {
   return n;
 }
 
+/**
+ * Attachments a process holds: perf event fds (tracepoints, uprobes, perf events) plus BPF link fds (raw_tp, tp_btf,
+ * uprobe_multi, ...) from /proc/PID/fd; null when it is gone.
+ */
+export function attachFds(pid) {
+  let fds;
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return null;
+  }
+  let n = 0;
+  for (const fd of fds) {
+    try {
+      const l = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (l === 'anon_inode:[perf_event]' || l === 'anon_inode:bpf_link') n++;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return n;
+}
+
 /** Resolves with ms since launch once `pid` holds at least `want` perf event fds, or null after `timeoutMs`. */
 export async function waitPerfFds(h, want, timeoutMs = 5000) {
   const end = Date.now() + timeoutMs;
