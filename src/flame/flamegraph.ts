@@ -257,6 +257,8 @@ interface NameParts {
   title: string;
   /** The name as label text (annotation removed; escaped after truncation). */
   label: string;
+  /** Whether the label has no characters to escape and no surrogate pairs (truncation then works on units). */
+  plain: boolean;
   /** Its fill colour by palette ("" until first needed: differential and --random frames are coloured apart). */
   color: string;
 }
@@ -315,7 +317,11 @@ function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layo
 
     const chars = Math.trunc((x2 - x1) / charWidth);
     let text = '';
-    if (chars >= 3) text = escapeText(truncate(parts.label, chars));
+    if (chars >= 3) {
+      const label = parts.label;
+      if (!parts.plain) text = escapeText(truncate(label, chars));
+      else text = chars < label.length ? `${label.slice(0, chars - 2)}..` : label;
+    }
 
     const x1s = cFixed(x1, 1);
     const w = cFixed(cFixedValue(x2, 1) - cFixedValue(x1, 1), 1);
@@ -351,7 +357,7 @@ function nameParts(func: string): NameParts {
   const annotated = func.endsWith(']');
   const label = annotated ? func.replace(ANNOTATION, '') : func;
   const title = annotated ? escapeAttr(func).replace(ANNOTATION, '') : escapeAttr(func);
-  return { title, label, color: '' };
+  return { title, label, plain: !/[&<>\ud800-\udfff]/.test(label), color: '' };
 }
 
 /** The colour of frames named `func` by palette (through --cp's map, which gains new names, when given). */
