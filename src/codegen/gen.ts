@@ -1081,6 +1081,7 @@ export class ProbeGen {
     const BPF_F_USER_STACK = 1 << 8;
     const BPF_NOEXIST = 1;
     const ENOMEM = 12;
+    const EFAULT = 14;
     const id = fn.vreg();
     const done = fn.newLabel('stack_done');
     fn.emit(I.mov64Imm(id, -ENOMEM));
@@ -1090,6 +1091,12 @@ export class ProbeGen {
     const n = this.callHelper(H.get_stack, [this.ctx, buf, { imm: 8 * limit }, { imm: user ? BPF_F_USER_STACK : 0 }]);
     fn.emit(I.mov64(id, n));
     fn.emit(I.jmpImm('jslt', n, 0, done));
+    // no frames (a syscall tracepoint on 6.1 records none): "no stack", as bpf_get_stackid's -EFAULT
+    const some = fn.newLabel('stack_some');
+    fn.emit(I.jmpImm('jne', n, 0, some));
+    fn.emit(I.mov64Imm(id, -EFAULT));
+    fn.emit(I.ja(done));
+    fn.mark(some);
     // FNV-1a over the frames, one u64 at a time, up to the first zero (the kernel zero-fills the rest).
     const h = this.constant(0xcbf29ce484222325n);
     const prime = this.constant(0x100000001b3n);
