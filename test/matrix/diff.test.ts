@@ -55,22 +55,13 @@ const GUEST_SKIP: Record<string, string> = {
     'bpftrace 0.17 rejects str() of a string[16] there, so the case has no oracle on 6.1',
 };
 
-/** Why an empty kernel stack prints differently (see GUEST_TODO). */
-const EMPTY_KSTACK =
-  'the 6.1 kernel records no kernel frames for a syscalls:sys_enter_* tracepoint (bpftrace 0.17 gets the same empty ' +
-  'stack): bpf_get_stackid() (0.17) returns -EFAULT for an empty callchain (kernel/bpf/stackmap.c, trace->nr <= skip) ' +
-  'and prints nothing, but bpf_get_stack() (bpfscope, src/codegen/gen.ts stack()) returns 0 bytes, which is stored as ' +
-  'a stack of no frames and printed as "\\n" (e.g. "@[\\n]: 4" for "@[]: 4"); fix: treat n == 0 like an error';
 /**
  * bpfscope failures on 6.1 whose cause lies in the compiler or runtime (src/lang, src/codegen, src/runtime): reported
  * as TODO while they fail, and failing once they pass (like a case's own `todo`).
  */
-const GUEST_TODO: Record<string, string> = {
-  'kstack-printf-two-frames': EMPTY_KSTACK,
-  'kstack-perf-printf': EMPTY_KSTACK,
-  'kstack-map-key-first-frame': EMPTY_KSTACK,
-  'kstack-map-key-count': EMPTY_KSTACK,
-};
+// (empty now: an empty kernel stack on 6.1's syscall tracepoints printed "\n" until stack() treated 0 frames as
+// "no stack", commit 57902f3)
+const GUEST_TODO: Record<string, string> = {};
 
 function skipReason(): string | undefined {
   if (!existsSync(runGuest)) return `no ${runGuest}`;
