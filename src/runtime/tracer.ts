@@ -97,8 +97,17 @@ export class Tracer {
       try {
         session.load();
         if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
-        if (session.runBegin()) {
-          session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
+        const go = session.runBegin();
+        if (go) session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
+        // bpftrace's hook for its runtime test engine: one stdout line once every probe is live, before the output
+        // of BEGIN (bpftrace prints BEGIN's events only then)
+        if (process.env.__BPFTRACE_NOTIFY_PROBES_ATTACHED) {
+          opts.output.flush();
+          writeSync(1, '__BPFTRACE_NOTIFY_PROBES_ATTACHED\n');
+        }
+        // BEGIN's output comes before anything the -c command prints: it starts only after
+        session.deliverBegin();
+        if (go) {
           if (child) {
             child.resume();
             tracer.resumed = true;
@@ -106,13 +115,6 @@ export class Tracer {
           }
           if (opts.pid !== undefined) tracer.watchPid(opts.pid);
         }
-        // bpftrace's hook for its runtime test engine: one stdout line once every probe is live, before the output
-        // of BEGIN (bpftrace prints BEGIN's events only then)
-        if (process.env.__BPFTRACE_NOTIFY_PROBES_ATTACHED) {
-          opts.output.flush();
-          writeSync(1, '__BPFTRACE_NOTIFY_PROBES_ATTACHED\n');
-        }
-        session.deliverBegin();
         // current bpftrace: a program with only BEGIN/END probes ends once BEGIN's output is printed
         if (!session.hasEventProbes) tracer.stop();
       } catch (e) {
