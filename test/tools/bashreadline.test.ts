@@ -6,46 +6,16 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { buildProgram, DEFAULT_SHARED, formatRow, header, readlineSymbol, SPEC } from '../../src/tools/bashreadline.js';
-import { ArgError, formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
-import { repoRoot } from '../helpers/cli.js';
+import { parseArgs } from '../../src/tools/framework/argparse.js';
+import { argparseFixtureTests, loadArgparseFixture } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope, startBpfscope } from './helpers.js';
 
-interface Fixture {
-  width80: Record<string, string>;
-  width60: Record<string, string>;
-  errors: { tool: string; argv: string[]; status: number; stderr: string }[];
-  parsed: { tool: string; argv: string[]; args: Record<string, unknown> }[];
-}
-
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'bcc-help-bashreadline-memleak.json'), 'utf8'),
-) as Fixture;
+const fixture = loadArgparseFixture('bcc-help-bashreadline-memleak');
 
 describe('bashreadline options (bcc tools/bashreadline.py)', () => {
-  it('-h at 80 and 60 columns equals argparse', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.width80.bashreadline);
-    assert.equal(formatHelp(SPEC, 58), fixture.width60.bashreadline);
-  });
-
-  it('usage errors equal argparse', () => {
-    const prev = process.env.COLUMNS;
-    process.env.COLUMNS = '80';
-    try {
-      for (const c of fixture.errors.filter((e) => e.tool === 'bashreadline')) {
-        assert.throws(
-          () => parseArgs(SPEC, c.argv),
-          (e: unknown) => e instanceof ArgError && e.text() === c.stderr,
-          c.argv.join(' '),
-        );
-      }
-    } finally {
-      if (prev === undefined) delete process.env.COLUMNS;
-      else process.env.COLUMNS = prev;
-    }
-  });
+  argparseFixtureTests(SPEC, 'bcc-help-bashreadline-memleak');
 
   it("-s [SHARED] is nargs='?': no -s, -s alone (the const), -s PATH, --shared=PATH", () => {
     const cases = fixture.parsed.filter((p) => p.tool === 'bashreadline');

@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { features } from '../../src/kernel/features.js';
 import { buildProgram, cacheStats, formatRow, header, readMeminfo, SPEC } from '../../src/tools/cachestat.js';
-import { assertBccHelp } from './helpfixture.js';
+import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
 
 describe('cachestat options and output (bcc tools/cachestat.py)', () => {
   it('-h and usage errors equal argparse', () => {
-    assertBccHelp(SPEC, 'cachestat', 'bcc-help-fs-cap-llc.json');
+    assertBccHelp(SPEC, 'cachestat', 'bcc-help-fs-cap-llc');
   });
 
   it("bcc's arithmetic: total = accessed - buffer dirtied, misses = added - dirtied, clamped", () => {

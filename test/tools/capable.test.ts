@@ -10,12 +10,12 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { buildProgram, capName, formatRow, header, SPEC } from '../../src/tools/capable.js';
 import { tracepointExists } from '../../src/tools/framework/system.js';
-import { assertBccHelp } from './helpfixture.js';
+import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, removeScratch, startBpfscope, tempDir } from './helpers.js';
 
 describe('capable options and output (bcc tools/capable.py)', () => {
   it('-h and usage errors equal argparse', () => {
-    assertBccHelp(SPEC, 'capable', 'bcc-help-fs-cap-llc.json');
+    assertBccHelp(SPEC, 'capable', 'bcc-help-fs-cap-llc');
   });
 
   it('header: "%-9s %-6s %-6s %-16s %-4s %-20s %-6s", -x adds TID and INSETID', () => {

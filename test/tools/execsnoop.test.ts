@@ -6,22 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { buildProgram, handleEvent, header, pythonRegex, type RowOptions, SPEC } from '../../src/tools/execsnoop.js';
-import { formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
+import { parseArgs } from '../../src/tools/framework/argparse.js';
 import { readPpid } from '../../src/tools/framework/system.js';
-import { repoRoot } from '../helpers/cli.js';
+import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, startBpfscope } from './helpers.js';
-
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'proc-tools-argparse.json'), 'utf8'),
-) as {
-  width80: Record<string, string>;
-  width60: Record<string, string>;
-  errors: { tool: string; argv: string[]; status: number; stderr: string }[];
-};
 
 const plain: RowOptions = {
   time: false,
@@ -52,15 +42,7 @@ function exec(
 
 describe('execsnoop options and format (bcc 0.26 tools/execsnoop.py)', () => {
   it('-h equals argparse on bcc parser; usage errors as bcc', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.width80.execsnoop);
-    assert.equal(formatHelp(SPEC, 58), fixture.width60.execsnoop);
-    for (const bad of fixture.errors.filter((e) => e.tool === 'execsnoop')) {
-      assert.throws(
-        () => parseArgs(SPEC, bad.argv),
-        (e: Error & { text?: () => string }) => e.text?.() === bad.stderr,
-        bad.argv.join(' '),
-      );
-    }
+    assert.ok(assertBccHelp(SPEC, 'execsnoop', 'proc-tools-argparse') > 0);
     // -u takes a number or a user name from the password database.
     assert.equal(parseArgs(SPEC, ['-u', 'root']).uid, 0);
     assert.equal(parseArgs(SPEC, ['-u', '1000']).uid, 1000);

@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import {
   buildProgram,
@@ -18,31 +16,16 @@ import {
   type RowOptions,
   SPEC,
 } from '../../src/tools/exitsnoop.js';
-import { formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
-import { repoRoot } from '../helpers/cli.js';
 import { ccSkipReason } from '../helpers/compile.js';
+import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, startBpfscope } from './helpers.js';
 import { startThreadsProg, THREADS_COMM } from './threadsprog.js';
-
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'proc-tools-argparse.json'), 'utf8'),
-) as {
-  width80: Record<string, string>;
-  width60: Record<string, string>;
-  errors: { tool: string; argv: string[]; status: number; stderr: string }[];
-};
 
 const plain: RowOptions = { timestamp: false, utc: false, label: null };
 
 describe('exitsnoop options and format (bcc tools/exitsnoop.py)', () => {
   it('-h equals argparse on bcc parser; a bad flag gives its usage error', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.width80.exitsnoop);
-    assert.equal(formatHelp(SPEC, 58), fixture.width60.exitsnoop);
-    const bad = fixture.errors.find((e) => e.tool === 'exitsnoop')!;
-    assert.throws(
-      () => parseArgs(SPEC, bad.argv),
-      (e: Error & { text?: () => string }) => e.text?.() === bad.stderr,
-    );
+    assert.ok(assertBccHelp(SPEC, 'exitsnoop', 'proc-tools-argparse') > 0);
   });
 
   it('filters: main threads only unless --per-thread; -p; -x drops exit code 0', () => {

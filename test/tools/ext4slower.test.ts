@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { features } from '../../src/kernel/features.js';
 import { buildProgram, formatRow, header, SPEC } from '../../src/tools/ext4slower.js';
-import { assertBccHelp } from './helpfixture.js';
+import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
 
 describe('ext4slower options and output (bcc tools/ext4slower.py)', () => {
   it('-h and usage errors equal argparse', () => {
-    assertBccHelp(SPEC, 'ext4slower', 'bcc-help-fs-cap-llc.json');
+    assertBccHelp(SPEC, 'ext4slower', 'bcc-help-fs-cap-llc');
   });
 
   it('header and rows: "%-8s %-14.14s %-6s %1s %-7s %-8d %7.2f %s", CSV with -j', () => {

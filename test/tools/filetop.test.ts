@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { buildProgram, type FileRow, formatScreen, SPEC } from '../../src/tools/filetop.js';
 import { workloadPath } from '../helpers/workload.js';
-import { assertBccHelp } from './helpfixture.js';
+import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, removeScratch, scratchDir, startBpfscope } from './helpers.js';
 
 const row = (o: Partial<FileRow>): FileRow => ({
@@ -29,7 +29,7 @@ const row = (o: Partial<FileRow>): FileRow => ({
 
 describe('filetop options and output (bcc tools/filetop.py)', () => {
   it('-h and usage errors equal argparse', () => {
-    assertBccHelp(SPEC, 'filetop', 'bcc-help-fs-cap-llc.json');
+    assertBccHelp(SPEC, 'filetop', 'bcc-help-fs-cap-llc');
   });
 
   it('programs: vfs_read/vfs_write kprobes, or the syscall tracepoints with the fd looked up', () => {

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import type { MapDump, Value } from '../../src/runtime/output/model.js';
 import { hardwareEventsWork } from '../../src/tools/framework/kfunc.js';
 import { buildProgram, formatTable, rowsFromMaps, SPEC } from '../../src/tools/llcstat.js';
-import { assertBccHelp } from './helpfixture.js';
+import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
 
 const int = (n: number): Value => ({ kind: 'int', value: BigInt(n), signed: false, size: 4 });
@@ -27,7 +27,7 @@ function dump(name: string, rows: [number, number, number, string, number][]): M
 
 describe('llcstat options and output (bcc tools/llcstat.py)', () => {
   it('-h and usage errors equal argparse', () => {
-    assertBccHelp(SPEC, 'llcstat', 'bcc-help-fs-cap-llc.json');
+    assertBccHelp(SPEC, 'llcstat', 'bcc-help-fs-cap-llc');
   });
 
   it('program: both hardware events at the sample period, keyed by pid, tid (or pid), cpu, comm', () => {

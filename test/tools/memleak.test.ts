@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ArgError, formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
+import { parseArgs } from '../../src/tools/framework/argparse.js';
 import {
   type Allocation,
   buildProgram,
@@ -24,45 +24,14 @@ import {
   USER_FUNCTIONS,
 } from '../../src/tools/memleak.js';
 import type { MapDump } from '../../src/runtime/output/model.js';
-import { repoRoot } from '../helpers/cli.js';
+import { argparseFixtureTests, loadArgparseFixture } from './argparse-fixture.js';
 import { leakprogPath, leakprogSkipReason } from './leakprog.js';
 import { liveSkipReason, removeScratch, runBpfscope, startBpfscope, tempDir } from './helpers.js';
 
-interface Fixture {
-  width80: Record<string, string>;
-  width60: Record<string, string>;
-  errors: { tool: string; argv: string[]; status: number; stderr: string }[];
-  parsed: { tool: string; argv: string[]; args: Record<string, unknown> }[];
-}
-
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'bcc-help-bashreadline-memleak.json'), 'utf8'),
-) as Fixture;
+const fixture = loadArgparseFixture('bcc-help-bashreadline-memleak');
 
 describe('memleak options (bcc tools/memleak.py)', () => {
-  it('-h at 80 and 60 columns equals argparse', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.width80.memleak);
-    assert.equal(formatHelp(SPEC, 58), fixture.width60.memleak);
-  });
-
-  it('usage errors equal argparse', () => {
-    const prev = process.env.COLUMNS;
-    process.env.COLUMNS = '80';
-    try {
-      const cases = fixture.errors.filter((e) => e.tool === 'memleak');
-      assert.equal(cases.length, 4);
-      for (const c of cases) {
-        assert.throws(
-          () => parseArgs(SPEC, c.argv),
-          (e: unknown) => e instanceof ArgError && e.text() === c.stderr,
-          c.argv.join(' '),
-        );
-      }
-    } finally {
-      if (prev === undefined) delete process.env.COLUMNS;
-      else process.env.COLUMNS = prev;
-    }
-  });
+  argparseFixtureTests(SPEC, 'bcc-help-bashreadline-memleak', 4);
 
   it('parsed values equal argparse (defaults, -ap, positionals, sizes, -O, --sort)', () => {
     const cases = fixture.parsed.filter((p) => p.tool === 'memleak');

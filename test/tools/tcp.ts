@@ -7,8 +7,6 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { repoRoot } from '../helpers/cli.js';
 
 const SERVER = `
 process.title = 'bpfs_tcpsrv';
@@ -112,17 +110,4 @@ export function ipv6LoopbackSkipReason(): string | undefined {
 export function sessionLines(text: string, s: TcpSession): string[] {
   const has = (l: string, p: number): boolean => new RegExp(`(^|[ ,])${p}([ ,]|$)`).test(l);
   return text.split('\n').filter((l) => has(l, s.serverPort) && has(l, s.clientPort));
-}
-
-/** bcc's argparse output for the TCP tools (test/tools/fixtures/tcp-tools-argparse.json, from bcc 0.26). */
-export interface ArgparseFixture {
-  help: Record<string, string>;
-  errors: { tool: string; argv: string[]; status: number; stderr: string }[];
-}
-
-/** Load test/tools/fixtures/tcp-tools-argparse.json. */
-export function tcpArgparseFixture(): ArgparseFixture {
-  return JSON.parse(
-    readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'tcp-tools-argparse.json'), 'utf8'),
-  ) as ArgparseFixture;
 }

@@ -6,35 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
 import { pyFormat } from '../../src/tools/framework/pyformat.js';
 import { buildProgram, formatRow, header, SPEC } from '../../src/tools/tcpaccept.js';
+import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope, startBpfscope, type ToolRun } from './helpers.js';
-import { ipv6LoopbackSkipReason, sessionLines, type TcpSession, tcpArgparseFixture, tcpSession } from './tcp.js';
-
-const fixture = tcpArgparseFixture();
+import { ipv6LoopbackSkipReason, sessionLines, type TcpSession, tcpSession } from './tcp.js';
 
 describe('tcpaccept options (bcc tools/tcpaccept.py argparse)', () => {
-  it('-h at 80 and 60 columns', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.help['tcpaccept@80']);
-    assert.equal(formatHelp(SPEC, 58), fixture.help['tcpaccept@60']);
-  });
-
-  for (const c of fixture.errors.filter((e) => e.tool === 'tcpaccept')) {
-    it(`usage error: ${c.argv.join(' ')}`, () => {
-      const prev = process.env.COLUMNS;
-      process.env.COLUMNS = '80';
-      try {
-        assert.throws(
-          () => parseArgs(SPEC, c.argv),
-          (e: unknown) => (e as { text(): string }).text() === c.stderr,
-        );
-      } finally {
-        if (prev === undefined) delete process.env.COLUMNS;
-        else process.env.COLUMNS = prev;
-      }
-    });
-  }
+  argparseFixtureTests(SPEC, 'tcp-tools-argparse');
 });
 
 describe('tcpaccept program', () => {

@@ -6,41 +6,14 @@
 import assert from 'node:assert/strict';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
 import { pyFormat } from '../../src/tools/framework/pyformat.js';
 import { buildProgram, ConnectCounts, formatRow, header, SPEC } from '../../src/tools/tcpconnect.js';
+import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope, startBpfscope, type ToolRun } from './helpers.js';
-import { ipv6LoopbackSkipReason, type TcpSession, tcpArgparseFixture, tcpSession } from './tcp.js';
-
-const fixture = tcpArgparseFixture();
-
-function usageError(argv: string[]): string {
-  try {
-    parseArgs(SPEC, argv);
-  } catch (e) {
-    return (e as { text(): string }).text();
-  }
-  return '';
-}
+import { ipv6LoopbackSkipReason, type TcpSession, tcpSession } from './tcp.js';
 
 describe('tcpconnect options (bcc tools/tcpconnect.py argparse)', () => {
-  it('-h at 80 and 60 columns, with the [-4 | -6] group', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.help['tcpconnect@80']);
-    assert.equal(formatHelp(SPEC, 58), fixture.help['tcpconnect@60']);
-  });
-
-  for (const c of fixture.errors.filter((e) => e.tool === 'tcpconnect')) {
-    it(`usage error: ${c.argv.join(' ')}`, () => {
-      const prev = process.env.COLUMNS;
-      process.env.COLUMNS = '80';
-      try {
-        assert.equal(usageError(c.argv), c.stderr);
-      } finally {
-        if (prev === undefined) delete process.env.COLUMNS;
-        else process.env.COLUMNS = prev;
-      }
-    });
-  }
+  argparseFixtureTests(SPEC, 'tcp-tools-argparse');
 });
 
 describe('tcpconnect program', () => {

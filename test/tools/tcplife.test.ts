@@ -7,35 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatHelp, parseArgs } from '../../src/tools/framework/argparse.js';
 import { pyFormat } from '../../src/tools/framework/pyformat.js';
 import { buildProgram, formatRow, header, type RowOptions, SPEC } from '../../src/tools/tcplife.js';
+import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, startBpfscope, type ToolRun } from './helpers.js';
-import { ipv6LoopbackSkipReason, sessionLines, type TcpSession, tcpArgparseFixture, tcpSession } from './tcp.js';
-
-const fixture = tcpArgparseFixture();
+import { ipv6LoopbackSkipReason, sessionLines, type TcpSession, tcpSession } from './tcp.js';
 
 describe('tcplife options (bcc tools/tcplife.py argparse)', () => {
-  it('-h at 80 and 60 columns', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.help['tcplife@80']);
-    assert.equal(formatHelp(SPEC, 58), fixture.help['tcplife@60']);
-  });
-
-  for (const c of fixture.errors.filter((e) => e.tool === 'tcplife')) {
-    it(`usage error: ${c.argv.join(' ')}`, () => {
-      const prev = process.env.COLUMNS;
-      process.env.COLUMNS = '80';
-      try {
-        assert.throws(
-          () => parseArgs(SPEC, c.argv),
-          (e: unknown) => (e as { text(): string }).text() === c.stderr,
-        );
-      } finally {
-        if (prev === undefined) delete process.env.COLUMNS;
-        else process.env.COLUMNS = prev;
-      }
-    });
-  }
+  argparseFixtureTests(SPEC, 'tcp-tools-argparse');
 });
 
 describe('tcplife program (bcc tcplife.py tracepoint version)', () => {

@@ -4,24 +4,16 @@
  * the threads of a C program (test/tools/fixtures/threads.c) with their start routine named.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { formatHelp } from '../../src/tools/framework/argparse.js';
 import { buildProgram, formatRow, header, pthreadCreateProbe, SPEC } from '../../src/tools/threadsnoop.js';
-import { repoRoot } from '../helpers/cli.js';
 import { ccSkipReason } from '../helpers/compile.js';
+import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, startBpfscope } from './helpers.js';
 import { startThreadsProg, THREAD_FUNCTION, THREADS_COMM } from './threadsprog.js';
 
-const fixture = JSON.parse(
-  readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'proc-tools-argparse.json'), 'utf8'),
-) as { width80: Record<string, string>; width60: Record<string, string> };
-
 describe('threadsnoop options and format (bcc tools/threadsnoop.py)', () => {
   it('-h equals argparse on bcc parser', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.width80.threadsnoop);
-    assert.equal(formatHelp(SPEC, 58), fixture.width60.threadsnoop);
+    assertBccHelp(SPEC, 'threadsnoop', 'proc-tools-argparse');
   });
 
   it('header and rows: "%-10d %-7d %-16s %s", ms since the first event, unnamed routines in hex', () => {

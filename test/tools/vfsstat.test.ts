@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { features } from '../../src/kernel/features.js';
 import { buildProgram, formatRow, header, SPEC } from '../../src/tools/vfsstat.js';
-import { assertBccHelp } from './helpfixture.js';
+import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
 
 describe('vfsstat options and output (bcc tools/vfsstat.py)', () => {
   it('-h and usage errors equal argparse', () => {
-    assertBccHelp(SPEC, 'vfsstat', 'bcc-help-fs-cap-llc.json');
+    assertBccHelp(SPEC, 'vfsstat', 'bcc-help-fs-cap-llc');
   });
 
   it('header "%-8s  " + " %8s" per stat, rows "%-8s: " + " %8d" of count / interval', () => {
