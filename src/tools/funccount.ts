@@ -10,7 +10,7 @@ import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
 import {
   intervalOf,
   intervalPrefix,
-  resolveTargets,
+  resolveTargetsOrReport,
   type Targets,
   targetBuiltin,
   targetIndex,
@@ -20,7 +20,6 @@ import {
 import { scalarValues } from './framework/histmaps.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
-import { ProbeSpecError } from './framework/probespec.js';
 import { pyFormat } from './framework/pyformat.js';
 import { runProgram, toolMain } from './framework/runner.js';
 
@@ -96,18 +95,8 @@ export function formatCounts(t: Targets, counts: MapDump): string {
 
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const pattern = a.pattern as string;
-  let t: Targets;
-  try {
-    t = resolveTargets(pattern, { regexp: a.regexp as boolean });
-  } catch (e) {
-    if (!(e instanceof ProbeSpecError)) throw e;
-    writer.line(e.message);
-    return 1;
-  }
-  if (t.names.length === 0) {
-    writer.line(`No functions matched by pattern ${t.spec.regex}`);
-    return 1;
-  }
+  const t = resolveTargetsOrReport(pattern, a.regexp as boolean, writer);
+  if (!t) return 1;
   const program = buildProgram(t, { pid: a.pid as number | null, cpu: a.cpu as number | null });
   if (a.debug) writer.write(program);
   const interval = intervalOf(a.interval as number | null, a.duration as number | null);

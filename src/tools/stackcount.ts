@@ -14,10 +14,9 @@
 import type { MapDump } from '../runtime/output/model.js';
 import { bccName, foldedName, type Frame, SymbolResolver } from '../symbols/resolver.js';
 import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
-import { intervalOf, intervalPrefix, resolveTargets, type Targets, tracingLine } from './framework/functool.js';
+import { intervalOf, intervalPrefix, resolveTargetsOrReport, type Targets, tracingLine } from './framework/functool.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
-import { ProbeSpecError } from './framework/probespec.js';
 import { pyFormat } from './framework/pyformat.js';
 import { runProgram, toolMain } from './framework/runner.js';
 import { ProcessPreparer, type StackEntry, symbolizeEntries } from './stacktool.js';
@@ -170,18 +169,8 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     return 1;
   }
   const pattern = a.pattern as string;
-  let t: Targets;
-  try {
-    t = resolveTargets(pattern, { regexp: a.regexp as boolean });
-  } catch (e) {
-    if (!(e instanceof ProbeSpecError)) throw e;
-    writer.line(e.message);
-    return 1;
-  }
-  if (t.names.length === 0) {
-    writer.line(`No functions matched by pattern ${t.spec.regex}`);
-    return 1;
-  }
+  const t = resolveTargetsOrReport(pattern, a.regexp as boolean, writer);
+  if (!t) return 1;
   const pid = a.pid as number | null;
   const o: StackcountOptions = { pid, cpu: a.cpu as number | null, kernel: !uOnly, user: !kOnly };
   const program = buildProgram(t, o);

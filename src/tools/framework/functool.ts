@@ -4,15 +4,17 @@
  * lines every interval prints ("\n", the `-T` time, ... "Detaching..." at the end). Sources: iovisor/bcc
  * `tools/funccount.py`, `funclatency.py`, `stackcount.py` (HEAD 6d0a964c).
  */
-import { pyFormat } from './pyformat.js';
+import type { ToolWriter } from './output.js';
 import {
   matchTargets,
   type ParseProbeOptions,
   parseProbeSpec,
   type ProbeSpec,
+  ProbeSpecError,
   toAttachPoint,
   verifyLimit,
 } from './probespec.js';
+import { pyFormat } from './pyformat.js';
 import { clockTime } from './system.js';
 
 /** A pattern resolved to what bcc would attach. */
@@ -33,6 +35,28 @@ export function resolveTargets(pattern: string, opts: ParseProbeOptions = {}): T
   const names = matchTargets(spec);
   verifyLimit(names.length);
   return { spec, names, attachPoints: names.map((n) => toAttachPoint(spec, n)) };
+}
+
+/**
+ * {@link resolveTargets} as funccount and stackcount use it: a bad pattern writes the ProbeSpecError's message,
+ * and a pattern that matches nothing writes bcc's `No functions matched by pattern <regex>` (funccount.py,
+ * stackcount.py), to `writer`'s stdout; both return null (the tool exits 1).
+ * @throws BpfscopeError and any error other than ProbeSpecError
+ */
+export function resolveTargetsOrReport(pattern: string, regexp: boolean, writer: ToolWriter): Targets | null {
+  let t: Targets;
+  try {
+    t = resolveTargets(pattern, { regexp });
+  } catch (e) {
+    if (!(e instanceof ProbeSpecError)) throw e;
+    writer.line(e.message);
+    return null;
+  }
+  if (t.names.length === 0) {
+    writer.line(`No functions matched by pattern ${t.spec.regex}`);
+    return null;
+  }
+  return t;
 }
 
 /**
