@@ -1,53 +1,25 @@
 /**
  * The stack tools' test program (test/tools/fixtures/stackprog.c): compiled on first use with
- * `cc -O0 -fno-omit-frame-pointer -g` into `os.tmpdir()/bpfscope-stackprog-<sha256 of the source, 12 hex>/`, so a
- * changed source gets a new binary. Its comm is `bpfs_stackprog`; see the source header for its steps.
+ * `cc -O0 -fno-omit-frame-pointer -g` by test/helpers/compile.ts (a changed source gets a new binary).
+ * Its comm is `bpfs_stackprog`; see the source header for its steps.
  */
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
-import { arch, tmpdir } from 'node:os';
+import { arch } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../helpers/cli.js';
+import { ccSkipReason, compileFixture } from '../helpers/compile.js';
 
 export const STACKPROG_COMM = 'bpfs_stackprog';
 
 /** Why the program cannot be used here (it makes system calls with x86-64 inline assembly), or undefined. */
 export function stackprogSkipReason(): string | undefined {
   if (arch() !== 'x64') return 'the stack test program uses x86-64 system call assembly';
-  try {
-    execFileSync('cc', ['--version'], { stdio: 'ignore' });
-  } catch {
-    return 'no C compiler (cc)';
-  }
-  return undefined;
+  return ccSkipReason();
 }
-
-let cached: string | undefined;
 
 /** Absolute path of the compiled program. @throws Error with the compiler's stderr when cc fails */
 export function stackprogPath(): string {
-  if (cached && existsSync(cached)) return cached;
   const srcPath = join(repoRoot(), 'test', 'tools', 'fixtures', 'stackprog.c');
-  const src = readFileSync(srcPath);
-  const hash = createHash('sha256').update(src).digest('hex').slice(0, 12);
-  const dir = join(tmpdir(), `bpfscope-stackprog-${hash}`);
-  const bin = join(dir, STACKPROG_COMM);
-  if (!existsSync(bin)) {
-    mkdirSync(dir, { recursive: true });
-    const tmp = `${bin}.${process.pid}.tmp`;
-    try {
-      execFileSync('cc', ['-O0', '-fno-omit-frame-pointer', '-g', '-Wall', '-o', tmp, srcPath], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-    } catch (e) {
-      const stderr = (e as { stderr?: Buffer }).stderr?.toString() ?? '';
-      throw new Error(`compiling ${srcPath} failed: ${(e as Error).message}\n${stderr}`, { cause: e });
-    }
-    renameSync(tmp, bin);
-  }
-  cached = bin;
-  return bin;
+  return compileFixture(srcPath, STACKPROG_COMM, ['-O0', '-fno-omit-frame-pointer', '-g']);
 }
 
 /** Folded lines (`stack count`) of a tool's stdout, as [stack, count] pairs. */
