@@ -4,21 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { MapDump } from '../../src/runtime/output/model.js';
 import { formatInterval } from '../../src/tools/biolatency.js';
 import { bpfState, fdHeldIds, findLeaks, tracefsProbeEvents, withReferences } from '../helpers/bpf-objects.js';
 import { workloadPath } from '../helpers/workload.js';
-import {
-  createLoop,
-  type LoopDevice,
-  liveSkipReason,
-  loopSkipReason,
-  removeScratch,
-  startBpfscope,
-  tempDir,
-  waitForLinks,
-} from './helpers.js';
+import { liveLoopDevice, startBpfscope, waitForLinks } from './helpers.js';
 import { histDump, scalarDump } from './maps.js';
 
 describe('biolatency output (bcc tools/biolatency.py)', () => {
@@ -95,25 +86,14 @@ export function histCount(text: string): number {
 }
 
 describe('biolatency on the live kernel', () => {
-  const skip = liveSkipReason() ?? loopSkipReason();
-  let dir = '';
-  let loop: LoopDevice | undefined;
-  before(() => {
-    if (skip) return;
-    dir = tempDir();
-    loop = createLoop(dir);
-  });
-  after(() => {
-    loop?.detach();
-    if (dir) removeScratch(dir);
-  });
+  const { skip, device } = liveLoopDevice();
 
   it('-d loopN -e 5 1: counts the 10 O_DIRECT reads in one 5 s interval, then exits by itself', { skip }, async () => {
     const before = { state: bpfState(), tracefs: tracefsProbeEvents() };
-    const run = startBpfscope(['biolatency', '-d', loop!.name, '-e', '5', '1']);
+    const run = startBpfscope(['biolatency', '-d', device().name, '-e', '5', '1']);
     assert.ok(await run.waitFor(/Hit Ctrl-C to end\.\n/, 20_000), run.stderr());
     const ours = withReferences(fdHeldIds(run.pid), bpfState());
-    const w = spawnSync(workloadPath(), ['comm', 'bpfs_bio', 'odirect-read', loop!.path, '10', '65536'], {
+    const w = spawnSync(workloadPath(), ['comm', 'bpfs_bio', 'odirect-read', device().path, '10', '65536'], {
       encoding: 'utf8',
     });
     assert.equal(w.status, 0, w.stderr);
@@ -135,10 +115,10 @@ describe('biolatency on the live kernel', () => {
   });
 
   it('-D -j: a JSON record for the loop device, ended by SIGTERM', { skip }, async () => {
-    const run = startBpfscope(['biolatency', '-D', '-j', '-d', loop!.name]);
+    const run = startBpfscope(['biolatency', '-D', '-j', '-d', device().name]);
     // JSON mode prints no "Tracing..." line: wait until the run holds its two probes' links.
     assert.ok(await waitForLinks(run.pid, 2, 20_000), run.stderr());
-    const w = spawnSync(workloadPath(), ['odirect-read', loop!.path, '6', '4096'], { encoding: 'utf8' });
+    const w = spawnSync(workloadPath(), ['odirect-read', device().path, '6', '4096'], { encoding: 'utf8' });
     assert.equal(w.status, 0, w.stderr);
     run.child.kill('SIGTERM');
     const r = await run.done;
@@ -147,7 +127,7 @@ describe('biolatency on the live kernel', () => {
     assert.equal(lines.length, 1, r.stdout);
     const rec = JSON.parse(lines[0]!) as { val_type: string; disk: string; data: { count: number }[] };
     assert.equal(rec.val_type, 'usecs');
-    assert.equal(rec.disk, loop!.name);
+    assert.equal(rec.disk, device().name);
     assert.equal(
       rec.data.reduce((a, d) => a + d.count, 0),
       6,

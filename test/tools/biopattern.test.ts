@@ -5,22 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { MapDump } from '../../src/runtime/output/model.js';
 import { buildProgram, collectRows, formatRow, HEADER, SPEC } from '../../src/tools/biopattern.js';
 import { pyRound } from '../../src/tools/framework/pyformat.js';
 import { workloadPath } from '../helpers/workload.js';
 import { argparseFixtureTests } from './argparse-fixture.js';
-import {
-  createLoop,
-  type LoopDevice,
-  liveSkipReason,
-  loopSkipReason,
-  removeScratch,
-  runBpfscope,
-  startBpfscope,
-  tempDir,
-} from './helpers.js';
+import { liveLoopDevice, runBpfscope, startBpfscope } from './helpers.js';
 
 describe('biopattern options (bcc tools/biopattern.py argparse)', () => {
   argparseFixtureTests(SPEC, 'biopattern-argparse');
@@ -82,32 +73,21 @@ describe('biopattern program and rows', () => {
 });
 
 describe('biopattern on the live kernel', () => {
-  const skip = liveSkipReason() ?? loopSkipReason();
-  let dir = '';
-  let loop: LoopDevice | undefined;
-  before(() => {
-    if (skip) return;
-    dir = tempDir();
-    loop = createLoop(dir);
-  });
-  after(() => {
-    loop?.detach();
-    if (dir) removeScratch(dir);
-  });
+  const { skip, device } = liveLoopDevice();
 
   it('-d loopN: 20% random, 80% sequential, 5 requests, 200 KB', { skip }, async () => {
-    const run = startBpfscope(['biopattern', '-d', loop!.name]);
+    const run = startBpfscope(['biopattern', '-d', device().name]);
     assert.ok(await run.waitFor(/KBYTES\n/, 20_000), run.stderr());
     const w = spawnSync(
       workloadPath(),
-      ['comm', 'bpfs_bp', 'odirect-read', loop!.path, '4', '65536', 'odirect-read', loop!.path, '2', '4096'],
+      ['comm', 'bpfs_bp', 'odirect-read', device().path, '4', '65536', 'odirect-read', device().path, '2', '4096'],
       { encoding: 'utf8' },
     );
     assert.equal(w.status, 0, w.stderr);
     run.child.kill('SIGINT');
     const r = await run.done;
     assert.equal(r.code, 0, r.stderr);
-    const name = loop!.name.padEnd(7);
+    const name = device().name.padEnd(7);
     assert.match(r.stdout, new RegExp(`^${HEADER}\\d\\d:\\d\\d:\\d\\d  ${name}    20    80        5        200\\n$`));
   });
 

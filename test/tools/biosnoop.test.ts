@@ -4,18 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { formatRow, header } from '../../src/tools/biosnoop.js';
 import { workloadPath } from '../helpers/workload.js';
-import {
-  createLoop,
-  type LoopDevice,
-  liveSkipReason,
-  loopSkipReason,
-  removeScratch,
-  startBpfscope,
-  tempDir,
-} from './helpers.js';
+import { liveLoopDevice, startBpfscope } from './helpers.js';
 
 describe('biosnoop output format (bcc tools/biosnoop.py)', () => {
   it('headers', () => {
@@ -52,23 +44,12 @@ describe('biosnoop output format (bcc tools/biosnoop.py)', () => {
 });
 
 describe('biosnoop on the live kernel', () => {
-  const skip = liveSkipReason() ?? loopSkipReason();
-  let dir = '';
-  let loop: LoopDevice | undefined;
-  before(() => {
-    if (skip) return;
-    dir = tempDir();
-    loop = createLoop(dir);
-  });
-  after(() => {
-    loop?.detach();
-    if (dir) removeScratch(dir);
-  });
+  const { skip, device } = liveLoopDevice();
 
   it('-d loopN -Q -P: four 64 KiB reads at sectors 0, 128, 256, 384 by the workload', { skip }, async () => {
-    const run = startBpfscope(['biosnoop', '-d', loop!.name, '-Q', '-P']);
+    const run = startBpfscope(['biosnoop', '-d', device().name, '-Q', '-P']);
     assert.ok(await run.waitFor(/LAT\(ms\)\n/, 20_000), run.stderr());
-    const w = spawnSync(workloadPath(), ['comm', 'bpfs_bio', 'odirect-read', loop!.path, '4', '65536'], {
+    const w = spawnSync(workloadPath(), ['comm', 'bpfs_bio', 'odirect-read', device().path, '4', '65536'], {
       encoding: 'utf8',
     });
     assert.equal(w.status, 0, w.stderr);
@@ -78,7 +59,7 @@ describe('biosnoop on the live kernel', () => {
     assert.equal(r.code, 0, r.stderr);
     const rows = r.stdout.split('\n').slice(1, -1);
     assert.equal(rows.length, 4, r.stdout);
-    const name = loop!.name.padEnd(9);
+    const name = device().name.padEnd(9);
     rows.forEach((row, i) => {
       const sector = String(i * 128).padEnd(10);
       const pattern = i === 0 ? '\\?' : 'S';

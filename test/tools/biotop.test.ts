@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { MapDump } from '../../src/runtime/output/model.js';
 import {
   type BiotopRow,
@@ -21,16 +21,7 @@ import { parseArgs } from '../../src/tools/framework/argparse.js';
 import { CLEAR_SCREEN } from '../../src/tools/framework/top.js';
 import { workloadPath } from '../helpers/workload.js';
 import { argparseFixtureTests } from './argparse-fixture.js';
-import {
-  createLoop,
-  type LoopDevice,
-  liveSkipReason,
-  loopSkipReason,
-  removeScratch,
-  runBpfscope,
-  startBpfscope,
-  tempDir,
-} from './helpers.js';
+import { liveLoopDevice, runBpfscope, startBpfscope } from './helpers.js';
 
 const LOOP0 = 7 * 2 ** 20;
 const names = (d: number): string => (d === LOOP0 ? 'loop0' : d === 254 * 2 ** 20 ? 'vda' : '?');
@@ -144,20 +135,12 @@ describe('biotop screen (bcc format)', () => {
 });
 
 describe('biotop on the live kernel', () => {
-  const skip = liveSkipReason() ?? loopSkipReason();
-  let dir = '';
-  let loop: LoopDevice | undefined;
+  const { skip, device } = liveLoopDevice();
   let majMin = '';
   before(() => {
     if (skip) return;
-    dir = tempDir();
-    loop = createLoop(dir);
-    const [maj, min] = readFileSync(`/sys/block/${loop.name}/dev`, 'utf8').trim().split(':');
+    const [maj, min] = readFileSync(`/sys/block/${device().name}/dev`, 'utf8').trim().split(':');
     majMin = `${maj!.padEnd(3)} ${min!.padEnd(3)}`;
-  });
-  after(() => {
-    loop?.detach();
-    if (dir) removeScratch(dir);
   });
 
   /** The table rows of `text` whose PID column is `pid`. */
@@ -170,11 +153,11 @@ describe('biotop on the live kernel', () => {
     async () => {
       const run = startBpfscope(['biotop', '-C', '99']);
       assert.ok(await run.waitFor(/Hit Ctrl-C to end\n/, 20_000), run.stderr());
-      const a = spawnSync(workloadPath(), ['comm', 'bpfs_bta', 'odirect-read', loop!.path, '4', '65536'], {
+      const a = spawnSync(workloadPath(), ['comm', 'bpfs_bta', 'odirect-read', device().path, '4', '65536'], {
         encoding: 'utf8',
       });
       assert.equal(a.status, 0, a.stderr);
-      const b = spawnSync(workloadPath(), ['comm', 'bpfs_btb', 'odirect-read', loop!.path, '2', '16384'], {
+      const b = spawnSync(workloadPath(), ['comm', 'bpfs_btb', 'odirect-read', device().path, '2', '16384'], {
         encoding: 'utf8',
       });
       assert.equal(b.status, 0, b.stderr);
@@ -186,7 +169,7 @@ describe('biotop on the live kernel', () => {
         /^Tracing\.\.\. Output every 99 secs\. Hit Ctrl-C to end\n\n\d\d:\d\d:\d\d loadavg: [\d.]+ [\d.]+ [\d.]+ \d+\/\d+ \d+\n\nPID {5}COMM {13}D MAJ MIN DISK {7}I\/O {2}Kbytes {2}AVGms\n/,
       );
       assert.ok(r.stdout.endsWith('Detaching...\n'), r.stdout);
-      const disk = loop!.name.padEnd(8);
+      const disk = device().name.padEnd(8);
       const ra = rowsOf(r.stdout, a.pid);
       const rb = rowsOf(r.stdout, b.pid);
       assert.equal(ra.length, 1, r.stdout);
@@ -199,13 +182,17 @@ describe('biotop on the live kernel', () => {
   );
 
   it('-p PID: only the I/O of that process', { skip }, async () => {
-    const target = spawn(workloadPath(), ['comm', 'bpfs_btp', 'wait-stdin', 'odirect-read', loop!.path, '3', '8192'], {
-      stdio: ['pipe', 'ignore', 'pipe'],
-    });
+    const target = spawn(
+      workloadPath(),
+      ['comm', 'bpfs_btp', 'wait-stdin', 'odirect-read', device().path, '3', '8192'],
+      {
+        stdio: ['pipe', 'ignore', 'pipe'],
+      },
+    );
     const exited = new Promise<number | null>((res) => target.on('exit', (code) => res(code)));
     const run = startBpfscope(['biotop', '-C', '-p', String(target.pid), '99']);
     assert.ok(await run.waitFor(/Hit Ctrl-C to end\n/, 20_000), run.stderr());
-    const other = spawnSync(workloadPath(), ['comm', 'bpfs_bto', 'odirect-read', loop!.path, '2', '65536'], {
+    const other = spawnSync(workloadPath(), ['comm', 'bpfs_bto', 'odirect-read', device().path, '2', '65536'], {
       encoding: 'utf8',
     });
     assert.equal(other.status, 0, other.stderr);
@@ -219,7 +206,7 @@ describe('biotop on the live kernel', () => {
     assert.equal(rows.length, 1, r.stdout);
     assert.match(
       rows[0]!,
-      new RegExp(`^${target.pid} +bpfs_btp {9}R ${majMin} ${loop!.name.padEnd(8)}     3    24\\.0 +\\d+\\.\\d\\d$`),
+      new RegExp(`^${target.pid} +bpfs_btp {9}R ${majMin} ${device().name.padEnd(8)}     3    24\\.0 +\\d+\\.\\d\\d$`),
     );
   });
 

@@ -4,39 +4,20 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { formatLog2Hist, LOG2_SLOTS } from '../../src/tools/framework/hist.js';
 import { workloadPath } from '../helpers/workload.js';
-import {
-  createLoop,
-  type LoopDevice,
-  liveSkipReason,
-  loopSkipReason,
-  removeScratch,
-  startBpfscope,
-  tempDir,
-} from './helpers.js';
+import { liveLoopDevice, startBpfscope } from './helpers.js';
 
 describe('bitesize on the live kernel', () => {
-  const skip = liveSkipReason() ?? loopSkipReason();
-  let dir = '';
-  let loop: LoopDevice | undefined;
-  before(() => {
-    if (skip) return;
-    dir = tempDir();
-    loop = createLoop(dir);
-  });
-  after(() => {
-    loop?.detach();
-    if (dir) removeScratch(dir);
-  });
+  const { skip, device } = liveLoopDevice();
 
   it('Process Name = bpfs_bite: 4 -> 7 Kbytes x3, 64 -> 127 Kbytes x5', { skip }, async () => {
     const run = startBpfscope(['bitesize']);
     assert.ok(await run.waitFor(/Hit Ctrl-C to end\.\n/, 20_000), run.stderr());
     const w = spawnSync(
       workloadPath(),
-      ['comm', 'bpfs_bite', 'odirect-read', loop!.path, '5', '65536', 'odirect-read', loop!.path, '3', '4096'],
+      ['comm', 'bpfs_bite', 'odirect-read', device().path, '5', '65536', 'odirect-read', device().path, '3', '4096'],
       { encoding: 'utf8' },
     );
     assert.equal(w.status, 0, w.stderr);

@@ -19,6 +19,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { repoRoot } from '../helpers/cli.js';
 
@@ -156,6 +157,35 @@ export function createLoop(dir: string, mb = 16): LoopDevice {
     name,
     detach: () => {
       spawnSync('losetup', ['-d', path]);
+    },
+  };
+}
+
+/**
+ * A 16 MiB loop device for the live tests of the calling `describe` block (call it in the block's body): its
+ * `before` hook attaches the device to a file in a new scratch directory, its `after` hook detaches it and removes
+ * the directory. `skip` is why the live block I/O tests cannot run here ({@link liveSkipReason}, then
+ * {@link loopSkipReason}), and then no device is made.
+ * @returns `device()` for use inside the tests; it throws when called before the hook ran or when skipped
+ */
+export function liveLoopDevice(): { skip: string | undefined; device(): LoopDevice } {
+  const skip = liveSkipReason() ?? loopSkipReason();
+  let dir = '';
+  let loop: LoopDevice | undefined;
+  before(() => {
+    if (skip) return;
+    dir = tempDir();
+    loop = createLoop(dir);
+  });
+  after(() => {
+    loop?.detach();
+    if (dir) removeScratch(dir);
+  });
+  return {
+    skip,
+    device: () => {
+      if (!loop) throw new Error('no loop device (skipped, or used outside a test)');
+      return loop;
     },
   };
 }
