@@ -10,7 +10,7 @@
  */
 import type { Tracer } from '../runtime/tracer.js';
 import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
-import { diskDevT, diskNamer } from './framework/disk.js';
+import { diskOption, diskNamer } from './framework/disk.js';
 import { formatLog2Hist, formatSectionedLog2Hist, jsonLog2Hist } from './framework/hist.js';
 import { log2Sections, log2Slots, pyJson, scalarValues } from './framework/histmaps.js';
 import type { ToolWriter } from './framework/output.js';
@@ -120,14 +120,8 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     writer.line('ERROR: can only use -D or -F. Exiting.');
     return 1;
   }
-  let dev: number | null = null;
-  if (a.disk !== null) {
-    dev = diskDevT(a.disk as string);
-    if (dev === null) {
-      writer.line(`no such disk '${a.disk}'`);
-      return 1;
-    }
-  }
+  const dev = diskOption(a.disk as string | null, writer);
+  if (dev === undefined) return 1;
   if (a.flags) {
     // bcc says this when only block tracepoints are available (no blk_account_io_* kprobes), as here.
     writer.line("ERROR: blk_account_io_start/done probes not available. Can't use -F.");

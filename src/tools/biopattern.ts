@@ -9,7 +9,7 @@
 import type { Tracer } from '../runtime/tracer.js';
 import type { Parsed, ParserSpec } from './framework/argparse.js';
 import { INT } from './framework/argparse.js';
-import { diskDevT, partitionNamer } from './framework/disk.js';
+import { diskOption, partitionNamer } from './framework/disk.js';
 import { scalarValues } from './framework/histmaps.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
@@ -87,14 +87,8 @@ export function formatRow(r: PatternRow, name: (dev: number) => string, now: Dat
 }
 
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  let dev: number | null = null;
-  if (a.disk !== null) {
-    dev = diskDevT(a.disk as string);
-    if (dev === null) {
-      writer.line(`no such disk '${a.disk}'`);
-      return 1;
-    }
-  }
+  const dev = diskOption(a.disk as string | null, writer);
+  if (dev === undefined) return 1;
   const name = partitionNamer('Unknown');
   return runProgram({
     tool: 'biopattern',

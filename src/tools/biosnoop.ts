@@ -7,7 +7,7 @@
  * read/write column comes from the tracepoint's `rwbs` text (bcc's `get_rwflag_tp`).
  */
 import type { Parsed, ParserSpec } from './framework/argparse.js';
-import { diskDevT, diskNamer } from './framework/disk.js';
+import { diskOption, diskNamer } from './framework/disk.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
@@ -107,14 +107,8 @@ export function formatRow(
 }
 
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  let dev: number | null = null;
-  if (a.disk !== null) {
-    dev = diskDevT(a.disk as string);
-    if (dev === null) {
-      writer.line(`no such disk '${a.disk}'`);
-      return 1;
-    }
-  }
+  const dev = diskOption(a.disk as string | null, writer);
+  if (dev === undefined) return 1;
   const o = { queue: a.queue as boolean, pattern: a.pattern as boolean };
   const program = buildProgram({ dev, pattern: o.pattern });
   if (a.ebpf) {

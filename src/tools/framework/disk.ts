@@ -4,6 +4,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ToolWriter } from './output.js';
 import { devKey, readDiskNames } from './system.js';
 
 /** Major and minor numbers of a Linux `st_rdev` (glibc's gnu_dev_major/gnu_dev_minor). */
@@ -23,6 +24,21 @@ export function diskDevT(disk: string): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * bcc's `-d DISK` option as biolatency, biosnoop and biopattern handle it: null without `-d` (all disks), else the
+ * disk's dev_t ({@link diskDevT}). When `/dev/<disk>` does not exist, writes bcc's `no such disk '<disk>'` to
+ * `writer`'s stdout and returns undefined (the tool exits 1).
+ */
+export function diskOption(disk: string | null, writer: ToolWriter): number | null | undefined {
+  if (disk === null) return null;
+  const dev = diskDevT(disk);
+  if (dev === null) {
+    writer.line(`no such disk '${disk}'`);
+    return undefined;
+  }
+  return dev;
 }
 
 /** A dev_t → disk name function over `/proc/diskstats` (read once), with `unknown` for devices not listed. */
