@@ -10,15 +10,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import {
-  ArgError,
-  formatHelp,
-  HelpRequested,
-  INT,
-  type ParserSpec,
-  parseArgs,
-} from '../../../src/tools/framework/argparse.js';
+import { formatHelp, HelpRequested, INT, type ParserSpec, parseArgs } from '../../../src/tools/framework/argparse.js';
 import { repoRoot } from '../../helpers/cli.js';
+import { assertUsageError } from '../argparse-fixture.js';
 
 interface HelpFixture {
   width80: Record<string, string>;
@@ -62,18 +56,7 @@ describe('help text equals argparse', () => {
 describe('usage errors equal argparse', () => {
   for (const c of fixture.errors) {
     it(`${c.tool} ${c.argv.join(' ')}`, async () => {
-      const spec = await specOf(c.tool);
-      const prev = process.env.COLUMNS;
-      process.env.COLUMNS = '80';
-      try {
-        assert.throws(
-          () => parseArgs(spec, c.argv),
-          (e: unknown) => e instanceof ArgError && e.text() === c.stderr,
-        );
-      } finally {
-        if (prev === undefined) delete process.env.COLUMNS;
-        else process.env.COLUMNS = prev;
-      }
+      assertUsageError(await specOf(c.tool), c);
     });
   }
 });
