@@ -23,7 +23,7 @@ import type { ToolWriter } from './framework/output.js';
 import { kprobesAvailable, matchTargets, parseProbeSpec, toAttachPoint } from './framework/probespec.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { runProgram, toolMain, withInterruptNote } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 
 const EXAMPLES = `Probe specifier syntax:
@@ -443,21 +443,15 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   }
   const top = a.top as number | null;
   // bcc's main loop ends on Ctrl-C (or SIGTERM) without printing the interval under way.
-  let interrupted = false;
-  const onSignal = (): void => {
-    interrupted = true;
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    return await runProgram({
+  return withInterruptNote((interrupted) =>
+    runProgram({
       tool: 'argdist',
       program,
       writer,
       interval: { seconds: a.interval as number, count: a.count as number | null },
       durationSec: a.duration as number | null,
       onTick: (t) => {
-        if (interrupted) return;
+        if (interrupted()) return;
         let out = `[${clockTime()}]\n`;
         probes.forEach((p, i) => {
           if (p.kind === 'freq') out += formatCounts(p, countRows(t, i), top);
@@ -466,11 +460,8 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
         });
         writer.write(out);
       },
-    });
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
+    }),
+  );
 }
 
 /** `bpfscope argdist [flags]`; resolves with the exit status. */

@@ -30,7 +30,7 @@ import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { runProgram, toolMain, withInterruptNote } from './framework/runner.js';
 import { clockTime, pageSizeKb, tracepointExists } from './framework/system.js';
 import { ProcessPreparer, parseRawStack } from './stacktool.js';
 
@@ -572,14 +572,8 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const st: RunState = { resolver: await SymbolResolver.create(), pid: kernel ? -1 : pidArg };
   const preparer = new ProcessPreparer(st.resolver);
   let cpidKnown = false;
-  let interrupted = false;
-  const onSignal = (): void => {
-    interrupted = true;
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    return await runProgram({
+  return withInterruptNote((interrupted) =>
+    runProgram({
       tool: 'memleak',
       program,
       writer,
@@ -613,15 +607,12 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
             onTick: (t, last) => {
               // bcc exits on Ctrl-C without a report; a last interval, the command's or the process's end print one.
               if (last) preparer.stop();
-              if (last && interrupted) return;
+              if (last && interrupted()) return;
               printReport(a, st, (name) => t.readMap(name), writer);
             },
           }),
-    });
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
+    }),
+  );
 }
 
 /** `bpfscope memleak [flags] [interval] [count]`; resolves with the exit status. */

@@ -44,6 +44,27 @@ export interface RunOptions {
   stackMapEntries?: number;
 }
 
+/**
+ * Run `body` while SIGINT and SIGTERM are noted (alongside the runtime's own handling, which ends the run):
+ * `interrupted()` tells whether either arrived since `body` started. bcc's argdist and memleak leave out the report
+ * of an interval that Ctrl-C cut short; they test this in their last tick. The listeners are removed when `body`
+ * settles. Resolves or rejects as `body` does.
+ */
+export async function withInterruptNote<T>(body: (interrupted: () => boolean) => Promise<T>): Promise<T> {
+  let interrupted = false;
+  const onSignal = (): void => {
+    interrupted = true;
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await body(() => interrupted);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 function delay(ms: number, onTimer: (t: NodeJS.Timeout) => void): Promise<'tick'> {
   return new Promise((resolve) => onTimer(setTimeout(() => resolve('tick'), ms)));
 }
