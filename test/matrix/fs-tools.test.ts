@@ -9,34 +9,15 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { repoRoot } from '../helpers/cli.js';
+import { cliCommand, guestSkipReason, runGuestScript } from './guest.js';
 import { workloadPath } from '../helpers/workload.js';
-
-const root = repoRoot();
-const runGuest = resolve(root, '..', 'shared', 'tools', 'kernel-matrix', 'run-guest.sh');
-const fromDist = fileURLToPath(import.meta.url).includes('/dist/test/');
-
-function skipReason(): string | undefined {
-  if (!existsSync(runGuest)) return `no ${runGuest}`;
-  if (spawnSync('which', ['qemu-system-x86_64']).status !== 0)
-    return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
-  if (!existsSync('/lib/modules') || !readdirSync('/lib/modules').some((d) => d.endsWith('amd64'))) {
-    return 'no Debian amd64 kernel under /lib/modules (kernel-matrix/setup.sh)';
-  }
-  if (spawnSync('which', ['mkfs.ext4']).status !== 0) return 'mkfs.ext4 (e2fsprogs) is not installed';
-  if (fromDist && !existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) return 'dist/src/cli/main.js not built';
-  return undefined;
-}
 
 /** The guest script: each section prints `=== NAME` then the tool's output, `=== end` at the end. */
 function guestScript(work: string): string {
-  const cli = fromDist
-    ? `node ${root}/dist/src/cli/main.js`
-    : `node --import ${root}/node_modules/tsx/dist/loader.mjs ${root}/src/cli/main.ts`;
+  const cli = cliCommand();
   const wl = `${work}/bpfs_workload`;
   // Start a tool in the background, wait for its header line, run the workload, then Ctrl-C it.
   const traced = (name: string, args: string, ready: string, body: string[]): string[] => [
@@ -90,20 +71,15 @@ function section(out: string, name: string): string {
 
 describe(
   'vfsstat, filetop, ext4slower, cachestat and capable on Debian 6.1 (kernel matrix)',
-  { skip: skipReason() },
+  { skip: guestSkipReason({ cli: 'this-tree', commands: { 'mkfs.ext4': 'e2fsprogs' } }) },
   () => {
     it('count and time the workload through kprobes/fentry', () => {
       const work = mkdtempSync('/tmp/kernel-matrix-fs-');
       try {
         copyFileSync(workloadPath(), join(work, 'bpfs_workload'));
         spawnSync('chmod', ['+x', join(work, 'bpfs_workload')]);
-        writeFileSync(join(work, 'run.sh'), `${guestScript(work)}\n`);
-        const env = { ...process.env, TIMEOUT: '600', ...(root.startsWith('/tmp/') ? { SHARE: root } : {}) };
-        const r = spawnSync('sh', [runGuest, join(work, 'run.sh'), work], { encoding: 'utf8', env, timeout: 700_000 });
-        const out = (r.stdout + r.stderr).replace(/\r/g, '');
         // BPFSCOPE_MATRIX_LOG=FILE keeps the guest's console (the tools' output) for reading.
-        if (process.env.BPFSCOPE_MATRIX_LOG) writeFileSync(process.env.BPFSCOPE_MATRIX_LOG, out);
-        assert.match(out, /=== end/, `the guest did not finish:\n${out.slice(-3000)}`);
+        const out = runGuestScript([guestScript(work)], work);
 
         // vfsstat: every line of the -p run summed gives the workload's calls exactly.
         const v = section(out, 'vfsstat');

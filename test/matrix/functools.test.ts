@@ -6,26 +6,11 @@
  * Skips (saying why) when the guest tooling is not installed or the CLI is not built.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { copyFileSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { repoRoot } from '../helpers/cli.js';
+import { guestSection, guestSkipReason, ROOT, runGuestScript, shQuote } from './guest.js';
 import { workloadPath } from '../helpers/workload.js';
-
-const root = repoRoot();
-const runGuest = resolve(root, '..', 'shared', 'tools', 'kernel-matrix', 'run-guest.sh');
-
-function skipReason(): string | undefined {
-  if (!existsSync(runGuest)) return `no ${runGuest}`;
-  if (spawnSync('which', ['qemu-system-x86_64']).status !== 0)
-    return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
-  if (!existsSync('/lib/modules') || !readdirSync('/lib/modules').some((d) => d.endsWith('amd64'))) {
-    return 'no Debian amd64 kernel under /lib/modules (kernel-matrix/setup.sh)';
-  }
-  if (!existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) return 'dist/src/cli/main.js not built';
-  return undefined;
-}
 
 const CASES: { name: string; args: string }[] = [
   { name: 'funccount', args: 'funccount do_nanosleep' },
@@ -34,13 +19,15 @@ const CASES: { name: string; args: string }[] = [
   { name: 'stackcount', args: 'stackcount -K do_nanosleep' },
 ];
 
-describe('funccount/funclatency/stackcount on kernel functions (Debian 6.1 guest)', { skip: skipReason() }, () => {
+const skip = guestSkipReason({ cli: 'built' });
+
+describe('funccount/funclatency/stackcount on kernel functions (Debian 6.1 guest)', { skip }, () => {
   it('count, time and stack do_nanosleep exactly twice', () => {
     const work = mkdtempSync('/tmp/kernel-matrix-func-');
     copyFileSync(workloadPath(), join(work, 'bpfs_workload'));
     const lines = [
       'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing',
-      `cd ${root}`,
+      `cd ${ROOT}`,
       `W=${work}`,
       'run() {',
       '  rm -f $W/out; : > $W/out',
@@ -52,16 +39,11 @@ describe('funccount/funclatency/stackcount on kernel functions (Debian 6.1 guest
       '  wait $P; kill -TERM $T; wait $T',
       '  cp $W/out $W/out.$1; echo "=== $1"; cat $W/out; echo "=== done $1"',
       '}',
-      ...CASES.map((c) => `run ${c.name} ${`'${c.args.replace(/'/g, `'\\''`)}'`}`),
+      ...CASES.map((c) => `run ${c.name} ${shQuote(c.args)}`),
       'echo "=== end"',
     ];
-    const script = join(work, 'run.sh');
-    writeFileSync(script, `${lines.join('\n')}\n`);
-    const env = { ...process.env, TIMEOUT: '600', ...(root.startsWith('/tmp/') ? { SHARE: root } : {}) };
-    const r = spawnSync('sh', [runGuest, script, work], { encoding: 'utf8', env, timeout: 700_000 });
-    const out = (r.stdout + r.stderr).replace(/\r/g, '');
-    assert.match(out, /=== end/, `the guest did not finish:\n${out.slice(-3000)}`);
-    const of = (name: string) => new RegExp(`=== ${name}\\n([\\s\\S]*?)=== done ${name}`).exec(out)?.[1] ?? '';
+    const out = runGuestScript(lines, work);
+    const of = (name: string): string => guestSection(out, name);
 
     const fc = of('funccount');
     assert.match(fc, /^Tracing 1 functions for "do_nanosleep"\.\.\. Hit Ctrl-C to end\.\n/, fc);

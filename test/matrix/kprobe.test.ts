@@ -5,24 +5,9 @@
  * Skips (saying why) when the guest tooling is not installed.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdtempSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { repoRoot } from '../helpers/cli.js';
-
-const root = repoRoot();
-const runGuest = resolve(root, '..', 'shared', 'tools', 'kernel-matrix', 'run-guest.sh');
-
-function skipReason(): string | undefined {
-  if (!existsSync(runGuest)) return `no ${runGuest}`;
-  if (spawnSync('which', ['qemu-system-x86_64']).status !== 0)
-    return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
-  if (!existsSync('/lib/modules') || !readdirSync('/lib/modules').some((d) => d.endsWith('amd64'))) {
-    return 'no Debian amd64 kernel under /lib/modules (kernel-matrix/setup.sh)';
-  }
-  return undefined;
-}
+import { guestSkipReason, ROOT, runGuestScript, shQuote } from './guest.js';
 
 const CASES: { name: string; program: string; command: string }[] = [
   {
@@ -52,30 +37,27 @@ const CASES: { name: string; program: string; command: string }[] = [
   },
 ];
 
-describe('kprobes and fentry on Debian 6.1 (kernel matrix)', { skip: skipReason() }, () => {
+describe('kprobes and fentry on Debian 6.1 (kernel matrix)', { skip: guestSkipReason() }, () => {
   it('match bpftrace 0.17 in the same guest', () => {
     const work = mkdtempSync('/tmp/kernel-matrix-test-');
-    const lines = ['mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing', `cd ${root}`];
+    const lines = ['mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing', `cd ${ROOT}`];
     CASES.forEach((c, i) => {
-      const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-      lines.push(`echo "=== ours ${i}"`, `node dist/src/cli/main.js -q -e ${q(c.program)} -c ${q(c.command)} 2>&1`);
+      lines.push(
+        `echo "=== ours ${i}"`,
+        `node dist/src/cli/main.js -q -e ${shQuote(c.program)} -c ${shQuote(c.command)} 2>&1`,
+      );
       lines.push(
         `echo "=== oracle ${i}"`,
-        `bpftrace -e ${q(c.program)} -c ${q(c.command)} 2>/dev/null | grep -v '^Attaching'`,
+        `bpftrace -e ${shQuote(c.program)} -c ${shQuote(c.command)} 2>/dev/null | grep -v '^Attaching'`,
       );
     });
     lines.push('echo "=== end"');
-    const script = join(work, 'run.sh');
-    writeFileSync(script, `${lines.join('\n')}\n`);
-    const env = { ...process.env, TIMEOUT: '300', ...(root.startsWith('/tmp/') ? { SHARE: root } : {}) };
-    const r = spawnSync('sh', [runGuest, script, work], { encoding: 'utf8', env, timeout: 400_000 });
-    const out = r.stdout + r.stderr;
-    assert.match(out, /=== end/, `the guest did not finish:\n${out.slice(-3000)}`);
+    const out = runGuestScript(lines, work, 300);
     CASES.forEach((c, i) => {
-      const ours = new RegExp(`=== ours ${i}\\r?\\n([\\s\\S]*?)=== oracle ${i}`).exec(out)?.[1] ?? '';
-      const oracle = new RegExp(`=== oracle ${i}\\r?\\n([\\s\\S]*?)=== (ours|end)`).exec(out)?.[1] ?? '';
+      const ours = new RegExp(`=== ours ${i}\\n([\\s\\S]*?)=== oracle ${i}`).exec(out)?.[1] ?? '';
+      const oracle = new RegExp(`=== oracle ${i}\\n([\\s\\S]*?)=== (ours|end)`).exec(out)?.[1] ?? '';
       assert.ok(ours.includes('@'), `${c.name}: no map output:\n${ours}`);
-      assert.equal(ours.replace(/\r/g, ''), oracle.replace(/\r/g, ''), `${c.name}: differs from bpftrace 0.17`);
+      assert.equal(ours, oracle, `${c.name}: differs from bpftrace 0.17`);
     });
   });
 });

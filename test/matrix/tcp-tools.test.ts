@@ -7,33 +7,17 @@
  * Skips (saying why) when the guest tooling is not installed or the CLI is not built.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { repoRoot } from '../helpers/cli.js';
+import { guestSection, guestSkipReason, ROOT, runGuestScript } from './guest.js';
 import { lossyRuleset, TRANSFER_SCRIPT } from '../tools/netns.js';
-
-const root = repoRoot();
-const runGuest = resolve(root, '..', 'shared', 'tools', 'kernel-matrix', 'run-guest.sh');
-
-function skipReason(): string | undefined {
-  if (!existsSync(runGuest)) return `no ${runGuest}`;
-  if (spawnSync('which', ['qemu-system-x86_64']).status !== 0)
-    return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
-  if (!existsSync('/lib/modules') || !readdirSync('/lib/modules').some((d) => d.endsWith('amd64'))) {
-    return 'no Debian amd64 kernel under /lib/modules (kernel-matrix/setup.sh)';
-  }
-  if (!existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) return 'dist/src/cli/main.js not built';
-  for (const tool of ['ip', 'nft']) {
-    if (spawnSync('which', [tool]).status !== 0) return `${tool} is not installed (iproute2, nftables)`;
-  }
-  return undefined;
-}
 
 const PORT = 8080;
 
-describe('tcpretrans -l and tcpdrop on Debian 6.1 (kernel matrix)', { skip: skipReason() }, () => {
+const skip = guestSkipReason({ cli: 'built', commands: { ip: 'iproute2', nft: 'nftables' } });
+
+describe('tcpretrans -l and tcpdrop on Debian 6.1 (kernel matrix)', { skip }, () => {
   it('tcpretrans -l attaches its kprobe and sees the retransmits; tcpdrop sees each dropped packet', () => {
     const work = mkdtempSync('/tmp/kernel-matrix-tcp-');
     writeFileSync(join(work, 'rules.nft'), lossyRuleset(PORT, 4));
@@ -41,7 +25,7 @@ describe('tcpretrans -l and tcpdrop on Debian 6.1 (kernel matrix)', { skip: skip
     const lines = [
       'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing',
       'modprobe nf_tables; modprobe nft_numgen; modprobe nft_counter 2>/dev/null',
-      `cd ${root}`,
+      `cd ${ROOT}`,
       `W=${work}`,
       'ip netns add t && ip -n t link set lo up && ip netns exec t nft -f $W/rules.nft || echo "=== no nft"',
       'node dist/src/cli/main.js tcpretrans -l > $W/tr.out 2>&1 & T1=$!',
@@ -55,15 +39,14 @@ describe('tcpretrans -l and tcpdrop on Debian 6.1 (kernel matrix)', { skip: skip
       'echo "=== td"; cat $W/td.out; echo "=== done td"',
       'echo "=== end"',
     ];
-    const script = join(work, 'run.sh');
-    writeFileSync(script, `${lines.join('\n')}\n`);
-    const env = { ...process.env, TIMEOUT: '600', ...(root.startsWith('/tmp/') ? { SHARE: root } : {}) };
-    const r = spawnSync('sh', [runGuest, script, work], { encoding: 'utf8', env, timeout: 700_000 });
-    rmSync(work, { recursive: true, force: true });
-    const out = (r.stdout + r.stderr).replace(/\r/g, '');
-    assert.match(out, /=== end/, `the guest did not finish:\n${out.slice(-3000)}`);
+    let out: string;
+    try {
+      out = runGuestScript(lines, work);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
     assert.doesNotMatch(out, /=== no nft/, out.slice(-3000));
-    const of = (name: string) => new RegExp(`=== ${name}\\n([\\s\\S]*?)=== done ${name}`).exec(out)?.[1] ?? '';
+    const of = (name: string): string => guestSection(out, name);
     const xfer = /=== xfer (\d+) (\d+)/.exec(out);
     assert.ok(xfer, out.slice(-3000));
     assert.equal(Number(xfer[2]), 1_000_000);

@@ -9,28 +9,11 @@
  * through tsx.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { copyFileSync, mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { repoRoot } from '../helpers/cli.js';
+import { cliCommand, guestSection, guestSkipReason, ROOT, runGuestScript } from './guest.js';
 import { workloadPath } from '../helpers/workload.js';
-
-const root = repoRoot();
-const runGuest = resolve(root, '..', 'shared', 'tools', 'kernel-matrix', 'run-guest.sh');
-const fromDist = fileURLToPath(import.meta.url).includes('/dist/test/');
-
-function skipReason(): string | undefined {
-  if (!existsSync(runGuest)) return `no ${runGuest}`;
-  if (spawnSync('which', ['qemu-system-x86_64']).status !== 0)
-    return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
-  if (!existsSync('/lib/modules') || !readdirSync('/lib/modules').some((d) => d.endsWith('amd64'))) {
-    return 'no Debian amd64 kernel under /lib/modules (kernel-matrix/setup.sh)';
-  }
-  if (fromDist && !existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) return 'dist/src/cli/main.js not built';
-  return undefined;
-}
 
 const CASES: { name: string; args: string; ready: string }[] = [
   {
@@ -47,18 +30,18 @@ const CASES: { name: string; args: string; ready: string }[] = [
   },
 ];
 
-describe('trace/argdist on kernel functions (Debian 6.1 guest)', { skip: skipReason() }, () => {
+const skip = guestSkipReason({ cli: 'this-tree' });
+
+describe('trace/argdist on kernel functions (Debian 6.1 guest)', { skip }, () => {
   it('trace prints each do_nanosleep call and return; argdist counts and times them', () => {
     const work = mkdtempSync('/tmp/kernel-matrix-trace-');
     copyFileSync(workloadPath(), join(work, 'bpfs_workload'));
-    const cli = fromDist
-      ? `node ${root}/dist/src/cli/main.js`
-      : `node --import ${root}/node_modules/tsx/dist/loader.mjs ${root}/src/cli/main.ts`;
+    const cli = cliCommand();
     // No eval and no subshell: `$!` must be the tool itself. SIGTERM, not SIGINT: a non-interactive shell starts
     // background commands with SIGINT ignored. Both tools end on SIGTERM as on Ctrl-C.
     const lines = [
       'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing',
-      `cd ${root}`,
+      `cd ${ROOT}`,
       `W=${work}`,
       ...CASES.flatMap((c) => [
         // The fifo lives on the guest's own tmpfs: the 9p share of the work directory refuses special files.
@@ -73,14 +56,8 @@ describe('trace/argdist on kernel functions (Debian 6.1 guest)', { skip: skipRea
       ]),
       'echo "=== end"',
     ];
-    const script = join(work, 'run.sh');
-    writeFileSync(script, `${lines.join('\n')}\n`);
-    const env = { ...process.env, TIMEOUT: '600', ...(root.startsWith('/tmp/') ? { SHARE: root } : {}) };
-    const r = spawnSync('sh', [runGuest, script, work], { encoding: 'utf8', env, timeout: 700_000 });
-    const out = (r.stdout + r.stderr).replace(/\r/g, '');
-    if (process.env.BPFSCOPE_MATRIX_LOG) writeFileSync(process.env.BPFSCOPE_MATRIX_LOG, out);
-    assert.match(out, /=== end/, `the guest did not finish:\n${out.slice(-3000)}`);
-    const of = (name: string) => new RegExp(`=== ${name}\\n([\\s\\S]*?)=== done ${name}`).exec(out)?.[1] ?? '';
+    const out = runGuestScript(lines, work);
+    const of = (name: string): string => guestSection(out, name);
 
     const tr = of('trace');
     const rows = tr.split('\n').filter((l) => /^\d+ +\d+ +bpfs_workload /.test(l));

@@ -1,0 +1,87 @@
+/**
+ * What the kernel-matrix tests share: whether the Debian 6.1 guest can be booted here
+ * (`../shared/tools/kernel-matrix/`, installed by `.ci/run`), the command line of this tree's CLI inside it, and
+ * running one shell script in it. A guest script prints its results as sections (`=== NAME`, the output,
+ * `=== done NAME`) and `=== end` last.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { repoRoot } from '../helpers/cli.js';
+
+/** The checkout (shared into the guest at the same path). */
+export const ROOT = repoRoot();
+/** kernel-matrix's `run-guest.sh SCRIPT WORKDIR`: boots the guest, runs SCRIPT as root, prints its console. */
+export const RUN_GUEST = resolve(ROOT, '..', 'shared', 'tools', 'kernel-matrix', 'run-guest.sh');
+/** True when the test runs from dist/ (built), false under tsx. */
+export const FROM_DIST = fileURLToPath(import.meta.url).includes('/dist/test/');
+const BUILT_CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+
+/** What a matrix test needs besides the guest tooling. */
+export interface GuestNeeds {
+  /**
+   * `'built'`: dist/src/cli/main.js, always (the script runs the built CLI); `'this-tree'`: it only when the test
+   * runs from dist/ (see {@link cliCommand}); unset: no CLI check.
+   */
+  cli?: 'built' | 'this-tree';
+  /** Host commands the test needs, each with the package that has it (e.g. `{ 'mkfs.ext4': 'e2fsprogs' }`). */
+  commands?: Record<string, string>;
+}
+
+/** Why the guest tests cannot run here (one sentence), or undefined. */
+export function guestSkipReason(needs: GuestNeeds = {}): string | undefined {
+  if (!existsSync(RUN_GUEST)) return `no ${RUN_GUEST}`;
+  if (spawnSync('which', ['qemu-system-x86_64']).status !== 0) {
+    return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
+  }
+  if (!existsSync('/lib/modules') || !readdirSync('/lib/modules').some((d) => d.endsWith('amd64'))) {
+    return 'no Debian amd64 kernel under /lib/modules (kernel-matrix/setup.sh)';
+  }
+  if ((needs.cli === 'built' || (needs.cli === 'this-tree' && FROM_DIST)) && !existsSync(BUILT_CLI)) {
+    return 'dist/src/cli/main.js not built';
+  }
+  for (const [cmd, pkg] of Object.entries(needs.commands ?? {})) {
+    if (spawnSync('which', [cmd]).status !== 0) return `${cmd} is not installed (${pkg})`;
+  }
+  return undefined;
+}
+
+/**
+ * The shell command that runs this tree's CLI in the guest: `dist/src/cli/main.js` when the test runs from dist/,
+ * else `src/cli/main.ts` through tsx's loader.
+ */
+export function cliCommand(): string {
+  return FROM_DIST
+    ? `node ${ROOT}/dist/src/cli/main.js`
+    : `node --import ${ROOT}/node_modules/tsx/dist/loader.mjs ${ROOT}/src/cli/main.ts`;
+}
+
+/** `s` quoted for a POSIX shell (single quotes). */
+export function shQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * Write `lines` as `WORK/run.sh` and run it in the guest with `work` as its work directory; the guest gets
+ * `timeoutS` seconds (run-guest.sh's TIMEOUT) and the host waits 100 s more. When the checkout is under /tmp it is
+ * shared as SHARE. BPFSCOPE_MATRIX_LOG=FILE keeps the console in FILE.
+ * @returns the guest's console (stdout and stderr, carriage returns removed)
+ * @throws AssertionError when the console lacks `=== end` (the guest did not finish), with its last 3000 chars
+ */
+export function runGuestScript(lines: readonly string[], work: string, timeoutS = 600): string {
+  const script = join(work, 'run.sh');
+  writeFileSync(script, `${lines.join('\n')}\n`);
+  const env = { ...process.env, TIMEOUT: String(timeoutS), ...(ROOT.startsWith('/tmp/') ? { SHARE: ROOT } : {}) };
+  const r = spawnSync('sh', [RUN_GUEST, script, work], { encoding: 'utf8', env, timeout: (timeoutS + 100) * 1000 });
+  const out = (r.stdout + r.stderr).replace(/\r/g, '');
+  if (process.env.BPFSCOPE_MATRIX_LOG) writeFileSync(process.env.BPFSCOPE_MATRIX_LOG, out);
+  assert.match(out, /=== end/, `the guest did not finish:\n${out.slice(-3000)}`);
+  return out;
+}
+
+/** The text between `=== NAME` and `=== done NAME` in a guest console, or '' when absent. */
+export function guestSection(out: string, name: string): string {
+  return new RegExp(`=== ${name}\\n([\\s\\S]*?)=== done ${name}`).exec(out)?.[1] ?? '';
+}
