@@ -12,6 +12,7 @@
  * src/cli/main.ts): the emulated guest spends most of a run's start loading ~180 ES modules over 9p, and the bundle
  * is the same code in one module (about 2.5x faster to start there).
  *
+ * Runs only when asked (BPFSCOPE_GUEST_DIFF=1, BPFSCOPE_GUEST_DIFF_ALL=1 or a filter): see skipReason().
  * Environment: BPFSCOPE_DIFF_FILTER=REGEX (only those cases), BPFSCOPE_GUEST_DIFF_ALL=1 (every case, not just the
  * kernel-sensitive ones), BPFSCOPE_MATRIX_JOBS (cases run at once in the guest,
  * default 3), BPFSCOPE_MATRIX_LOG=FILE (keep the guest's console). Skips, saying why, without the guest tooling.
@@ -78,6 +79,11 @@ const GUEST_SKIP: Record<string, string> = {
 const GUEST_TODO: Record<string, string> = {};
 
 function skipReason(): string | undefined {
+  // opt-in until a guest run that stalled is understood: on 2026-11-22 one run of the 61 default cases finished in
+  // 190 s, the next stopped writing results after 30 cases (the pid-flag-* and tp-hrtimer-ksym-function cases were
+  // in flight) until the 40-minute guest cap
+  if (!process.env.BPFSCOPE_GUEST_DIFF && !process.env.BPFSCOPE_GUEST_DIFF_ALL && !process.env.BPFSCOPE_DIFF_FILTER)
+    return 'opt-in: set BPFSCOPE_GUEST_DIFF=1 (a guest run once stalled; see skipReason)';
   if (!existsSync(runGuest)) return `no ${runGuest}`;
   if (spawnSync('which', ['qemu-system-x86_64']).status !== 0)
     return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
