@@ -24,7 +24,9 @@ import type {
   MapExpr,
   Span,
   Stmt,
+  VarExpr,
 } from '../lang/ast.js';
+import { nodesOfKind } from '../lang/astwalk.js';
 import { kernelBtf, recordFields } from '../lang/btf-types.js';
 import {
   type Analyzer,
@@ -77,18 +79,6 @@ export interface GenTables {
   probeNameSize: number;
   /** CLOCK_MONOTONIC ns at session start, for `elapsed`. */
   startNs: bigint;
-}
-
-/** Names of the scratch variables (`$x`) an AST subtree mentions, in order of appearance (with repeats). */
-function varNames(node: unknown, out: string[] = []): string[] {
-  if (Array.isArray(node)) {
-    for (const x of node) varNames(x, out);
-  } else if (node && typeof node === 'object') {
-    const o = node as { kind?: string; name?: string };
-    if (o.kind === 'VarExpr' && typeof o.name === 'string') out.push(o.name);
-    for (const [key, v] of Object.entries(o)) if (key !== 'type' && key !== 'pos') varNames(v, out);
-  }
-  return out;
 }
 
 // Helper ids (uapi `include/uapi/linux/bpf.h`, ___BPF_FUNC_MAPPER order).
@@ -466,7 +456,9 @@ export class ProbeGen {
     prologue: (cb: ProbeGen) => { c: number; loopVar: () => Val },
   ): void {
     const fn = this.fn;
-    const names = [...new Set(varNames(s.body))].filter((n) => n !== s.variable.name && this.vars.has(n));
+    const names = [...new Set(nodesOfKind<VarExpr>(s.body, 'VarExpr').map((v) => v.name))].filter(
+      (n) => n !== s.variable.name && this.vars.has(n),
+    );
     const layout = new Map<string, { slot: number; val: Val }>();
     let size = 24;
     for (const n of names) {
