@@ -2,15 +2,17 @@
  * An open-addressing hash table keyed by byte ranges of the input, for collapsers that see the same line text
  * (a frame's symbol and DSO) millions of times: a hit costs one hash of the bytes and one exact comparison, read
  * four bytes at a time, and allocates nothing. Each entry holds a mode number, a list of int32 ids, and four
- * "successors" (entry and hash) the caller may use to predict the next key: stack lines repeat in the same order.
+ * "successors" the caller may use to predict the next key: stack lines repeat in the same order, so a predicted key
+ * is checked by its length and one comparison, without hashing it.
  *
  * Layout is chosen for cache misses, which dominate on large inputs: an entry is one record in one buffer, header,
  * ids and key bytes together, so that a hit touches the slot array and one or two adjacent cache lines, and a
- * predicted hit only the record (the prediction is checked against the hash kept in the previous, hot, record).
+ * predicted hit only the previous record and the predicted one.
  *
  * Record at int32 index e of `words`:
  *   e+0 hash, e+1 key length in bytes, e+2 mode, e+3 id count n,
- *   e+4 .. e+11 four successors, most recent first, as (entry, hash) pairs (-1: none),
+ *   e+4 .. e+11 four successors, most recent first, as (entry, key length) pairs (entry -1: none; the length
+ *     rejects most wrong predictions without reading their records),
  *   e+12 .. e+12+n-1 ids, then the key bytes (padded to 4).
  */
 
@@ -56,9 +58,8 @@ export class ByteTable {
   private bytes = new Uint8Array(this.buffer);
   private used = 0; // in int32s
   private count = 0;
-  /** Free for the caller: the entry predicted at the start of a sequence (-1: none), and its hash. */
+  /** Free for the caller: the entry predicted at the start of a sequence (-1: none). */
   first = -1;
-  firstHash = -1;
 
   /** Number of keys. */
   get size(): number {
@@ -85,12 +86,17 @@ export class ByteTable {
   }
 
   private same(dv: DataView, start: number, e: number, len: number): boolean {
-    const kv = this.view;
-    const at = (e + HEADER + this.words[e + 3]!) << 2;
-    let k = 0;
-    for (; k + 4 <= len; k += 4) if (dv.getInt32(start + k, true) !== kv.getInt32(at + k, true)) return false;
-    for (; k < len; k++) if (dv.getUint8(start + k) !== kv.getUint8(at + k)) return false;
-    return true;
+    const w = this.words;
+    const at = e + HEADER + w[e + 3]!; // in int32s
+    if (len < 4) {
+      const kb = this.bytes;
+      for (let k = 0; k < len; k++) if (dv.getUint8(start + k) !== kb[(at << 2) + k]) return false;
+      return true;
+    }
+    // Whole words, then the last four bytes (overlapping the last word when len is not a multiple of 4).
+    const last = len - 4;
+    for (let k = 0; k < last; k += 4) if (dv.getInt32(start + k, true) !== w[at + (k >> 2)]) return false;
+    return dv.getInt32(start + last, true) === this.view.getInt32((at << 2) + last, true);
   }
 
   /** Entry `e`'s mode (given at insert). */
@@ -108,21 +114,26 @@ export class ByteTable {
   }
 
   /**
-   * The successor of `e` whose hash is `h` and whose key is bytes [start, end) of `dv`, or -1. Only the record of
-   * a successor with the right hash is read.
+   * The successor of `e` whose key is bytes [start, end) of `dv`, or -1. Successors of another length are
+   * rejected by their length alone.
    */
-  successor(e: number, h: number, dv: DataView, start: number, end: number): number {
+  predicted(e: number, dv: DataView, start: number, end: number): number {
     const w = this.words;
-    for (let k = e + 5; k < e + 12; k += 2) if (w[k] === h && this.matches(w[k - 1]!, dv, start, end)) return w[k - 1]!;
+    const len = end - start;
+    for (let k = e + 4; k < e + HEADER; k += 2) {
+      const s = w[k]!;
+      if (s < 0) return -1;
+      if (w[k + 1] === len && this.same(dv, start, s, len)) return s;
+    }
     return -1;
   }
 
-  /** Records `next` (hash `h`) as the most recent successor of `e`; the oldest of four is dropped. */
-  addSuccessor(e: number, next: number, h: number): void {
+  /** Records `next` as the most recent successor of `e`; the oldest of four is dropped. */
+  addSuccessor(e: number, next: number): void {
     const w = this.words;
     w.copyWithin(e + 6, e + 4, e + 10);
     w[e + 4] = next;
-    w[e + 5] = h;
+    w[e + 5] = w[next + 1]!;
   }
 
   /** Adds bytes [start, end) of `src` (not present; hash `h`) with `mode` and `ids`; returns the entry. */
@@ -143,7 +154,7 @@ export class ByteTable {
     w[e + 1] = len;
     w[e + 2] = mode;
     w[e + 3] = ids.length;
-    w.fill(-1, e + 4, e + 12);
+    w.fill(-1, e + 4, e + HEADER);
     // Native copies: this runs once per distinct key, too rarely for a JavaScript loop to get optimized.
     w.set(ids, e + HEADER);
     this.bytes.set(src.subarray(start, end), (e + HEADER + ids.length) << 2);

@@ -15,14 +15,15 @@
  * dropped); a TID of 0 counts as absent (PID shown as "?"); a period of 0 counts as 1; "+0x..." offsets, argument
  * lists, quotes and Java "L" prefixes are tidied; "[unknown]" frames are replaced by the DSO's file name.
  *
- * Speed: the input stays bytes. A frame line is scanned once (address by a byte-class table, then the text after it
- * hashed four bytes at a time while looking for the newline). Each distinct frame-line text is decoded and tidied
- * once and kept in a byte-keyed table (byte-table.ts) with its interned frame ids; later sightings are found by
- * hash, usually as a remembered successor of the previous line, and verified byte for byte. A sample is a sequence
- * of ids counted in stack-table.ts, which builds each distinct stack's text only when writing the output.
+ * Speed: the input stays bytes. Lines are found by the native search for "\n"; in a frame line the address is
+ * skipped by a byte-class table. Each distinct frame-line text (after the address) is decoded and tidied once and
+ * kept in a byte-keyed table (byte-table.ts) with its interned frame ids. A later sighting is usually one of the
+ * lines that followed the previous line before, recognised by its length and one comparison without hashing it;
+ * otherwise it is found by hash. A sample is a sequence of ids counted in stack-table.ts, which builds each distinct
+ * stack's text only when writing the output.
  */
 import { perlSplit } from '../perl.js';
-import { ByteTable, HASH_SEED, hashBytes, hashFinish, hashWord } from './byte-table.js';
+import { ByteTable, hashBytes } from './byte-table.js';
 import type { StackCollapser, WarnFn } from './collapser.js';
 import { Interner, StackTable } from './stack-table.js';
 
@@ -135,9 +136,10 @@ export class PerfCollapser implements StackCollapser {
         this.carry = Buffer.concat([this.carry, b]);
         return;
       }
-      const line = Buffer.concat([this.carry, b.subarray(0, nl)]);
+      // The joined line keeps its "\n", which the scans of frame lines stop at.
+      const line = Buffer.concat([this.carry, b.subarray(0, nl + 1)]);
       this.carry = null;
-      this.line(line, new DataView(line.buffer, line.byteOffset, line.length), 0, line.length);
+      this.lines(line, 0);
       pos = nl + 1;
     }
     pos = this.lines(b, pos);
@@ -149,58 +151,36 @@ export class PerfCollapser implements StackCollapser {
     const len = b.length;
     const dv = new DataView(b.buffer, b.byteOffset, len);
     while (pos < len) {
-      const c0 = b[pos]!;
-      if ((c0 === 9 || c0 === 32) && this.pname >= 0) {
-        // A frame line inside a sample (the bulk of the input): scanned and hashed in one pass.
-        const next = this.frameLineFast(b, dv, pos, len);
-        if (next < 0) break;
-        pos = next;
-        continue;
-      }
+      // The native search for "\n" is far cheaper than a JavaScript byte loop; the line's length then lets a
+      // predicted frame line be checked by one comparison, without hashing it.
       const nl = b.indexOf(10, pos);
       if (nl < 0) break;
-      this.line(b, dv, pos, nl);
+      const c0 = b[pos]!;
+      if ((c0 === 9 || c0 === 32) && this.pname >= 0) this.frameLineInSample(b, dv, pos, nl);
+      else this.line(b, dv, pos, nl);
       pos = nl + 1;
     }
     return pos;
   }
 
   /**
-   * A frame line starting at `start` (a blank or tab, inside a sample): finds the address, the end of the line and
-   * the hash of the text after the address in one pass (words are checked for "\n" four bytes at a time), then
-   * goes on as {@link frameLine}. Returns where the next line starts, or -1 when the line is cut by the end of the
-   * chunk.
+   * A frame line [start, end) inside a sample (the bulk of the input): finds the address, then the line's table
+   * entry: first among the lines that followed the previous one before (same length, then the same bytes), else by
+   * hash.
    */
-  private frameLineFast(b: Buffer, dv: DataView, start: number, len: number): number {
+  private frameLineInSample(b: Buffer, dv: DataView, start: number, end: number): void {
+    // CLASS of "\n" is neither WS_BIT nor WORD_BIT, so these scans stop at the end of the line.
     let i = start + 1;
-    while (i < len && CLASS[b[i]!] === WS_BIT) i++;
+    while (CLASS[b[i]!] === WS_BIT) i++;
     const pcStart = i;
-    while (i < len && CLASS[b[i]!] === WORD_BIT) i++;
+    while (CLASS[b[i]!] === WORD_BIT) i++;
     const pcEnd = i;
-    while (i < len && CLASS[b[i]!] === WS_BIT) i++;
-    if (pcEnd === pcStart) {
-      const nl = b.indexOf(10, start);
-      if (nl < 0) return -1;
-      this.frameLine(b, dv, start, nl);
-      return nl + 1;
+    while (CLASS[b[i]!] === WS_BIT) i++;
+    if (pcEnd === pcStart || i === end) {
+      this.frameLine(b, dv, start, end);
+      return;
     }
-    const p = i;
-    let h = HASH_SEED;
-    for (; i + 4 <= len; i += 4) {
-      const w = dv.getInt32(i, true);
-      const x = w ^ 0x0a0a0a0a; // a zero byte where w has "\n"
-      if (((x - 0x01010101) & ~x & 0x80808080) !== 0) break;
-      h = hashWord(h, w);
-    }
-    for (; i < len; i++) {
-      const c = b[i]!;
-      if (c === 10) {
-        this.frameLineHashed(b, dv, start, pcStart, pcEnd, p, i, hashFinish(h, i - p));
-        return i + 1;
-      }
-      h = hashWord(h, c);
-    }
-    return -1;
+    this.frameAt(b, dv, start, pcStart, pcEnd, i, end);
   }
 
   endFile(): void {
@@ -296,11 +276,16 @@ export class PerfCollapser implements StackCollapser {
       this.frameLineSlow(b.toString('latin1', start, end));
       return;
     }
-    this.frameLineHashed(b, dv, start, pcStart, pcEnd, p, end, hashBytes(dv, p, end));
+    this.frameAt(b, dv, start, pcStart, pcEnd, p, end);
   }
 
-  /** A frame line with its address at [pcStart, pcEnd) and the hash `h` of its text [p, end) after the address. */
-  private frameLineHashed(
+  /**
+   * A frame line [start, end) inside a sample with its address at [pcStart, pcEnd) and its text after the address
+   * at [p, end): finds (or adds) the text's table entry and appends its frames to the sample. Stacks repeat, so the
+   * entry is first looked for among the lines that followed the previous one before (same length, then the same
+   * bytes), without hashing the line; only then by hash.
+   */
+  private frameAt(
     b: Buffer,
     dv: DataView,
     start: number,
@@ -308,25 +293,21 @@ export class PerfCollapser implements StackCollapser {
     pcEnd: number,
     p: number,
     end: number,
-    h: number,
   ): void {
     const table = this.pnameIsJava ? this.javaFrameTable : this.frameTable;
-    // Stacks repeat: first try the lines that followed the previous one before (checked by hash, then bytes).
     const prev = this.prev;
     let e =
       prev >= 0
-        ? table.successor(prev, h, dv, p, end)
-        : table.firstHash === h && table.matches(table.first, dv, p, end)
+        ? table.predicted(prev, dv, p, end)
+        : table.first >= 0 && table.matches(table.first, dv, p, end)
           ? table.first
           : -1;
     if (e < 0) {
+      const h = hashBytes(dv, p, end);
       e = table.find(dv, p, end, h);
       if (e < 0) e = this.addLine(table, b, pcStart, pcEnd, p, end, h);
-      if (prev >= 0) table.addSuccessor(prev, e, h);
-      else {
-        table.first = e;
-        table.firstHash = h;
-      }
+      if (prev >= 0) table.addSuccessor(prev, e);
+      else table.first = e;
     }
     this.prev = e;
     const mode = table.mode(e);
