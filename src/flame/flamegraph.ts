@@ -212,12 +212,17 @@ function result(chunks: Buffer[], warnings: string[], error?: string): FlameGrap
   return r;
 }
 
+/** Size of the output pieces: large enough that writes are few, small enough that memory stays bounded. */
+const PIECE_BYTES = 1 << 18;
+
 /**
- * Collects output text as UTF-8 buffers of about 256 KiB: the many small strings of a large graph die young
- * instead of piling up on the JavaScript heap until one final join.
+ * Writes output text straight into UTF-8 byte pieces of about 256 KiB (no joined strings to flatten and encode):
+ * short ASCII strings are copied by a loop, anything else by the native UTF-8 encoder. Each finished piece is a new
+ * Buffer, handed to the sink (or kept), never reused.
  */
 class ChunkWriter {
-  private cur = '';
+  private buf: Buffer = Buffer.allocUnsafe(PIECE_BYTES);
+  private pos = 0;
   private readonly chunks: Buffer[] = [];
   /** `sink`: where finished pieces go (default: kept, and returned by `finish`). */
   constructor(private readonly sink?: (chunk: Buffer) => void) {}
@@ -227,17 +232,52 @@ class ChunkWriter {
     else this.chunks.push(piece);
   }
 
-  add(s: string): void {
-    this.cur += s;
-    if (this.cur.length > 1 << 18) {
-      this.emit(Buffer.from(this.cur, 'utf8'));
-      this.cur = '';
+  /** Makes room for `n` more bytes, starting a new piece when needed. */
+  private room(n: number): Buffer {
+    if (this.pos + n > this.buf.length) {
+      if (this.pos > 0) this.emit(this.buf.subarray(0, this.pos));
+      this.buf = Buffer.allocUnsafe(Math.max(PIECE_BYTES, n));
+      this.pos = 0;
     }
+    return this.buf;
+  }
+
+  /** Appends `s` as UTF-8 (at most 3 bytes per UTF-16 unit). */
+  add(s: string): void {
+    const n = s.length;
+    const buf = this.room(3 * n);
+    let pos = this.pos;
+    if (n < 64) {
+      for (let i = 0; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) {
+          pos += buf.write(i === 0 ? s : s.slice(i), pos, 'utf8');
+          break;
+        }
+        buf[pos++] = c;
+      }
+    } else {
+      pos += buf.write(s, pos, 'utf8');
+    }
+    this.pos = pos;
+  }
+
+  /** Appends bytes (UTF-8 made once, e.g. per frame name). */
+  bytes(b: Uint8Array, n = b.length): void {
+    const buf = this.room(n);
+    let pos = this.pos;
+    if (n < 64) for (let i = 0; i < n; i++) buf[pos++] = b[i]!;
+    else {
+      buf.set(n === b.length ? b : b.subarray(0, n), pos);
+      pos += n;
+    }
+    this.pos = pos;
   }
 
   finish(): Buffer[] {
-    if (this.cur !== '') this.emit(Buffer.from(this.cur, 'utf8'));
-    this.cur = '';
+    if (this.pos > 0) this.emit(this.buf.subarray(0, this.pos));
+    this.pos = 0;
+    this.buf = Buffer.allocUnsafe(0);
     return this.chunks;
   }
 }
@@ -255,6 +295,10 @@ interface Layout {
 interface NameParts {
   /** The name as a title: XML-escaped, without a "_[k]"-style annotation. */
   title: string;
+  /** `title` as UTF-8. */
+  titleBytes: Buffer;
+  /** `label` as UTF-8 when it is plain ASCII (truncation then cuts bytes), else null. */
+  asciiLabel: Buffer | null;
   /** The name as label text (annotation removed; escaped after truncation). */
   label: string;
   /** Whether the label has no characters to escape and no surrogate pairs (truncation then works on units). */
@@ -271,6 +315,7 @@ function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layo
   const charWidth = o.fontsize * o.fontwidth;
   const countDiv = l.timemax * o.factor;
   const countName = o.countname;
+  const countNameBytes = Buffer.from(` ${countName}, `, 'utf8');
   for (let i = 0; i < f.count; i++) {
     const func = f.names[i]!;
     const depth = f.depth[i]!;
@@ -289,21 +334,15 @@ function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layo
     if (rowY === undefined) rowY = rows[depth] = rowText(depth, o, l);
     const samplesValue = (etime - stime) * o.factor;
     const samplesTxt = commas(cFixed(samplesValue, 0));
-    let info: string;
-    if (isRoot) {
-      info = `all (${samplesTxt} ${countName}, 100%)`;
-    } else {
-      const pct = cFixed((100 * cFixedValue(samplesValue, 0)) / countDiv, 2);
-      if (Number.isNaN(delta)) {
-        info = `${parts.title} (${samplesTxt} ${countName}, ${pct}%)`;
-      } else {
+    let pct = '100';
+    let deltaTxt = ''; // "; +1.23%" for differential frames
+    if (!isRoot) {
+      pct = cFixed((100 * cFixedValue(samplesValue, 0)) / countDiv, 2);
+      if (!Number.isNaN(delta)) {
         const d = (o.negate ? -delta : delta) + 0; // + 0: no "-0.00" (Perl negates integer 0 to 0)
-        const dp = cFixed((100 * d) / countDiv, 2);
-        info = `${parts.title} (${samplesTxt} ${countName}, ${pct}%; ${d > 0 ? '+' : ''}${dp}%)`;
+        deltaTxt = `; ${d > 0 ? '+' : ''}${cFixed((100 * d) / countDiv, 2)}%`;
       }
     }
-    const attrs = o.nameattr?.get(func);
-    const title = attrs?.title || info;
 
     let color: string;
     if (func === '--') color = 'rgb(160,160,160)';
@@ -316,20 +355,54 @@ function renderFrames(out: ChunkWriter, f: Frames, o: FlameGraphOptions, l: Layo
     }
 
     const chars = Math.trunc((x2 - x1) / charWidth);
-    let text = '';
-    if (chars >= 3) {
-      const label = parts.label;
-      if (!parts.plain) text = escapeText(truncate(label, chars));
-      else text = chars < label.length ? `${label.slice(0, chars - 2)}..` : label;
-    }
-
     const x1s = cFixed(x1, 1);
     const w = cFixed(cFixedValue(x2, 1) - cFixedValue(x1, 1), 1);
-    const open = attrs ? groupOpen(attrs) : '<g>';
-    out.add(
-      `${open}\n<title>${title}</title><rect x="${x1s}" y="${rowY.y}" width="${w}" height="${rowY.h}" fill="${color}" rx="2" ry="2" />\n<text x="${cFixed(x1 + 3, 2)}" y="${rowY.textY}">${text}</text>\n${attrs?.href ? '</a>' : '</g>'}\n`,
-    );
+    const attrs = o.nameattr?.get(func);
+    if (attrs === undefined) {
+      // The common case, written piece by piece into the output bytes.
+      out.add('<g>\n<title>');
+      if (isRoot) out.add('all');
+      else out.bytes(parts.titleBytes);
+      out.add(' (');
+      out.add(samplesTxt);
+      out.bytes(countNameBytes);
+      out.add(pct);
+      out.add('%');
+      if (deltaTxt !== '') out.add(deltaTxt);
+      out.add(')</title><rect x="');
+      out.add(x1s);
+      out.bytes(rowY.beforeWidth);
+      out.add(w);
+      out.bytes(rowY.beforeFill);
+      out.add(color);
+      out.add('" rx="2" ry="2" />\n<text x="');
+      out.add(cFixed(x1 + 3, 2));
+      out.bytes(rowY.beforeText);
+      if (chars >= 3) {
+        const ascii = parts.asciiLabel;
+        if (ascii === null) out.add(labelText(parts, chars));
+        else if (chars < ascii.length) {
+          out.bytes(ascii, chars - 2);
+          out.add('..');
+        } else out.bytes(ascii);
+      }
+      out.add('</text>\n</g>\n');
+    } else {
+      const info = `${isRoot ? 'all' : parts.title} (${samplesTxt} ${countName}, ${pct}%${deltaTxt})`;
+      const title = attrs.title || info;
+      const text = chars >= 3 ? labelText(parts, chars) : '';
+      out.add(
+        `${groupOpen(attrs)}\n<title>${title}</title><rect x="${x1s}" y="${rowY.y}" width="${w}" height="${rowY.h}" fill="${color}" rx="2" ry="2" />\n<text x="${cFixed(x1 + 3, 2)}" y="${rowY.textY}">${text}</text>\n${attrs.href ? '</a>' : '</g>'}\n`,
+      );
+    }
   }
+}
+
+/** The label of a frame `chars` characters wide (at least 3), truncated with ".." and XML-escaped. */
+function labelText(parts: NameParts, chars: number): string {
+  const label = parts.label;
+  if (!parts.plain) return escapeText(truncate(label, chars));
+  return chars < label.length ? `${label.slice(0, chars - 2)}..` : label;
 }
 
 /** The printed vertical geometry of the frames at one depth: rect y and height, label baseline. */
@@ -337,6 +410,10 @@ interface RowText {
   y: string;
   h: string;
   textY: string;
+  /** `" y="Y" width="`, `" height="H" fill="` and `" y="TEXTY">` as bytes. */
+  beforeWidth: Buffer;
+  beforeFill: Buffer;
+  beforeText: Buffer;
 }
 
 function rowText(depth: number, o: FlameGraphOptions, l: Layout): RowText {
@@ -349,7 +426,17 @@ function rowText(depth: number, o: FlameGraphOptions, l: Layout): RowText {
     y1 = l.ypad1 + depth * o.height;
     y2 = l.ypad1 + (depth + 1) * o.height - FRAMEPAD;
   }
-  return { y: perlNum(y1), h: cFixed(y2 - y1, 1), textY: perlNum(3 + (y1 + y2) / 2) };
+  const y = perlNum(y1);
+  const h = cFixed(y2 - y1, 1);
+  const textY = perlNum(3 + (y1 + y2) / 2);
+  return {
+    y,
+    h,
+    textY,
+    beforeWidth: Buffer.from(`" y="${y}" width="`, 'latin1'),
+    beforeFill: Buffer.from(`" height="${h}" fill="`, 'latin1'),
+    beforeText: Buffer.from(`" y="${textY}">`, 'latin1'),
+  };
 }
 
 /** Title and label text of the frames named `func`; the colour is filled in when first needed. */
@@ -357,7 +444,10 @@ function nameParts(func: string): NameParts {
   const annotated = func.endsWith(']');
   const label = annotated ? func.replace(ANNOTATION, '') : func;
   const title = annotated ? escapeAttr(func).replace(ANNOTATION, '') : escapeAttr(func);
-  return { title, label, plain: !/[&<>\ud800-\udfff]/.test(label), color: '' };
+  const plain = !/[&<>\ud800-\udfff]/.test(label);
+  const titleBytes = Buffer.from(title, 'utf8');
+  const asciiLabel = plain && /^[\x00-\x7f]*$/.test(label) ? Buffer.from(label, 'latin1') : null;
+  return { title, titleBytes, label, asciiLabel, plain, color: '' };
 }
 
 /** The colour of frames named `func` by palette (through --cp's map, which gains new names, when given). */
