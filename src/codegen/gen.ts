@@ -12,6 +12,7 @@ import { FP, R0, R1, R2, R3, R4, R5 } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
 import { onlineCpus, possibleCpus } from '../kernel/cpus.js';
 import { kallsyms } from '../symbols/kallsyms.js';
+import { resolveUaddr, type UaddrTarget } from '../probes/uaddr.js';
 import type {
   AssignStmt,
   BinaryExpr,
@@ -104,6 +105,7 @@ export const H = {
   get_numa_node_id: 42,
   get_current_cgroup_id: 80,
   get_jiffies64: 118,
+  d_path: 147,
   probe_read_user_str: 114,
   probe_read_kernel: 113,
   probe_read_user: 112,
@@ -1051,6 +1053,20 @@ export class ProbeGen {
       return this.loadMem(t, base, a.disp, 'user');
     }
     if (/^arg\d+$/.test(name)) return this.loadCtx(t, this.unit.expanded.regs!.args[Number(name.slice(3))]!);
+    if (name === 'ctx') {
+      const r = this.fn.vreg();
+      this.fn.emit(I.mov64(r, this.ctx));
+      return this.reg(r);
+    }
+    if (name === 'args' && t.kind === 'record') {
+      // the whole args struct as a value: the context's bytes [0, size) (a tracepoint record, or the u64 argument
+      // slots of rawtracepoint/fentry), read with bpf_probe_read_kernel into a zeroed stack buffer
+      const size = sizeOf(t);
+      const off = this.frame.temp(size);
+      zeroStack(this.fn, off, size);
+      this.callHelper(H.probe_read_kernel, [{ stack: off }, { imm: t.size }, this.ctx]);
+      return { kind: 'mem', off, size };
+    }
     throw new BpfscopeError(`internal: unsupported builtin ${name}`);
   }
 
@@ -1237,7 +1253,7 @@ export class ProbeGen {
     if (t.kind === 'tuple') {
       const v = this.expr(obj);
       if (v.kind !== 'mem') throw new BpfscopeError('internal: tuple not in memory');
-      const i = Number(e.field);
+      const i = t.names ? t.names.indexOf(e.field) : Number(e.field);
       const l = tupleLayout(t.elems);
       const et = t.elems[i]!;
       const off = v.off + l.offsets[i]!;
@@ -1298,6 +1314,39 @@ export class ProbeGen {
     ]);
     this.countLost(r);
     fn.mark(skip);
+  }
+
+  /**
+   * `path(p[, size])`: bpf_d_path(p, buf, size) into a zeroed stack string. `p` is a `struct path *`, or a struct
+   * path member (`args.file->f_path`), whose address is passed so the verifier still sees a BTF pointer.
+   */
+  private dPath(c: CallExpr): Val {
+    const a = c.args[0]!;
+    let ptr: number;
+    if (a.type!.kind === 'record' && a.kind === 'FieldExpr') {
+      const loc = this.fieldLocation(a);
+      ptr = this.fn.vreg();
+      this.fn.emit(I.mov64(ptr, loc.base));
+      if (loc.off) this.fn.emit(I.alu64Imm('add', ptr, loc.off));
+    } else ptr = this.scalar(a);
+    const size = sizeOf(c.type!);
+    const off = this.frame.temp(size);
+    zeroStack(this.fn, off, size);
+    this.callHelper(H.d_path, [ptr, { stack: off }, { imm: size }]);
+    return { kind: 'mem', off, size };
+  }
+
+  /**
+   * `uaddr(sym)`: a fixed-address executable's symbol is a constant; in a position-independent binary it is
+   * `ip - probeVaddr + vaddr` (the load bias from where the probe fired; see probes/uaddr.ts).
+   */
+  private uaddr(symbol: string): Val {
+    const t = resolveUaddr(this.unit.expanded, symbol) as UaddrTarget;
+    if (t.probeVaddr === undefined) return this.reg(this.constant(BigInt(t.vaddr)));
+    const r = this.fn.vreg();
+    this.fn.emit(I.ldx(8, r, this.ctx, PT_REGS_OFFSETS.ip!));
+    this.fn.emit(I.alu64Imm('add', r, t.vaddr - t.probeVaddr));
+    return this.reg(r);
   }
 
   /**
@@ -1393,6 +1442,14 @@ export class ProbeGen {
       zeroStack(fn, buf, t.size);
       this.callHelper(read, [{ stack: buf }, { imm: t.size }, addr]);
       return { kind: 'mem', off: buf, size: t.size };
+    }
+    if (t.kind === 'record' || t.kind === 'array' || t.kind === 'tuple') {
+      // a struct (or array) value, `*p`: its bytes copied onto the stack (semantic analysis bounds the size)
+      const size = sizeOf(t);
+      const buf = this.frame.temp(size);
+      zeroStack(fn, buf, size);
+      this.callHelper(read, [{ stack: buf }, { imm: size }, addr]);
+      return { kind: 'mem', off: buf, size };
     }
     throw new BpfscopeError(`internal: cannot read a ${t.kind} from memory`);
   }
@@ -1755,6 +1812,9 @@ export class ProbeGen {
       case 'uptr':
       case 'kptr':
       case 'strerror':
+      case 'syscall_name':
+      case 'signal_name':
+      case 'cgroup_path':
         return this.reg(this.scalar(c.args[0]!));
       case 'buf': {
         const t = c.type as Extract<SType, { kind: 'buffer' }>;
@@ -1779,6 +1839,10 @@ export class ProbeGen {
       }
       case 'kaddr':
         return this.reg(this.constant(kallsyms().lookup((c.args[0] as { value: string }).value) ?? 0n));
+      case 'uaddr':
+        return this.uaddr((c.args[0] as { value: string }).value);
+      case 'path':
+        return this.dPath(c);
       case 'nsecs': {
         // monotonic: CLOCK_MONOTONIC; boot: CLOCK_BOOTTIME; tai (and sw_tai, bpftrace's fallback for kernels
         // without the helper): CLOCK_TAI

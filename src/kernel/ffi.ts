@@ -38,6 +38,7 @@ interface Libc {
   epollCtl: KFunc;
   epollWait: KFunc;
   strerror: KFunc;
+  strsignal: KFunc;
   getpagesize: KFunc;
 }
 
@@ -66,6 +67,7 @@ function load(): Libc {
     epollCtl: f('epoll_ctl', 'int', ['int', 'int', 'int', 'void *']),
     epollWait: f('epoll_wait', 'int', ['int', 'void *', 'int', 'int']),
     strerror: f('strerror', 'const char *', ['int']),
+    strsignal: f('strsignal', 'const char *', ['int']),
     getpagesize: f('getpagesize', 'int', []),
   };
   return libc;
@@ -120,6 +122,11 @@ const errnoNames = new Map<number, string>(Object.entries(Errno).map(([k, v]) =>
 /** The errno of the last failed libc call on this thread (read it right after the call). */
 export function errno(): number {
   return load().koffi.errno();
+}
+
+/** strsignal(3) text for signal `sig` (glibc: `Interrupt`, `Real-time signal 0`, `Unknown signal 32`). */
+export function strsignal(sig: number): string {
+  return String(load().strsignal(sig));
 }
 
 /** strerror(3) text for `err`, with the kernel-only ENOTSUPP (524) named ("Operation not supported"). */

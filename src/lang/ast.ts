@@ -305,6 +305,8 @@ export interface CastExpr extends ExprBase {
 export interface TupleExpr extends ExprBase {
   kind: 'TupleExpr';
   elems: Expr[];
+  /** A record `(a = 1, b = "x")`: the field names, one per element. */
+  names?: string[];
 }
 
 /** `a..b` (only in `for` ranges). */

@@ -128,6 +128,18 @@ export function recordFields(btf: Btf | undefined, t0: Extract<SType, { kind: 'r
   return fields;
 }
 
+/**
+ * A record type with its fields loaded, and those of nested structs/unions/arrays of them (pointers are left as they
+ * are): what a struct *value* needs so it can be printed without BTF (`print(*p)`, `@x = args`). Depth-limited.
+ */
+export function materializeRecord(btf: Btf | undefined, t: SType, depth = 0): SType {
+  if (depth > 8) return t;
+  if (t.kind === 'array') return { ...t, elem: materializeRecord(btf, t.elem, depth + 1) };
+  if (t.kind !== 'record') return t;
+  const fields = recordFields(btf, t).map((f) => ({ ...f, type: materializeRecord(btf, f.type, depth + 1) }));
+  return { ...withBtf(btf, t), fields };
+}
+
 /** Look up `struct NAME` / `union NAME` / a typedef name; undefined when BTF has no such type. */
 export function btfRecordByName(btf: Btf, spec: string): SType | undefined {
   const m = /^(struct|union)\s+(\S+)$/.exec(spec.trim());

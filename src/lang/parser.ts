@@ -1082,9 +1082,8 @@ class Parser {
       const close = this.advance();
       return { kind: 'TupleExpr', pos: this.span(open.start, close.end), elems: [] };
     }
+    if (this.atRecordField()) return this.parseRecord(open);
     if (this.atTypeName()) {
-      const n2 = this.peek2();
-      if (n2.kind === 'punct' && n2.text === '=') this.fail('records (named tuples) are not supported');
       const m = this.mark();
       const typeSpec = this.parseTypeSpec(false);
       if (typeSpec !== null && this.is(')') && startsExpression(this.peek2())) {
@@ -1107,6 +1106,26 @@ class Parser {
     const close = this.expect(')');
     first.pos = this.span(open.start, close.end);
     return first;
+  }
+
+  /** At `name =` (not `==`): the start of a record's field. */
+  private atRecordField(): boolean {
+    const n2 = this.peek2();
+    return this.peek().kind === 'ident' && n2.kind === 'punct' && n2.text === '=';
+  }
+
+  /** A record `(name = expr, ...)` after its `(`: a TupleExpr with `names` (bpftrace's records). */
+  private parseRecord(open: Token): A.TupleExpr {
+    const elems: A.Expr[] = [];
+    const names: string[] = [];
+    do {
+      if (!this.atRecordField()) this.fail("expected 'name = value' in a record");
+      names.push(this.advance().text);
+      this.advance();
+      elems.push(this.parseExpr());
+    } while (this.accept(',') && !this.is(')'));
+    const close = this.expect(')');
+    return { kind: 'TupleExpr', pos: this.span(open.start, close.end), elems, names };
   }
 
   /** `{ stmts; expr }` used as a value: the last statement must be an expression without `;`. */

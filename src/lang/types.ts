@@ -13,8 +13,11 @@ export type SType =
   | { kind: 'bool' }
   /** NUL-padded string buffer of `size` bytes (includes room for the NUL). */
   | { kind: 'string'; size: number }
-  /** Tuple: fields laid out with C alignment (each at a multiple of its own alignment), size rounded to 8. */
-  | { kind: 'tuple'; elems: SType[] }
+  /**
+   * Tuple: fields laid out with C alignment (each at a multiple of its own alignment), size rounded to 8. With
+   * `names`, a record (bpftrace's named tuple `(a = 1, b = "x")`): the same layout, fields also reachable by name.
+   */
+  | { kind: 'tuple'; elems: SType[]; names?: string[] }
   /** Seconds-resolution wall/boot timestamp etc. are added by later issues. */
   /** A kernel address printed as its symbol name (`ksym()`); stored as the u64 address. */
   | { kind: 'ksym' }
@@ -28,6 +31,12 @@ export type SType =
   | { kind: 'buffer'; size: number }
   /** An errno printed as its message (`strerror()`); stored as u64. */
   | { kind: 'errno' }
+  /** A system call number printed as its name (`syscall_name()`); stored as u64. */
+  | { kind: 'syscall_name' }
+  /** A signal number printed as strsignal(3) text (`signal_name()`); stored as u64. */
+  | { kind: 'signal_name' }
+  /** A cgroup id printed as its paths, `unified:/a/b` (`cgroup_path(id[, filter])`); stored as u64. */
+  | { kind: 'cgroup_path'; filter: string }
   /** A uid printed as the user's name (`username`); stored as u64. */
   | { kind: 'username' }
   /** A CLOCK_BOOTTIME/MONOTONIC ns value printed with a strftime format (`strftime()`); stored as u64 ns. */
@@ -129,6 +138,9 @@ export function sizeOf(t: SType): number {
     case 'timestamp':
     case 'username':
     case 'errno':
+    case 'syscall_name':
+    case 'signal_name':
+    case 'cgroup_path':
       return 8;
     case 'usym':
       return 16;
@@ -182,7 +194,9 @@ export function typeKey(t: SType): string {
     case 'pointer':
       return `ptr(${t.space},${typeKey(t.to)})`;
     case 'tuple':
-      return `(${t.elems.map(typeKey).join(',')})`;
+      return t.names
+        ? `(${t.elems.map((e, i) => `${t.names![i]}=${typeKey(e)}`).join(',')})`
+        : `(${t.elems.map(typeKey).join(',')})`;
     case 'array':
       return `${typeKey(t.elem)}[${t.count}]`;
     default:
@@ -202,7 +216,9 @@ export function typeName(t: SType): string {
     case 'string':
       return `string[${t.size}]`;
     case 'tuple':
-      return `(${t.elems.map(typeName).join(',')})`;
+      return t.names
+        ? `record { ${t.elems.map((e, i) => `${typeName(e)} ${t.names![i]}`).join(', ')} }`
+        : `(${t.elems.map(typeName).join(',')})`;
     case 'pointer':
       return `${typeName(t.to)} *`;
     case 'record':

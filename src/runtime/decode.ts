@@ -7,7 +7,7 @@
 
 import { bucketOffset } from '../codegen/maps.js';
 import type { MapPlan } from '../codegen/plan.js';
-import { type SType, sizeOf, tupleLayout } from '../lang/types.js';
+import { type RecordField, type SType, sizeOf, tupleLayout } from '../lang/types.js';
 import type { AggValue, MapDump, MapEntry, Value } from './output/model.js';
 import { formatStrftimeBuiltin } from './output/strftime.js';
 
@@ -21,6 +21,12 @@ export interface DecodeContext {
   usym?(pid: number, addr: bigint): string;
   /** `strerror(n)`: the C library's message for errno `n`. */
   strerror?(errno: number): string;
+  /** `syscall_name(n)`: the system call's name (bpftrace: `Unknown syscall` when there is none). */
+  syscall_name?(n: bigint): string;
+  /** `signal_name(n)`: strsignal(3) text for 0..64 (bpftrace's table), `N/A` otherwise. */
+  signal_name?(n: bigint): string;
+  /** `cgroup_path(id, filter)`: `hierarchy:/path` of every matching mounted hierarchy holding the cgroup, `,`-joined. */
+  cgroupPath?(id: bigint, filter: string): string;
   /** `username`: the name of a uid (from /etc/passwd), or the number. */
   username?(uid: number): string;
   /** Wall-clock ns since the epoch minus CLOCK_MONOTONIC ns (for `strftime()`). */
@@ -82,6 +88,13 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
       const n = Number(buf.readBigInt64LE(off));
       return { kind: 'string', value: ctx?.strerror ? ctx.strerror(n) : String(n) };
     }
+    case 'syscall_name':
+    case 'signal_name':
+    case 'cgroup_path': {
+      const n = buf.readBigInt64LE(off);
+      const name = t.kind === 'cgroup_path' ? ctx?.cgroupPath?.(BigInt.asUintN(64, n), t.filter) : ctx?.[t.kind]?.(n);
+      return { kind: 'string', value: name ?? String(n) };
+    }
     case 'username': {
       const uid = Number(buf.readBigUInt64LE(off));
       return { kind: 'string', value: ctx?.username ? ctx.username(uid) : String(uid) };
@@ -129,7 +142,24 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
     }
     case 'tuple': {
       const l = tupleLayout(t.elems);
-      return { kind: 'tuple', elems: t.elems.map((e, i) => decodeValue(buf, off + l.offsets[i]!, e, ctx)) };
+      const elems = t.elems.map((e, i) => decodeValue(buf, off + l.offsets[i]!, e, ctx));
+      if (!t.names) return { kind: 'tuple', elems };
+      return { kind: 'record', fields: elems.map((value, i) => ({ name: t.names![i]!, value })) };
+    }
+    case 'record':
+      return {
+        kind: 'record',
+        fields: t.fields
+          .filter((f) => !f.dataLoc && f.name !== '')
+          .map((f) => ({ name: f.name, value: decodeField(buf, off, f, ctx) })),
+      };
+    case 'array': {
+      if (t.elem.kind === 'int' && t.elem.size === 1)
+        return decodeValue(buf, off, { kind: 'string', size: t.count }, ctx);
+      const step = sizeOf(t.elem);
+      const elems: Value[] = [];
+      for (let i = 0; i < t.count; i++) elems.push(decodeValue(buf, off + i * step, t.elem, ctx));
+      return { kind: 'array', elems };
     }
     case 'pointer': {
       // bpftrace prints pointers in hex
@@ -139,6 +169,17 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
     default:
       return { kind: 'none' };
   }
+}
+
+/** One field of a C struct stored at `buf[off..]` (a bitfield: `bitSize` bits from bit `bitOffset` of the struct, as BTF gives them). */
+function decodeField(buf: Buffer, off: number, f: RecordField, ctx?: DecodeContext): Value {
+  if (f.bitSize === undefined || f.type.kind !== 'int') return decodeValue(buf, off + f.offset, f.type, ctx);
+  const shift = (f.bitOffset ?? 0) - f.offset * 8;
+  const bytes = Math.ceil((shift + f.bitSize) / 8);
+  let word = 0n;
+  for (let i = bytes - 1; i >= 0; i--) word = (word << 8n) | BigInt(buf[off + f.offset + i] ?? 0);
+  const v = (word >> BigInt(shift)) & ((1n << BigInt(f.bitSize)) - 1n);
+  return { kind: 'int', value: v, signed: false, size: f.type.size };
 }
 
 /** Decode one map key into its elements (`[]` for scalar maps). */

@@ -7,6 +7,7 @@
 import { execSync } from 'node:child_process';
 import { readFileSync, writeSync } from 'node:fs';
 import { strerror as cStrerror } from '../kernel/ffi.js';
+import { cgroupPath, signalName, syscallName } from './names.js';
 import { BpfMap } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
@@ -125,6 +126,9 @@ export class Session {
       monotonicToRealtimeNs: BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint(),
       username: (uid) => userName(uid),
       strerror: (n) => cStrerror(Math.abs(n)),
+      syscall_name: syscallName,
+      signal_name: signalName,
+      cgroupPath,
     };
     this.mapCtx = this.valueCtx;
   }

@@ -1,6 +1,6 @@
 /**
  * Builtin functions beyond the basics: ntop, strftime, strlen, strncmp, bswap, has_key, ksym, usym, signal, join,
- * strcontains, len, macaddr, cgroupid, usermode.
+ * strcontains, len, macaddr, cgroupid, cgroup_path, usermode.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -257,14 +257,15 @@ describe('strcontains, len, macaddr, cgroupid, usermode', () => {
       try {
         const r = await runTool('bpfscope', [
           '-e',
-          `tracepoint:syscalls:sys_enter_getppid /cgroup == cgroupid("${path}")/ { @[comm] = count(); } END { printf("%d\\n", cgroupid("${path}")); }`,
+          `tracepoint:syscalls:sys_enter_getppid /cgroup == cgroupid("${path}")/ { @[comm] = count(); @p[cgroup_path(cgroup, "unified")] = count(); } END { printf("%d\\n", cgroupid("${path}")); }`,
           '-c',
           `/bin/sh ${script}`,
         ]);
         assert.equal(r.code, 0, r.stderr);
         const id = statSync(path, { bigint: true }).ino;
         assert.ok(id > 1n);
-        assert.equal(r.stdout, `${id}\n\n\n@[bpfs_cg]: 4\n`);
+        // cgroup_path(): the cgroup v2 hierarchy is named "unified" (bpftrace `src/util/cgroup.cpp`)
+        assert.equal(r.stdout, `${id}\n\n\n@[bpfs_cg]: 4\n@p[unified:/bpfscope-test-${process.pid}]: 4\n`);
       } finally {
         rmSync(dirname(script), { recursive: true, force: true });
         rmdirSync(path);

@@ -15,10 +15,11 @@ import { statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import type { ExpandedProbe } from '../../probes/types.js';
+import { resolveUaddr } from '../../probes/uaddr.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
 import { kallsyms } from '../../symbols/kallsyms.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
-import { btfRecordByName, kernelBtf, recordFields, withBtf } from '../btf-types.js';
+import { btfRecordByName, kernelBtf, materializeRecord, recordFields, withBtf } from '../btf-types.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import {
   BOOL,
@@ -92,12 +93,22 @@ export const DEFAULT_STACK_LIMIT = 127;
 export const MAX_STACK_LIMIT = 127;
 
 const AGG_FUNCS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist']);
+/** The largest struct copied as a value onto the BPF stack, bytes. */
+const MAX_STRUCT_VALUE = 256;
+
 const VOID_FUNCS = new Set(['printf', 'errorf', 'warnf', 'exit', 'delete', 'clear', 'zero', 'print', 'time']);
+
+/** A tuple type, a record when `names` is given. */
+function withNames(t: Extract<SType, { kind: 'tuple' }>, names: string[] | undefined): SType {
+  return names ? { ...t, names } : t;
+}
 
 /** Widen an integer/bool type to what maps and variables store (64-bit ints). */
 export function storageType(t: SType): SType {
   if (t.kind === 'int') return t.signed ? I64 : U64;
-  if (t.kind === 'tuple') return { kind: 'tuple', elems: t.elems.map(storageType) };
+  if (t.kind === 'tuple') return withNames({ kind: 'tuple', elems: t.elems.map(storageType) }, t.names);
+  // a struct value (`*p`, `args`): its fields loaded, so the runtime can print it without BTF
+  if (t.kind === 'record') return materializeRecord(t.btfId !== undefined ? kernelBtf() : undefined, t);
   return t;
 }
 
@@ -106,13 +117,14 @@ function unify(a: SType, b: SType): SType | null {
   if (a.kind === 'int' && b.kind === 'int') return a.signed && b.signed ? I64 : a.signed || b.signed ? I64 : U64;
   if (a.kind === 'string' && b.kind === 'string') return stringType(Math.max(a.size, b.size));
   if (a.kind === 'tuple' && b.kind === 'tuple' && a.elems.length === b.elems.length) {
+    if (a.names?.join() !== b.names?.join()) return null;
     const elems: SType[] = [];
     for (let i = 0; i < a.elems.length; i++) {
       const u = unify(a.elems[i]!, b.elems[i]!);
       if (!u) return null;
       elems.push(u);
     }
-    return { kind: 'tuple', elems };
+    return withNames({ kind: 'tuple', elems }, a.names);
   }
   if (typeKey(a) === typeKey(b)) return a;
   return null;
@@ -314,9 +326,23 @@ export class Analyzer {
         this.error(k.pos, `Invalid map key type: ${typeName(t)}`);
         return null;
       }
+      if (t.kind === 'record' && !this.structValueFits(k.pos, t)) return null;
       out.push(storageType(t));
     }
     return out;
+  }
+
+  /**
+   * A C struct copied as a value (`print(*p)`, `@x = args`, `@[*p]`) lives on the 512-byte BPF stack: at most
+   * MAX_STRUCT_VALUE bytes. Reports a positioned error otherwise.
+   */
+  private structValueFits(pos: Span, t: Extract<SType, { kind: 'record' }>): boolean {
+    if (t.size <= MAX_STRUCT_VALUE) return true;
+    this.error(
+      pos,
+      `${t.name} is ${t.size} bytes: struct values larger than ${MAX_STRUCT_VALUE} bytes (the BPF stack is 512) are not supported yet; read its fields instead`,
+    );
+    return false;
   }
 
   /** Record/unify a map's type at an assignment site. */
@@ -391,6 +417,7 @@ export class Analyzer {
           return;
         }
       }
+      if (t.kind === 'record' && !this.structValueFits(v.pos, t)) return;
       this.defineMap(target, keys, storageType(t));
       return;
     }
@@ -414,6 +441,7 @@ export class Analyzer {
       target.type = prev;
       return;
     }
+    if (t.kind === 'record' && !this.structValueFits(v.pos, t)) return;
     this.defineVar(target, storageType(t));
   }
 
@@ -703,7 +731,11 @@ export class Analyzer {
           }
           elems.push(storageType(t));
         }
-        return { kind: 'tuple', elems };
+        if (e.names && new Set(e.names).size !== e.names.length) {
+          this.error(e.pos, 'Named arguments must be unique');
+          return null;
+        }
+        return withNames({ kind: 'tuple', elems }, e.names);
       }
       case 'CastExpr': {
         const t = this.expr(e.operand);
@@ -846,6 +878,19 @@ export class Analyzer {
       }
       return stringType(Buffer.byteLength(u.expanded.func) + 1);
     }
+    if (name === 'ctx') {
+      // bpftrace: the probe's context pointer; tracepoints: their args struct, register contexts: struct pt_regs
+      const p = u.expanded.provider;
+      if (p === 'tracepoint' && u.expanded.args) return { kind: 'pointer', to: u.expanded.args, space: 'kernel' };
+      if (PT_REGS_CONTEXTS.has(p)) {
+        const regs = btfRecordByName(kernelBtf(), 'struct pt_regs');
+        if (regs) return { kind: 'pointer', to: regs, space: 'kernel' };
+      }
+      if (p === 'rawtracepoint' || p === 'fentry' || p === 'fexit')
+        return { kind: 'pointer', to: U64, space: 'kernel' };
+      this.error(pos, `The ctx builtin can not be used with '${p}' probes`);
+      return null;
+    }
     if (name === 'usermode') {
       if (!PT_REGS_CONTEXTS.has(u.expanded.provider)) {
         this.error(pos, `The usermode builtin can not be used with '${u.expanded.provider}' probes`);
@@ -864,6 +909,14 @@ export class Analyzer {
   private field(e: Expr & { kind: 'FieldExpr' }): SType | null {
     const t = this.expr(e.object);
     if (!t) return null;
+    if (t.kind === 'tuple' && t.names) {
+      const i = t.names.indexOf(e.field);
+      if (i < 0) {
+        this.error(e.pos, `Record does not contain a field named '${e.field}'`);
+        return null;
+      }
+      return t.elems[i]!;
+    }
     if (t.kind === 'tuple') {
       const i = Number(e.field);
       if (!/^\d+$/.test(e.field) || i >= t.elems.length) {
@@ -1025,6 +1078,7 @@ export class Analyzer {
         const t = this.expr(a);
         if (t && (t.kind === 'none' || isAggregation(t)))
           this.error(a.pos, `print() can not print a value of type ${typeName(t)}`);
+        if (t?.kind === 'record' && this.structValueFits(a.pos, t)) a.type = storageType(t);
         return { kind: 'none' };
       }
       case 'kstack':
@@ -1080,6 +1134,68 @@ export class Analyzer {
         const t = this.expr(args[0]!);
         if (t && t.kind !== 'int') this.error(args[0]!.pos, `strerror() expects an integer (${typeName(t)} provided)`);
         return { kind: 'errno' };
+      }
+      case 'syscall_name':
+      case 'signal_name': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'int') this.error(args[0]!.pos, `${c.name}() expects an integer (${typeName(t)} provided)`);
+        return { kind: c.name };
+      }
+      case 'cgroup_path': {
+        if (!this.argCount(c, 1, 2)) return null;
+        const t = this.expr(args[0]!);
+        if (t && t.kind !== 'int')
+          this.error(args[0]!.pos, `cgroup_path() expects an integer (${typeName(t)} provided)`);
+        const f = args[1];
+        if (f && f.kind !== 'StrLit') {
+          this.error(f.pos, 'cgroup_path() expects a string literal as its filter');
+          return null;
+        }
+        return { kind: 'cgroup_path', filter: f?.kind === 'StrLit' ? f.value : '*' };
+      }
+      case 'path': {
+        // bpf_d_path(): fentry/fexit (and iter) programs of the kernel's btf_allowlist_d_path functions only
+        if (!this.argCount(c, 1, 2)) return null;
+        const p = this.unit!.expanded.provider;
+        if (p !== 'fentry' && p !== 'fexit') {
+          this.error(
+            c.pos,
+            `path() can only be used in fentry/fexit probes (the kernel's bpf_d_path helper), not '${p}'`,
+          );
+          return null;
+        }
+        const t = this.expr(args[0]!);
+        const isPath = (x: SType | null): boolean => x?.kind === 'record' && x.name === 'struct path';
+        if (t && !isPath(t) && !(t.kind === 'pointer' && isPath(t.to))) {
+          this.error(args[0]!.pos, `path() expects a struct path or a pointer to one (${typeName(t)} provided)`);
+          return null;
+        }
+        let size = this.opts.maxStrlen ?? DEFAULT_STRLEN;
+        if (args[1]) {
+          const n = this.constValue(args[1]);
+          if (n === null || n <= 0n) {
+            this.error(args[1].pos, 'path() expects a positive integer literal size');
+            return null;
+          }
+          size = Number(n);
+        }
+        return stringType(size);
+      }
+      case 'uaddr': {
+        if (!this.argCount(c, 1, 1)) return null;
+        const a = args[0]!;
+        if (a.kind !== 'StrLit') {
+          this.error(a.pos, 'uaddr() expects a string literal symbol name');
+          return null;
+        }
+        const target = resolveUaddr(this.unit!.expanded, a.value);
+        if (typeof target === 'string') {
+          this.error(c.pos, target);
+          return null;
+        }
+        const size = ([1, 2, 4, 8] as const).find((n) => n === target.size) ?? 8;
+        return { kind: 'pointer', to: { kind: 'int', size, signed: false }, space: 'user' };
       }
       case 'kaddr': {
         if (!this.argCount(c, 1, 1)) return null;

@@ -57,7 +57,10 @@ export function jsonInt(v: bigint): string {
   return BigInt(Number(v)) === v ? s : `"${s}"`;
 }
 
-/** The JSON form of a value: numbers, strings, `true`/`false`, tuples as arrays, none as `null`. */
+/**
+ * The JSON form of a value: numbers, strings, `true`/`false`, tuples and arrays as arrays, records and structs as
+ * objects, none as `null`.
+ */
 export function jsonValue(v: Value): string {
   switch (v.kind) {
     case 'int':
@@ -74,6 +77,11 @@ export function jsonValue(v: Value): string {
       }
       return s + ']';
     }
+    case 'record':
+      // bpftrace: an object in field order, `{"a": 0, "c": "str"}`
+      return `{${v.fields.map((f) => `${jsonString(f.name)}: ${jsonValue(f.value)}`).join(', ')}}`;
+    case 'array':
+      return `[${v.elems.map(jsonValue).join(',')}]`;
     case 'none':
       return 'null';
   }

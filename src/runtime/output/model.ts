@@ -26,6 +26,10 @@ export type Value =
    */
   | { kind: 'string'; value: string; raw?: Buffer }
   | { kind: 'tuple'; elems: Value[] }
+  /** A record (named tuple) or a C struct/union: fields in declaration order (bpftrace's `{ .a = 1 }`). */
+  | { kind: 'record'; fields: { name: string; value: Value }[] }
+  /** A C array of non-char elements (bpftrace prints `[1,2,3]`). */
+  | { kind: 'array'; elems: Value[] }
   | { kind: 'none' };
 
 /** A decoded aggregation (already summed over CPUs). */

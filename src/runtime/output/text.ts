@@ -1,7 +1,8 @@
 /**
  * bpftrace's text output format, byte for byte as bpftrace v0.26 `src/output/text.cpp` prints it (differences from
  * bpftrace 0.17 are listed in docs/compat.md):
- * - values: ints in decimal (or their symbol), `true`/`false`, strings raw, tuples `(1, abc)`, none `null`,
+ * - values: ints in decimal (or their symbol), `true`/`false`, strings raw, tuples `(1, abc)`, records and structs
+ *   `{ .a = 1, .b = abc }`, arrays `[1,2,3]`, none `null`,
  *   stats records `{ .count = 3, .average = 2, .total = 6 }`;
  * - maps: `@x: 5`, `@x[k1, k2]: 5` (one line per entry, no blank line after the map); histogram maps print
  *   `@h:` / `@h[k]:` then the rows and one blank line;
@@ -31,6 +32,11 @@ export function valueText(v: Value): string {
       }
       return s + ')';
     }
+    case 'record':
+      // bpftrace v0.26 `{ .a = 1, .b = str }`: no quotes around strings, nested records and tuples inline
+      return `{ ${v.fields.map((f) => `.${f.name} = ${valueText(f.value)}`).join(', ')} }`;
+    case 'array':
+      return `[${v.elems.map(valueText).join(',')}]`;
     case 'none':
       return 'null';
   }

@@ -1,0 +1,163 @@
+/**
+ * Values newer than bpftrace 0.17, checked against the outputs current bpftrace documents (its `tests/runtime`
+ * files `record`, `builtin`, `stdlib`, `json-output`, `call` at revision e1b7c393, and `docs/stdlib.md`): records,
+ * struct values (`print(*p)`, `args`, `@x = args`), `ctx`, `syscall_name`, `signal_name`, `uaddr`, and the errors
+ * for what is not supported.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { runTool } from '../helpers/cli.js';
+import { workloadCommand } from '../helpers/workload.js';
+
+async function run(prog: string, ...extra: string[]) {
+  return runTool('bpfscope', ['-e', prog, ...extra]);
+}
+
+describe('records (named tuples)', () => {
+  it('fields by name, printing and nesting (tests/runtime/record "basic record", "record printing")', async () => {
+    const a = await run(
+      'BEGIN { $v = 99; $t = (a=0, b=1, c="str", d=(5, 6), e=$v); printf("%d %d %s %d %d %d\\n", $t.a, $t.b, $t.c, $t.d.0, $t.d.1, $t.e); exit(); }',
+    );
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal(a.stdout, '0 1 str 5 6 99\n\n\n');
+    const b = await run('BEGIN { $v = (x=1, y=2); $t = (a=0, b=1, c="str", d=(5, 6), e=$v); print($t); exit(); }');
+    assert.equal(b.code, 0, b.stderr);
+    assert.equal(b.stdout, '{ .a = 0, .b = 1, .c = str, .d = (5, 6), .e = { .x = 1, .y = 2 } }\n\n\n');
+  });
+
+  it('as map values and keys, in text and JSON (tests/runtime/json-output "record")', async () => {
+    const t = await run('BEGIN { $v = (x=1, y=2); @a = (a=0, b=1, c="str", d=(5, 6), e=$v); @k[$v] = 3; exit(); }');
+    assert.equal(t.code, 0, t.stderr);
+    assert.equal(
+      t.stdout,
+      '\n\n@a: { .a = 0, .b = 1, .c = str, .d = (5, 6), .e = { .x = 1, .y = 2 } }\n@k[{ .x = 1, .y = 2 }]: 3\n',
+    );
+    const j = await run('BEGIN { $v = (x=1, y=2); @a = (a=0, b=1, c="str", d=(5, 6), e=$v); exit(); }', '-f', 'json');
+    assert.equal(j.code, 0, j.stderr);
+    assert.match(
+      j.stdout,
+      /^\{"type": "map", "data": \{"@a": \{"a": 0, "b": 1, "c": "str", "d": \[5,6\], "e": \{"x": 1, "y": 2\}\}\}\}$/m,
+    );
+  });
+
+  it('unknown and repeated field names are positioned errors', async () => {
+    const a = await run('BEGIN { $t = (a=1, b=2); print($t.c); }');
+    assert.equal(a.code, 1);
+    assert.match(a.stderr, /^stdin:1:32-36: ERROR: Record does not contain a field named 'c'$/m);
+    const b = await run('BEGIN { $t = (a=1, a=2); }');
+    assert.equal(b.code, 1);
+    assert.match(b.stderr, /^stdin:1:14-24: ERROR: Named arguments must be unique$/m);
+  });
+});
+
+describe('struct values', () => {
+  it('print(args), @[args] and @v = args of a tracepoint: every non-common field', async () => {
+    const r = await run(
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { print(args); @[args] = count(); @v = args; }',
+      '-c',
+      workloadCommand('getppid', 2),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(
+      r.stdout,
+      '{ .__syscall_nr = 110 }\n{ .__syscall_nr = 110 }\n\n\n@[{ .__syscall_nr = 110 }]: 2\n@v: { .__syscall_nr = 110 }\n',
+    );
+  });
+
+  it('print(args) of a rawtracepoint: its BTF arguments, pointers in hex (tests/runtime/builtin "print args")', async () => {
+    const r = await run(
+      'rawtracepoint:sched_process_exec /pid == cpid/ { print(args); exit(); }',
+      '-c',
+      workloadCommand('getppid', 1),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^\{ \.p = 0x[0-9a-f]+, \.old_pid = \d+, \.bprm = 0x[0-9a-f]+ \}$/m);
+  });
+
+  it('print(*p) and a struct map value: members in field order; too large a struct is a positioned error', async () => {
+    const s = await run(
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { $t = curtask->thread_node.next; print(*$t); @x = *$t; }',
+      '-c',
+      workloadCommand('getppid', 1),
+    );
+    assert.equal(s.code, 0, s.stderr);
+    assert.match(
+      s.stdout,
+      /^\{ \.next = 0x[0-9a-f]+, \.prev = 0x[0-9a-f]+ \}\n\n\n@x: \{ \.next = 0x[0-9a-f]+, \.prev = 0x[0-9a-f]+ \}\n$/,
+    );
+    const big = await run('tracepoint:syscalls:sys_enter_getppid { print(*curtask); }');
+    assert.equal(big.code, 1);
+    assert.match(
+      big.stderr,
+      /^stdin:1:47-55: ERROR: struct task_struct is \d+ bytes: struct values larger than 256 bytes \(the BPF stack is 512\) are not supported yet; read its fields instead$/m,
+    );
+  });
+});
+
+describe('ctx', () => {
+  it('is the tracepoint record in tracepoints and struct pt_regs in uprobes; absent in BEGIN', async () => {
+    const r = await run(
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @nr = ctx->__syscall_nr; } uprobe:libc:syscall /pid == cpid/ { @same = ((struct pt_regs *)ctx)->di == arg0; @di = ctx->di; }',
+      '-c',
+      workloadCommand('getppid', 1),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '\n\n@di: 110\n@nr: 110\n@same: true\n');
+    const b = await run('BEGIN { print(ctx); }');
+    assert.equal(b.code, 1);
+    assert.match(b.stderr, /^stdin:1:15-18: ERROR: The ctx builtin can not be used with 'begin' probes$/m);
+  });
+});
+
+describe('syscall_name, signal_name', () => {
+  it('match tests/runtime/stdlib "signal_name" and docs/stdlib.md syscall_name', async () => {
+    const r = await run(
+      'BEGIN { print(signal_name(2)); print(signal_name(0)); print(signal_name(1024)); print(syscall_name(0)); print(syscall_name(257)); print(syscall_name(-1)); exit(); }',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'Interrupt\nUnknown signal 0\nN/A\nread\nopenat\nUnknown syscall\n\n\n');
+  });
+
+  it('as map keys: per-syscall counts of a workload', async () => {
+    const r = await run(
+      'tracepoint:raw_syscalls:sys_enter /pid == cpid && args.id == 110/ { @[syscall_name(args.id)] = count(); }',
+      '-c',
+      workloadCommand('getppid', 5),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '\n\n@[getppid]: 5\n');
+  });
+});
+
+describe('uaddr', () => {
+  it("reads libc's globals from a uprobe (a position-independent library: the bias comes from ip)", async () => {
+    const r = await run(
+      'uprobe:libc:syscall /pid == cpid/ { printf("%s %d %d\\n", str(*uaddr("program_invocation_short_name")), *uaddr("optind"), sizeof(*uaddr("optind"))); exit(); }',
+      '-c',
+      workloadCommand('comm', 'bpfs_ua', 'getppid', 1),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    // optind is an int (st_size 4: a uint32 *) and 1 before getopt() runs; the short name is argv[0]'s basename
+    assert.equal(r.stdout, 'bpfs_workload 1 4\n\n\n');
+  });
+
+  it('is a positioned error outside user probes, for unknown symbols and in uretprobes of PIE binaries', async () => {
+    const a = await run('BEGIN { print(uaddr("optind")); }');
+    assert.equal(a.code, 1);
+    assert.match(a.stderr, /^stdin:1:15-30: ERROR: uaddr\(\) can only be used in uprobe, uretprobe and usdt probes/m);
+    const b = await run('uprobe:libc:getppid { print(uaddr("no_such_symbol_x")); }');
+    assert.equal(b.code, 1);
+    assert.match(b.stderr, /^stdin:1:29-54: ERROR: Could not resolve symbol: \S+libc\.so\.6:no_such_symbol_x$/m);
+    const c = await run('uretprobe:libc:getppid { print(uaddr("optind")); }');
+    assert.equal(c.code, 1);
+    assert.match(c.stderr, /ERROR: uaddr\(\) in a uretprobe of a position-independent binary/);
+  });
+});
+
+describe('path', () => {
+  it('is only for fentry/fexit (bpf_d_path); elsewhere a positioned error', async () => {
+    const r = await run('tracepoint:syscalls:sys_enter_openat { print(path(args.filename)); }');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^stdin:1:46-65: ERROR: path\(\) can only be used in fentry\/fexit probes/m);
+  });
+});
