@@ -7,13 +7,13 @@
  * exactly the same assertions as a run made here.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import type { TestContext } from 'node:test';
 import {
   ATTACHED_PATTERN,
   describe,
   ourAttachCount,
-  runTool,
+  type RunningTool,
   startTool,
   stripOracleAttach,
   type Tool,
@@ -46,6 +46,26 @@ export function caseTimeoutMs(dc: DiffCase, tuning: RunTuning = {}): number {
   return (dc.timeoutMs ?? DEFAULT_TIMEOUT_MS) * (tuning.timeoutScale ?? 1);
 }
 
+/** Time a case gets beyond its two runs' timeouts (attach waits, the `-p` go delay, killing), ms. */
+export const CASE_SLACK_MS = 30_000;
+
+/**
+ * The longest one case (the oracle's run, then bpfscope's) may take before a driver gives it up: both runs'
+ * timeouts plus {@link CASE_SLACK_MS}, ms.
+ */
+export function caseDeadlineMs(dc: DiffCase, tuning: RunTuning = {}): number {
+  return 2 * caseTimeoutMs(dc, tuning) + CASE_SLACK_MS;
+}
+
+/**
+ * What a run started, for a watchdog that must be able to kill it (test/matrix/diff-guest.ts): called with the
+ * `-p` target (before the tool starts) and with the tool (in its own process group).
+ */
+export interface RunHooks {
+  onTarget?(target: ChildProcess): void;
+  onTool?(run: RunningTool): void;
+}
+
 /**
  * Runs one tool for a case. With `target`, first starts the `-p` workload blocked on its stdin, puts its pid in
  * the arguments, and lets it go once the tool says it attached (the tool then ends when the target exits).
@@ -55,12 +75,18 @@ export async function runCaseTool(
   dc: DiffCase,
   args: string[],
   tuning: RunTuning = {},
+  hooks: RunHooks = {},
 ): Promise<ToolResult> {
   const timeoutMs = caseTimeoutMs(dc, tuning);
-  if (!dc.target) return runTool(tool, args, { timeoutMs });
+  if (!dc.target) {
+    const run = startTool(tool, args, { timeoutMs });
+    hooks.onTool?.(run);
+    return run.done;
+  }
   const target = spawn(tuning.workload ?? workloadPath(), ['wait-stdin', ...dc.target.map(String)], {
     stdio: ['pipe', 'ignore', 'inherit'],
   });
+  hooks.onTarget?.(target);
   const targetDone = new Promise<void>((resolve) => target.on('close', () => resolve()));
   // A target that already died (the tool failed early and the harness killed it) makes the write fail: ignore.
   target.stdin!.on('error', () => {});
@@ -71,6 +97,7 @@ export async function runCaseTool(
       args.map((a) => a.split(TARGET_PID).join(String(target.pid))),
       { timeoutMs },
     );
+    hooks.onTool?.(run);
     if (await run.waitFor(ATTACHED_PATTERN, timeoutMs)) {
       await new Promise((r) => setTimeout(r, tuning.goDelayMs ?? TARGET_GO_DELAY_MS));
     }
