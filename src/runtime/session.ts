@@ -60,7 +60,7 @@ const STACK_MAP_ENTRIES = 4096;
 import { loadPlan } from './loader.js';
 import type { Output } from './output/index.js';
 import type { MapDump, Value } from './output/model.js';
-import { compilePrintf, renderPrintf } from './output/printf.js';
+import { compileIntPrintf, compilePrintf, renderPrintf } from './output/printf.js';
 import { formatTimeBuiltin } from './output/strftime.js';
 import { RingBufConsumer } from './ringbuf.js';
 
@@ -95,6 +95,8 @@ export class Session {
   private exitRequested = false;
   private stopResolve: (() => void) | null = null;
   private readonly printfs: ReturnType<typeof compilePrintf>[];
+  /** Per printf id: the integer-only fast renderer (see compileIntPrintf), or null. */
+  private readonly intPrintfs: ReturnType<typeof compileIntPrintf>[];
   private readonly stacks: StackReader;
   /** Decoding for printf/print values and for map keys and values. */
   private readonly valueCtx: DecodeContext;
@@ -105,6 +107,7 @@ export class Session {
     readonly opts: SessionOptions,
   ) {
     this.printfs = compiled.printfs.map((p) => compilePrintf(p.format));
+    this.intPrintfs = compiled.printfs.map((p, i) => compileIntPrintf(this.printfs[i]!, p.argTypes, p.offsets));
     let resolver = opts.symbolizer;
     this.stacks = new StackReader(
       (name) => this.maps.get(name),
@@ -206,6 +209,8 @@ export class Session {
       this.opts.onLoaded?.(plan.expanded.name, r.program, r.insns);
     }
     this.ring = new RingBufConsumer(ring, (data) => this.onRecord(data), {
+      // records are read in place: the integer-only printf fast path needs no Buffer view per event
+      rawRecord: (buf, off, len) => this.onRawRecord(buf, off, len),
       // bpftrace writes each line as it is printed (line buffered): flush after every batch of events
       onBatch: () => this.opts.output.flush(),
       onError: (err) => {
@@ -372,6 +377,18 @@ export class Session {
       raw.push({ key, slots });
     }
     return buildMapDump(plan, raw, this.mapCtx);
+  }
+
+  /** A ring buffer record at `buf[off..off+len)`: integer-only printfs directly, the rest through onRecord. */
+  private onRawRecord(buf: Buffer, off: number, len: number): void {
+    if (len >= 8 && buf.readUInt32LE(off) === AsyncAction.PRINTF) {
+      const text = this.intPrintfs[buf.readUInt32LE(off + 4)]?.(buf, off + 8);
+      if (text !== undefined && text !== null) {
+        this.opts.output.printf(text);
+        return;
+      }
+    }
+    this.onRecord(buf.subarray(off, off + len));
   }
 
   private onRecord(data: Buffer): void {

@@ -323,3 +323,108 @@ export function renderPrintf(compiled: CompiledPrintf, args: Value[]): string {
   for (let i = 0; i < specs.length; i++) out += formatArg(specs[i]!, args[i]) + fragments[i + 1]!;
   return out;
 }
+
+/** Reads one integer argument and formats it, or returns null when it needs the general (BigInt) path. */
+type IntArgFormatter = (data: Buffer, off: number) => string | null;
+
+/** 2^32, for assembling 64-bit values from two 32-bit halves. */
+const TWO_32 = 4294967296;
+/** |high half| below this keeps hi * 2^32 + lo an exact double (< 2^53). */
+const SAFE_HIGH = 2097152;
+
+/**
+ * The value of an integer argument of storage type `t` at `data[off..]` as a Number, or null if it is a 64-bit
+ * value beyond 2^53 (the general path formats those with BigInt).
+ */
+function intReader(t: Extract<SType, { kind: 'int' }>): (data: Buffer, off: number) => number | null {
+  switch (t.size) {
+    case 1:
+      return t.signed ? (d, o) => d.readInt8(o) : (d, o) => d[o]!;
+    case 2:
+      return t.signed ? (d, o) => d.readInt16LE(o) : (d, o) => d.readUInt16LE(o);
+    case 4:
+      return t.signed ? (d, o) => d.readInt32LE(o) : (d, o) => d.readUInt32LE(o);
+    default:
+      return t.signed
+        ? (d, o) => {
+            const hi = d.readInt32LE(o + 4);
+            return hi < SAFE_HIGH && hi >= -SAFE_HIGH ? hi * TWO_32 + d.readUInt32LE(o) : null;
+          }
+        : (d, o) => {
+            const hi = d.readUInt32LE(o + 4);
+            return hi < SAFE_HIGH ? hi * TWO_32 + d.readUInt32LE(o) : null;
+          };
+  }
+}
+
+/**
+ * The formatter of one plain integer conversion (`%d %i %u %x %X %o` with a length modifier but no flags, width or
+ * precision) of an integer argument, equal to {@link formatArg}'s result: the value truncated to the spec's bits as
+ * C's printf reads it. Undefined for anything else.
+ */
+function plainIntFormatter(spec: PrintfSpec, t: SType): IntArgFormatter | undefined {
+  if (t.kind !== 'int' || (spec.argClass !== 'signed' && spec.argClass !== 'unsigned')) return undefined;
+  if (spec.leftAlign || spec.showSign || spec.spacePrefix || spec.alternate || spec.zeroPad) return undefined;
+  if (spec.width !== 0 || spec.precision !== -1) return undefined;
+  // conversions of 32 bits or fewer only need the low half of a 64-bit value (the same in either signedness)
+  const read = spec.bits <= 32 && t.size === 8 ? intReader({ ...t, size: 4 }) : intReader(t);
+  const base = spec.base;
+  const upper = spec.uppercase;
+  const signed = spec.argClass === 'signed';
+  let narrow: (n: number) => number;
+  switch (spec.bits) {
+    case 8:
+      narrow = signed ? (n) => (n << 24) >> 24 : (n) => n & 0xff;
+      break;
+    case 16:
+      narrow = signed ? (n) => (n << 16) >> 16 : (n) => n & 0xffff;
+      break;
+    case 32:
+      // the low 32 bits of a double's integer value: exact for |n| < 2^53 (ToInt32/ToUint32 are modulo 2^32)
+      narrow = signed ? (n) => n | 0 : (n) => n >>> 0;
+      break;
+    default:
+      // 64 bits: an unsigned conversion of a negative value needs 2^64 + n, left to the general path
+      narrow = signed ? (n) => n : (n) => (n < 0 ? NaN : n);
+  }
+  return (data, off) => {
+    const v = read(data, off);
+    if (v === null) return null;
+    const n = narrow(v);
+    if (n !== n) return null;
+    const s = n.toString(base);
+    return upper ? s.toUpperCase() : s;
+  };
+}
+
+/**
+ * A specialised renderer for a printf whose arguments are all integers printed by plain conversions (the common
+ * `printf("%d %d\n", tid, nsecs)`): it reads the record with Number arithmetic instead of decoding BigInt values,
+ * and produces exactly what {@link renderPrintf} would. `offsets` are the arguments' byte offsets from `base`.
+ * Returns null when some argument does not qualify; the renderer itself returns null for a value it cannot
+ * format exactly (a 64-bit value beyond 2^53), and the caller then uses the general path.
+ */
+export function compileIntPrintf(
+  compiled: CompiledPrintf,
+  argTypes: SType[],
+  offsets: number[],
+): ((data: Buffer, base: number) => string | null) | null {
+  const { fragments, specs } = compiled;
+  if (specs.length !== argTypes.length || specs.length === 0) return null;
+  const fmts: IntArgFormatter[] = [];
+  for (let i = 0; i < specs.length; i++) {
+    const f = plainIntFormatter(specs[i]!, argTypes[i]!);
+    if (!f) return null;
+    fmts.push(f);
+  }
+  const n = fmts.length;
+  return (data, base) => {
+    let out = fragments[0]!;
+    for (let i = 0; i < n; i++) {
+      const s = fmts[i]!(data, base + offsets[i]!);
+      if (s === null) return null;
+      out += s + fragments[i + 1]!;
+    }
+    return out;
+  };
+}

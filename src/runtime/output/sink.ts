@@ -12,6 +12,9 @@
 import * as fs from 'node:fs';
 import { BpfscopeError } from '../../errors.js';
 
+/** Characters of small writes joined before they are encoded into the buffer (see {@link OutputSink.write}). */
+const PENDING_CHARS = 8192;
+
 /** Default buffer size in bytes. */
 export const DEFAULT_SINK_BUFFER = 64 * 1024;
 
@@ -35,6 +38,7 @@ export class OutputSink {
   broken = false;
   private readonly buf: Buffer;
   private used = 0;
+  private pending = '';
   private closed = false;
   private readonly onBrokenPipe: (() => void) | undefined;
   private readonly ownsFd: boolean;
@@ -64,9 +68,22 @@ export class OutputSink {
     return new OutputSink(fd, { ...opts, ownsFd: true });
   }
 
-  /** Append `s` (encoded as UTF-8) to the buffer, writing the buffer out when it is full. */
+  /**
+   * Append `s` (encoded as UTF-8) to the buffer, writing the buffer out when it is full. Short strings are first
+   * joined into a pending string of up to PENDING_CHARS characters, encoded in one call: one call into the
+   * encoder per event costs more than the encoding when events are small lines.
+   */
   write(s: string): void {
     if (this.broken || this.closed || s.length === 0) return;
+    this.pending += s;
+    if (this.pending.length >= PENDING_CHARS || this.buf.length === 0) this.commit();
+  }
+
+  /** Encode the pending string into the buffer. */
+  private commit(): void {
+    const s = this.pending;
+    if (s.length === 0) return;
+    this.pending = '';
     const cap = this.buf.length;
     // A UTF-16 code unit is at most 3 UTF-8 bytes: if 3 * length fits, the string fits.
     if (s.length * 3 > cap - this.used) {
@@ -81,6 +98,7 @@ export class OutputSink {
 
   /** Write out everything buffered. */
   flush(): void {
+    this.commit();
     if (this.used === 0) return;
     const n = this.used;
     this.used = 0;

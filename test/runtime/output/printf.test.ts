@@ -5,9 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import type { SType } from '../../../src/lang/types.js';
 import type { Value } from '../../../src/runtime/output/model.js';
-import { checkPrintfArgs, compilePrintf, renderPrintf } from '../../../src/runtime/output/printf.js';
+import { checkPrintfArgs, compileIntPrintf, compilePrintf, renderPrintf } from '../../../src/runtime/output/printf.js';
 import { compileC, haveCc, i64, int, runOracle, str, tuple, u64 } from './util.js';
 
 function render(fmt: string, ...args: Value[]): string {
@@ -326,5 +327,64 @@ describe('renderPrintf against glibc printf (C oracle)', { skip: haveCc() ? fals
 
   it('c, p and s: all flag sets × widths × precisions', () => {
     check(otherCases());
+  });
+});
+
+describe('compileIntPrintf (the integer-only fast path)', () => {
+  const SIZES = [1, 2, 4, 8] as const;
+  const CONVS = [
+    '%d',
+    '%i',
+    '%u',
+    '%x',
+    '%X',
+    '%o',
+    '%ld',
+    '%lu',
+    '%lx',
+    '%llx',
+    '%lo',
+    '%lld',
+    '%hd',
+    '%hu',
+    '%hhd',
+    '%hhx',
+  ];
+
+  it('renders exactly what renderPrintf renders, for every storage size, signedness and plain conversion', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...SIZES),
+        fc.boolean(),
+        fc.constantFrom(...CONVS),
+        fc.bigInt({ min: -(2n ** 63n), max: 2n ** 64n - 1n }),
+        (size, signed, conv, raw) => {
+          const t: SType = { kind: 'int', size, signed };
+          const bits = BigInt(size * 8);
+          const v = signed ? BigInt.asIntN(Number(bits), raw) : BigInt.asUintN(Number(bits), raw);
+          const data = Buffer.alloc(8 + 16);
+          data.writeBigUInt64LE(BigInt.asUintN(64, v), 8 + 8);
+          const compiled = compilePrintf(`<${conv}|>\n`);
+          const fast = compileIntPrintf(compiled, [t], [8]);
+          assert.ok(fast, conv);
+          const got = fast(data, 8);
+          const want = renderPrintf(compiled, [{ kind: 'int', value: v, signed, size }]);
+          // null: a 64-bit value beyond 2^53 left to the general path
+          if (got !== null)
+            assert.equal(got, want, `${conv} of ${v} (${size} bytes, ${signed ? 'signed' : 'unsigned'})`);
+          // a 64-bit value, or a negative one printed by an unsigned 64-bit conversion (2^64 + v), may fall back
+          else assert.ok(size === 8 || (v < 0n && /l[uxo]$/.test(conv)), `${conv} of ${v} fell back`);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('is not used for flags, widths, precision, strings or char conversions', () => {
+    const i = [{ kind: 'int', size: 8, signed: true }] as SType[];
+    for (const f of ['%5d', '%-d', '%.2d', '%+d', '%#x', '%c', '%p', '%s'])
+      assert.equal(compileIntPrintf(compilePrintf(f), i, [0]), null, f);
+    assert.equal(compileIntPrintf(compilePrintf('%d'), [STR16], [0]), null);
+    assert.equal(compileIntPrintf(compilePrintf('no args\n'), [], []), null);
   });
 });
