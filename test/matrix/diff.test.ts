@@ -12,36 +12,37 @@
  * src/cli/main.ts): the emulated guest spends most of a run's start loading ~180 ES modules over 9p, and the bundle
  * is the same code in one module (about 2.5x faster to start there).
  *
- * Runs only when asked (BPFSCOPE_GUEST_DIFF=1, BPFSCOPE_GUEST_DIFF_ALL=1 or a filter): see skipReason().
+ * Part of `npm test` (the kernel-sensitive cases by default; see KERNEL_SENSITIVE). In the guest each case is
+ * bounded (test/matrix/diff-guest.ts kills a case that overruns its deadline and reports it failed with its partial
+ * output), and the host kills a guest in which no case finishes for the longest case deadline plus
+ * STALL_MARGIN_MS, so a run ends with every case judged or failed, never stalled. The guest runs on one vCPU
+ * (GUEST_PREP says why).
  * Environment: BPFSCOPE_DIFF_FILTER=REGEX (only those cases), BPFSCOPE_GUEST_DIFF_ALL=1 (every case, not just the
  * kernel-sensitive ones), BPFSCOPE_MATRIX_JOBS (cases run at once in the guest,
  * default 3), BPFSCOPE_MATRIX_LOG=FILE (keep the guest's console). Skips, saying why, without the guest tooling.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type DiffCase, diffCases } from '../diff/cases.js';
-import { checkOurs, checkWithTodo, expectationFrom, oracleRun, type RunTuning } from '../diff/harness.js';
-import { repoRoot } from '../helpers/cli.js';
+import {
+  caseDeadlineMs,
+  checkOurs,
+  checkWithTodo,
+  expectationFrom,
+  oracleRun,
+  type RunTuning,
+} from '../diff/harness.js';
+import { isAlive, processTree, repoRoot } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
 import type { GuestResult, GuestSpec } from './diff-guest.js';
+import { FROM_DIST as fromDist, guestSkipReason, RUN_GUEST as runGuest } from './guest.js';
 
 const root = repoRoot();
-const runGuest = resolve(root, '..', 'shared', 'tools', 'kernel-matrix', 'run-guest.sh');
-const fromDist = fileURLToPath(import.meta.url).includes('/dist/test/');
 const esbuild = join(root, 'node_modules', '.bin', 'esbuild');
 /**
  * The cases run by default: those that depend on the kernel (tracepoint formats, stacks, BTF layouts, perf events,
@@ -57,8 +58,31 @@ const FILTER = process.env.BPFSCOPE_DIFF_FILTER
 const JOBS = Number(process.env.BPFSCOPE_MATRIX_JOBS ?? 3);
 /** The guest is emulated (TCG): runs take 5-10x longer than here, more with several cases at once. */
 const TUNING: RunTuning = { timeoutScale: 4, goDelayMs: 2000 };
-/** The whole boot, s: a stuck guest is killed (its finished cases are still judged). */
-const GUEST_TIMEOUT_S = 2400;
+/**
+ * The whole boot, s (run-guest.sh's TIMEOUT), a last resort behind the stall watchdog: 10 minutes plus 20 s a case
+ * (a case takes 5-10 s of wall time there with 3 at once; a busy host doubles that).
+ */
+const guestTimeoutS = (n: number) => 600 + 20 * n;
+/**
+ * Beyond the longest case deadline, how long the host waits for the next result line before it kills the guest
+ * (boot, a first node start, the guest driver's `ps` and SIGKILL grace), ms.
+ */
+const STALL_MARGIN_MS = 120_000;
+
+/**
+ * Run first in the guest. qemu's multi-threaded TCG (run-guest.sh: `-accel tcg,thread=multi -smp 2`) can leave a
+ * vCPU executing a stale translation of kernel text that the other vCPU has just patched: when bpftrace or bpfscope
+ * enables a tracepoint, text_poke_bp() writes an int3 over the static branch and then the final jump, and a vCPU
+ * still running the old translation traps on an int3 that is no longer in memory; the kernel's int3 handler sees no
+ * breakpoint there, backs up and returns, and the vCPU traps again, forever. Seen 3 times in 3 runs of the
+ * tracepoint cases with 2 vCPUs (both vCPUs in `soft lockup` at syscall_trace_enter's static branch, NMI backtrace
+ * in asm_exc_int3, after 15-30 cases); never with cpu1 offline (one vCPU: qemu sees the writes on the vCPU that runs
+ * the code). Kernel messages go to the console at full level, so a lockup shows its stacks in the log.
+ */
+const GUEST_PREP = [
+  'echo 7 > /proc/sys/kernel/printk; echo 1 > /proc/sys/kernel/softlockup_all_cpu_backtrace',
+  'echo 0 > /sys/devices/system/cpu/cpu1/online; echo "online cpus: $(cat /sys/devices/system/cpu/online)"',
+];
 
 /** Cases that cannot run in the guest, with why. */
 const GUEST_SKIP: Record<string, string> = {
@@ -79,19 +103,9 @@ const GUEST_SKIP: Record<string, string> = {
 const GUEST_TODO: Record<string, string> = {};
 
 function skipReason(): string | undefined {
-  // opt-in until a guest run that stalled is understood: on 2026-11-22 one run of the 61 default cases finished in
-  // 190 s, the next stopped writing results after 30 cases (the pid-flag-* and tp-hrtimer-ksym-function cases were
-  // in flight) until the 40-minute guest cap
-  if (!process.env.BPFSCOPE_GUEST_DIFF && !process.env.BPFSCOPE_GUEST_DIFF_ALL && !process.env.BPFSCOPE_DIFF_FILTER)
-    return 'opt-in: set BPFSCOPE_GUEST_DIFF=1 (a guest run once stalled; see skipReason)';
-  if (!existsSync(runGuest)) return `no ${runGuest}`;
-  if (spawnSync('which', ['qemu-system-x86_64']).status !== 0)
-    return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
-  if (!existsSync('/lib/modules') || !readdirSync('/lib/modules').some((d) => d.endsWith('amd64'))) {
-    return 'no Debian amd64 kernel under /lib/modules (kernel-matrix/setup.sh)';
-  }
+  const guest = guestSkipReason({ cli: 'this-tree' });
+  if (guest) return guest;
   if (!existsSync(esbuild)) return `no ${esbuild} (tsx's esbuild bundles the CLI for the guest)`;
-  if (fromDist && !existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) return 'dist/src/cli/main.js not built';
   if (!existsSync('/usr/bin/bpftrace')) return 'bpftrace (the oracle) is not installed';
   return undefined;
 }
@@ -127,6 +141,7 @@ function guestScript(work: string, files: string[]): string {
   const tmp = tmpdir();
   return [
     'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing',
+    ...GUEST_PREP,
     // this machine's temporary directory: /tmp is already a fresh tmpfs in the guest; anything else is read-only
     `mountpoint -q ${q(tmp)} || mount -t tmpfs tmp ${q(tmp)}`,
     ...files.map((f, i) => `mkdir -p ${q(dirname(f))} && cp -p ${q(join(work, 'files', String(i)))} ${q(f)}`),
@@ -138,19 +153,63 @@ function guestScript(work: string, files: string[]): string {
   ].join('\n');
 }
 
-function runGuestScript(work: string): Promise<string> {
+/** Result lines the guest has written so far. */
+function resultLines(work: string): string[] {
+  const f = join(work, 'results.jsonl');
+  return existsSync(f) ? readFileSync(f, 'utf8').split('\n').filter(Boolean) : [];
+}
+
+/**
+ * Boots the guest on WORK/run.sh and resolves with its console. A guest in which no case finishes for `stallMs`
+ * (its kernel livelocked, say: see GUEST_PREP) is killed then, and the console ends with a `=== host:` line saying
+ * so, rather than waiting for run-guest.sh's TIMEOUT.
+ */
+function runGuestScript(work: string, timeoutS: number, stallMs: number): Promise<string> {
   return new Promise((resolveRun) => {
     const env = {
       ...process.env,
-      TIMEOUT: String(GUEST_TIMEOUT_S),
+      TIMEOUT: String(timeoutS),
       ...(root.startsWith('/tmp/') ? { SHARE: root } : {}),
     };
     const child = spawn('sh', [runGuest, join(work, 'run.sh'), work], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => out.push(b));
-    child.on('close', () => resolveRun(Buffer.concat(out).toString('utf8').replace(/\r/g, '')));
+    let note = '';
+    let seen = -1;
+    let since = Date.now();
+    const poll = setInterval(() => {
+      const n = resultLines(work).length;
+      if (n !== seen) [seen, since] = [n, Date.now()];
+      else if (Date.now() - since > stallMs && !note) {
+        note = `=== host: no case finished in the guest for ${stallMs / 1000} s (${n} done); the guest was killed\n`;
+        // run-guest.sh's `timeout` passes SIGTERM on to qemu (timeout leaves the shell's process group)
+        const tree = processTree(child.pid!);
+        for (const pid of tree) signalPid(pid, 'SIGTERM');
+        setTimeout(() => tree.filter(isAlive).forEach((pid) => signalPid(pid, 'SIGKILL')), 10_000).unref();
+      }
+    }, 5_000);
+    child.on('close', () => {
+      clearInterval(poll);
+      resolveRun(Buffer.concat(out).toString('utf8').replace(/\r/g, '') + note);
+    });
   });
+}
+
+function signalPid(pid: number, sig: NodeJS.Signals) {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+/** Why a case has no result line: what the guest console says about it. */
+function missingResult(name: string, log: string): string {
+  const started = log.includes(`start ${name}\n`);
+  return started
+    ? `no result from the guest: the case was running when the guest stopped (console tail):\n${log.slice(-3000)}`
+    : `no result from the guest: the case never started (the guest stopped before; console tail):\n${log.slice(-1500)}`;
 }
 
 let cases: DiffCase[] = [];
@@ -182,17 +241,15 @@ describe('differential one-liners in the Debian 6.1 guest (bpfscope vs bpftrace 
       const spec: GuestSpec = { cases: run, tuning: { ...TUNING, workload: workloadPath() }, jobs: JOBS };
       writeFileSync(join(work, 'spec.json'), JSON.stringify(spec));
       writeFileSync(join(work, 'run.sh'), `${guestScript(work, files)}\n`);
-      guestLog = await runGuestScript(work);
+      const stallMs = Math.max(...run.map((dc) => caseDeadlineMs(dc, TUNING))) + STALL_MARGIN_MS;
+      guestLog = await runGuestScript(work, guestTimeoutS(run.length), stallMs);
       if (process.env.BPFSCOPE_MATRIX_LOG) writeFileSync(process.env.BPFSCOPE_MATRIX_LOG, guestLog);
-      const lines = existsSync(join(work, 'results.jsonl'))
-        ? readFileSync(join(work, 'results.jsonl'), 'utf8').split('\n')
-        : [];
-      for (const l of lines.filter(Boolean)) {
+      for (const l of resultLines(work)) {
         const r = JSON.parse(l) as GuestResult;
         results.set(r.name, r);
       }
     },
-    { timeout: (GUEST_TIMEOUT_S + 120) * 1000 },
+    { timeout: (guestTimeoutS(cases.length) + 120) * 1000 },
   );
 
   after(() => {
@@ -214,7 +271,7 @@ describe('differential one-liners in the Debian 6.1 guest (bpfscope vs bpftrace 
       const skip = GUEST_SKIP[dc.name];
       if (skip) return t.skip(`cannot run in the guest: ${skip}`);
       const r = results.get(dc.name);
-      assert.ok(r, `no result from the guest for this case (guest console tail):\n${guestLog.slice(-2000)}`);
+      assert.ok(r, missingResult(dc.name, guestLog));
       assert.equal(r.error, undefined, `the guest harness failed: ${r.error}`);
       const expected = expectationFrom(dc, r.oracle ? oracleRun(r.oracle) : undefined);
       const todo = dc.todo ?? GUEST_TODO[dc.name];
