@@ -5,10 +5,11 @@
  * cases at a time, and appends one JSON line per case to RESULTS: `{ name, oracle?, ours, error? }` (ToolResults).
  * The host judges them. Lines are appended as cases finish, so a guest that runs out of time still reports the rest.
  *
- * Every case is bounded: each run has its own timeout (the harness kills its process group), and a case that is
- * still unsettled at its deadline (test/diff/harness.ts caseDeadlineMs: both runs' timeouts and some slack) is given up: the console gets a `ps` of the guest,
- * everything the case started is SIGKILLed, and its line carries `error` with the output read so far. The console
- * shows `start NAME` and `case NAME MS` lines, so a stall names the cases in flight.
+ * Every case is bounded: each run has its own timeout (the harness kills its process group), and a case still
+ * unsettled at its deadline (test/diff/harness.ts caseDeadlineMs: both runs' timeouts plus slack) is given up: the
+ * console gets a `ps` of the guest, everything the case started is SIGKILLed, and its line carries `error` with the
+ * output read so far (e.g. when a process that left the tool's process group holds its stdout, so the run's
+ * `close` never comes). The console shows `start NAME` and `case NAME MS` lines, so a stall names the cases in flight.
  *
  * The bpfscope it runs is `BPFSCOPE_CLI` (see test/helpers/cli.ts).
  */

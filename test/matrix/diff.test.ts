@@ -16,7 +16,7 @@
  * bounded (test/matrix/diff-guest.ts kills a case that overruns its deadline and reports it failed with its partial
  * output), and the host kills a guest in which no case finishes for the longest case deadline plus
  * STALL_MARGIN_MS, so a run ends with every case judged or failed, never stalled. The guest runs on one vCPU
- * (GUEST_PREP says why).
+ * (guest.ts GUEST_ONE_VCPU says why).
  * Environment: BPFSCOPE_DIFF_FILTER=REGEX (only those cases), BPFSCOPE_GUEST_DIFF_ALL=1 (every case, not just the
  * kernel-sensitive ones), BPFSCOPE_MATRIX_JOBS (cases run at once in the guest,
  * default 3), BPFSCOPE_MATRIX_LOG=FILE (keep the guest's console). Skips, saying why, without the guest tooling.
@@ -40,7 +40,7 @@ import {
 import { isAlive, processTree, repoRoot } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
 import type { GuestResult, GuestSpec } from './diff-guest.js';
-import { FROM_DIST as fromDist, guestSkipReason, RUN_GUEST as runGuest } from './guest.js';
+import { FROM_DIST as fromDist, GUEST_ONE_VCPU, guestSkipReason, RUN_GUEST as runGuest } from './guest.js';
 
 const root = repoRoot();
 const esbuild = join(root, 'node_modules', '.bin', 'esbuild');
@@ -68,21 +68,6 @@ const guestTimeoutS = (n: number) => 600 + 20 * n;
  * (boot, a first node start, the guest driver's `ps` and SIGKILL grace), ms.
  */
 const STALL_MARGIN_MS = 120_000;
-
-/**
- * Run first in the guest. qemu's multi-threaded TCG (run-guest.sh: `-accel tcg,thread=multi -smp 2`) can leave a
- * vCPU executing a stale translation of kernel text that the other vCPU has just patched: when bpftrace or bpfscope
- * enables a tracepoint, text_poke_bp() writes an int3 over the static branch and then the final jump, and a vCPU
- * still running the old translation traps on an int3 that is no longer in memory; the kernel's int3 handler sees no
- * breakpoint there, backs up and returns, and the vCPU traps again, forever. Seen 3 times in 3 runs of the
- * tracepoint cases with 2 vCPUs (both vCPUs in `soft lockup` at syscall_trace_enter's static branch, NMI backtrace
- * in asm_exc_int3, after 15-30 cases); never with cpu1 offline (one vCPU: qemu sees the writes on the vCPU that runs
- * the code). Kernel messages go to the console at full level, so a lockup shows its stacks in the log.
- */
-const GUEST_PREP = [
-  'echo 7 > /proc/sys/kernel/printk; echo 1 > /proc/sys/kernel/softlockup_all_cpu_backtrace',
-  'echo 0 > /sys/devices/system/cpu/cpu1/online; echo "online cpus: $(cat /sys/devices/system/cpu/online)"',
-];
 
 /** Cases that cannot run in the guest, with why. */
 const GUEST_SKIP: Record<string, string> = {
@@ -141,7 +126,7 @@ function guestScript(work: string, files: string[]): string {
   const tmp = tmpdir();
   return [
     'mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing',
-    ...GUEST_PREP,
+    ...GUEST_ONE_VCPU,
     // this machine's temporary directory: /tmp is already a fresh tmpfs in the guest; anything else is read-only
     `mountpoint -q ${q(tmp)} || mount -t tmpfs tmp ${q(tmp)}`,
     ...files.map((f, i) => `mkdir -p ${q(dirname(f))} && cp -p ${q(join(work, 'files', String(i)))} ${q(f)}`),
@@ -161,7 +146,7 @@ function resultLines(work: string): string[] {
 
 /**
  * Boots the guest on WORK/run.sh and resolves with its console. A guest in which no case finishes for `stallMs`
- * (its kernel livelocked, say: see GUEST_PREP) is killed then, and the console ends with a `=== host:` line saying
+ * (its kernel livelocked, say: see GUEST_ONE_VCPU) is killed then, and the console ends with a `=== host:` line saying
  * so, rather than waiting for run-guest.sh's TIMEOUT.
  */
 function runGuestScript(work: string, timeoutS: number, stallMs: number): Promise<string> {
