@@ -93,6 +93,53 @@ export const DEFAULT_STACK_LIMIT = 127;
 export const MAX_STACK_LIMIT = 127;
 
 const AGG_FUNCS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist']);
+/**
+ * bpftrace v0.26 functions (`docs/stdlib.md`) bpfscope does not implement yet: calling one says so instead of
+ * "Unknown function". `pid`/`tid` with an argument (`pid(init)`) are caught by the builtin check.
+ */
+const NOT_YET_FUNCTIONS: ReadonlySet<string> = new Set([
+  'assert',
+  'assert_str',
+  'container_of',
+  'debugf',
+  'fail',
+  'find',
+  'getopt',
+  'is_array',
+  'is_err',
+  'is_integer',
+  'is_literal',
+  'is_ptr',
+  'is_str',
+  'is_unsigned_integer',
+  'kfunc_allowed',
+  'kfunc_exist',
+  'memcmp',
+  'override',
+  'percpu_kaddr',
+  'signal_thread',
+  'skboutput',
+  'socket_cookie',
+  'static_assert',
+  'str_concat',
+  'strcap',
+  'strstr',
+  'tseries',
+  'typeof',
+  'unwatch',
+  'write_user',
+]);
+
+/** bpftrace v0.26 builtin variables bpfscope does not implement yet. */
+const NOT_YET_BUILTINS: ReadonlySet<string> = new Set([
+  'dw_ustack',
+  'leader_comm',
+  'leader_tid',
+  'pcomm',
+  'probetype',
+  'default_str_length',
+]);
+
 /** The largest struct copied as a value onto the BPF stack, bytes. */
 const MAX_STRUCT_VALUE = 256;
 
@@ -900,7 +947,12 @@ export class Analyzer {
     }
     const t = BUILTIN_TYPES[name];
     if (!t) {
-      this.error(pos, `Unknown identifier: '${name}'`);
+      this.error(
+        pos,
+        NOT_YET_BUILTINS.has(name)
+          ? `${name} is a bpftrace builtin bpfscope does not support yet (see docs/language.md)`
+          : `Unknown identifier: '${name}'`,
+      );
       return null;
     }
     return t;
@@ -1386,7 +1438,9 @@ export class Analyzer {
       }
     }
     if (VOID_FUNCS.has(c.name)) return { kind: 'none' };
-    this.error(c.pos, `Unknown function: '${c.name}'`);
+    if (NOT_YET_FUNCTIONS.has(c.name) || BUILTIN_TYPES[c.name]) {
+      this.error(c.pos, `${c.name}() is a bpftrace function bpfscope does not support yet (see docs/language.md)`);
+    } else this.error(c.pos, `Unknown function: '${c.name}'`);
     args.forEach((a) => this.expr(a));
     return null;
   }
