@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { fixture, repoRoot, svgFrames } from './helpers.js';
 
-/** Runs `bpfscope ARGS` (the compiled CLI when this test is compiled, else the sources through tsx). */
+/** Runs `bpfscope ARGS` (the built bundle when this test is compiled, else the sources through tsx). */
 function bpfscope(
   args: string[],
   input?: string | Buffer,
@@ -16,7 +16,7 @@ function bpfscope(
   const compiled = fileURLToPath(import.meta.url).includes('/dist/');
   const root = repoRoot();
   const argv = compiled
-    ? [join(root, 'dist', 'src', 'cli', 'main.js'), ...args]
+    ? [join(root, 'dist', 'bundle', 'bpfscope.mjs'), ...args]
     : ['--import', import.meta.resolve('tsx'), join(root, 'src', 'cli', 'main.ts'), ...args];
   const r = spawnSync(process.execPath, argv, { input, cwd: cwd ?? root, maxBuffer: 1 << 26 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr.toString() };
@@ -100,7 +100,7 @@ describe('flame graph commands', () => {
     const compiled = fileURLToPath(import.meta.url).includes('/dist/');
     const root = repoRoot();
     const argv = compiled
-      ? [join(root, 'dist', 'src', 'cli', 'main.js'), 'flamegraph', big]
+      ? [join(root, 'dist', 'bundle', 'bpfscope.mjs'), 'flamegraph', big]
       : ['--import', import.meta.resolve('tsx'), join(root, 'src', 'cli', 'main.ts'), 'flamegraph', big];
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';

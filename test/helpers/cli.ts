@@ -1,6 +1,6 @@
 /**
- * Runs the two command-line tools the kernel-level tests compare: our `bpfscope` (node dist/src/cli/main.js,
- * built by `npm run build`) and the oracle `bpftrace` (Debian's 0.17 at /usr/bin/bpftrace), with a timeout,
+ * Runs the two command-line tools the kernel-level tests compare: our `bpfscope` (node dist/bundle/bpfscope.mjs,
+ * the esbuild bundle of the CLI that package.json's `bin` points at, built by `npm run build`) and the oracle `bpftrace` (Debian's 0.17 at /usr/bin/bpftrace), with a timeout,
  * capturing stdout, stderr, the exit code and the terminating signal.
  *
  * Where the "attached probes" message goes (it is not part of the compared output):
@@ -63,17 +63,17 @@ export function repoRoot(): string {
 }
 
 /**
- * Absolute path of the compiled CLI entry point, dist/src/cli/main.js (may not exist yet), or `BPFSCOPE_CLI` when
- * set (test/matrix/diff.test.ts runs a one-file bundle of it inside the guest).
+ * Absolute path of the built CLI entry point, dist/bundle/bpfscope.mjs (what users run; may not exist yet), or
+ * `BPFSCOPE_CLI` when set (test/matrix/diff.test.ts runs a one-file bundle of it inside the guest).
  */
 export function bpfscopeEntry(): string {
-  return process.env.BPFSCOPE_CLI ?? join(repoRoot(), 'dist', 'src', 'cli', 'main.js');
+  return process.env.BPFSCOPE_CLI ?? join(repoRoot(), 'dist', 'bundle', 'bpfscope.mjs');
 }
 
 /** Why bpfscope cannot be run here (for `t.skip(reason)`), or undefined when it can. */
 export function bpfscopeSkipReason(): string | undefined {
   if (!existsSync(bpfscopeEntry())) {
-    return `bpfscope CLI not built: ${bpfscopeEntry()} does not exist (run npm run build once src/cli/main.ts exists)`;
+    return `bpfscope CLI not built: ${bpfscopeEntry()} does not exist (run npm run build)`;
   }
   if (process.getuid?.() !== 0) return 'bpfscope needs root to load BPF programs';
   return undefined;
