@@ -4,9 +4,9 @@
  * Layout and file formats: the kernel's `Documentation/trace/ftrace.rst` and `Documentation/trace/events.rst`.
  * Errors reach the user as {@link BpfscopeError}s (never raw `ENOENT` stack traces).
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { childProcess } from '../builtins.js';
 import { BpfscopeError } from '../errors.js';
 
 /** Where tracefs is normally found: its own mount point (kernel >= 4.1), then the legacy debugfs automount. */
@@ -64,7 +64,9 @@ export function ensureTracefs(): string {
     throw new BpfscopeError(`tracefs is not mounted (looked in ${TRACEFS_CANDIDATES.join(' and ')})`, { hint });
   }
   try {
-    execFileSync('mount', ['-t', 'tracefs', 'nodev', TRACEFS_MOUNT_POINT], { stdio: ['ignore', 'ignore', 'pipe'] });
+    childProcess().execFileSync('mount', ['-t', 'tracefs', 'nodev', TRACEFS_MOUNT_POINT], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
   } catch (e) {
     const stderr = (e as { stderr?: Buffer }).stderr?.toString().trim();
     throw new BpfscopeError(`could not mount tracefs on ${TRACEFS_MOUNT_POINT}${stderr ? `: ${stderr}` : ''}`, {

@@ -9,9 +9,9 @@
  * (`/sys/bus/event_source/devices/uprobe`) at the function's *file offset*, so nothing is written to tracefs'
  * `uprobe_events` and nothing outlives the process.
  */
-import { execFileSync } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
+import { childProcess } from '../builtins.js';
 import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { ElfFile, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
@@ -80,7 +80,7 @@ function libraryCache(): Map<string, string> {
   ldCache = new Map();
   for (const bin of ['/sbin/ldconfig', '/usr/sbin/ldconfig', 'ldconfig']) {
     try {
-      const out = execFileSync(bin, ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      const out = childProcess().execFileSync(bin, ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
       for (const line of out.split('\n')) {
         const m = /^\s+(\S+) \(([^)]*)\) => (\S+)$/.exec(line);
         if (!m) continue;

@@ -3,9 +3,10 @@
  * same reason). The child is `/bin/sh -c 'kill -STOP $$; exec "$@"' sh WORDS...`: it stops itself, we see state `T` in
  * /proc/PID/stat, attach, then send SIGCONT; after `exec` the pid (= `cpid`) is the command's.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
+import { childProcess } from '../builtins.js';
 import { BpfscopeError } from '../errors.js';
 
 export interface StoppedChild {
@@ -33,7 +34,9 @@ export async function spawnStopped(command: string): Promise<StoppedChild> {
   // bpftrace splits the command on whitespace (no shell quoting) and execs it with a $PATH search
   const argv = command.split(/\s+/).filter((w) => w !== '');
   if (argv.length === 0) throw new BpfscopeError('-c: empty command');
-  const child = spawn('/bin/sh', ['-c', 'kill -STOP $$; exec "$@"', 'sh', ...argv], { stdio: 'inherit' });
+  const child = childProcess().spawn('/bin/sh', ['-c', 'kill -STOP $$; exec "$@"', 'sh', ...argv], {
+    stdio: 'inherit',
+  });
   const exited = new Promise<number>((resolve) => {
     child.on('exit', (code, signal) => resolve(code ?? 128 + (signal ? osSignal(signal) : 0)));
     child.on('error', () => resolve(127));

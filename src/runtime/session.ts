@@ -4,8 +4,8 @@
  * consume async events (printf, print, exit, time, clear, zero) until exit()/a signal/the -c child ends, detach,
  * run END, print the maps, close everything. `close()` is idempotent and safe from any exit path.
  */
-import { execSync } from 'node:child_process';
 import { readFileSync, writeSync } from 'node:fs';
+import { childProcess } from '../builtins.js';
 import { strerror as cStrerror } from '../kernel/ffi.js';
 import { cgroupPath, signalName, syscallName } from './names.js';
 import { BpfMap } from '../bpf/map.js';
@@ -21,7 +21,7 @@ import { StackReader } from './stacks.js';
 /** system(): run the command through /bin/sh and return what it printed (bpftrace prints it in order). */
 function runCommand(cmd: string): string {
   try {
-    return execSync(cmd, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    return childProcess().execSync(cmd, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   } catch (e) {
     return String((e as { stdout?: string }).stdout ?? '');
   }

@@ -12,7 +12,7 @@
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { crc32 as zlibCrc32 } from 'node:zlib';
+import { zlib } from '../builtins.js';
 import { ElfFile } from './elf.js';
 
 /** Global debug directory searched (gdb's default `debug-file-directory`). */
@@ -29,6 +29,7 @@ let crcTable: Uint32Array | undefined;
 
 /** CRC-32 (IEEE 802.3, reflected, as zlib's `crc32` and `.gnu_debuglink`) continuing from `crc`. */
 export function crc32(data: Uint8Array, crc = 0): number {
+  const zlibCrc32 = zlib().crc32;
   if (typeof zlibCrc32 === 'function') return zlibCrc32(data, crc);
   if (!crcTable) {
     crcTable = new Uint32Array(256);

@@ -12,8 +12,8 @@
  */
 
 import { statSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { constants as osConstants } from 'node:os';
+import { net } from '../../builtins.js';
 import type { ExpandedProbe } from '../../probes/types.js';
 import { resolveUaddr } from '../../probes/uaddr.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
@@ -1556,7 +1556,7 @@ export class Analyzer {
 
 /** inet_pton(3) of an IPv4 or IPv6 address literal (bpftrace's `pton()`), or undefined when invalid. */
 export function ptonBytes(text: string): Buffer | undefined {
-  const kind = isIP(text);
+  const kind = net().isIP(text);
   if (kind === 4) return Buffer.from(text.split('.').map(Number));
   if (kind !== 6) return undefined;
   // an embedded IPv4 tail (`::ffff:1.2.3.4`) becomes its two 16-bit groups

@@ -3,9 +3,9 @@
  * by device number (`/proc/diskstats`), a process's comm (`/proc/PID/comm`), `pid_max`, the load averages, local
  * time stamps, and whether a tracepoint exists.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { arch } from 'node:os';
+import { childProcess } from '../../builtins.js';
 import { systemTracefs } from '../../kernel/tracefs.js';
 import { ERRNO } from '../data/errno.js';
 import { SYSCALLS_AARCH64, SYSCALLS_X86_64 } from '../data/syscalls.js';
@@ -175,7 +175,9 @@ export function readPpid(pid: number): number {
  */
 export function timeZoneAbbreviation(): string {
   try {
-    return execFileSync('date', ['+%Z'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return childProcess()
+      .execFileSync('date', ['+%Z'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+      .trim();
   } catch {
     const part = new Intl.DateTimeFormat('en-US', { timeZoneName: 'short' })
       .formatToParts(new Date())
