@@ -6,7 +6,9 @@
  * @throws CompileError for errors in the user's program (with positions), BpfscopeError for environment problems.
  */
 
+import { FrameOverflow } from './codegen/frame.js';
 import { type GenTables, ProbeGen } from './codegen/gen.js';
+import type { IrFunction } from './codegen/ir.js';
 import { planMaps } from './codegen/maps.js';
 import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
 import type { Program } from './lang/ast.js';
@@ -105,6 +107,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     lostName: LOST_MAP,
     exitName: EXIT_MAP,
     stackMaps: new Map(),
+    frameMaps: [],
     positional,
     cpid: opts.cpid,
     ...(opts.pid !== undefined ? { filterPid: opts.pid } : {}),
@@ -114,8 +117,16 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   const programs: ProgramPlan[] = units.map((u, i) => {
     analyzer.typeUnit(u, true);
     const kernelName = programName(u, i);
-    const gen = new ProbeGen(tables, u, analyzer, kernelName);
-    const fn = gen.generate();
+    let gen = new ProbeGen(tables, u, analyzer, kernelName);
+    let fn: IrFunction;
+    try {
+      fn = gen.generate();
+    } catch (e) {
+      // too much for the 512-byte BPF stack (long strings): again with the frame in a frame map
+      if (!(e instanceof FrameOverflow)) throw e;
+      gen = new ProbeGen(tables, u, analyzer, kernelName, undefined, true);
+      fn = gen.generate();
+    }
     return { fn, expanded: u.expanded, kernelName, ...(gen.subprogs.length ? { subprogs: gen.subprogs } : {}) };
   });
   return {
@@ -134,6 +145,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       lostName: LOST_MAP,
       exitName: EXIT_MAP,
       stackMaps: [...tables.stackMaps.values()],
+      frameMaps: tables.frameMaps,
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,
     },
   };

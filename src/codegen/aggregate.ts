@@ -11,7 +11,6 @@
  */
 
 import * as I from '../bpf/insn.js';
-import { FP } from '../bpf/opcodes.js';
 import type { CallExpr, Expr, MapExpr } from '../lang/ast.js';
 import { zeroStack } from './frame.js';
 import { H, type ProbeGen } from './gen.js';
@@ -26,7 +25,7 @@ export function emitAggregation(gen: ProbeGen, plan: MapPlan, target: MapExpr, c
   if (vt.kind === 'hist' || vt.kind === 'lhist') {
     const idx =
       vt.kind === 'hist' ? log2Index(gen, value!, vt.bits) : linearIndex(gen, value!, vt.min, vt.max, vt.step);
-    fn.emit(I.stx(8, FP, idx, keyOff + bucketOffset(plan)));
+    fn.emit(I.stx(8, fn.frameBase, idx, keyOff + bucketOffset(plan)));
   }
   const p = gen.callHelper(H.map_lookup_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
   const init = fn.newLabel('agg_init');
@@ -82,17 +81,17 @@ export function emitAggregation(gen: ProbeGen, plan: MapPlan, target: MapExpr, c
     case 'count':
     case 'hist':
     case 'lhist':
-      fn.emit(I.st(8, FP, valOff, 1));
+      fn.emit(I.st(8, fn.frameBase, valOff, 1));
       break;
     case 'sum':
-      fn.emit(I.stx(8, FP, value!, valOff));
+      fn.emit(I.stx(8, fn.frameBase, value!, valOff));
       break;
     case 'avg':
     case 'stats':
     case 'min':
     case 'max':
-      fn.emit(I.stx(8, FP, value!, valOff));
-      fn.emit(I.st(8, FP, valOff + 8, 1));
+      fn.emit(I.stx(8, fn.frameBase, value!, valOff));
+      fn.emit(I.st(8, fn.frameBase, valOff + 8, 1));
       break;
     default:
       break;

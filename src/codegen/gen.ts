@@ -8,7 +8,7 @@
  */
 
 import * as I from '../bpf/insn.js';
-import { FP, R0, R1, R2, R3, R4, R5 } from '../bpf/opcodes.js';
+import { FP, R0, R1, R2, R3, R4, R5, R9 } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
 import { onlineCpus, possibleCpus } from '../kernel/cpus.js';
 import { kallsyms } from '../symbols/kallsyms.js';
@@ -41,7 +41,7 @@ import {
 import { type RecordField, type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
 import { compilePrintf } from '../runtime/output/printf.js';
 import { emitAggregation } from './aggregate.js';
-import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
+import { copyMem, Frame, MAP_FRAME_BIAS, storeBytes, zeroStack } from './frame.js';
 import { IrFunction } from './ir.js';
 import {
   AsyncAction,
@@ -57,10 +57,20 @@ import {
 export type Val = { kind: 'reg'; reg: number } | { kind: 'mem'; off: number; size: number };
 
 /** One argument of a helper call. */
-export type HelperArg = number | { stack: number } | { map: string } | { imm: number };
+/**
+ * A helper argument: a register, a frame slot's address (`stack`: from the frame base, which may be a frame map),
+ * a real BPF stack slot's address (`fp`: for helpers that insist on the stack, the bpf_loop/for_each callback
+ * context), a map, or an immediate.
+ */
+export type HelperArg = number | { stack: number } | { fp: number } | { map: string } | { imm: number };
+
+/** The frame-map base register (callee-saved: helper calls keep it). */
+const FRAME_MAP_BASE = R9;
 
 /** Tables shared by all programs of one compilation. */
 export interface GenTables {
+  /** Frame maps of programs whose frame outgrew the BPF stack (ARRAY, one `size`-byte value per possible CPU). */
+  frameMaps: { name: string; size: number }[];
   maps: Map<string, MapPlan>;
   printfs: PrintfPlan[];
   printValues: PrintValuePlan[];
@@ -140,9 +150,12 @@ export class ProbeGen {
     readonly analyzer: Analyzer,
     name: string,
     parent?: ProbeGen,
+    /** Keep the frame in a frame map (see codegen/frame.ts): set when the frame outgrew the BPF stack. */
+    private readonly frameInMap = false,
   ) {
     this.fn = new IrFunction(name);
-    this.frame = new Frame(this.fn);
+    if (frameInMap) this.fn.frameBase = FRAME_MAP_BASE;
+    this.frame = new Frame(this.fn, frameInMap);
     this.endLabel = this.fn.newLabel('end');
     this.subprogs = parent ? parent.subprogs : [];
   }
@@ -154,6 +167,7 @@ export class ProbeGen {
     fn.pos = probe.pos;
     this.ctx = fn.vreg();
     fn.emit(I.mov64(this.ctx, R1));
+    const sizeFrame = this.frameInMap ? this.enterFrameMap() : undefined;
     // Scratch variables: scalars get a register, buffers a permanent stack slot; all start zeroed.
     for (const [name, t] of this.analyzer.variables) {
       if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer') {
@@ -184,7 +198,34 @@ export class ProbeGen {
     fn.pos = probe.pos;
     fn.emit(I.mov64Imm(R0, 0));
     fn.emit(I.exit());
+    sizeFrame?.();
     return fn;
+  }
+
+  /** The register frame slots are addressed from (r10, or r9 into the frame map). */
+  get fb(): number {
+    return this.fn.frameBase;
+  }
+
+  /**
+   * Prologue of a frame kept in a frame map: r9 = &frame_map[this CPU] + MAP_FRAME_BIAS (the frame's slots start
+   * at -MAP_FRAME_BIAS; a missing value ends the probe). Returns the function that records the map (one value of
+   * the frame's final size per possible CPU) for the loader once the body is generated.
+   */
+  private enterFrameMap(): () => void {
+    const fn = this.fn;
+    const name = `${fn.name}_frame`.slice(0, 15);
+    const key = fn.allocStack(8);
+    const cpu = this.callHelper(H.get_smp_processor_id, []);
+    fn.emit(I.stx(4, FP, cpu, key));
+    fn.emit(I.st(4, FP, key + 4, 0));
+    const p = this.callHelper(H.map_lookup_elem, [{ map: name }, { fp: key }]);
+    fn.emit(I.jmpImm('jeq', p, 0, this.endLabel));
+    fn.emit(I.mov64(FRAME_MAP_BASE, p));
+    fn.emit(I.alu64Imm('add', FRAME_MAP_BASE, MAP_FRAME_BIAS));
+    return () => {
+      this.tables.frameMaps.push({ name, size: Math.max(8, this.frame.size) });
+    };
   }
 
   // ---- helpers ---------------------------------------------------------------------------------------------
@@ -201,8 +242,11 @@ export class ProbeGen {
       const r = regs[i]!;
       if (typeof a === 'number') fn.emit(I.mov64(r, a));
       else if ('stack' in a) {
-        fn.emit(I.mov64(r, FP));
+        fn.emit(I.mov64(r, this.fb));
         fn.emit(I.alu64Imm('add', r, a.stack));
+      } else if ('fp' in a) {
+        fn.emit(I.mov64(r, FP));
+        fn.emit(I.alu64Imm('add', r, a.fp));
       } else if ('map' in a) fn.emit(I.ldMapFd(r, a.map));
       else fn.emit(I.mov64Imm(r, a.imm));
     });
@@ -228,14 +272,14 @@ export class ProbeGen {
       this.fn.emit(I.stx(size as 1 | 2 | 4 | 8, base, v.reg, off));
       return;
     }
-    copyMem(this.fn, base, off, FP, v.off, Math.min(v.size, destSize ?? v.size));
+    copyMem(this.fn, base, off, this.fb, v.off, Math.min(v.size, destSize ?? v.size));
   }
 
   /** Write a value converted to the storage type `st` (ints as 8 bytes) into a zeroed area. */
   storeAs(v: Val, st: SType, base: number, off: number): void {
     if (st.kind === 'tuple' && v.kind === 'mem') {
       // element-wise copy: element layouts of the value and the storage type may differ (string sizes)
-      copyMem(this.fn, base, off, FP, v.off, Math.min(v.size, sizeOf(st)));
+      copyMem(this.fn, base, off, this.fb, v.off, Math.min(v.size, sizeOf(st)));
       return;
     }
     this.storeVal(v, st, base, off, sizeOf(st));
@@ -253,7 +297,7 @@ export class ProbeGen {
     const v = this.expr(e);
     if (v.kind === 'mem') return v;
     const off = this.frame.temp(8);
-    this.fn.emit(I.stx(8, FP, v.reg, off));
+    this.fn.emit(I.stx(8, this.fb, v.reg, off));
     return { off, size: 8 };
   }
 
@@ -359,7 +403,7 @@ export class ProbeGen {
       s,
       4,
       (f, ctxOff) => {
-        this.callHelper(H.for_each_map_elem, [{ map: plan.kernelName }, f, { stack: ctxOff }, { imm: 0 }]);
+        this.callHelper(H.for_each_map_elem, [{ map: plan.kernelName }, f, { fp: ctxOff }, { imm: 0 }]);
       },
       (cb) => {
         const fn = cb.fn;
@@ -420,7 +464,7 @@ export class ProbeGen {
       2,
       (f, ctxOff) => {
         fn.emit(I.stx(8, FP, start, ctxOff + 16));
-        this.callHelper(H.loop, [n, f, { stack: ctxOff }, { imm: 0 }]);
+        this.callHelper(H.loop, [n, f, { fp: ctxOff }, { imm: 0 }]);
       },
       (cb) => {
         const cfn = cb.fn;
@@ -468,12 +512,13 @@ export class ProbeGen {
       layout.set(n, { slot: size, val });
       size += val.kind === 'reg' ? 8 : Math.ceil(val.size / 8) * 8;
     }
-    const off = this.frame.permanent(size);
+    // on the real stack: the looping helpers take the callback context only from there
+    const off = this.fn.frameBase === FP ? this.frame.permanent(size) : fn.allocStack(size);
     fn.emit(I.stx(8, FP, this.ctx, off));
     fn.emit(I.st(8, FP, off + 8, 0));
     for (const { slot, val } of layout.values()) {
       if (val.kind === 'reg') fn.emit(I.stx(8, FP, val.reg, off + slot));
-      else copyMem(fn, FP, off + slot, FP, val.off, val.size);
+      else copyMem(fn, FP, off + slot, this.fb, val.off, val.size);
     }
     const cbName = `${this.fn.name.slice(0, 40)}_loop${this.subprogs.length}`;
     const cb = new ProbeGen(this.tables, this.unit, this.analyzer, cbName, this);
@@ -484,7 +529,7 @@ export class ProbeGen {
     call(f, off);
     for (const { slot, val } of layout.values()) {
       if (val.kind === 'reg') fn.emit(I.ldx(8, val.reg, FP, off + slot));
-      else copyMem(fn, FP, val.off, FP, off + slot, val.size);
+      else copyMem(fn, this.fb, val.off, FP, off + slot, val.size);
     }
     const ret = fn.vreg();
     fn.emit(I.ldx(8, ret, FP, off + 8));
@@ -510,7 +555,7 @@ export class ProbeGen {
         local.set(n, { kind: 'reg', reg: r });
       } else {
         const o = this.frame.permanent(val.size);
-        copyMem(fn, FP, o, c, slot, val.size);
+        copyMem(fn, this.fb, o, c, slot, val.size);
         local.set(n, { kind: 'mem', off: o, size: val.size });
       }
       this.vars.set(n, local.get(n)!);
@@ -528,7 +573,7 @@ export class ProbeGen {
       for (const [n, { slot }] of layout) {
         const v = local.get(n)!;
         if (v.kind === 'reg') fn.emit(I.stx(8, c, v.reg, slot));
-        else copyMem(fn, c, slot, FP, v.off, v.size);
+        else copyMem(fn, c, slot, this.fb, v.off, v.size);
       }
       fn.emit(I.mov64Imm(R0, rc));
       fn.emit(I.exit());
@@ -579,7 +624,7 @@ export class ProbeGen {
       } else {
         const v = this.expr(s.value);
         zeroStack(fn, slot.off, slot.size);
-        this.storeAs(v, target.type!, FP, slot.off);
+        this.storeAs(v, target.type!, this.fb, slot.off);
       }
       return;
     }
@@ -598,7 +643,7 @@ export class ProbeGen {
     const keyOff = this.mapKey(plan, target);
     const valOff = this.frame.temp(plan.valueSize);
     if (v.kind === 'mem' || plan.valueSize !== 8) zeroStack(fn, valOff, plan.valueSize);
-    this.storeAs(v, plan.valueType, FP, valOff);
+    this.storeAs(v, plan.valueType, this.fb, valOff);
     this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]);
   }
 
@@ -625,7 +670,7 @@ export class ProbeGen {
     zeroStack(this.fn, off, plan.keySize);
     m.keys.forEach((k, i) => {
       const v = this.expr(k);
-      this.storeAs(v, plan.keyTypes[i]!, FP, off + plan.keyOffsets[i]!);
+      this.storeAs(v, plan.keyTypes[i]!, this.fb, off + plan.keyOffsets[i]!);
     });
     return off;
   }
@@ -656,7 +701,7 @@ export class ProbeGen {
     fn.emit(I.mov64Imm(result, 0));
     this.arith(op, result, v, isSigned(plan.valueType) && isSigned(vt));
     const valOff = this.frame.temp(8);
-    fn.emit(I.stx(8, FP, result, valOff));
+    fn.emit(I.stx(8, this.fb, result, valOff));
     this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]);
     fn.mark(done);
     return result;
@@ -684,7 +729,7 @@ export class ProbeGen {
       case 'exit': {
         // Set the exit flag first: the EXIT record can be lost when the ring buffer is full, the flag cannot.
         const key = this.frame.temp(8);
-        this.fn.emit(I.st(4, FP, key, 0));
+        this.fn.emit(I.st(4, this.fb, key, 0));
         const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.exitName }, { stack: key }]);
         const skip = this.fn.newLabel('noflag');
         this.fn.emit(I.jmpImm('jeq', p, 0, skip));
@@ -725,9 +770,9 @@ export class ProbeGen {
           zeroStack(this.fn, keyOff, plan.keySize);
           const k = c.args[1]!;
           if (plan.keyTypes.length === 1) {
-            this.storeAs(this.expr(k), plan.keyTypes[0]!, FP, keyOff);
+            this.storeAs(this.expr(k), plan.keyTypes[0]!, this.fb, keyOff);
           } else {
-            this.storeAs(this.expr(k), { kind: 'tuple', elems: plan.keyTypes }, FP, keyOff);
+            this.storeAs(this.expr(k), { kind: 'tuple', elems: plan.keyTypes }, this.fb, keyOff);
           }
         } else {
           keyOff = this.mapKey(plan, m);
@@ -751,8 +796,8 @@ export class ProbeGen {
           const top = c.args[1] ? (this.analyzer.constInt(c.args[1], 'print top') ?? 0) : 0;
           const div = c.args[2] ? (this.analyzer.constInt(c.args[2], 'print div') ?? 0) : 0;
           this.asyncRecord(AsyncAction.PRINT_MAP, plan.index, 16, (rec) => {
-            this.fn.emit(I.st(8, FP, rec + 8, top));
-            this.fn.emit(I.st(8, FP, rec + 16, div));
+            this.fn.emit(I.st(8, this.fb, rec + 8, top));
+            this.fn.emit(I.st(8, this.fb, rec + 16, div));
           });
           return;
         }
@@ -760,7 +805,7 @@ export class ProbeGen {
         const size = sizeOf(t);
         const id = this.tables.printValues.push({ id: this.tables.printValues.length, type: t }) - 1;
         const v = this.expr(a);
-        this.asyncRecord(AsyncAction.PRINT_VALUE, id, size, (rec) => this.storeAs(v, t, FP, rec + 8));
+        this.asyncRecord(AsyncAction.PRINT_VALUE, id, size, (rec) => this.storeAs(v, t, this.fb, rec + 8));
         return;
       }
       default:
@@ -778,8 +823,8 @@ export class ProbeGen {
     const rec = this.frame.temp(size);
     if (payload > 0) zeroStack(fn, rec + 8, payload);
     fill(rec);
-    fn.emit(I.st(4, FP, rec, action));
-    fn.emit(I.st(4, FP, rec + 4, id));
+    fn.emit(I.st(4, this.fb, rec, action));
+    fn.emit(I.st(4, this.fb, rec + 4, id));
     const r = this.callHelper(H.ringbuf_output, [
       { map: this.tables.ringbufName },
       { stack: rec },
@@ -795,7 +840,7 @@ export class ProbeGen {
     const ok = fn.newLabel('sent');
     fn.emit(I.jmpImm('jsge', res, 0, ok));
     const key = this.frame.temp(8);
-    fn.emit(I.st(4, FP, key, 0));
+    fn.emit(I.st(4, this.fb, key, 0));
     const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.lostName }, { stack: key }]);
     fn.emit(I.jmpImm('jeq', p, 0, ok));
     const one = this.constant(1);
@@ -819,7 +864,7 @@ export class ProbeGen {
     });
     const vals = c.args.slice(1).map((a) => this.expr(a));
     this.asyncRecord(action, id, layout.size, (rec) => {
-      vals.forEach((v, i) => this.storeAs(v, argTypes[i]!, FP, rec + 8 + layout.offsets[i]!));
+      vals.forEach((v, i) => this.storeAs(v, argTypes[i]!, this.fb, rec + 8 + layout.offsets[i]!));
     });
   }
 
@@ -922,7 +967,7 @@ export class ProbeGen {
         const l = tupleLayout(t.elems);
         const off = this.frame.temp(l.size);
         zeroStack(fn, off, l.size);
-        e.elems.forEach((x, i) => this.storeAs(this.expr(x), t.elems[i]!, FP, off + l.offsets[i]!));
+        e.elems.forEach((x, i) => this.storeAs(this.expr(x), t.elems[i]!, this.fb, off + l.offsets[i]!));
         return { kind: 'mem', off, size: l.size };
       }
       case 'CallExpr':
@@ -1093,7 +1138,7 @@ export class ProbeGen {
     const id = fn.vreg();
     const done = fn.newLabel('stack_done');
     fn.emit(I.mov64Imm(id, -ENOMEM));
-    fn.emit(I.st(8, FP, key, 0));
+    fn.emit(I.st(8, this.fb, key, 0));
     const buf = this.callHelper(H.map_lookup_elem, [{ map: scratch }, { stack: key }]);
     fn.emit(I.jmpImm('jeq', buf, 0, done));
     const n = this.callHelper(H.get_stack, [this.ctx, buf, { imm: 8 * limit }, { imm: user ? BPF_F_USER_STACK : 0 }]);
@@ -1121,18 +1166,18 @@ export class ProbeGen {
     fn.mark(hashed);
     fn.emit(I.alu64Imm('rsh', h, 1));
     fn.emit(I.mov64(id, h));
-    fn.emit(I.stx(8, FP, h, key));
+    fn.emit(I.stx(8, this.fb, h, key));
     this.callHelper(H.map_update_elem, [{ map: name }, { stack: key }, buf, { imm: BPF_NOEXIST }]);
     fn.mark(done);
-    fn.emit(I.stx(8, FP, id, off));
+    fn.emit(I.stx(8, this.fb, id, off));
     if (user) {
       const pid = this.callHelper(H.get_current_pid_tgid, []);
       fn.emit(I.alu64Imm('rsh', pid, 32));
-      fn.emit(I.stx(4, FP, pid, off + 8));
+      fn.emit(I.stx(4, this.fb, pid, off + 8));
     } else {
-      fn.emit(I.st(4, FP, off + 8, 0));
+      fn.emit(I.st(4, this.fb, off + 8, 0));
     }
-    fn.emit(I.st(4, FP, off + 12, 0));
+    fn.emit(I.st(4, this.fb, off + 12, 0));
     return { kind: 'mem', off, size: 16 };
   }
 
@@ -1140,12 +1185,12 @@ export class ProbeGen {
   private macaddr(c: CallExpr): Val {
     const fn = this.fn;
     const off = this.frame.temp(8);
-    fn.emit(I.st(8, FP, off, 0));
+    fn.emit(I.st(8, this.fb, off, 0));
     const a = c.args[0]!;
     const at = a.type!;
     if (at.kind === 'string' || at.kind === 'array') {
       const v = this.mem(a);
-      copyMem(fn, FP, off, FP, v.off, 6);
+      copyMem(fn, this.fb, off, this.fb, v.off, 6);
     } else {
       const ptr = this.scalar(a);
       const user = at.kind === 'pointer' ? at.space === 'user' : this.unit.expanded.provider.startsWith('u');
@@ -1198,7 +1243,7 @@ export class ProbeGen {
     }
     fn.emit(I.mov64Imm(r, 0));
     if (!literal) {
-      fn.emit(I.ldx(1, y, FP, n!.off));
+      fn.emit(I.ldx(1, y, this.fb, n!.off));
       fn.emit(I.jmpImm('jeq', y, 0, found));
     }
     const hayEnd = h.size;
@@ -1208,21 +1253,21 @@ export class ProbeGen {
       if (literal && literal.length > room) break;
       const next = fn.newLabel('sc_next');
       // the haystack's NUL ends the search (a non-empty needle cannot start there)
-      fn.emit(I.ldx(1, x, FP, h.off + i));
+      fn.emit(I.ldx(1, x, this.fb, h.off + i));
       fn.emit(I.jmpImm('jeq', x, 0, end));
       for (let j = 0; j < Math.min(needleMax, room); j++) {
-        if (j > 0) fn.emit(I.ldx(1, x, FP, h.off + i + j));
+        if (j > 0) fn.emit(I.ldx(1, x, this.fb, h.off + i + j));
         if (literal) {
           fn.emit(I.jmpImm('jne', x, literal[j]!, next));
         } else {
-          fn.emit(I.ldx(1, y, FP, n!.off + j));
+          fn.emit(I.ldx(1, y, this.fb, n!.off + j));
           fn.emit(I.jmpImm('jeq', y, 0, found));
           fn.emit(I.jmp('jne', x, y, next));
         }
       }
       if (!literal && needleMax > room) {
         // the haystack buffer ends here: a match only if the needle ends too
-        fn.emit(I.ldx(1, y, FP, n!.off + room));
+        fn.emit(I.ldx(1, y, this.fb, n!.off + room));
         fn.emit(I.jmpImm('jne', y, 0, next));
       }
       // every needle byte matched (a literal, or a needle buffer without a NUL)
@@ -1259,7 +1304,7 @@ export class ProbeGen {
       const off = v.off + l.offsets[i]!;
       if (et.kind === 'int') {
         const r = this.fn.vreg();
-        this.fn.emit(I.ldx(et.size, r, FP, off));
+        this.fn.emit(I.ldx(et.size, r, this.fb, off));
         return this.reg(r);
       }
       return { kind: 'mem', off, size: sizeOf(et) };
@@ -1281,7 +1326,7 @@ export class ProbeGen {
     const at = c.args[0]!.type!;
     const user = at.kind === 'pointer' ? at.space === 'user' : true;
     const key = this.frame.temp(8);
-    fn.emit(I.st(4, FP, key, 0));
+    fn.emit(I.st(4, this.fb, key, 0));
     const p = this.callHelper(H.map_lookup_elem, [{ map: 'join_buf' }, { stack: key }]);
     const skip = fn.newLabel('join_skip');
     const send = fn.newLabel('join_send');
@@ -1292,13 +1337,13 @@ export class ProbeGen {
     for (let i = 0; i < JOIN_MAX_ARGS; i++) {
       const slot = 8 + i * JOIN_ARG_SIZE;
       fn.emit(I.st(1, p, slot, 0));
-      fn.emit(I.st(8, FP, slotPtr, 0));
+      fn.emit(I.st(8, this.fb, slotPtr, 0));
       const src = fn.vreg();
       fn.emit(I.mov64(src, argv));
       fn.emit(I.alu64Imm('add', src, i * 8));
       this.callHelper(user ? H.probe_read_user : H.probe_read_kernel, [{ stack: slotPtr }, { imm: 8 }, src]);
       const s = fn.vreg();
-      fn.emit(I.ldx(8, s, FP, slotPtr));
+      fn.emit(I.ldx(8, s, this.fb, slotPtr));
       fn.emit(I.jmpImm('jeq', s, 0, send));
       const dst = fn.vreg();
       fn.emit(I.mov64(dst, p));
@@ -1362,15 +1407,15 @@ export class ProbeGen {
     const AF_INET = 2;
     const AF_INET6 = 10;
     if (at.kind === 'int') {
-      fn.emit(I.stx(4, FP, this.scalar(a), off + 8));
-      fn.emit(I.st(8, FP, off, AF_INET));
+      fn.emit(I.stx(4, this.fb, this.scalar(a), off + 8));
+      fn.emit(I.st(8, this.fb, off, AF_INET));
     } else {
       const v = this.mem(a);
       const size = Math.min(16, v.size);
-      copyMem(fn, FP, off + 8, FP, v.off, size);
-      fn.emit(I.st(8, FP, off, size === 16 ? AF_INET6 : AF_INET));
+      copyMem(fn, this.fb, off + 8, this.fb, v.off, size);
+      fn.emit(I.st(8, this.fb, off, size === 16 ? AF_INET6 : AF_INET));
     }
-    if (c.args.length === 2) fn.emit(I.stx(8, FP, this.scalar(c.args[0]!), off));
+    if (c.args.length === 2) fn.emit(I.stx(8, this.fb, this.scalar(c.args[0]!), off));
     return { kind: 'mem', off, size: 24 };
   }
 
@@ -1421,19 +1466,19 @@ export class ProbeGen {
     if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer') {
       const size = t.kind === 'int' ? t.size : t.kind === 'bool' ? 1 : 8;
       const tmp = this.frame.temp(8);
-      fn.emit(I.st(8, FP, tmp, 0));
+      fn.emit(I.st(8, this.fb, tmp, 0));
       const r = fn.vreg();
       if (field?.bitSize) {
         const shift = (field.bitOffset ?? 0) - field.offset * 8;
         const bytes = Math.min(8, Math.ceil((shift + field.bitSize) / 8));
         this.callHelper(read, [{ stack: tmp }, { imm: bytes }, addr]);
-        fn.emit(I.ldx(8, r, FP, tmp));
+        fn.emit(I.ldx(8, r, this.fb, tmp));
         if (shift) fn.emit(I.alu64Imm('rsh', r, shift));
         if (field.bitSize < 32) fn.emit(I.alu64Imm('and', r, 2 ** field.bitSize - 1));
         return this.reg(r);
       }
       this.callHelper(read, [{ stack: tmp }, { imm: size }, addr]);
-      fn.emit(I.ldx(size as 1 | 2 | 4 | 8, r, FP, tmp));
+      fn.emit(I.ldx(size as 1 | 2 | 4 | 8, r, this.fb, tmp));
       if (t.kind === 'int' && t.signed && t.size < 8) this.normalize(r, t.size, true);
       return this.reg(r);
     }
@@ -1514,7 +1559,7 @@ export class ProbeGen {
     const off = this.frame.temp(size);
     zeroStack(fn, off, size);
     fn.emit(I.jmpImm('jeq', p, 0, missing));
-    copyMem(fn, FP, off, p, 0, size);
+    copyMem(fn, this.fb, off, p, 0, size);
     fn.mark(missing);
     return { kind: 'mem', off, size };
   }
@@ -1568,10 +1613,10 @@ export class ProbeGen {
     const off = this.frame.temp(size);
     zeroStack(fn, off, size);
     this.branchIfFalse(e.cond, elseL);
-    this.storeAs(this.expr(e.then), t, FP, off);
+    this.storeAs(this.expr(e.then), t, this.fb, off);
     fn.emit(I.ja(done));
     fn.mark(elseL);
-    this.storeAs(this.expr(e.else), t, FP, off);
+    this.storeAs(this.expr(e.else), t, this.fb, off);
     fn.mark(done);
     return { kind: 'mem', off, size };
   }
@@ -1656,8 +1701,8 @@ export class ProbeGen {
     let i = 0;
     while (i < n) {
       const c = n - i >= 8 ? 8 : n - i >= 4 ? 4 : n - i >= 2 ? 2 : 1;
-      fn.emit(I.ldx(c, x, FP, va.off + i));
-      fn.emit(I.ldx(c, y, FP, vb.off + i));
+      fn.emit(I.ldx(c, x, this.fb, va.off + i));
+      fn.emit(I.ldx(c, y, this.fb, vb.off + i));
       fn.emit(I.jmp('jne', x, y, ne));
       i += c;
     }
@@ -1721,7 +1766,7 @@ export class ProbeGen {
     const k = this.analyzer.isConstInt(index) ? Number(this.analyzer.constInt(index, 'index')) : undefined;
     if (k !== undefined) {
       if (k >= 0 && k < v.size) {
-        fn.emit(I.ldx(1, r, FP, v.off + k));
+        fn.emit(I.ldx(1, r, this.fb, v.off + k));
         this.normalize(r, 1, true);
       } else fn.emit(I.mov64Imm(r, 0));
       return this.reg(r);
@@ -1729,16 +1774,16 @@ export class ProbeGen {
     // a run-time index: bounds-checked, then one byte read through bpf_probe_read_kernel from our own stack
     const i = this.scalar(index);
     const out = this.frame.temp(8);
-    fn.emit(I.st(8, FP, out, 0));
+    fn.emit(I.st(8, this.fb, out, 0));
     const skip = fn.newLabel('sidx');
     fn.emit(I.jmpImm('jge', i, v.size, skip));
     const addr = fn.vreg();
-    fn.emit(I.mov64(addr, FP));
+    fn.emit(I.mov64(addr, this.fb));
     fn.emit(I.alu64Imm('add', addr, v.off));
     fn.emit(I.alu64('add', addr, i));
     this.callHelper(H.probe_read_kernel, [{ stack: out }, { imm: 1 }, addr]);
     fn.mark(skip);
-    fn.emit(I.ldx(1, r, FP, out));
+    fn.emit(I.ldx(1, r, this.fb, out));
     this.normalize(r, 1, true);
     return this.reg(r);
   }
@@ -1820,12 +1865,12 @@ export class ProbeGen {
         const t = c.type as Extract<SType, { kind: 'buffer' }>;
         const off = this.frame.temp(8 + t.size);
         zeroStack(fn, off, 8 + t.size);
-        fn.emit(I.st(8, FP, off, t.size));
+        fn.emit(I.st(8, this.fb, off, t.size));
         const a = c.args[0]!;
         const at = a.type!;
         if (at.kind === 'string' || at.kind === 'array') {
           const v = this.mem(a);
-          copyMem(fn, FP, off + 8, FP, v.off, Math.min(t.size, v.size));
+          copyMem(fn, this.fb, off + 8, this.fb, v.off, Math.min(t.size, v.size));
         } else if (t.size > 0) {
           const ptr = this.scalar(a);
           const user = at.kind === 'pointer' ? at.space === 'user' : this.unit.expanded.provider.startsWith('u');
@@ -1867,11 +1912,11 @@ export class ProbeGen {
       case 'usym': {
         const addr = this.scalar(c.args[0]!);
         const off = this.frame.temp(16);
-        fn.emit(I.stx(8, FP, addr, off));
+        fn.emit(I.stx(8, this.fb, addr, off));
         const pid = this.callHelper(H.get_current_pid_tgid, []);
         fn.emit(I.alu64Imm('rsh', pid, 32));
-        fn.emit(I.stx(4, FP, pid, off + 8));
-        fn.emit(I.st(4, FP, off + 12, 0));
+        fn.emit(I.stx(4, this.fb, pid, off + 8));
+        fn.emit(I.st(4, this.fb, off + 12, 0));
         return { kind: 'mem', off, size: 16 };
       }
       case 'ntop':
@@ -1883,7 +1928,7 @@ export class ProbeGen {
         zeroStack(fn, keyOff, plan.keySize);
         const k = c.args[1]!;
         const kt = plan.keyTypes.length === 1 ? plan.keyTypes[0]! : { kind: 'tuple' as const, elems: plan.keyTypes };
-        this.storeAs(this.expr(k), kt, FP, keyOff);
+        this.storeAs(this.expr(k), kt, this.fb, keyOff);
         const p = this.callHelper(H.map_lookup_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
         const r = fn.vreg();
         const done = fn.newLabel('hk');
@@ -1900,7 +1945,7 @@ export class ProbeGen {
         const done = fn.newLabel('strlen');
         fn.emit(I.mov64Imm(r, 0));
         for (let i = 0; i < v.size; i++) {
-          fn.emit(I.ldx(1, b, FP, v.off + i));
+          fn.emit(I.ldx(1, b, this.fb, v.off + i));
           fn.emit(I.jmpImm('jeq', b, 0, done));
           fn.emit(I.mov64Imm(r, i + 1));
         }
@@ -1917,8 +1962,8 @@ export class ProbeGen {
         const differ = fn.newLabel('sn_ne');
         const done = fn.newLabel('sn_done');
         for (let i = 0; i < n; i++) {
-          fn.emit(I.ldx(1, x, FP, a.off + i));
-          fn.emit(I.ldx(1, y, FP, b.off + i));
+          fn.emit(I.ldx(1, x, this.fb, a.off + i));
+          fn.emit(I.ldx(1, y, this.fb, b.off + i));
           fn.emit(I.jmp('jne', x, y, differ));
           fn.emit(I.jmpImm('jeq', x, 0, done));
         }
@@ -1948,7 +1993,7 @@ export class ProbeGen {
         const v = this.mem(a);
         const off = this.frame.temp(size);
         zeroStack(fn, off, size);
-        copyMem(fn, FP, off, FP, v.off, Math.min(size - 1, v.size));
+        copyMem(fn, this.fb, off, this.fb, v.off, Math.min(size - 1, v.size));
         return { kind: 'mem', off, size };
       }
       const ptr = this.scalar(a);

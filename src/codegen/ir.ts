@@ -8,6 +8,7 @@
  * Codegen only uses physical registers for the calling convention: r1 on entry (ctx), r1-r5 moved in right before
  * a `call`, r0 read right after it, r0 before `exit`, and r10 for stack addresses.
  */
+import { FP } from '../bpf/opcodes.js';
 import type { Span } from '../lang/ast.js';
 
 export const VREG_BASE = 16;
@@ -52,6 +53,12 @@ export class IrFunction {
   readonly items: IrItem[] = [];
   /** Bytes of stack used below r10 so far (multiple of 8). Slots are at negative offsets from r10. */
   frameSize = 0;
+  /**
+   * The register the code generator's frame slots are addressed from: r10 (the BPF stack), or, for a frame too
+   * large for the 512-byte stack, a callee-saved register pointing just past this CPU's slot of a frame map (see
+   * codegen/frame.ts). It is then never given to a virtual register.
+   */
+  frameBase: number = FP;
   private nextVreg = VREG_BASE;
   private nextLabel = 0;
   /** Current source position, stamped onto every instruction added. */

@@ -130,6 +130,11 @@ export interface CompiledProgram {
   lostName: string;
   /** Stack trace maps the programs use. */
   stackMaps: StackMapPlan[];
+  /**
+   * Frame maps of programs whose frame does not fit the BPF stack (codegen/frame.ts): ARRAY maps of `size`-byte
+   * values, one per possible CPU.
+   */
+  frameMaps: { name: string; size: number }[];
   /** 1-entry ARRAY map whose u64 is set to 1 by exit() (see session.ts). */
   exitName: string;
   /** Ring buffer size in bytes (power of two, multiple of the page size). */

@@ -11,7 +11,7 @@ import { type EmitResult, emit } from '../codegen/emit.js';
 import type { Insn } from '../codegen/ir.js';
 import { peephole } from '../codegen/peephole.js';
 import type { ProgramPlan } from '../codegen/plan.js';
-import { allocateRegisters } from '../codegen/regalloc.js';
+import { ALLOCATABLE, allocateRegisters } from '../codegen/regalloc.js';
 import { BpfscopeError } from '../errors.js';
 import type { Span } from '../lang/ast.js';
 
@@ -67,7 +67,8 @@ export function link(
 ): EmitResult & { funcs: (BtfFunc & { insnOff: number })[] } {
   const parts = [{ fn: plan.fn, params: 1 }, ...(plan.subprogs ?? [])].map((f) => {
     peephole(f.fn); // also removes unreachable code, which the verifier rejects
-    allocateRegisters(f.fn);
+    // a frame map's base register (r9) is reserved for the whole function
+    allocateRegisters(f.fn, { registers: ALLOCATABLE.filter((r) => r !== f.fn.frameBase) });
     return { ...f, out: emit(f.fn, mapFd) };
   });
   const starts = new Map<string, number>();

@@ -6,6 +6,7 @@
  */
 import { readFileSync, writeSync } from 'node:fs';
 import { childProcess } from '../builtins.js';
+import { possibleCpus } from '../kernel/cpus.js';
 import { strerror as cStrerror } from '../kernel/ffi.js';
 import { cgroupPath, signalName, syscallName } from './names.js';
 import { BpfMap } from '../bpf/map.js';
@@ -193,6 +194,18 @@ export class Session {
           valueSize: 8 * st.limit,
           maxEntries: 1,
           name: st.scratch,
+        }),
+      );
+    }
+    for (const f of c.frameMaps ?? []) {
+      this.maps.set(
+        f.name,
+        BpfMap.create({
+          type: MapKind.ARRAY,
+          keySize: 4,
+          valueSize: f.size,
+          maxEntries: possibleCpus().length,
+          name: f.name,
         }),
       );
     }

@@ -2,7 +2,8 @@
  * The `config = { key = value; ... }` block and the matching `BPFTRACE_*` environment variables (bpftrace
  * `docs/language.md` "Config Variables"; the block wins over the environment). Supported so far:
  * - `max_map_keys` (default 4096): max_entries of every map;
- * - `max_strlen` (default 64): bytes read by str() (at most 200 for now);
+ * - `max_strlen` (default 64, at most 16384): bytes read by str(); a probe whose strings do not fit the 512-byte BPF
+ *   stack keeps its frame in a frame map (codegen/frame.ts);
  * - `perf_rb_pages` (default: 256 pages = 1 MiB): size of the event ring buffer in pages, rounded up to a power of
  *   two (bpftrace sizes its per-CPU buffers with it; we have one BPF ring buffer).
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
@@ -12,15 +13,15 @@ import { CompileError, type Diagnostic } from '../diagnostics.js';
 
 export interface RuntimeConfig {
   maxMapKeys: number;
-  /** Bytes of strings read by str() (default 64; at most 200 until large strings live outside the BPF stack). */
+  /** Bytes of strings read by str() (default 64, at most MAX_STRLEN_LIMIT). */
   maxStrlen: number;
   /** Ring buffer size in bytes: a power of two, at least one page. */
   ringbufSize: number;
 }
 
 const PAGE = 4096;
-/** Largest max_strlen accepted until strings can live in per-CPU scratch maps. */
-const MAX_STRLEN_LIMIT = 200;
+/** Largest max_strlen accepted: a few such strings must fit a frame map value (codegen/frame.ts MAX_MAP_FRAME). */
+const MAX_STRLEN_LIMIT = 16384;
 const KNOWN_LATER = new Set([
   'max_bpf_progs',
   'max_probes',
@@ -90,7 +91,7 @@ export function resolveConfig(
     const item = program.config.find((i) => i.key.toLowerCase().endsWith('max_strlen'));
     errors.push({
       severity: 'error',
-      message: `max_strlen ${strlen} is larger than bpfscope supports yet (${MAX_STRLEN_LIMIT}: strings live on the 512-byte BPF stack)`,
+      message: `max_strlen ${strlen} is larger than bpfscope supports (${MAX_STRLEN_LIMIT} bytes)`,
       ...(item ? { pos: item.pos } : {}),
     });
   }
