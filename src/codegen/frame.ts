@@ -9,7 +9,7 @@
  * so copies pick the widest access both offsets allow.
  */
 import * as I from '../bpf/insn.js';
-import { FP, MAX_STACK } from '../bpf/opcodes.js';
+import { MAX_STACK } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
 import type { IrFunction } from './ir.js';
 
