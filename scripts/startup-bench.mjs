@@ -8,7 +8,11 @@
 // before attaching. Needs root. To compare two builds, copy one dist/ away first (with a node_modules symlink next
 // to it so koffi resolves).
 //
-// Usage: node scripts/startup-bench.mjs [--rounds N] [--bpftrace] NAME=ENTRY [NAME=ENTRY ...]
+// --no-extra-ca runs everything without NODE_EXTRA_CA_CERTS: when it is set (as in some sandboxes), node parses that
+// CA bundle at every start before any JavaScript runs (~40-60 ms and ~2 MB here), which sudo's environment reset
+// normally removes for a user.
+//
+// Usage: node scripts/startup-bench.mjs [--rounds N] [--bpftrace] [--no-extra-ca] NAME=ENTRY [NAME=ENTRY ...]
 //   e.g. node scripts/startup-bench.mjs --bpftrace bundle=dist/bundle/bpfscope.mjs modules=dist/src/cli/main.js
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -20,6 +24,7 @@ const variants = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--rounds') rounds = Number(args[++i]);
   else if (args[i] === '--bpftrace') withBpftrace = true;
+  else if (args[i] === '--no-extra-ca') delete process.env.NODE_EXTRA_CA_CERTS;
   else {
     const [name, entry] = args[i].split('=');
     variants.push({ name, cmd: [process.execPath, entry] });

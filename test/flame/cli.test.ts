@@ -16,7 +16,7 @@ function bpfscope(
   const compiled = fileURLToPath(import.meta.url).includes('/dist/');
   const root = repoRoot();
   const argv = compiled
-    ? [join(root, 'dist', 'bundle', 'bpfscope.mjs'), ...args]
+    ? [join(root, 'dist', 'bundle', 'bpfscope.cjs'), ...args]
     : ['--import', import.meta.resolve('tsx'), join(root, 'src', 'cli', 'main.ts'), ...args];
   const r = spawnSync(process.execPath, argv, { input, cwd: cwd ?? root, maxBuffer: 1 << 26 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr.toString() };
@@ -100,7 +100,7 @@ describe('flame graph commands', () => {
     const compiled = fileURLToPath(import.meta.url).includes('/dist/');
     const root = repoRoot();
     const argv = compiled
-      ? [join(root, 'dist', 'bundle', 'bpfscope.mjs'), 'flamegraph', big]
+      ? [join(root, 'dist', 'bundle', 'bpfscope.cjs'), 'flamegraph', big]
       : ['--import', import.meta.resolve('tsx'), join(root, 'src', 'cli', 'main.ts'), 'flamegraph', big];
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';

@@ -1,5 +1,5 @@
 /**
- * Runs the two command-line tools the kernel-level tests compare: our `bpfscope` (node dist/bundle/bpfscope.mjs,
+ * Runs the two command-line tools the kernel-level tests compare: our `bpfscope` (node dist/bundle/bpfscope.cjs,
  * the esbuild bundle of the CLI that package.json's `bin` points at, built by `npm run build`) and the oracle `bpftrace` (Debian's 0.17 at /usr/bin/bpftrace), with a timeout,
  * capturing stdout, stderr, the exit code and the terminating signal.
  *
@@ -63,11 +63,11 @@ export function repoRoot(): string {
 }
 
 /**
- * Absolute path of the built CLI entry point, dist/bundle/bpfscope.mjs (what users run; may not exist yet), or
+ * Absolute path of the built CLI entry point, dist/bundle/bpfscope.cjs (what users run; may not exist yet), or
  * `BPFSCOPE_CLI` when set (test/matrix/diff.test.ts runs a one-file bundle of it inside the guest).
  */
 export function bpfscopeEntry(): string {
-  return process.env.BPFSCOPE_CLI ?? join(repoRoot(), 'dist', 'bundle', 'bpfscope.mjs');
+  return process.env.BPFSCOPE_CLI ?? join(repoRoot(), 'dist', 'bundle', 'bpfscope.cjs');
 }
 
 /** Why bpfscope cannot be run here (for `t.skip(reason)`), or undefined when it can. */

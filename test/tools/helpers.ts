@@ -2,7 +2,7 @@
  * Helpers for the live tool tests: run `bpfscope <tool>` as a user would (a child process, Ctrl-C as SIGINT), the
  * workload, a loop device for block I/O, and a memory-limited cgroup for the OOM killer.
  *
- * The CLI comes from the same tree as the test: the built bundle `dist/bundle/bpfscope.mjs` (what users run) when
+ * The CLI comes from the same tree as the test: the built bundle `dist/bundle/bpfscope.cjs` (what users run) when
  * the test runs from `dist/` (npm test), `src/cli/main.ts` through tsx when it runs from source (`npx tsx --test`).
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -28,14 +28,14 @@ const fromDist = fileURLToPath(import.meta.url).includes(`${join('/dist', 'test'
 /** Why the live tool tests cannot run here, or undefined. */
 export function liveSkipReason(): string | undefined {
   if (process.getuid?.() !== 0) return 'the tools need root to load BPF programs';
-  if (fromDist && !existsSync(join(repoRoot(), 'dist', 'bundle', 'bpfscope.mjs')))
-    return 'dist/bundle/bpfscope.mjs not built';
+  if (fromDist && !existsSync(join(repoRoot(), 'dist', 'bundle', 'bpfscope.cjs')))
+    return 'dist/bundle/bpfscope.cjs not built';
   return undefined;
 }
 
 function cliCommand(args: string[]): [string, string[]] {
   const root = repoRoot();
-  if (fromDist) return [process.execPath, [join(root, 'dist', 'bundle', 'bpfscope.mjs'), ...args]];
+  if (fromDist) return [process.execPath, [join(root, 'dist', 'bundle', 'bpfscope.cjs'), ...args]];
   return [process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), ...args]];
 }
 
