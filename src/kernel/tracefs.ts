@@ -89,6 +89,8 @@ const FTRACE_INTERNAL_CATEGORY = 'ftrace';
  */
 export class Tracefs {
   private eventMap: Map<string, string[]> | null = null;
+  /** `available_events` lines (trimmed), read by {@link hasEvent} before anything needs the sorted {@link events}. */
+  private eventLines: Set<string> | undefined;
 
   constructor(readonly root: string) {}
 
@@ -148,8 +150,22 @@ export class Tracefs {
     return out;
   }
 
-  /** Whether `category:event` is a known tracepoint. */
+  /**
+   * Whether `category:event` is a known tracepoint (listed by {@link events}). Before the full list is needed, one
+   * set of `available_events` lines answers it: sorting all ~2,300 names cost ~5 ms of a run's start and got V8's
+   * optimizing compiler going (~3.5 MB more peak RSS) for a program naming one tracepoint.
+   */
   hasEvent(category: string, event: string): boolean {
+    if (!this.eventMap && !this.eventLines) {
+      const avail = join(this.root, 'available_events');
+      if (existsSync(avail))
+        this.eventLines = new Set(
+          this.readText(avail)
+            .split('\n')
+            .map((l) => l.trim()),
+        );
+    }
+    if (this.eventLines) return this.eventLines.has(`${category}:${event}`);
     return this.eventsOf(category).includes(event);
   }
 
