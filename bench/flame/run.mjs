@@ -33,7 +33,7 @@ const wanted = opt('inputs', 'synth-20M,synth-200M,example').split(',');
 const work = opt('work', join(tmpdir(), 'bpfscope-bench-flame'));
 const shared = process.env.BPFSCOPE_SHARED ?? join(root, '..', 'shared');
 const flamegraphDir = process.env.FLAMEGRAPH_DIR;
-const cli = join(root, 'dist', 'src', 'cli', 'main.js');
+const cli = join(root, 'dist', 'bundle', 'bpfscope.cjs');
 const TIME = '/usr/bin/time';
 
 if (!existsSync(cli)) fail(`${cli} not found: run "npm run build" first`);

@@ -12,8 +12,11 @@ export const BENCH_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
 export const ROOT = dirname(BENCH_DIR);
 export const BUILD_DIR = join(BENCH_DIR, '.build');
 export const RESULTS_DIR = join(BENCH_DIR, 'results');
-/** bpfscope's CLI: dist/ until snapshotDist() points it at the private copy (a live binding for importers). */
-export let CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+/**
+ * bpfscope's CLI as users run it (the bundle's launcher, package.json bin): dist/ until snapshotDist() points it at
+ * the private copy (a live binding for importers).
+ */
+export let CLI = join(ROOT, 'dist', 'bundle', 'bpfscope.cjs');
 
 /** The traced workload binary: its name is its comm, `bpfs_bench` (bench/c/workload.c). */
 export const WORKLOAD = join(BUILD_DIR, 'bpfs_bench');
@@ -141,7 +144,7 @@ export function snapshotDist() {
   mkdirSync(base, { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(base, 'node_modules'));
   cpSync(join(ROOT, 'dist'), dst, { recursive: true });
-  const cli = join(dst, 'src', 'cli', 'main.js');
+  const cli = join(dst, 'bundle', 'bpfscope.cjs');
   const r = spawnSync(process.execPath, [cli, 'tools'], { encoding: 'utf8', timeout: 15000 });
   if (r.status !== 0) throw new Error(`the copy of dist/ does not run (rebuilt meanwhile?): ${r.stderr.trim()}`);
   CLI = cli;
