@@ -4,14 +4,16 @@
  * imports), through a V8 code cache, so a run does not parse and compile the CLI's ~1 MB of JavaScript again:
  * measured here, `bpfscope -e 'BEGIN { exit(); }'` takes ~70 ms of CPU with the cache and ~110 ms without it.
  *
- * The cache is `dist/bundle/cache/<mode>-<node version>-<arch>.bin`, one per mode (`run` for programs, else the
- * subcommand, so `bpfscope tools` does not replace the cache of the compiler's code), written at exit by a run that
- * found none or whose cache V8 rejected (another Node or V8 flags; V8 checks the source hash and flags itself). It
- * lives next to the code it caches on purpose: whoever can write there can already replace the code, whereas a
- * shared directory such as /tmp would let another user hand root compiled code. A read-only install (or a user
- * who cannot write there) runs without a cache; nothing is ever printed about it.
+ * The cache is `dist/bundle/cache/<mode>-<cli.cjs size>-<mtime>-<node version>-<arch>.bin`, one per mode (`run`
+ * for programs, `list` for -l, `other` for --help/--version, else the subcommand: each caches the functions its
+ * first run compiled, so `bpfscope tools` does not stand in for the compiler's code). It is written at exit by a
+ * successful run (exit code 0) that found none or whose cache V8 rejected (another V8 or other V8 flags). The size
+ * and mtime of cli.cjs are in the name because V8 itself only checks the source's length. The cache lives next to
+ * the code on purpose: whoever can write there can already replace the code, whereas a shared directory such as
+ * /tmp would let another user hand root compiled code. A read-only install (or a user who cannot write there) runs
+ * without a cache; nothing is ever printed about it.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,9 +31,25 @@ const dir = dirname(fileURLToPath(import.meta.url));
 const file = join(dir, 'cli.cjs');
 // The shebang line becomes an empty line, so line numbers in stack traces stay those of cli.cjs.
 const source = readFileSync(file, 'utf8').replace(/^#!.*/, '');
-const arg = process.argv[2] ?? '';
-const mode = /^[a-z][a-z0-9-]*$/.test(arg) ? arg : 'run';
-const cacheFile = join(dir, 'cache', `${mode}-${process.version}-${process.arch}.bin`);
+const cacheFile = join(
+  dir,
+  'cache',
+  `${mode(process.argv.slice(2))}-${fingerprint()}-${process.version}-${process.arch}.bin`,
+);
+
+/** Which kind of run `args` ask for (the cache key): a subcommand's name, `list`, `run` or `other`. */
+function mode(args: string[]): string {
+  const first = args[0] ?? '';
+  if (/^[a-z][a-z0-9-]*$/.test(first)) return first;
+  if (args.includes('-l')) return 'list';
+  return args.some((a) => a === '-e' || !a.startsWith('-')) ? 'run' : 'other';
+}
+
+/** cli.cjs's size and modification time, so a rebuilt or edited bundle never meets an old cache. */
+function fingerprint(): string {
+  const st = statSync(file);
+  return `${st.size}-${Math.trunc(st.mtimeMs)}`;
+}
 
 let cachedData: Buffer | undefined;
 try {
@@ -55,7 +73,8 @@ const script = new vm.Script(`(function (exports, require, module, __filename, _
 });
 
 if (!cachedData || script.cachedDataRejected) {
-  process.once('exit', () => {
+  process.once('exit', (code) => {
+    if (code !== 0) return;
     try {
       mkdirSync(dirname(cacheFile), { recursive: true });
       const tmp = `${cacheFile}.${process.pid}`;
