@@ -77,15 +77,24 @@ const GUEST_SKIP: Record<string, string> = {
   'rawtracepoint-sched-switch-prev':
     'counts switch-outs of three 100 us nanosleeps; in the emulated guest (TCG) a sleep can end before the task is ' +
     'switched out, so either tool may see 2 or 3 (bpftrace 0.17 saw 2, bpfscope 3 in one CI-like run)',
+  'ternary-string-key':
+    'bpftrace 0.17 on 6.1 prints the key "big" three times (@[big]: 1, @[big]: 1, @[big]: 3 where bpfscope and 0.17 ' +
+    'on 6.18 print @[big]: 5), as if its ternary string key kept bytes after the NUL that differ per event, so ' +
+    'equal strings are different keys; no valid oracle there (full run 2026-11-22)',
 };
 
 /**
  * bpfscope failures on 6.1 whose cause lies in the compiler or runtime (src/lang, src/codegen, src/runtime): reported
  * as TODO while they fail, and failing once they pass (like a case's own `todo`).
  */
-// (empty now: an empty kernel stack on 6.1's syscall tracepoints printed "\n" until stack() treated 0 frames as
-// "no stack", commit 57902f3)
-const GUEST_TODO: Record<string, string> = {};
+const AFTER_EXIT =
+  'bpfscope prints a printf of every tick that fired before it handled exit() (6 to 9 lines in the slow guest), ' +
+  'bpftrace 0.17 only the first: events queued after the exit() should be dropped (src/runtime output loop); seen ' +
+  'only where ticks outrun the consumer (the emulated guest)';
+const GUEST_TODO: Record<string, string> = {
+  'interval-alias-i-hz': AFTER_EXIT,
+  'interval-us-probe': AFTER_EXIT,
+};
 
 function skipReason(): string | undefined {
   const guest = guestSkipReason({ cli: 'this-tree' });
