@@ -901,6 +901,7 @@ export class ProbeGen {
         return this.reg(this.constant(s === undefined ? 0n : BigInt(s.trim())));
       }
       case 'BuiltinExpr':
+        if (e.enumValue !== undefined) return this.reg(this.constant(e.enumValue));
         return this.builtin(e.name, e.type!);
       case 'VarExpr':
         return this.vars.get(e.name)!;

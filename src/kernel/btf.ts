@@ -561,6 +561,25 @@ export class Btf {
     return out;
   }
 
+  /**
+   * The enumerator `name` of any ENUM/ENUM64 type (`TCP_ESTABLISHED`), with its value and enum type id, or
+   * undefined. The first lookup indexes every enumerator once.
+   */
+  enumerator(name: string): (BtfEnumValue & { enumId: number }) | undefined {
+    if (!this.enumerators) {
+      const index = new Map<string, BtfEnumValue & { enumId: number }>();
+      for (let id = 1; id <= this.count; id++) {
+        const k = this.kind(id);
+        if (k !== BtfKind.ENUM && k !== BtfKind.ENUM64) continue;
+        for (const v of this.enumValues(id)) if (!index.has(v.name)) index.set(v.name, { ...v, enumId: id });
+      }
+      this.enumerators = index;
+    }
+    return this.enumerators.get(name);
+  }
+
+  private enumerators: Map<string, BtfEnumValue & { enumId: number }> | undefined;
+
   /** Decodes FUNC_PROTO `id`, or the prototype of FUNC `id`, or of a pointer/typedef to one. */
   funcProto(id: number): BtfFuncProto {
     id = this.resolve(id);

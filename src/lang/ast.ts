@@ -221,6 +221,8 @@ export interface BoolLit extends ExprBase {
 export interface BuiltinExpr extends ExprBase {
   kind: 'BuiltinExpr';
   name: string;
+  /** Set by semantic analysis when `name` is a kernel enumerator from BTF (`TCP_ESTABLISHED`): its value. */
+  enumValue?: bigint;
 }
 
 /** `$1`..`$N` (index >= 1) or `$#` (index 0 with count = true). */

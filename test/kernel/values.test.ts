@@ -161,3 +161,15 @@ describe('path', () => {
     assert.match(r.stderr, /^stdin:1:46-65: ERROR: path\(\) can only be used in fentry\/fexit probes/m);
   });
 });
+
+describe('kernel enumerators', () => {
+  it('are constants from BTF (bpftrace resolves enum values by name)', async () => {
+    const r = await run('BEGIN { printf("%d %d %d\\n", TCP_ESTABLISHED, TCP_CLOSE, BPF_MAP_TYPE_RINGBUF); exit(); }');
+    assert.equal(r.code, 0, r.stderr);
+    // include/net/tcp_states.h and include/uapi/linux/bpf.h
+    assert.equal(r.stdout, '1 7 27\n\n\n');
+    const bad = await run('BEGIN { print(NO_SUCH_ENUMERATOR_X); }');
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^stdin:1:15-35: ERROR: Unknown identifier: 'NO_SUCH_ENUMERATOR_X'$/m);
+  });
+});

@@ -19,6 +19,7 @@ import { resolveUaddr } from '../../probes/uaddr.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
 import { kallsyms } from '../../symbols/kallsyms.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
+import { isBuiltinName } from '../parser.js';
 import { btfRecordByName, kernelBtf, materializeRecord, recordFields, withBtf } from '../btf-types.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import {
@@ -139,6 +140,15 @@ const NOT_YET_BUILTINS: ReadonlySet<string> = new Set([
   'probetype',
   'default_str_length',
 ]);
+
+/** A kernel enumerator by name from BTF, or undefined (also when the kernel has no BTF). */
+function kernelEnumerator(name: string): { value: bigint } | undefined {
+  try {
+    return kernelBtf().enumerator(name);
+  } catch {
+    return undefined;
+  }
+}
 
 /** The largest struct copied as a value onto the BPF stack, bytes. */
 const MAX_STRUCT_VALUE = 256;
@@ -618,8 +628,17 @@ export class Analyzer {
         return stringType((e.bytes?.length ?? Buffer.byteLength(e.value)) + 1);
       case 'BoolLit':
         return BOOL;
-      case 'BuiltinExpr':
+      case 'BuiltinExpr': {
+        // an identifier that is no builtin may be a kernel enumerator (bpftrace resolves them from BTF)
+        if (!isBuiltinName(e.name)) {
+          const v = kernelEnumerator(e.name);
+          if (v) {
+            e.enumValue = v.value;
+            return v.value < 0n ? I64 : U64;
+          }
+        }
         return this.builtin(e.name, e.pos);
+      }
       case 'PositionalExpr': {
         if (e.count) return I64;
         const s = this.opts.positional[e.index - 1];
