@@ -961,6 +961,13 @@ export class ProbeGen {
         const r = fn.vreg();
         fn.emit(I.mov64(r, v));
         if (t.kind === 'int') this.normalize(r, t.size, t.signed);
+        if (t.kind === 'bool') {
+          // (bool)x: 1 when x is non-zero
+          const done = fn.newLabel('tobool');
+          fn.emit(I.jmpImm('jeq', r, 0, done));
+          fn.emit(I.mov64Imm(r, 1));
+          fn.mark(done);
+        }
         return this.reg(r);
       }
       case 'TupleExpr': {

@@ -220,7 +220,7 @@ export function typeName(t: SType): string {
         ? `record { ${t.elems.map((e, i) => `${typeName(e)} ${t.names![i]}`).join(', ')} }`
         : `(${t.elems.map(typeName).join(',')})`;
     case 'pointer':
-      return `${typeName(t.to)} *`;
+      return `${t.to.kind === 'none' ? 'void' : typeName(t.to)} *`;
     case 'record':
       return t.name;
     case 'buffer':

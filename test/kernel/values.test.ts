@@ -173,3 +173,19 @@ describe('kernel enumerators', () => {
     assert.match(bad.stderr, /^stdin:1:15-35: ERROR: Unknown identifier: 'NO_SUCH_ENUMERATOR_X'$/m);
   });
 });
+
+describe('casts to bool, void * and enums', () => {
+  it('(bool)x is true for non-zero x; (void *) prints as a pointer; (enum x) is an integer', async () => {
+    const r = await run(
+      'BEGIN { print(((bool)5, (bool)0, (void *)0x10, (enum tcp_ca_state)1)); @[(bool)pid] = count(); exit(); }',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '(true, false, 0x10, 1)\n\n\n@[true]: 1\n');
+    const v = await run('BEGIN { $p = (void *)0; print(*$p); }');
+    assert.equal(v.code, 1);
+    assert.match(v.stderr, /^stdin:1:31-34: ERROR: Can not dereference a value of type 'void \*'$/m);
+    const e = await run('BEGIN { $e = (enum no_such_enum_x)1; }');
+    assert.equal(e.code, 1);
+    assert.match(e.stderr, /^stdin:1:15-34: ERROR: Unknown type: 'enum no_such_enum_x' \(not in the kernel's BTF\)$/m);
+  });
+});

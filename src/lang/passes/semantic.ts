@@ -19,6 +19,7 @@ import { resolveUaddr } from '../../probes/uaddr.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
 import { kallsyms } from '../../symbols/kallsyms.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
+import { BtfKind } from '../../kernel/btf.js';
 import { isBuiltinName } from '../parser.js';
 import { btfRecordByName, kernelBtf, materializeRecord, recordFields, withBtf } from '../btf-types.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
@@ -815,6 +816,30 @@ export class Analyzer {
           if (t && t.kind !== 'int' && t.kind !== 'pointer')
             this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name} *'`);
           return { kind: 'pointer', to: rec, space: t?.kind === 'pointer' ? t.space : 'kernel' };
+        }
+        const plain = spec.arrayCount === null;
+        if (spec.name === 'bool' && spec.pointerDepth === 0 && plain) {
+          if (t && t.kind !== 'int' && t.kind !== 'bool' && t.kind !== 'pointer')
+            this.error(e.pos, `Cannot cast from '${typeName(t)}' to 'bool'`);
+          return BOOL;
+        }
+        if (spec.name === 'void' && spec.pointerDepth === 1 && plain) {
+          if (t && t.kind !== 'int' && t.kind !== 'pointer')
+            this.error(e.pos, `Cannot cast from '${typeName(t)}' to 'void *'`);
+          return { kind: 'pointer', to: { kind: 'none' }, space: t?.kind === 'pointer' ? t.space : 'kernel' };
+        }
+        if (/^enum\s/.test(spec.name) && spec.pointerDepth === 0 && plain) {
+          // an enum is an integer of its BTF size (bpftrace: `(enum x)1`)
+          const name = spec.name.replace(/^enum\s+/, '').trim();
+          const btf = kernelBtf();
+          const id = btf.findType(name, BtfKind.ENUM) ?? btf.findType(name, BtfKind.ENUM64);
+          if (id === undefined) {
+            this.error(spec.pos, `Unknown type: '${spec.name}' (not in the kernel's BTF)`);
+            return null;
+          }
+          if (t && t.kind !== 'int') this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name}'`);
+          const size = btf.sizeOf(id);
+          return { kind: 'int', size: size === 1 || size === 2 || size === 8 ? size : 4, signed: false };
         }
         const m = /^(u?)int(8|16|32|64)$/.exec(spec.name);
         if (m && spec.pointerDepth === 1 && spec.arrayCount === null) {
