@@ -43,6 +43,8 @@ export interface CompileResult {
 }
 
 export const RINGBUF_MAP = 'ringbuf';
+/** IR name of the ring buffer's wake-control map (codegen's ringbufFlags, runtime/ringbuf.ts). */
+export const WAKE_MAP = 'ringbuf_wake';
 export const LOST_MAP = 'lost_events';
 export const EXIT_MAP = 'exit_flag';
 
@@ -104,6 +106,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     timeFormats: [],
     joinSeparators: [],
     ringbufName: RINGBUF_MAP,
+    wakeName: WAKE_MAP,
     lostName: LOST_MAP,
     exitName: EXIT_MAP,
     stackMaps: new Map(),
@@ -142,6 +145,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       joinSeparators: tables.joinSeparators,
       ...(tables.joinBufName ? { joinBufName: tables.joinBufName } : {}),
       ringbufName: RINGBUF_MAP,
+      wakeName: WAKE_MAP,
       lostName: LOST_MAP,
       exitName: EXIT_MAP,
       stackMaps: [...tables.stackMaps.values()],

@@ -69,6 +69,8 @@ const FRAME_MAP_BASE = R9;
 
 /** Tables shared by all programs of one compilation. */
 export interface GenTables {
+  /** The wake-control map: a 1-entry ARRAY whose u64 is the ringbuf_output flags (see runtime/ringbuf.ts). */
+  wakeName: string;
   /** Frame maps of programs whose frame outgrew the BPF stack (ARRAY, one `size`-byte value per possible CPU). */
   frameMaps: { name: string; size: number }[];
   maps: Map<string, MapPlan>;
@@ -825,13 +827,33 @@ export class ProbeGen {
     fill(rec);
     fn.emit(I.st(4, this.fb, rec, action));
     fn.emit(I.st(4, this.fb, rec + 4, id));
+    const flags = this.ringbufFlags();
     const r = this.callHelper(H.ringbuf_output, [
       { map: this.tables.ringbufName },
       { stack: rec },
       { imm: Math.ceil(size / 8) * 8 },
-      { imm: 0 },
+      flags,
     ]);
     this.countLost(r);
+  }
+
+  /**
+   * The ringbuf_output flags: the u64 the consumer keeps in the wake-control map (runtime/ringbuf.ts): 0 while it
+   * sleeps waiting for a wakeup, BPF_RB_NO_WAKEUP while it polls. A wakeup costs the traced CPU an irq_work
+   * interrupt (~9 us in a VM), so records sent while the consumer is polling anyway must not ask for one.
+   */
+  private ringbufFlags(): number {
+    const fn = this.fn;
+    const key = this.frame.temp(8);
+    fn.emit(I.st(4, this.fb, key, 0));
+    const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.wakeName }, { stack: key }]);
+    const flags = fn.vreg();
+    fn.emit(I.mov64Imm(flags, 0));
+    const none = fn.newLabel('wake');
+    fn.emit(I.jmpImm('jeq', p, 0, none));
+    fn.emit(I.ldx(8, flags, p, 0));
+    fn.mark(none);
+    return flags;
   }
 
   /** If `res` (a helper result) is negative, add one to the lost-events counter. */
@@ -1359,11 +1381,12 @@ export class ProbeGen {
       this.callHelper(user ? H.probe_read_user_str : H.probe_read_kernel_str, [dst, { imm: JOIN_ARG_SIZE }, s]);
     }
     fn.mark(send);
+    const flags = this.ringbufFlags();
     const r = this.callHelper(H.ringbuf_output, [
       { map: this.tables.ringbufName },
       p,
       { imm: 8 + JOIN_MAX_ARGS * JOIN_ARG_SIZE },
-      { imm: 0 },
+      flags,
     ]);
     this.countLost(r);
     fn.mark(skip);

@@ -127,6 +127,8 @@ export interface CompiledProgram {
   joinBufName?: string;
   /** Name of the ring buffer map and the lost-event counter map in IR map references. */
   ringbufName: string;
+  /** The ring buffer's wake-control map (1-entry mmapable ARRAY: the ringbuf_output flags, see runtime/ringbuf.ts). */
+  wakeName: string;
   lostName: string;
   /** Stack trace maps the programs use. */
   stackMaps: StackMapPlan[];

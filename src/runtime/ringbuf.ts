@@ -75,7 +75,16 @@ export interface RingBufOptions {
    * Buffer view per record (roughly half the per-record cost).
    */
   rawRecord?: RawRecordCallback;
+  /**
+   * A 1-entry BPF_F_MMAPABLE ARRAY map whose u64 the BPF programs pass as ringbuf_output's flags. The consumer
+   * keeps BPF_RB_NO_WAKEUP there while it polls and 0 while it waits, so the producer only pays for a wakeup (an
+   * irq_work interrupt on the traced CPU) when somebody sleeps waiting for one.
+   */
+  wakeControl?: { readonly fd: number };
 }
+
+/** `BPF_RB_NO_WAKEUP` (uapi linux/bpf.h): commit a ring buffer record without waking the consumer. */
+export const BPF_RB_NO_WAKEUP = 1n;
 
 /** See {@link RingBufOptions.rawRecord}. */
 export type RawRecordCallback = (ring: Buffer, offset: number, length: number) => void;
@@ -126,7 +135,7 @@ export class RingBufConsumer {
   private closeRequested = false;
   private timer: NodeJS.Timeout | undefined;
   private emptyPolls = 0;
-  private readonly opt: Required<Omit<RingBufOptions, 'onError' | 'rawRecord' | 'onBatch'>> &
+  private readonly opt: Required<Omit<RingBufOptions, 'onError' | 'rawRecord' | 'onBatch' | 'wakeControl'>> &
     Pick<RingBufOptions, 'onError' | 'rawRecord' | 'onBatch'>;
   private waiterKind: 'uv' | 'thread' | undefined;
   private poller: FdPoller | undefined;
@@ -135,6 +144,9 @@ export class RingBufConsumer {
   private evfd = -1;
   private waitInFlight = false;
   private readonly events = Buffer.alloc(EPOLL_EVENT_SIZE * 2);
+  /** The wake-control map's value (see {@link RingBufOptions.wakeControl}), mapped; absent without one. */
+  private wakePtr: NativePointer | undefined;
+  private wakeFlag: BigUint64Array | undefined;
 
   /**
    * Maps the ring of `map` (a RINGBUF map: `fd`, and `maxEntries` = data size in bytes, a power-of-2 multiple of
@@ -178,6 +190,30 @@ export class RingBufConsumer {
     this.words = new Uint32Array(pab);
     this.bytes = Buffer.from(pab);
     this.cons = Number(Atomics.load(this.consPos, 0));
+    if (opts.wakeControl) {
+      const w = mmap(this.page, PROT_READ | PROT_WRITE, MAP_SHARED, opts.wakeControl.fd, 0);
+      if (typeof w === 'number') {
+        munmap(c, this.page);
+        munmap(p, plen);
+        throw kernelError('mmap(ring buffer wake-control map)', -w);
+      }
+      this.wakePtr = w;
+      this.wakeFlag = new BigUint64Array(view(w, this.page), 0, 1);
+      Atomics.store(this.wakeFlag, 0, 0n);
+    }
+  }
+
+  /** Tell the producers whether to wake us: `wake` while we sleep, not while we poll. */
+  private setWake(wake: boolean): void {
+    if (this.wakeFlag) Atomics.store(this.wakeFlag, 0, wake ? 0n : BPF_RB_NO_WAKEUP);
+  }
+
+  /**
+   * While waiting: if records are pending (one committed in the window between the last poll and the wait, whose
+   * producer saw "no wakeup"), start polling. The session calls this from its periodic timer as a safety net.
+   */
+  nudge(): void {
+    if (this.state === 'waiting' && this.pending() > 0) this.enterPolling();
   }
 
   /** Bytes produced but not consumed yet (including records still being written). */
@@ -299,6 +335,7 @@ export class RingBufConsumer {
 
   private enterPolling(): void {
     this.state = 'polling';
+    this.setWake(false);
     this.emptyPolls = 0;
     if (this.poller && this.pollerActive) {
       this.poller.stop();
@@ -325,10 +362,21 @@ export class RingBufConsumer {
     if (!this.closed) {
       if (got > 0) this.emptyPolls = 0;
       else this.emptyPolls++;
-      if (this.state === 'polling' && this.emptyPolls >= this.opt.idlePolls) {
+      let idle = this.state === 'polling' && this.emptyPolls >= this.opt.idlePolls;
+      if (idle) {
+        // ask for wakeups again, then look once more: a record committed before the flag changed woke nobody
+        this.setWake(true);
+        if (this.pending() > 0) {
+          this.setWake(false);
+          this.emptyPolls = 0;
+          idle = false;
+        }
+      }
+      if (idle) {
         this.state = 'waiting';
         this.armWait();
       } else if (this.state === 'polling' || got > 0) {
+        if (this.state !== 'polling') this.setWake(false);
         this.state = 'polling';
         this.timer = setTimeout(() => {
           this.timer = undefined;
@@ -438,6 +486,11 @@ export class RingBufConsumer {
     }
     munmap(this.consPtr, this.page);
     munmap(this.prodPtr, this.page + 2 * this.size);
+    if (this.wakePtr) {
+      munmap(this.wakePtr, this.page);
+      this.wakePtr = undefined;
+      this.wakeFlag = undefined;
+    }
     // Drop the views: touching them now would fault.
     this.consPos = new BigUint64Array(1);
     this.prodPos = new BigUint64Array(1);

@@ -9,7 +9,7 @@ import { childProcess } from '../builtins.js';
 import { possibleCpus } from '../kernel/cpus.js';
 import { strerror as cStrerror } from '../kernel/ffi.js';
 import { cgroupPath, signalName, syscallName } from './names.js';
-import { BpfMap } from '../bpf/map.js';
+import { BpfMap, MapFlags } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
 import { AsyncAction, JOIN_ARG_SIZE, JOIN_MAX_ARGS, MapKind } from '../codegen/plan.js';
@@ -161,6 +161,15 @@ export class Session {
       name: 'ringbuf',
     });
     this.maps.set(c.ringbufName, ring);
+    const wake = BpfMap.create({
+      type: MapKind.ARRAY,
+      keySize: 4,
+      valueSize: 8,
+      maxEntries: 1,
+      name: 'ringbuf_wake',
+      flags: MapFlags.MMAPABLE,
+    });
+    this.maps.set(c.wakeName, wake);
     this.lost = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'lost_events' });
     this.maps.set(c.lostName, this.lost);
     if (c.joinBufName) {
@@ -224,6 +233,7 @@ export class Session {
     this.ring = new RingBufConsumer(ring, (data) => this.onRecord(data), {
       // records are read in place: the integer-only printf fast path needs no Buffer view per event
       rawRecord: (buf, off, len) => this.onRawRecord(buf, off, len),
+      wakeControl: wake,
       // bpftrace writes each line as it is printed (line buffered): flush after every batch of events
       onBatch: () => this.opts.output.flush(),
       onError: (err) => {
@@ -279,11 +289,13 @@ export class Session {
   private startWaiting(): Promise<void> {
     return new Promise((resolve) => {
       // This timer also keeps the event loop (and so the process) alive while we wait: the ring buffer consumer's
-      // handles are unref'd. It checks the exit flag every 100 ms and lost events every second.
+      // handles are unref'd. It checks the exit flag and nudges the consumer every 100 ms, lost events every second.
       let ticks = 0;
       const timer = setInterval(() => {
         if (++ticks % 10 === 0) this.checkLost();
         this.checkExitFlag();
+        // safety net of the wake control: records left behind a missed wakeup are read within 100 ms
+        this.ring?.nudge();
       }, 100);
       this.stopResolve = () => {
         clearInterval(timer);
