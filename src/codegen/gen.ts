@@ -763,25 +763,9 @@ export class ProbeGen {
         this.asyncRecord(c.name === 'clear' ? AsyncAction.CLEAR : AsyncAction.ZERO, plan.index, 0, () => {});
         return;
       }
-      case 'delete': {
-        const m = c.args[0] as MapExpr;
-        const plan = this.tables.maps.get(m.name)!;
-        let keyOff: number;
-        if (c.args.length === 2) {
-          keyOff = this.frame.temp(plan.keySize);
-          zeroStack(this.fn, keyOff, plan.keySize);
-          const k = c.args[1]!;
-          if (plan.keyTypes.length === 1) {
-            this.storeAs(this.expr(k), plan.keyTypes[0]!, this.fb, keyOff);
-          } else {
-            this.storeAs(this.expr(k), { kind: 'tuple', elems: plan.keyTypes }, this.fb, keyOff);
-          }
-        } else {
-          keyOff = this.mapKey(plan, m);
-        }
-        this.callHelper(H.map_delete_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
+      case 'delete':
+        this.deleteCall(c);
         return;
-      }
       case 'join':
         this.join(c);
         return;
@@ -1412,6 +1396,26 @@ export class ProbeGen {
     return { kind: 'mem', off, size };
   }
 
+  /** `delete(@m[k])` / `delete(@m, k)`: map_delete_elem; returns its result register (0 when the key existed). */
+  private deleteCall(c: CallExpr): number {
+    const m = c.args[0] as MapExpr;
+    const plan = this.tables.maps.get(m.name)!;
+    let keyOff: number;
+    if (c.args.length === 2) {
+      keyOff = this.frame.temp(plan.keySize);
+      zeroStack(this.fn, keyOff, plan.keySize);
+      const k = c.args[1]!;
+      if (plan.keyTypes.length === 1) {
+        this.storeAs(this.expr(k), plan.keyTypes[0]!, this.fb, keyOff);
+      } else {
+        this.storeAs(this.expr(k), { kind: 'tuple', elems: plan.keyTypes }, this.fb, keyOff);
+      }
+    } else {
+      keyOff = this.mapKey(plan, m);
+    }
+    return this.callHelper(H.map_delete_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
+  }
+
   /**
    * `uaddr(sym)`: a fixed-address executable's symbol is a constant; in a position-independent binary it is
    * `ip - probeVaddr + vaddr` (the load bias from where the probe fired; see probes/uaddr.ts).
@@ -1917,6 +1921,17 @@ export class ProbeGen {
         return this.reg(this.constant(kallsyms().lookup((c.args[0] as { value: string }).value) ?? 0n));
       case 'uaddr':
         return this.uaddr((c.args[0] as { value: string }).value);
+      case 'delete': {
+        // current bpftrace: delete() is true when the key existed
+        const r = this.deleteCall(c);
+        const b = this.fn.vreg();
+        const done = this.fn.newLabel('deleted');
+        this.fn.emit(I.mov64Imm(b, 1));
+        this.fn.emit(I.jmpImm('jeq', r, 0, done));
+        this.fn.emit(I.mov64Imm(b, 0));
+        this.fn.mark(done);
+        return this.reg(b);
+      }
       case 'path':
         return this.dPath(c);
       case 'nsecs': {

@@ -189,3 +189,13 @@ describe('casts to bool, void * and enums', () => {
     assert.match(e.stderr, /^stdin:1:15-34: ERROR: Unknown type: 'enum no_such_enum_x' \(not in the kernel's BTF\)$/m);
   });
 });
+
+describe('delete() results and buffers of different sizes', () => {
+  it('delete() is true when the key existed (tests/runtime/stdlib "bad delete"); a ternary unifies buffer sizes', async () => {
+    const r = await run(
+      'BEGIN { @a[1] = 1; $x = delete(@a, 2); $y = delete(@a, 1); if ($x == false && $y == true) { printf("SUCCESS\\n"); } $b = nsecs ? buf("hi", 2) : buf("bye", 3); print($b); exit(); }',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'SUCCESS\nhi\n\n\n');
+  });
+});

@@ -174,6 +174,7 @@ export function storageType(t: SType): SType {
 function unify(a: SType, b: SType): SType | null {
   if (a.kind === 'int' && b.kind === 'int') return a.signed && b.signed ? I64 : a.signed || b.signed ? I64 : U64;
   if (a.kind === 'string' && b.kind === 'string') return stringType(Math.max(a.size, b.size));
+  if (a.kind === 'buffer' && b.kind === 'buffer') return { kind: 'buffer', size: Math.max(a.size, b.size) };
   if (a.kind === 'tuple' && b.kind === 'tuple' && a.elems.length === b.elems.length) {
     if (a.names?.join() !== b.names?.join()) return null;
     const elems: SType[] = [];
@@ -1139,11 +1140,11 @@ export class Analyzer {
               if (!sameShape(storageType(t), keyT)) this.error(args[1]!.pos, `delete(): key type mismatch`);
             }
           }
-          return { kind: 'none' };
+          return BOOL;
         }
         if (args.length !== 1) {
           this.error(c.pos, 'delete() requires 1 or 2 arguments');
-          return { kind: 'none' };
+          return BOOL;
         }
         const m = mapArg(0, 'delete');
         if (m) {
@@ -1154,7 +1155,7 @@ export class Analyzer {
             this.error(m.pos, `delete() of a keyed map needs a key: delete(@${m.name}[key])`);
           }
         }
-        return { kind: 'none' };
+        return BOOL;
       }
       case 'print': {
         if (args.length === 0 || args.length > 3) {
