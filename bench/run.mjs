@@ -75,6 +75,11 @@ function parseArgs(argv) {
   return o;
 }
 
+// This development sandbox exports NODE_EXTRA_CA_CERTS: every node process then parses a CA bundle before running
+// any JavaScript (~40-60 ms, ~2 MB). sudo clears it for users and bpftrace/bcc ignore it, so every run here is
+// made without it (bench/README.md, Method).
+delete process.env.NODE_EXTRA_CA_CERTS;
+
 function loadResults() {
   const p = join(RESULTS_DIR, 'latest.json');
   if (!existsSync(p)) return { sections: {} };
