@@ -144,6 +144,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       timeFormats: tables.timeFormats,
       joinSeparators: tables.joinSeparators,
       ...(tables.joinBufName ? { joinBufName: tables.joinBufName } : {}),
+      ...(tables.lenCountName ? { lenCountName: tables.lenCountName } : {}),
       ringbufName: RINGBUF_MAP,
       wakeName: WAKE_MAP,
       lostName: LOST_MAP,

@@ -80,6 +80,8 @@ export interface GenTables {
   joinSeparators: string[];
   /** Set when a program uses join(): the per-CPU scratch map's IR name. */
   joinBufName?: string;
+  /** Set when a program uses len(@m): the per-CPU u64 the counting callback adds to (see ProbeGen.mapLen). */
+  lenCountName?: string;
   ringbufName: string;
   lostName: string;
   exitName: string;
@@ -1396,6 +1398,46 @@ export class ProbeGen {
     return { kind: 'mem', off, size };
   }
 
+  /**
+   * `len(@m)`: bpf_for_each_map_elem with a callback that adds one to a per-CPU counter (`len_count`) whose address
+   * it gets through the callback context (a real stack slot: the helper takes it only from there).
+   */
+  private mapLen(m: MapExpr): Val {
+    const fn = this.fn;
+    const plan = this.tables.maps.get(m.name)!;
+    const cbName = `${fn.name.slice(0, 40)}_len${this.subprogs.length}`;
+    const cb = new IrFunction(cbName);
+    // r4 = the context: a stack slot holding the counter's address (a map value)
+    cb.emit(I.ldx(8, R1, R4, 0));
+    cb.emit(I.ldx(8, R0, R1, 0));
+    cb.emit(I.alu64Imm('add', R0, 1));
+    cb.emit(I.stx(8, R1, R0, 0));
+    cb.emit(I.mov64Imm(R0, 0));
+    cb.emit(I.exit());
+    this.subprogs.push({ fn: cb, params: 4 });
+    // The counter lives in a per-CPU map value, not on the stack: the verifier follows a stack counter's exact value
+    // through every callback iteration when the result is compared later, and never converges.
+    this.tables.lenCountName = 'len_count';
+    const key = this.frame.temp(8);
+    fn.emit(I.st(4, this.fb, key, 0));
+    const counter = this.callHelper(H.map_lookup_elem, [{ map: 'len_count' }, { stack: key }]);
+    const n = fn.vreg();
+    fn.emit(I.mov64Imm(n, 0));
+    const none = fn.newLabel('len_none');
+    fn.emit(I.jmpImm('jeq', counter, 0, none));
+    fn.emit(I.st(8, counter, 0, 0));
+    const off = fn.frameBase === FP ? this.frame.temp(8) : fn.allocStack(8);
+    fn.emit(I.stx(8, FP, counter, off));
+    const f = fn.vreg();
+    fn.emit(I.ldFunc(f, cbName));
+    this.callHelper(H.for_each_map_elem, [{ map: plan.kernelName }, f, { fp: off }, { imm: 0 }]);
+    const p = fn.vreg();
+    fn.emit(I.ldx(8, p, FP, off));
+    fn.emit(I.ldx(8, n, p, 0));
+    fn.mark(none);
+    return this.reg(n);
+  }
+
   /** `delete(@m[k])` / `delete(@m, k)`: map_delete_elem; returns its result register (0 when the key existed). */
   private deleteCall(c: CallExpr): number {
     const m = c.args[0] as MapExpr;
@@ -1947,6 +1989,7 @@ export class ProbeGen {
       case 'macaddr':
         return this.macaddr(c);
       case 'len':
+        if (c.args[0]!.kind === 'MapExpr') return this.mapLen(c.args[0] as MapExpr);
         return this.stackDepth(c);
       case 'strcontains':
         return this.strcontains(c);

@@ -125,6 +125,8 @@ export interface CompiledProgram {
   joinSeparators: string[];
   /** Per-CPU scratch map for join() records, when used. */
   joinBufName?: string;
+  /** Per-CPU u64 counter of len(@m), when used. */
+  lenCountName?: string;
   /** Name of the ring buffer map and the lost-event counter map in IR map references. */
   ringbufName: string;
   /** The ring buffer's wake-control map (1-entry mmapable ARRAY: the ringbuf_output flags, see runtime/ringbuf.ts). */

@@ -172,6 +172,12 @@ export class Session {
     this.maps.set(c.wakeName, wake);
     this.lost = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'lost_events' });
     this.maps.set(c.lostName, this.lost);
+    if (c.lenCountName) {
+      this.maps.set(
+        c.lenCountName,
+        BpfMap.create({ type: MapKind.PERCPU_ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'len_count' }),
+      );
+    }
     if (c.joinBufName) {
       this.maps.set(
         c.joinBufName,

@@ -199,3 +199,13 @@ describe('delete() results and buffers of different sizes', () => {
     assert.equal(r.stdout, 'SUCCESS\nhi\n\n\n');
   });
 });
+
+describe('len(@map)', () => {
+  it('counts the elements, also when the result is compared (tests/runtime/call "map lencmp")', async () => {
+    const r = await run(
+      'BEGIN { @[1] = 1; @[2] = 2; $count = len(@); if ($count > 1) { print("true"); } @c[1, "a"] = count(); printf("%d %d\\n", len(@), len(@c)); clear(@); exit(); }',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'true\n2 1\n\n\n@c[1, a]: 1\n');
+  });
+});

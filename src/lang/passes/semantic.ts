@@ -1388,9 +1388,20 @@ export class Analyzer {
       }
       case 'len': {
         if (!this.argCount(c, 1, 1)) return null;
+        const a0 = args[0]!;
+        if (a0.kind === 'MapExpr' && a0.keys.length === 0) {
+          // len(@m): the number of elements (bpf_for_each_map_elem counting them)
+          this.checkMapExists(a0);
+          const sym = this.maps.get(a0.name);
+          if (sym && sym.keyTypes.length === 0) {
+            this.error(a0.pos, `len() expects a map with keys (@${a0.name} has none)`);
+            return null;
+          }
+          return U64;
+        }
         const t = this.expr(args[0]!);
         if (t && t.kind !== 'kstack' && t.kind !== 'ustack') {
-          this.error(args[0]!.pos, `len() expects a kstack or ustack (${typeName(t)} provided)`);
+          this.error(args[0]!.pos, `len() expects a map, a kstack or a ustack (${typeName(t)} provided)`);
           return null;
         }
         return I64;
