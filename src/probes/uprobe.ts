@@ -12,6 +12,7 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { childProcess } from '../builtins.js';
+import { readLdCache } from './ldcache.js';
 import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { ElfFile, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
@@ -74,8 +75,13 @@ export class UprobeProbe implements ExpandedProbe {
 
 let ldCache: Map<string, string> | undefined;
 
-/** Library name → path from `ldconfig -p` (the dynamic linker's cache), for this machine's architecture. */
+/**
+ * Library name → path from the dynamic linker's cache for this machine's architecture: /etc/ld.so.cache read
+ * directly, else `ldconfig -p` (an older cache format).
+ */
 function libraryCache(): Map<string, string> {
+  if (ldCache) return ldCache;
+  ldCache = readLdCache();
   if (ldCache) return ldCache;
   ldCache = new Map();
   for (const bin of ['/sbin/ldconfig', '/usr/sbin/ldconfig', 'ldconfig']) {
