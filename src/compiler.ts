@@ -24,6 +24,8 @@ import { expandAttachPoint } from './probes/registry.js';
 
 export interface CompileOptions {
   positional?: string[];
+  /** Named program options (`-- --aa=5`) for getopt(); any the program does not read is an error. */
+  named?: Map<string, string | true>;
   /** --unsafe: allow signal() and similar. */
   unsafe?: boolean;
   /** `-p PID`: probes (except BEGIN/END) only fire for this process. */
@@ -84,6 +86,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   const positional = opts.positional ?? [];
   const analyzer = new Analyzer(units, {
     positional,
+    named: opts.named ?? new Map(),
     cpid: opts.cpid,
     probeNameSize,
     unsafe: opts.unsafe ?? false,
@@ -96,6 +99,17 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     throw e;
   }
   warnings.push(...analyzer.warnings);
+  const unexpected = [...(opts.named ?? new Map()).keys()].filter((n) => !analyzer.getopts.has(n));
+  if (unexpected.length) {
+    const expected = [...analyzer.getopts].map((n) => `--${n}`).join(', ');
+    throw new CompileError([
+      {
+        severity: 'error',
+        message: `unexpected program command line options: ${unexpected.map((n) => `--${n}`).join(', ')}`,
+        hint: expected ? `expected program options: ${expected}` : 'the program reads no options (getopt())',
+      },
+    ]);
+  }
   const decls = checkMapDecls(ast.mapDecls, analyzer.maps);
   if (decls.diagnostics.length) throw new CompileError(decls.diagnostics, source);
   const maps = planMaps(analyzer.maps.values(), config.maxMapKeys, decls.declared);

@@ -10,6 +10,11 @@ export interface CliOptions {
   program?: string;
   scriptFile?: string;
   positional: string[];
+  /**
+   * Named program options after `--` (`-- --aa=5 --dd`): name → value (`true` for a bare `--dd`), read by
+   * getopt() (bpftrace's "named command line params"). Other words after `--` are positional parameters.
+   */
+  named: Map<string, string | true>;
   list: boolean;
   listPattern: string | null;
   pid?: number;
@@ -69,6 +74,16 @@ export function parseCli(argv: string[]): CliOptions {
     if (args[i] === '-d' && (i + 1 >= args.length || args[i + 1]!.startsWith('-'))) args.splice(i + 1, 0, 'all');
     if (args[i] === '-dd') args.splice(i, 1, '-d', 'all');
   }
+  // after `--`: `--name[=value]` words are named program options, the rest positional parameters
+  const dashes = args.indexOf('--');
+  const tail = dashes < 0 ? [] : args.splice(dashes).slice(1);
+  const named = new Map<string, string | true>();
+  const tailPositional: string[] = [];
+  for (const w of tail) {
+    const m = /^--([^=]+)(?:=(.*))?$/s.exec(w);
+    if (m) named.set(m[1]!, m[2] ?? true);
+    else tailPositional.push(w);
+  }
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(args);
@@ -78,9 +93,10 @@ export function parseCli(argv: string[]): CliOptions {
     });
   }
   const v = parsed.values;
-  const pos = [...parsed.positionals];
+  const pos = [...parsed.positionals, ...tailPositional];
   const opts: CliOptions = {
     positional: [],
+    named,
     list: !!v.l,
     listPattern: null,
     format: 'text',

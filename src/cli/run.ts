@@ -33,6 +33,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
     source,
     output,
     positional: opts.positional,
+    named: opts.named,
     quiet: opts.quiet,
     unsafe: opts.unsafe,
     noWarnings: opts.noWarnings,

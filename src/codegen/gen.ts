@@ -1963,6 +1963,12 @@ export class ProbeGen {
         return this.reg(this.constant(kallsyms().lookup((c.args[0] as { value: string }).value) ?? 0n));
       case 'uaddr':
         return this.uaddr((c.args[0] as { value: string }).value);
+      case 'getopt': {
+        // a compile-time constant (semantic analysis resolved the option)
+        const v = (c as CallExpr & { getoptValue?: bigint | boolean | string }).getoptValue;
+        if (typeof v === 'string') return this.constString(v, sizeOf(c.type!));
+        return this.reg(this.constant(typeof v === 'boolean' ? (v ? 1n : 0n) : (v ?? 0n)));
+      }
       case 'delete': {
         // current bpftrace: delete() is true when the key existed
         const r = this.deleteCall(c);

@@ -22,6 +22,8 @@ export interface TracerOptions {
   source: SourceFile;
   output: Output;
   positional?: string[];
+  /** Named program options after `--`, for getopt() (see cli/args.ts). */
+  named?: Map<string, string | true>;
   /** --unsafe */
   unsafe?: boolean;
   /** --no-warnings: warnf() prints nothing. */
@@ -75,6 +77,7 @@ export class Tracer {
       if (opts.command) child = await spawnStopped(opts.command);
       const result = compile(opts.source, {
         ...(opts.positional ? { positional: opts.positional } : {}),
+        ...(opts.named ? { named: opts.named } : {}),
         ...(opts.unsafe ? { unsafe: true } : {}),
         ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
         ...(child ? { cpid: child.pid } : {}),

@@ -209,3 +209,45 @@ describe('len(@map)', () => {
     assert.equal(r.stdout, 'true\n2 1\n\n\n@c[1, a]: 1\n');
   });
 });
+
+describe('getopt', () => {
+  it('reads named options after -- (tests/runtime "named command line params", "named and positional params")', async () => {
+    const a = await run(
+      'BEGIN { print((getopt("aa", 20), getopt("bb", -1), getopt("cc", true), getopt("dd"), getopt("ee", "hello"))); exit(); }',
+      '--',
+      '--dd',
+      '--aa=0xffffffffffffffff',
+      '--bb=-10',
+      '--cc=False',
+    );
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal(a.stdout, '(18446744073709551615, -10, false, true, hello)\n\n\n');
+    const b = await run(
+      'BEGIN { print(($1, getopt("aa", 10), getopt("bb", -1), $2, getopt("cc", "hello"), getopt("dd"))); exit(); }',
+      'pos1',
+      '--',
+      '--aa=20',
+      '--bb=5',
+      '--cc=bye',
+      'pos2',
+      '--dd',
+    );
+    assert.equal(b.code, 0, b.stderr);
+    assert.equal(b.stdout, '(pos1, 20, 5, pos2, bye, true)\n\n\n');
+  });
+
+  it('rejects a value of the wrong type and options the program does not read', async () => {
+    const a = await run('BEGIN { print(getopt("aa", 10)); }', '--', '--aa=False');
+    assert.equal(a.code, 1);
+    assert.match(
+      a.stderr,
+      /^stdin:1:15-31: ERROR: program command line option --aa invalid integer \(value: False\)$/m,
+    );
+    const b = await run('BEGIN { print(getopt("aa", 10)); }', '--', '--bb');
+    assert.equal(b.code, 1);
+    assert.match(
+      b.stderr,
+      /^ERROR: unexpected program command line options: --bb\nHINT: expected program options: --aa$/m,
+    );
+  });
+});

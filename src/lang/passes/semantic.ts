@@ -57,6 +57,8 @@ export interface ProbeUnit {
 export interface AnalysisOptions {
   /** Positional parameters `$1..$N` as given on the command line. */
   positional: string[];
+  /** Named program options after `--` (`--aa=5`, `--dd` → true), read by getopt(). */
+  named?: Map<string, string | true>;
   /** Child pid for `cpid` (`-c`), if any. */
   cpid?: number;
   /** Size of the `probe` builtin's string (longest probe name + 1). */
@@ -106,7 +108,6 @@ const NOT_YET_FUNCTIONS: ReadonlySet<string> = new Set([
   'debugf',
   'fail',
   'find',
-  'getopt',
   'is_array',
   'is_err',
   'is_integer',
@@ -199,6 +200,8 @@ function sameShape(a: SType, b: SType): boolean {
  */
 export class Analyzer {
   readonly maps = new Map<string, MapSymbol>();
+  /** Option names getopt() reads (compile() rejects other named options). */
+  readonly getopts = new Set<string>();
   private diags: Diagnostic[] = [];
   private final = false;
   private vars = new Map<string, SType>();
@@ -389,6 +392,63 @@ export class Analyzer {
       out.push(storageType(t));
     }
     return out;
+  }
+
+  /**
+   * `getopt(name[, default[, description]])` (bpftrace docs/stdlib.md): a named program option given after `--`,
+   * typed by the default (no default: a bool flag; an integer: int64 when negative, else uint64; a string). The
+   * value is a compile-time constant stored on the call (`getoptValue`); a value of the wrong type is an error.
+   */
+  private getopt(c: CallExpr): SType | null {
+    const args = c.args;
+    if (!this.argCount(c, 1, 3)) return null;
+    const name = args[0]!;
+    if (name.kind !== 'StrLit') {
+      this.error(name.pos, 'getopt() expects a string literal option name');
+      return null;
+    }
+    if (args[2] && args[2].kind !== 'StrLit') this.error(args[2].pos, 'getopt() expects a string literal description');
+    this.getopts.add(name.value);
+    const given = this.opts.named?.get(name.value);
+    const def = args[1];
+    const call = c as CallExpr & { getoptValue?: bigint | boolean | string };
+    const bad = (kind: string): null => {
+      this.error(c.pos, `program command line option --${name.value} invalid ${kind} (value: ${String(given)})`);
+      return null;
+    };
+    if (def === undefined || def.kind === 'BoolLit') {
+      const d = def?.kind === 'BoolLit' ? def.value : false;
+      const v =
+        given === undefined
+          ? d
+          : given === true || /^(true|1)$/i.test(given)
+            ? true
+            : /^(false|0)$/i.test(given)
+              ? false
+              : undefined;
+      if (v === undefined) return bad('boolean');
+      call.getoptValue = v;
+      return BOOL;
+    }
+    if (def.kind === 'StrLit') {
+      const v = given === undefined ? def.value : given === true ? '' : given;
+      call.getoptValue = v;
+      return stringType(Buffer.byteLength(v) + 1);
+    }
+    const d = this.constValue(def);
+    if (d === null) {
+      this.error(def.pos, 'getopt() expects a literal default (an integer, a string or a bool)');
+      return null;
+    }
+    let v = d;
+    if (given !== undefined) {
+      if (given === true || !/^-?(0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*)$/i.test(given)) return bad('integer');
+      const neg = given.startsWith('-');
+      const mag = BigInt(neg ? given.slice(1) : given);
+      v = neg ? -mag : mag;
+    }
+    call.getoptValue = v;
+    return d < 0n ? I64 : U64;
   }
 
   /**
@@ -1279,6 +1339,8 @@ export class Analyzer {
         }
         return stringType(size);
       }
+      case 'getopt':
+        return this.getopt(c);
       case 'uaddr': {
         if (!this.argCount(c, 1, 1)) return null;
         const a = args[0]!;
