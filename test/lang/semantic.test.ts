@@ -105,7 +105,7 @@ describe('semantic analysis: errors (bpftrace wording)', () => {
       '1:31: strcontains() expects strings (int64 provided)',
     ]);
     assert.deepEqual(errors('BEGIN { @ = len(comm); }'), [
-      '1:17: len() expects a kstack or ustack (string[16] provided)',
+      '1:17: len() expects a map, a kstack or a ustack (string[16] provided)',
     ]);
     assert.deepEqual(errors('BEGIN { @ = macaddr("abc"); }'), [
       '1:21: macaddr() expects a 6-byte array or a pointer (string[4] provided)',
