@@ -94,6 +94,8 @@ export class Session {
   /** First error raised while consuming events in the background; rethrown by `finish()`. */
   private error: unknown = null;
   private exitRequested = false;
+  /** An exit() record was read: later event records are dropped until END runs (bpftrace stops reading then). */
+  private afterExit = false;
   private stopResolve: (() => void) | null = null;
   private readonly printfs: ReturnType<typeof compilePrintf>[];
   /** Per printf id: the integer-only fast renderer (see compileIntPrintf), or null. */
@@ -326,6 +328,7 @@ export class Session {
     for (const a of this.attachments) a.close();
     this.attachments = [];
     this.drain();
+    this.afterExit = false;
     for (const p of this.programs) if (p.plan.expanded.special === 'end') p.prog.testRun({});
     this.drain();
     this.checkLost();
@@ -412,6 +415,7 @@ export class Session {
 
   /** A ring buffer record at `buf[off..off+len)`: integer-only printfs directly, the rest through onRecord. */
   private onRawRecord(buf: Buffer, off: number, len: number): void {
+    if (this.afterExit) return;
     if (len >= 8 && buf.readUInt32LE(off) === AsyncAction.PRINTF) {
       const text = this.intPrintfs[buf.readUInt32LE(off + 4)]?.(buf, off + 8);
       if (text !== undefined && text !== null) {
@@ -456,6 +460,8 @@ export class Session {
         return;
       }
       case AsyncAction.EXIT:
+        // as bpftrace: what other probes sent after the exit() is not printed (END's output still is)
+        this.afterExit = true;
         this.stop();
         return;
       case AsyncAction.PRINT_MAP: {

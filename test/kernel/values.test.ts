@@ -251,3 +251,15 @@ describe('getopt', () => {
     );
   });
 });
+
+describe('exit()', () => {
+  it('prints nothing that other events sent after it, but still runs END (as bpftrace)', async () => {
+    const r = await run(
+      'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("first\\n"); exit(); } END { printf("end\\n"); }',
+      '-c',
+      workloadCommand('getppid', 20000),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'first\nend\n\n\n');
+  });
+});
