@@ -85,6 +85,10 @@ const GUEST_SKIP: Record<string, string> = {
     'bpftrace 0.17 on 6.1 prints the key "big" three times (@[big]: 1, @[big]: 1, @[big]: 3 where bpfscope and 0.17 ' +
     'on 6.18 print @[big]: 5), as if its ternary string key kept bytes after the NUL that differ per event, so ' +
     'equal strings are different keys; no valid oracle there (full run 2026-11-22)',
+  'elapsed-shape':
+    'interval:ms:100 with exit(): in one of two full runs bpfscope printed a second tick queued before it handled ' +
+    "exit() (the bug GUEST_TODO's interval cases show every time at 20 ms); at 100 ms it comes and goes, so a todo " +
+    'would flip',
 };
 
 /**
