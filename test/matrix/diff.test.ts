@@ -85,24 +85,15 @@ const GUEST_SKIP: Record<string, string> = {
     'bpftrace 0.17 on 6.1 prints the key "big" three times (@[big]: 1, @[big]: 1, @[big]: 3 where bpfscope and 0.17 ' +
     'on 6.18 print @[big]: 5), as if its ternary string key kept bytes after the NUL that differ per event, so ' +
     'equal strings are different keys; no valid oracle there (full run 2026-11-22)',
-  'elapsed-shape':
-    'interval:ms:100 with exit(): in one of two full runs bpfscope printed a second tick queued before it handled ' +
-    "exit() (the bug GUEST_TODO's interval cases show every time at 20 ms); at 100 ms it comes and goes, so a todo " +
-    'would flip',
 };
 
 /**
  * bpfscope failures on 6.1 whose cause lies in the compiler or runtime (src/lang, src/codegen, src/runtime): reported
  * as TODO while they fail, and failing once they pass (like a case's own `todo`).
  */
-const AFTER_EXIT =
-  'bpfscope prints a printf of every tick that fired before it handled exit() (6 to 9 lines in the slow guest), ' +
-  'bpftrace 0.17 only the first: events queued after the exit() should be dropped (src/runtime output loop); seen ' +
-  'only where ticks outrun the consumer (the emulated guest)';
-const GUEST_TODO: Record<string, string> = {
-  'interval-alias-i-hz': AFTER_EXIT,
-  'interval-us-probe': AFTER_EXIT,
-};
+// (empty now: printf events queued behind an exit() were printed until commit 89d8fda, seen only in the emulated
+// guest where ticks outrun the consumer: interval-alias-i-hz, interval-us-probe, elapsed-shape)
+const GUEST_TODO: Record<string, string> = {};
 
 function skipReason(): string | undefined {
   const guest = guestSkipReason({ cli: 'this-tree' });
