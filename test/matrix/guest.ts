@@ -79,7 +79,8 @@ export function shQuote(s: string): string {
 }
 
 /**
- * Write `lines` as `WORK/run.sh` and run it in the guest with `work` as its work directory; the guest gets
+ * Write `lines` (after {@link GUEST_ONE_VCPU}) as `WORK/run.sh` and run it in the guest with `work` as its work
+ * directory; the guest gets
  * `timeoutS` seconds (run-guest.sh's TIMEOUT) and the host waits 100 s more. When the checkout is under /tmp it is
  * shared as SHARE. BPFSCOPE_MATRIX_LOG=FILE keeps the console in FILE.
  * @returns the guest's console (stdout and stderr, carriage returns removed)
@@ -87,7 +88,8 @@ export function shQuote(s: string): string {
  */
 export function runGuestScript(lines: readonly string[], work: string, timeoutS = 600): string {
   const script = join(work, 'run.sh');
-  writeFileSync(script, `${lines.join('\n')}\n`);
+  // every guest test runs on one vCPU: with two, qemu's TCG can livelock on a tracepoint's patched text (above)
+  writeFileSync(script, `${[...GUEST_ONE_VCPU, ...lines].join('\n')}\n`);
   const env = { ...process.env, TIMEOUT: String(timeoutS), ...(ROOT.startsWith('/tmp/') ? { SHARE: ROOT } : {}) };
   const r = spawnSync('sh', [RUN_GUEST, script, work], { encoding: 'utf8', env, timeout: (timeoutS + 100) * 1000 });
   const out = (r.stdout + r.stderr).replace(/\r/g, '');
