@@ -97,43 +97,51 @@ describe('Kallsyms (this kernel)', () => {
   const text = readFileSync('/proc/kallsyms', 'latin1');
   const hidden = /^0+ /.test(text) && !/^[0-9a-f]*[1-9a-f][0-9a-f]* /m.test(text);
 
-  it('resolves known symbols (_text, do_nanosleep) back to their names', {
-    skip: hidden && 'kallsyms addresses are hidden (not root / kptr_restrict)',
-  }, () => {
-    const k = kallsyms();
-    const line = text.split('\n').find((l) => l.endsWith(' do_nanosleep'))!;
-    const addr = BigInt(`0x${line.split(' ')[0]}`);
-    assert.equal(k.lookup('do_nanosleep'), addr);
-    assert.deepEqual(k.resolve(addr), { name: 'do_nanosleep', offset: 0, start: addr });
-    assert.equal(k.resolve(addr + 17n)?.name, 'do_nanosleep');
-    assert.equal(k.resolve(addr + 17n)?.offset, 17);
-    const text0 = k.lookup('_text')!;
-    assert.equal(k.resolve(text0)?.offset, 0);
-  });
+  it(
+    'resolves known symbols (_text, do_nanosleep) back to their names',
+    {
+      skip: hidden && 'kallsyms addresses are hidden (not root / kptr_restrict)',
+    },
+    () => {
+      const k = kallsyms();
+      const line = text.split('\n').find((l) => l.endsWith(' do_nanosleep'))!;
+      const addr = BigInt(`0x${line.split(' ')[0]}`);
+      assert.equal(k.lookup('do_nanosleep'), addr);
+      assert.deepEqual(k.resolve(addr), { name: 'do_nanosleep', offset: 0, start: addr });
+      assert.equal(k.resolve(addr + 17n)?.name, 'do_nanosleep');
+      assert.equal(k.resolve(addr + 17n)?.offset, 17);
+      const text0 = k.lookup('_text')!;
+      assert.equal(k.resolve(text0)?.offset, 0);
+    },
+  );
 
-  it('agrees with a naive split() parser on every uniquely-addressed code symbol', {
-    skip: hidden && 'kallsyms addresses are hidden',
-  }, () => {
-    const k = kallsyms();
-    const byAddr = new Map<string, string[]>();
-    for (const l of text.split('\n')) {
-      const [a, t, name] = l.split(/[ \t]/);
-      if (!a || !t || !name || 'bBdDrR'.includes(t) || /^0+$/.test(a)) continue;
-      const list = byAddr.get(a) ?? [];
-      list.push(name);
-      byAddr.set(a, list);
-    }
-    let checked = 0;
-    for (const [a, names] of byAddr) {
-      if (names.length !== 1) continue;
-      const addr = BigInt(`0x${a}`);
-      const r = k.resolve(addr + 1n);
-      // The next symbol may start one byte later only for aliases of markers; skip that rare case.
-      if (byAddr.has((addr + 1n).toString(16).padStart(a.length, '0'))) continue;
-      assert.equal(r?.name, names[0], a);
-      assert.equal(r?.offset, 1);
-      checked++;
-    }
-    assert.ok(checked > 1000, `checked ${checked}`);
-  });
+  it(
+    'agrees with a naive split() parser on every uniquely-addressed code symbol',
+    {
+      skip: hidden && 'kallsyms addresses are hidden',
+    },
+    () => {
+      const k = kallsyms();
+      const byAddr = new Map<string, string[]>();
+      for (const l of text.split('\n')) {
+        const [a, t, name] = l.split(/[ \t]/);
+        if (!a || !t || !name || 'bBdDrR'.includes(t) || /^0+$/.test(a)) continue;
+        const list = byAddr.get(a) ?? [];
+        list.push(name);
+        byAddr.set(a, list);
+      }
+      let checked = 0;
+      for (const [a, names] of byAddr) {
+        if (names.length !== 1) continue;
+        const addr = BigInt(`0x${a}`);
+        const r = k.resolve(addr + 1n);
+        // The next symbol may start one byte later only for aliases of markers; skip that rare case.
+        if (byAddr.has((addr + 1n).toString(16).padStart(a.length, '0'))) continue;
+        assert.equal(r?.name, names[0], a);
+        assert.equal(r?.offset, 1);
+        checked++;
+      }
+      assert.ok(checked > 1000, `checked ${checked}`);
+    },
+  );
 });

@@ -317,17 +317,21 @@ describe('SymbolResolver kernel frames', () => {
     ]);
   });
 
-  it('uses /proc/kallsyms by default', {
-    skip: !readFileSync('/proc/kallsyms', 'latin1').includes(' do_nanosleep\n'),
-  }, () => {
-    const line = readFileSync('/proc/kallsyms', 'latin1')
-      .split('\n')
-      .find((l) => l.endsWith(' do_nanosleep'))!;
-    const addr = BigInt(`0x${line.split(' ')[0]}`);
-    if (addr === 0n) return; // hidden addresses
-    const f = new SymbolResolver().kernel(addr + 9n);
-    assert.equal(frameText(f), 'do_nanosleep+9');
-  });
+  it(
+    'uses /proc/kallsyms by default',
+    {
+      skip: !readFileSync('/proc/kallsyms', 'latin1').includes(' do_nanosleep\n'),
+    },
+    () => {
+      const line = readFileSync('/proc/kallsyms', 'latin1')
+        .split('\n')
+        .find((l) => l.endsWith(' do_nanosleep'))!;
+      const addr = BigInt(`0x${line.split(' ')[0]}`);
+      if (addr === 0n) return; // hidden addresses
+      const f = new SymbolResolver().kernel(addr + 9n);
+      assert.equal(frameText(f), 'do_nanosleep+9');
+    },
+  );
 });
 
 describe('frame text', () => {
