@@ -44,8 +44,8 @@ export function memKb(pid) {
   }
 }
 
-/** Number of perf event fds (`anon_inode:[perf_event]`) a process holds; null when it is gone. */
-export function perfEventFds(pid) {
+/** How many of a process's fds (/proc/PID/fd link targets) satisfy `match`; null when it is gone. */
+function countFds(pid, match) {
   let fds;
   try {
     fds = readdirSync(`/proc/${pid}/fd`);
@@ -55,7 +55,7 @@ export function perfEventFds(pid) {
   let n = 0;
   for (const fd of fds) {
     try {
-      if (readlinkSync(`/proc/${pid}/fd/${fd}`) === 'anon_inode:[perf_event]') n++;
+      if (match(readlinkSync(`/proc/${pid}/fd/${fd}`))) n++;
     } catch {
       /* closed meanwhile */
     }
@@ -63,27 +63,17 @@ export function perfEventFds(pid) {
   return n;
 }
 
+/** Number of perf event fds (`anon_inode:[perf_event]`) a process holds; null when it is gone. */
+export function perfEventFds(pid) {
+  return countFds(pid, (l) => l === 'anon_inode:[perf_event]');
+}
+
 /**
  * Attachments a process holds: perf event fds (tracepoints, uprobes, perf events) plus BPF link fds (raw_tp, tp_btf,
  * uprobe_multi, ...) from /proc/PID/fd; null when it is gone.
  */
 export function attachFds(pid) {
-  let fds;
-  try {
-    fds = readdirSync(`/proc/${pid}/fd`);
-  } catch {
-    return null;
-  }
-  let n = 0;
-  for (const fd of fds) {
-    try {
-      const l = readlinkSync(`/proc/${pid}/fd/${fd}`);
-      if (l === 'anon_inode:[perf_event]' || l === 'anon_inode:bpf_link') n++;
-    } catch {
-      /* closed meanwhile */
-    }
-  }
-  return n;
+  return countFds(pid, (l) => l === 'anon_inode:[perf_event]' || l === 'anon_inode:bpf_link');
 }
 
 /** Resolves with ms since launch once `pid` holds at least `want` perf event fds, or null after `timeoutMs`. */
