@@ -9,10 +9,19 @@ import { globToRegExp } from '../probes/glob.js';
 import { strsignal } from '../kernel/ffi.js';
 import { SYSCALLS_AARCH64, SYSCALLS_X86_64 } from '../tools/data/syscalls.js';
 
-/** `syscall_name(n)`: this architecture's name for system call `n` (uapi unistd tables), else `Unknown syscall`. */
+/**
+ * System call table of an architecture (Node's `os.arch()` name): x86-64 or aarch64 from the uapi unistd headers
+ * (tools/data/syscalls.ts); others get an empty table. Shared with the bcc tools (tools/framework/system.ts).
+ */
+export function syscallTable(machine: string = arch()): Readonly<Record<number, string>> {
+  if (machine === 'x64') return SYSCALLS_X86_64;
+  if (machine === 'arm64') return SYSCALLS_AARCH64;
+  return {};
+}
+
+/** `syscall_name(n)`: this architecture's name for system call `n`, else `Unknown syscall` (bpftrace's text). */
 export function syscallName(n: bigint): string {
-  const table = arch() === 'arm64' ? SYSCALLS_AARCH64 : SYSCALLS_X86_64;
-  return (n >= 0n && n < 1024n ? table[Number(n)] : undefined) ?? 'Unknown syscall';
+  return (n >= 0n && n < 1024n ? syscallTable()[Number(n)] : undefined) ?? 'Unknown syscall';
 }
 
 /** Highest signal number in bpftrace's table (SIGRTMAX on Linux). */

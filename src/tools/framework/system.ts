@@ -4,18 +4,13 @@
  * time stamps, and whether a tracepoint exists.
  */
 import { readFileSync } from 'node:fs';
-import { arch } from 'node:os';
 import { childProcess } from '../../builtins.js';
 import { systemTracefs } from '../../kernel/tracefs.js';
 import { ERRNO } from '../data/errno.js';
-import { SYSCALLS_AARCH64, SYSCALLS_X86_64 } from '../data/syscalls.js';
+import { syscallTable } from '../../runtime/names.js';
 
-/** System call table of this machine's architecture (x86-64 or aarch64; others get an empty table). */
-export function syscallTable(machine: string = arch()): Readonly<Record<number, string>> {
-  if (machine === 'x64') return SYSCALLS_X86_64;
-  if (machine === 'arm64') return SYSCALLS_AARCH64;
-  return {};
-}
+/** System call table of this machine's architecture (see runtime/names.ts). */
+export { syscallTable };
 
 /** bcc's `syscall_name(nr)`: the name, or `[unknown: N]`. */
 export function syscallName(nr: number | bigint, table = syscallTable()): string {
