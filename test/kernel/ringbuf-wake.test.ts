@@ -8,32 +8,11 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
 import { BpfMap, MapFlags, MapType } from '../../src/bpf/map.js';
-import { type LoadedProgram, loadProgram, ProgType } from '../../src/bpf/program.js';
+import type { LoadedProgram } from '../../src/bpf/program.js';
 import { BPF_RB_NO_WAKEUP, RingBufConsumer } from '../../src/runtime/ringbuf.js';
-import { addImm, call, exit, H, ldMapFd, ldxDw, movImm, movReg, prog, stxDw } from './raw-insns.js';
+import { outputProgram } from './ringbuf-programs.js';
 
 const key0 = Buffer.alloc(4);
-
-/** raw_tp program: ringbuf_output(rb, &ctx[0], 8, flags). */
-function producer(rb: BpfMap, flags: number): LoadedProgram {
-  return loadProgram({
-    type: ProgType.RAW_TRACEPOINT,
-    name: 'rb_wake_out',
-    insns: prog(
-      movReg(6, 1),
-      ldxDw(1, 6, 0),
-      stxDw(10, -8, 1),
-      ldMapFd(1, rb.fd),
-      movReg(2, 10),
-      addImm(2, -8),
-      movImm(3, 8),
-      movImm(4, flags),
-      call(H.ringbufOutput),
-      movImm(0, 0),
-      exit(),
-    ),
-  });
-}
 
 function send(p: LoadedProgram, v: bigint): void {
   const ctx = Buffer.alloc(8);
@@ -51,8 +30,9 @@ test('the wake flag is NO_WAKEUP while the consumer polls and 0 while it waits; 
     name: 'rb_wake_ctl',
     flags: MapFlags.MMAPABLE,
   });
-  const loud = producer(rb, 0);
-  const silent = producer(rb, Number(BPF_RB_NO_WAKEUP));
+  const errs = BpfMap.create({ type: MapType.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'rb_wake_errs' });
+  const loud = outputProgram(rb, errs);
+  const silent = outputProgram(rb, errs, Number(BPF_RB_NO_WAKEUP));
   const flag = () => wake.lookup(key0)!.readBigUInt64LE(0);
   const seen: bigint[] = [];
   const flagsSeen: bigint[] = [];
@@ -87,6 +67,7 @@ test('the wake flag is NO_WAKEUP while the consumer polls and 0 while it waits; 
     loud.close();
     silent.close();
     wake.close();
+    errs.close();
     rb.close();
   }
 });

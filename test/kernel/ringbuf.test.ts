@@ -9,6 +9,7 @@ import { BpfscopeError } from '../../src/errors.js';
 import { openTracepoint } from '../../src/kernel/perf.js';
 import { systemTracefs } from '../../src/kernel/tracefs.js';
 import { RingBufConsumer } from '../../src/runtime/ringbuf.js';
+import { outputProgram } from './ringbuf-programs.js';
 import { repoRoot, runFixture } from './fixtures/run.js';
 import {
   addImm,
@@ -17,11 +18,9 @@ import {
   call,
   exit,
   H,
-  incrementArray0,
   ja,
   jeqImm,
   jneImm,
-  jsgeImm,
   ldMapFd,
   ldxDw,
   loadedIds,
@@ -34,32 +33,6 @@ import {
 } from './raw-insns.js';
 
 const key0 = Buffer.alloc(4);
-
-/**
- * raw_tp program: ringbuf_output(rb, &ctx[0], 8, 0); on failure errs[0]++. Run through PROG_TEST_RUN with
- * ctx = [payload].
- */
-function outputProgram(rb: BpfMap, errs: BpfMap): LoadedProgram {
-  return loadProgram({
-    type: ProgType.RAW_TRACEPOINT,
-    name: 'rb_output',
-    insns: prog(
-      movReg(6, 1),
-      ldxDw(1, 6, 0),
-      stxDw(10, -8, 1),
-      ldMapFd(1, rb.fd),
-      movReg(2, 10),
-      addImm(2, -8),
-      movImm(3, 8),
-      movImm(4, 0),
-      call(H.ringbufOutput),
-      jsgeImm(0, 0, 9),
-      incrementArray0(errs.fd),
-      movImm(0, 0),
-      exit(),
-    ),
-  });
-}
 
 /**
  * raw_tp program: p = ringbuf_reserve(rb, 16, 0); p[0] = ctx[0]; p[1] = ctx[1]; discard when ctx[0] is odd, else
