@@ -11,7 +11,8 @@ import { type GenTables, ProbeGen } from './codegen/gen.js';
 import type { IrFunction } from './codegen/ir.js';
 import { planMaps } from './codegen/maps.js';
 import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
-import type { Program } from './lang/ast.js';
+import type { BuiltinExpr, Program } from './lang/ast.js';
+import { nodesOfKind } from './lang/astwalk.js';
 import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
 import { parse } from './lang/parser.js';
 import { type RuntimeConfig, resolveConfig } from './lang/passes/config.js';
@@ -72,9 +73,11 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   const units: ProbeUnit[] = [];
   const errors: Diagnostic[] = [];
   ast.probes.forEach((probe, probeIndex) => {
+    // a body that reads `probe` needs one program per match (bpftrace's full expansion), never a multi-attach link
+    const full = nodesOfKind<BuiltinExpr>(probe, 'BuiltinExpr').some((b) => b.name === 'probe');
     for (const ap of probe.attachPoints) {
       try {
-        for (const expanded of expandAttachPoint(ap)) units.push({ probe, expanded, probeIndex });
+        for (const expanded of expandAttachPoint(ap, { full })) units.push({ probe, expanded, probeIndex });
       } catch (e) {
         if (e instanceof CompileError) errors.push(...e.diagnostics);
         else throw e;
@@ -124,6 +127,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     lostName: LOST_MAP,
     exitName: EXIT_MAP,
     stackMaps: new Map(),
+    funcTables: new Map(),
     frameMaps: [],
     positional,
     cpid: opts.cpid,
@@ -165,6 +169,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       exitName: EXIT_MAP,
       stackMaps: [...tables.stackMaps.values()],
       frameMaps: tables.frameMaps,
+      funcTables: [...tables.funcTables.values()],
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,
     },
   };

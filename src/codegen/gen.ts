@@ -50,6 +50,7 @@ import {
   type MapPlan,
   type PrintfPlan,
   type PrintValuePlan,
+  type FuncTablePlan,
   type StackMapPlan,
 } from './plan.js';
 
@@ -87,6 +88,8 @@ export interface GenTables {
   exitName: string;
   /** Stack trace maps used so far, by IR map name. */
   stackMaps: Map<string, StackMapPlan>;
+  /** Function-name tables of multi-attach probes that read `func` (ProbeGen.funcFromCookie), by IR map name. */
+  funcTables: Map<string, FuncTablePlan>;
   positional: string[];
   cpid: number | undefined;
   /** `-p PID`: every probe but BEGIN/END only runs for this process (current bpftrace, since 0.24). */
@@ -112,6 +115,7 @@ export const H = {
   get_stack: 67,
   loop: 181,
   for_each_map_elem: 164,
+  get_attach_cookie: 174,
   map_lookup_percpu_elem: 195,
   get_current_task: 35,
   send_signal: 109,
@@ -1012,6 +1016,32 @@ export class ProbeGen {
     return this.constBytes(Buffer.from(s), size);
   }
 
+  /**
+   * `func` of a multi-attach probe: the name of function number bpf_get_attach_cookie() (the link's cookie for it)
+   * from the program's function-name table (an ARRAY map the runtime fills, see {@link GenTables.funcTables}),
+   * copied into a `size`-byte string temporary (empty if the cookie is out of range).
+   */
+  private funcFromCookie(funcs: readonly string[], size: number): Val {
+    const fn = this.fn;
+    const tables = this.tables.funcTables;
+    let name = [...tables.values()].find((t) => t.funcs === funcs)?.name;
+    if (name === undefined) {
+      name = `func_names_${tables.size}`;
+      tables.set(name, { name, valueSize: (size + 7) & ~7, funcs });
+    }
+    const key = this.frame.temp(8);
+    const cookie = this.callHelper(H.get_attach_cookie, [this.ctx]);
+    fn.emit(I.stx(4, this.fb, cookie, key));
+    const p = this.callHelper(H.map_lookup_elem, [{ map: name }, { stack: key }]);
+    const off = this.frame.temp(size);
+    zeroStack(fn, off, size);
+    const missing = fn.newLabel('nofunc');
+    fn.emit(I.jmpImm('jeq', p, 0, missing));
+    copyMem(fn, this.fb, off, p, 0, size);
+    fn.mark(missing);
+    return { kind: 'mem', off, size };
+  }
+
   /** Constant bytes, NUL padded to `size`, in a stack temporary. */
   constBytes(bytes: Uint8Array, size: number): Val {
     const off = this.frame.temp(size);
@@ -1103,6 +1133,7 @@ export class ProbeGen {
       case 'retval':
         return this.loadCtx(t, this.unit.expanded.regs!.ret);
       case 'func':
+        if (this.unit.expanded.funcs) return this.funcFromCookie(this.unit.expanded.funcs, sizeOf(t));
         return this.constString(this.unit.expanded.func!, sizeOf(t));
     }
     if (/^arg\d+$/.test(name) && this.unit.expanded.usdtArgs) {

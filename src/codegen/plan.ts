@@ -89,6 +89,19 @@ export interface StackMapPlan {
   limit: number;
 }
 
+/**
+ * The function names of a multi-attach probe that reads `func` (codegen `funcFromCookie`): an ARRAY map from the
+ * u32 attach cookie (the function's index) to its NUL-padded name, filled by the runtime before the programs load.
+ */
+export interface FuncTablePlan {
+  /** IR and kernel map name (`func_names_0`). */
+  name: string;
+  /** Value size in bytes: the longest name plus its NUL, rounded up to 8. */
+  valueSize: number;
+  /** The names, in cookie order. */
+  funcs: readonly string[];
+}
+
 export interface PrintfPlan {
   id: number;
   format: string;
@@ -139,6 +152,8 @@ export interface CompiledProgram {
    * values, one per possible CPU.
    */
   frameMaps: { name: string; size: number }[];
+  /** Function-name tables of multi-attach probes (see {@link FuncTablePlan}). */
+  funcTables: FuncTablePlan[];
   /** 1-entry ARRAY map whose u64 is set to 1 by exit() (see session.ts). */
   exitName: string;
   /** Ring buffer size in bytes (power of two, multiple of the page size). */

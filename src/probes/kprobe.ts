@@ -9,14 +9,23 @@
  * tracepoint alternative when the function has an obvious one.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { linkCreate } from '../kernel/bpf.js';
+import { hasFeature } from '../kernel/features.js';
 import { openProbeEvent, probePmu } from '../kernel/perf.js';
 import { locateTracefs } from '../kernel/tracefs.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { kallsyms } from '../symbols/kallsyms.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
-import { attachPerfEvents } from './perf-attach.js';
-import { type AttachedProbe, BPF_PROG_TYPE, type ExpandedProbe, type ProbeProvider } from './types.js';
+import { attachPerfEvents, linkHandle } from './perf-attach.js';
+import {
+  type AttachedProbe,
+  BPF_ATTACH_TYPE,
+  BPF_PROG_TYPE,
+  type ExpandedProbe,
+  type ExpandOptions,
+  type ProbeProvider,
+} from './types.js';
 import { PT_REGS_X86_64 } from './uprobe.js';
 
 export class KprobeProbe implements ExpandedProbe {
@@ -65,7 +74,11 @@ const TRACEPOINT_ALTERNATIVES: Record<string, string> = {
 
 let traceable: string[] | undefined;
 
-/** Names of kernel functions that can be probed (sorted, unique). */
+/**
+ * Kernel functions that can be probed (sorted, unique): `NAME` for vmlinux, `MODULE:NAME` for a module's, from
+ * tracefs `available_filter_functions` (lines `NAME` or `NAME [MODULE]`), else the code symbols of /proc/kallsyms.
+ * GCC's `.part.N` clones are left out, as bpftrace does: they cannot be traced as functions.
+ */
 function traceableFunctions(): string[] {
   if (traceable) return traceable;
   const root = locateTracefs();
@@ -79,17 +92,63 @@ function traceableFunctions(): string[] {
   }
   if (text !== undefined) {
     for (const line of text.split('\n')) {
-      const n = line.split(/\s/, 1)[0];
-      if (n) names.add(n);
+      const m = /^(\S+)(?:\s+\[(\S+)\])?/.exec(line);
+      if (m) names.add(m[2] ? `${m[2]}:${m[1]}` : m[1]!);
     }
   } else {
     for (const e of kallsyms().symbols()) {
       if (e.type === 't' || e.type === 'T') names.add(e.module ? `${e.module}:${e.name}` : e.name);
     }
   }
-  traceable = [...names].sort();
+  traceable = [...names].filter((n) => !n.includes('.part.')).sort();
   return traceable;
 }
+
+/** The bare function names of every traceable function, vmlinux's and the modules' (sorted, unique). */
+function bareFunctionNames(): string[] {
+  return [...new Set(traceableFunctions().map((n) => n.slice(n.indexOf(':') + 1)))].sort();
+}
+
+/**
+ * A wildcard kprobe/kretprobe as one program on one kprobe_multi link (BPF_TRACE_KPROBE_MULTI, Linux 5.18,
+ * fprobe based: uapi `bpf_attr.link_create.kprobe_multi`), instead of one perf event per function. Function `i`
+ * gets attach cookie `i`, from which the `func` builtin reads its name.
+ */
+export class KprobeMultiProbe implements ExpandedProbe {
+  readonly progType = BPF_PROG_TYPE.KPROBE;
+  readonly expectedAttachType = BPF_ATTACH_TYPE.KPROBE_MULTI;
+  readonly args = null;
+  readonly regs = PT_REGS_X86_64;
+  readonly name: string;
+
+  constructor(
+    readonly attachPoint: AttachPoint,
+    readonly provider: 'kprobe' | 'kretprobe',
+    /** The glob as written (the probe's name). */
+    glob: string,
+    /** The matched functions (vmlinux or module functions, by bare name), in cookie order. */
+    readonly funcs: readonly string[],
+  ) {
+    this.name = `${provider}:${glob}`;
+  }
+
+  get retprobe(): boolean {
+    return this.provider === 'kretprobe';
+  }
+
+  attach(progFd: number): AttachedProbe {
+    const fd = linkCreate(progFd, 0, BPF_ATTACH_TYPE.KPROBE_MULTI, {
+      kind: 'kprobe_multi',
+      flags: this.retprobe ? BPF_F_KPROBE_MULTI_RETURN : 0,
+      syms: [...this.funcs],
+      cookies: this.funcs.map((_, i) => BigInt(i)),
+    });
+    return linkHandle(fd);
+  }
+}
+
+/** `bpf_attr.link_create.kprobe_multi.flags`: attach to the functions' returns (uapi `BPF_F_KPROBE_MULTI_RETURN`). */
+const BPF_F_KPROBE_MULTI_RETURN = 1;
 
 export class KprobeProvider implements ProbeProvider {
   readonly supported = true;
@@ -100,7 +159,7 @@ export class KprobeProvider implements ProbeProvider {
     this.names = kind === 'kprobe' ? ['kprobe', 'k'] : ['kretprobe', 'kr'];
   }
 
-  expand(ap: AttachPoint): ExpandedProbe[] {
+  expand(ap: AttachPoint, opts: ExpandOptions = {}): ExpandedProbe[] {
     if (ap.parts.length < 1 || ap.parts.length > 2 || ap.parts.some((p) => p === '')) {
       throw attachPointError(ap, `${this.kind} probe type requires 1 or 2 arguments: ${this.kind}:[MODULE:]FUNCTION`);
     }
@@ -119,14 +178,22 @@ export class KprobeProvider implements ProbeProvider {
     const glob = m ? m[1]! : spec;
     const offset = m ? Number(m[2]) : 0;
     if (offset && this.kind === 'kretprobe') throw attachPointError(ap, 'kretprobe does not support an offset');
-    const all = traceableFunctions().filter((n) => (module ? n.startsWith(`${module}:`) : !n.includes(':')));
-    const bare = all.map((n) => (module ? n.slice(module.length + 1) : n));
+    const bare = module
+      ? traceableFunctions()
+          .filter((n) => n.startsWith(`${module}:`))
+          .map((n) => n.slice(module.length + 1))
+      : bareFunctionNames();
     let names: string[];
     if (hasWildcard(glob)) {
       const re = globToRegExp(glob);
       names = bare.filter((n) => re.test(n));
       if (names.length === 0)
         throw attachPointError(ap, `No matches for ${this.kind}:${module ? `${module}:` : ''}${glob}`);
+      // bpftrace's multi expansion: not for `MODULE:` globs (kprobe_multi takes bare names), offsets, or a body
+      // that reads `probe`; only where the kernel has kprobe_multi
+      if (!module && !offset && !opts.full && hasFeature('kprobeMulti')) {
+        return [new KprobeMultiProbe(ap, this.kind, glob, names)];
+      }
     } else {
       if (!bare.includes(glob)) {
         throw attachPointError(

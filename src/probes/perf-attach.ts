@@ -57,7 +57,12 @@ export function openCpuClock(timing: ClockTiming, cpu: number, pid: number, what
  * BPF_RAW_TRACEPOINT_OPEN; closing the result closes the link fd. @throws KernelError
  */
 export function attachTracing(progFd: number): AttachedProbe {
-  let fd = rawTracepointOpen(null, progFd);
+  return linkHandle(rawTracepointOpen(null, progFd));
+}
+
+/** The handle of a BPF link (or raw tracepoint) fd: closing it detaches the program. Idempotent. */
+export function linkHandle(linkFd: number): AttachedProbe {
+  let fd = linkFd;
   return {
     close: () => {
       if (fd >= 0) {

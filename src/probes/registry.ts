@@ -16,7 +16,7 @@ import { RawTracepointProvider } from './rawtracepoint.js';
 import { softwareProvider } from './software.js';
 import { SpecialProvider } from './special.js';
 import { TracepointProvider } from './tracepoint.js';
-import type { ExpandedProbe, ProbeProvider } from './types.js';
+import type { ExpandedProbe, ExpandOptions, ProbeProvider } from './types.js';
 import { UprobeProvider } from './uprobe.js';
 import { UsdtProvider } from './usdt.js';
 
@@ -101,6 +101,6 @@ export function providerFor(ap: AttachPoint): ProbeProvider {
  * Expand one attach point into its concrete probes (see {@link ProbeProvider.expand}).
  * @throws CompileError for an unknown or unsupported provider, a malformed attach point or no match.
  */
-export function expandAttachPoint(ap: AttachPoint): ExpandedProbe[] {
-  return providerFor(ap).expand(ap);
+export function expandAttachPoint(ap: AttachPoint, opts: ExpandOptions = {}): ExpandedProbe[] {
+  return providerFor(ap).expand(ap, opts);
 }

@@ -77,6 +77,12 @@ export interface ExpandedProbe {
   readonly usdtArgs?: readonly UsdtArg[];
   /** The probed function's name (the `func` builtin), where known at compile time. */
   readonly func?: string;
+  /**
+   * Multi-attach probes (one program and one kprobe_multi/uprobe_multi link for every function a wildcard matched,
+   * bpftrace's "multi expansion"): the functions, in attach-cookie order. The link gives function `i` the cookie
+   * `i`; the `func` builtin reads the name from a table indexed by bpf_get_attach_cookie().
+   */
+  readonly funcs?: readonly string[];
   /** BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`. */
   readonly special?: 'begin' | 'end';
   /**
@@ -84,6 +90,15 @@ export interface ExpandedProbe {
    * @throws KernelError / BpfscopeError when the kernel refuses (nothing stays open then).
    */
   attach(progFd: number, opts?: AttachOptions): AttachedProbe;
+}
+
+/** What the compiler tells a provider about the probe an attach point belongs to. */
+export interface ExpandOptions {
+  /**
+   * The probe body reads `probe`: every match needs a program of its own, which knows its name (bpftrace's "full
+   * expansion"); otherwise a wildcard may become one multi-attach probe (kprobe_multi) where the kernel has it.
+   */
+  full?: boolean;
 }
 
 /** A probe provider: parses, expands, lists and attaches one kind of attach point. */
@@ -99,7 +114,7 @@ export interface ProbeProvider {
    * @throws CompileError (positioned at `ap.pos`, with a "did you mean" hint where one helps) for a malformed attach
    * point or when nothing matches.
    */
-  expand(ap: AttachPoint): ExpandedProbe[];
+  expand(ap: AttachPoint, opts?: ExpandOptions): ExpandedProbe[];
   /**
    * Lines of `-l` output for the attach points matching `search`, the text after `provider:` (a glob, e.g.
    * `sched:sched_*`, `*:*`); with `verbose`, each probe's argument lines follow it, indented by four spaces, as

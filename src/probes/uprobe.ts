@@ -13,17 +13,21 @@ import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { childProcess } from '../builtins.js';
 import { readLdCache } from './ldcache.js';
+import { linkCreate } from '../kernel/bpf.js';
+import { hasFeature } from '../kernel/features.js';
 import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { ElfFile, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
-import { attachPerfEvents } from './perf-attach.js';
+import { attachPerfEvents, linkHandle } from './perf-attach.js';
 import {
   type AttachedProbe,
   type AttachOptions,
+  BPF_ATTACH_TYPE,
   BPF_PROG_TYPE,
   type ExpandedProbe,
+  type ExpandOptions,
   type ProbeProvider,
 } from './types.js';
 
@@ -72,6 +76,54 @@ export class UprobeProbe implements ExpandedProbe {
     ]);
   }
 }
+
+/**
+ * A uprobe/uretprobe wildcard as one program on one uprobe_multi link (BPF_TRACE_UPROBE_MULTI, Linux 6.6: uapi
+ * `bpf_attr.link_create.uprobe_multi`) instead of one perf event per function, as bpftrace does where the kernel
+ * has it. Function `i` gets attach cookie `i`, from which the `func` builtin reads its name.
+ */
+export class UprobeMultiProbe implements ExpandedProbe {
+  readonly progType = BPF_PROG_TYPE.KPROBE;
+  readonly expectedAttachType = BPF_ATTACH_TYPE.UPROBE_MULTI;
+  readonly args = null;
+  readonly regs = PT_REGS_X86_64;
+  readonly name: string;
+
+  constructor(
+    readonly attachPoint: AttachPoint,
+    readonly provider: 'uprobe' | 'uretprobe',
+    /** Absolute path of the binary. */
+    readonly path: string,
+    /** The glob as written (the probe's name). */
+    glob: string,
+    /** The matched functions, in cookie order. */
+    readonly funcs: readonly string[],
+    /** File offset of each function's probe (bytes). */
+    readonly fileOffsets: readonly number[],
+  ) {
+    this.name = `${provider}:${path}:${glob}`;
+  }
+
+  get retprobe(): boolean {
+    return this.provider === 'uretprobe';
+  }
+
+  /** With `opts.pid`, only that process's calls (the link's pid filter). */
+  attach(progFd: number, opts: AttachOptions = {}): AttachedProbe {
+    const fd = linkCreate(progFd, 0, BPF_ATTACH_TYPE.UPROBE_MULTI, {
+      kind: 'uprobe_multi',
+      path: this.path,
+      offsets: this.fileOffsets.map(BigInt),
+      cookies: this.funcs.map((_, i) => BigInt(i)),
+      flags: this.retprobe ? BPF_F_UPROBE_MULTI_RETURN : 0,
+      ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
+    });
+    return linkHandle(fd);
+  }
+}
+
+/** `bpf_attr.link_create.uprobe_multi.flags`: attach to the functions' returns (uapi `BPF_F_UPROBE_MULTI_RETURN`). */
+const BPF_F_UPROBE_MULTI_RETURN = 1;
 
 let ldCache: Map<string, string> | undefined;
 
@@ -135,7 +187,7 @@ export class UprobeProvider implements ProbeProvider {
     this.names = kind === 'uprobe' ? ['uprobe', 'u'] : ['uretprobe', 'ur'];
   }
 
-  expand(ap: AttachPoint): ExpandedProbe[] {
+  expand(ap: AttachPoint, opts: ExpandOptions = {}): ExpandedProbe[] {
     if (ap.parts.length !== 2 || ap.parts[0] === '' || ap.parts[1] === '') {
       throw attachPointError(ap, `${this.kind} probe type requires 2 arguments: ${this.kind}:BINARY:FUNCTION`);
     }
@@ -176,10 +228,12 @@ export class UprobeProvider implements ProbeProvider {
         }
         names = [fnGlob];
       }
-      return names.map((n) => {
-        const off = symbolFileOffset(loads, { name: n, value: funcs.get(n)! }) + extra;
-        return new UprobeProbe(ap, this.kind, path, n, off, extra ? `${n}+${extra}` : n);
-      });
+      const offsets = names.map((n) => symbolFileOffset(loads, { name: n, value: funcs.get(n)! }) + extra);
+      // bpftrace's multi expansion: a wildcard without an offset, unless the body reads `probe`; where the kernel has it
+      if (hasWildcard(fnGlob) && !extra && !opts.full && hasFeature('uprobeMulti')) {
+        return [new UprobeMultiProbe(ap, this.kind, path, fnGlob, names, offsets)];
+      }
+      return names.map((n, i) => new UprobeProbe(ap, this.kind, path, n, offsets[i]!, extra ? `${n}+${extra}` : n));
     } finally {
       elf.close();
     }

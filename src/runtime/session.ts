@@ -226,6 +226,23 @@ export class Session {
         }),
       );
     }
+    for (const t of c.funcTables ?? []) {
+      const table = BpfMap.create({
+        type: MapKind.ARRAY,
+        keySize: 4,
+        valueSize: t.valueSize,
+        maxEntries: t.funcs.length,
+        name: t.name,
+      });
+      this.maps.set(t.name, table);
+      const key = Buffer.alloc(4);
+      t.funcs.forEach((f, i) => {
+        const value = Buffer.alloc(t.valueSize);
+        value.write(f, 'latin1');
+        key.writeUInt32LE(i);
+        table.update(key, value);
+      });
+    }
     this.exitFlag = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'exit_flag' });
     this.maps.set(c.exitName, this.exitFlag);
     const fdOf = (name: string): number => {

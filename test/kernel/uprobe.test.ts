@@ -3,6 +3,9 @@
  * and libc functions, with arg0..N, retval, func and wildcards.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { runTool } from '../helpers/cli.js';
 import { workloadCommand, workloadPath } from '../helpers/workload.js';
@@ -24,6 +27,42 @@ describe('uprobe and uretprobe', () => {
     const r = await runTool('bpfscope', ['-e', 'uprobe:libc:getppi* { @[probe] = count(); } BEGIN { exit(); }']);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /^Attached 2 probes$/m);
+  });
+
+  it('attaches a wildcard as one uprobe_multi link, func from the attach cookie', async () => {
+    const bin = workloadPath();
+    const r = await runTool('bpfscope', [
+      '-e',
+      `uprobe:${bin}:* /pid == cpid/ { @[func] = count(); } uretprobe:${bin}:nu* /pid == cpid/ { @ret[func, retval] = count(); }`,
+      '-c',
+      workloadCommand('getppid', 7, 'getuid', 3),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    // one program per attach point, not one per matched function
+    assert.match(r.stderr, /^Attached 2 probes$/m);
+    for (const line of ['@[main]: 1', '@[num]: 2', '@[step]: 2', '@ret[num, 3]: 1', '@ret[num, 7]: 1'])
+      assert.ok(r.stdout.split('\n').includes(line), `no "${line}" in:\n${r.stdout}`);
+  });
+
+  it('the kernel holds a uprobe_multi link while a wildcard uprobe is attached', async () => {
+    // the -c child reads its parent's (bpfscope's) fd table: one BPF link of type uprobe_multi, no perf events
+    const dir = mkdtempSync(join(tmpdir(), 'bpfscope-uprobe-multi-'));
+    const script = join(dir, 'links.sh');
+    writeFileSync(
+      script,
+      'grep -h "^link_type:" /proc/$PPID/fdinfo/* 2>/dev/null; ls -l /proc/$PPID/fd | grep -c perf_event\n',
+    );
+    const r = await runTool('bpfscope', [
+      '-q',
+      '-e',
+      `uprobe:${workloadPath()}:* { @ = count(); }`,
+      '-c',
+      `/bin/sh ${script}`,
+    ]);
+    rmSync(dir, { recursive: true, force: true });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^link_type:\s+uprobe_multi$/m);
+    assert.match(r.stdout, /^0$/m, `perf events are open:\n${r.stdout}`);
   });
 
   it('reports an unknown symbol at the attach point with a suggestion', async () => {

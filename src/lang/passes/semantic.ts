@@ -1024,11 +1024,12 @@ export class Analyzer {
       return U64;
     }
     if (name === 'func') {
-      if (u.expanded.func === undefined) {
+      const funcs = u.expanded.funcs ?? (u.expanded.func !== undefined ? [u.expanded.func] : undefined);
+      if (funcs === undefined) {
         this.error(pos, `The func builtin can not be used with '${u.expanded.provider}' probes`);
         return null;
       }
-      return stringType(Buffer.byteLength(u.expanded.func) + 1);
+      return stringType(funcs.reduce((m, f) => Math.max(m, Buffer.byteLength(f) + 1), 1));
     }
     if (name === 'ctx') {
       // bpftrace: the probe's context pointer; tracepoints: their args struct, register contexts: struct pt_regs
