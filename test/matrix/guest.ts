@@ -1,12 +1,12 @@
 /**
- * What the kernel-matrix tests share: whether the Debian 6.1 guest can be booted here
+ * What the kernel-matrix tests share: whether the Debian 6.1 guest (or the 6.12 one) can be booted here
  * (`../shared/tools/kernel-matrix/`, installed by `.ci/run`), the command line of this tree's CLI inside it, and
  * running one shell script in it. A guest script prints its results as sections (`=== NAME`, the output,
  * `=== done NAME`) and `=== end` last.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { repoRoot } from '../helpers/cli.js';
@@ -28,11 +28,26 @@ export interface GuestNeeds {
   cli?: 'built' | 'this-tree';
   /** Host commands the test needs, each with the package that has it (e.g. `{ 'mkfs.ext4': 'e2fsprogs' }`). */
   commands?: Record<string, string>;
+  /** A guest kernel series other than the default 6.1 (`'6.12'`): its unpacked copy (see {@link GUEST_KERNEL}). */
+  kernel?: string;
 }
+
+/**
+ * The second guest kernel's preparation script (`fetch` downloads and unpacks Debian's 6.12 kernel, `stage` puts it
+ * into a work directory; `.ci/run` fetches it). Booted instead of 6.1 with `runGuestScript(..., { kernel: '6.12' })`.
+ */
+export const GUEST_KERNEL = join(ROOT, 'test', 'matrix', 'guest-kernel.sh');
+const KERNEL_CACHE = process.env.BPFSCOPE_KERNEL_CACHE ?? '/var/cache/bpfscope/kernels';
 
 /** Why the guest tests cannot run here (one sentence), or undefined. */
 export function guestSkipReason(needs: GuestNeeds = {}): string | undefined {
   if (!existsSync(RUN_GUEST)) return `no ${RUN_GUEST}`;
+  if (needs.kernel !== undefined) {
+    const cached = existsSync(KERNEL_CACHE) ? readdirSync(KERNEL_CACHE) : [];
+    if (!cached.some((d) => d.startsWith(`${needs.kernel}.`))) {
+      return `no ${needs.kernel} guest kernel (test/matrix/guest-kernel.sh fetch ${needs.kernel})`;
+    }
+  }
   if (spawnSync('which', ['qemu-system-x86_64']).status !== 0) {
     return 'qemu-system-x86 is not installed (kernel-matrix/setup.sh)';
   }
@@ -80,20 +95,34 @@ export function shQuote(s: string): string {
 
 /**
  * Write `lines` (after {@link GUEST_ONE_VCPU}) as `WORK/run.sh` and run it in the guest with `work` as its work
- * directory; the guest gets
+ * directory, booting Debian's 6.1 kernel, or `opts.kernel`'s (staged by {@link GUEST_KERNEL}); the guest gets
  * `timeoutS` seconds (run-guest.sh's TIMEOUT) and the host waits 100 s more. When the checkout is under /tmp it is
- * shared as SHARE. BPFSCOPE_MATRIX_LOG=FILE keeps the console in FILE.
+ * shared as SHARE. BPFSCOPE_MATRIX_LOG=FILE appends the console to FILE.
  * @returns the guest's console (stdout and stderr, carriage returns removed)
  * @throws AssertionError when the console lacks `=== end` (the guest did not finish), with its last 3000 chars
  */
-export function runGuestScript(lines: readonly string[], work: string, timeoutS = 600): string {
+export function runGuestScript(
+  lines: readonly string[],
+  work: string,
+  timeoutS = 600,
+  opts: { kernel?: string } = {},
+): string {
   const script = join(work, 'run.sh');
   // every guest test runs on one vCPU: with two, qemu's TCG can livelock on a tracepoint's patched text (above)
   writeFileSync(script, `${[...GUEST_ONE_VCPU, ...lines].join('\n')}\n`);
-  const env = { ...process.env, TIMEOUT: String(timeoutS), ...(ROOT.startsWith('/tmp/') ? { SHARE: ROOT } : {}) };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TIMEOUT: String(timeoutS),
+    ...(ROOT.startsWith('/tmp/') ? { SHARE: ROOT } : {}),
+  };
+  if (opts.kernel !== undefined) {
+    const staged = spawnSync('sh', [GUEST_KERNEL, 'stage', opts.kernel, work], { encoding: 'utf8' });
+    assert.equal(staged.status, 0, `guest-kernel.sh stage ${opts.kernel}: ${staged.stderr}`);
+    env.KVER = staged.stdout.trim();
+  }
   const r = spawnSync('sh', [RUN_GUEST, script, work], { encoding: 'utf8', env, timeout: (timeoutS + 100) * 1000 });
   const out = (r.stdout + r.stderr).replace(/\r/g, '');
-  if (process.env.BPFSCOPE_MATRIX_LOG) writeFileSync(process.env.BPFSCOPE_MATRIX_LOG, out);
+  if (process.env.BPFSCOPE_MATRIX_LOG) appendFileSync(process.env.BPFSCOPE_MATRIX_LOG, out);
   assert.match(out, /=== end/, `the guest did not finish:\n${out.slice(-3000)}`);
   return out;
 }
