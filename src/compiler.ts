@@ -13,6 +13,7 @@ import { planMaps } from './codegen/maps.js';
 import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
 import type { BuiltinExpr, Program } from './lang/ast.js';
 import { nodesOfKind } from './lang/astwalk.js';
+import { type CTypes, parseCDefinitions } from './lang/cdefs.js';
 import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
 import { parse } from './lang/parser.js';
 import { type RuntimeConfig, resolveConfig } from './lang/passes/config.js';
@@ -55,6 +56,7 @@ export const EXIT_MAP = 'exit_flag';
 export function compile(source: SourceFile, opts: CompileOptions = {}): CompileResult {
   const ast = parse(source);
   let config: RuntimeConfig;
+  let cTypes: CTypes;
   const warnings: Diagnostic[] = [];
   try {
     const r = resolveConfig(ast);
@@ -63,6 +65,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     expandMacros(ast);
     foldLiterals(ast);
     scopeLoopVariables(ast);
+    cTypes = parseCDefinitions(ast.cDefinitions, source.text);
   } catch (e) {
     if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
     throw e;
@@ -94,6 +97,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     probeNameSize,
     unsafe: opts.unsafe ?? false,
     maxStrlen: config.maxStrlen,
+    cTypes,
   });
   try {
     analyzer.analyze();

@@ -22,6 +22,8 @@ export interface Program {
   mapDecls: MapDecl[];
   /** `macro name(params) { ... }` definitions (bpftrace v0.22+), expanded by lang/passes/macros.ts. */
   macros: MacroDecl[];
+  /** C `struct`/`union`/`enum` definitions of the preamble, as written (parsed by lang/cdefs.ts). */
+  cDefinitions: { text: string; pos: Span }[];
   probes: Probe[];
 }
 

@@ -261,12 +261,13 @@ class Parser {
     const config: A.ConfigItem[] = [];
     const mapDecls: A.MapDecl[] = [];
     const macros: A.MacroDecl[] = [];
+    const cDefinitions: A.Program['cDefinitions'] = [];
     const probes: A.Probe[] = [];
     const lx = this.lx;
     try {
       lx.skipLayout();
       if (lx.peekChar() === '#' && lx.peekChar(1) === '!') lx.skipLine();
-      // C definitions: `#include`/`#define` lines and struct/union/enum definitions (ignored).
+      // C definitions: `#include`/`#define` lines (ignored) and struct/union/enum definitions (lang/cdefs.ts).
       for (;;) {
         lx.skipLayout();
         if (lx.peekChar() === '#') {
@@ -274,7 +275,9 @@ class Parser {
           continue;
         }
         if (this.atCDefinition()) {
+          const start = lx.pos;
           this.skipCDefinition();
+          cDefinitions.push({ text: text.slice(start, this.lastEnd), pos: this.span(start, this.lastEnd) });
           continue;
         }
         break;
@@ -336,7 +339,7 @@ class Parser {
     } catch (e) {
       if (!(e instanceof ParseAbort)) throw e;
     }
-    return { kind: 'Program', pos: this.span(0, text.length), config, mapDecls, macros, probes };
+    return { kind: 'Program', pos: this.span(0, text.length), config, mapDecls, macros, cDefinitions, probes };
   }
 
   /** At `struct|union|enum NAME ... {` (bpftrace `looks_like_c_definition`), not an attach point like `struct:x`. */

@@ -667,6 +667,20 @@ export function diffCases(): DiffCase[] {
       },
     ),
     c(
+      'cdef-struct-cast-user-pointer',
+      'struct ts { long sec; long nsec; } tracepoint:syscalls:sys_enter_nanosleep /pid == cpid/ { $t = (struct ts *)args.rqtp; printf("%d %d\\n", $t->sec, $t->nsec); }',
+      { cmd: W('cpu', 0, 'nanosleep', 2, 1500, 'nanosleep', 1, 7) },
+    ),
+    c(
+      'cdef-struct-nested-anonymous-union',
+      'struct ts { long sec; union { long nsec; struct { unsigned int lo; unsigned int hi; }; }; } tracepoint:syscalls:sys_enter_nanosleep /pid == cpid/ { $t = (struct ts *)args.rqtp; @[$t->lo, $t->hi, $t->nsec] = count(); }',
+      { cmd: W('nanosleep', 2, 1500) },
+    ),
+    c(
+      'cdef-sizeof-and-enum',
+      'struct Foo { int x; char c; long l; char name[5]; short s; } enum E { A, B = 5, C }; BEGIN { printf("%d %d %d %d\\n", sizeof(struct Foo), A, B, C); exit(); }',
+    ),
+    c(
       'tp-process-exit-comm-array',
       'tracepoint:sched:sched_process_exit /pid == cpid/ { printf("%s %d\\n", args.comm, args.pid == cpid); }',
       { cmd: W('comm', 'bpfs_exit', 'getppid', 1) },

@@ -22,6 +22,7 @@ import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, Var
 import { BtfKind } from '../../kernel/btf.js';
 import { isBuiltinName } from '../parser.js';
 import { btfRecordByName, kernelBtf, materializeRecord, recordFields, withBtf } from '../btf-types.js';
+import type { CTypes } from '../cdefs.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import {
   BOOL,
@@ -67,6 +68,8 @@ export interface AnalysisOptions {
   unsafe?: boolean;
   /** `max_strlen` config: size of strings read by str() (default 64 bytes). */
   maxStrlen?: number;
+  /** The program's own C struct/union/enum definitions (lang/cdefs.ts); they take precedence over BTF. */
+  cTypes?: CTypes;
 }
 
 /** Builtin variables of the current subset and their types. */
@@ -693,7 +696,8 @@ export class Analyzer {
       case 'BuiltinExpr': {
         // an identifier that is no builtin may be a kernel enumerator (bpftrace resolves them from BTF)
         if (!isBuiltinName(e.name)) {
-          const v = kernelEnumerator(e.name);
+          const own = this.opts.cTypes?.enumerators.get(e.name);
+          const v = own !== undefined ? { value: own } : kernelEnumerator(e.name);
           if (v) {
             e.enumValue = v.value;
             return v.value < 0n ? I64 : U64;
@@ -869,9 +873,9 @@ export class Analyzer {
         const t = this.expr(e.operand);
         const spec = e.typeSpec;
         if (spec.pointerDepth === 1 && spec.arrayCount === null && /^(struct|union)\s/.test(spec.name)) {
-          const rec = btfRecordByName(kernelBtf(), spec.name);
+          const rec = this.namedType(spec.name);
           if (!rec) {
-            this.error(spec.pos, `Unknown type: '${spec.name}' (not in the kernel's BTF)`);
+            this.error(spec.pos, `Unknown type: '${spec.name}' (not defined in the program nor in the kernel's BTF)`);
             return null;
           }
           if (t && t.kind !== 'int' && t.kind !== 'pointer')
@@ -892,6 +896,11 @@ export class Analyzer {
         if (/^enum\s/.test(spec.name) && spec.pointerDepth === 0 && plain) {
           // an enum is an integer of its BTF size (bpftrace: `(enum x)1`)
           const name = spec.name.replace(/^enum\s+/, '').trim();
+          const mine = this.opts.cTypes?.enums.get(`enum ${name}`);
+          if (mine) {
+            if (t && t.kind !== 'int') this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name}'`);
+            return mine;
+          }
           const btf = kernelBtf();
           const id = btf.findType(name, BtfKind.ENUM) ?? btf.findType(name, BtfKind.ENUM64);
           if (id === undefined) {
@@ -973,7 +982,7 @@ export class Analyzer {
     const u = this.unit!;
     if (name === 'probe') return stringType(this.opts.probeNameSize);
     if (name === 'curtask') {
-      const task = btfRecordByName(kernelBtf(), 'struct task_struct');
+      const task = this.namedType('struct task_struct');
       if (!task) {
         this.error(pos, 'curtask needs struct task_struct in the kernel BTF');
         return null;
@@ -1564,6 +1573,12 @@ export class Analyzer {
     return null;
   }
 
+  /** `struct NAME` / `union NAME` / a typedef: the program's own C definition first, then the kernel's BTF. */
+  private namedType(spec: string): SType | undefined {
+    const mine = this.opts.cTypes?.records.get(spec.trim().replace(/\s+/, ' '));
+    return mine ?? btfRecordByName(kernelBtf(), spec);
+  }
+
   /** Value of `sizeof(...)` / `offsetof(T, f)` (compile-time, from BTF or the language's types), or null. */
   constSizeof(e: Expr): number | null {
     if (e.kind === 'SizeofExpr') {
@@ -1572,7 +1587,7 @@ export class Analyzer {
         if (target.pointerDepth > 0) return 8;
         const m = /^(u?)int(8|16|32|64)$/.exec(target.name);
         if (m) return (Number(m[2]) / 8) * (target.arrayCount ?? 1);
-        const rec = btfRecordByName(kernelBtf(), target.name);
+        const rec = this.namedType(target.name);
         if (!rec) {
           this.error(target.pos, `Unknown type: '${target.name}'`);
           return null;
@@ -1583,7 +1598,7 @@ export class Analyzer {
       return t ? sizeOf(t) : null;
     }
     if (e.kind === 'OffsetofExpr') {
-      const rec = btfRecordByName(kernelBtf(), e.typeSpec.name);
+      const rec = this.namedType(e.typeSpec.name);
       if (!rec || rec.kind !== 'record') {
         this.error(e.typeSpec.pos, `Unknown type: '${e.typeSpec.name}'`);
         return null;
