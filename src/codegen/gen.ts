@@ -965,11 +965,28 @@ export class ProbeGen {
           const idx = Number(this.analyzer.constInt(e.index, 'array index') ?? 0);
           return this.loadMem(obj.type.elem, loc.base, loc.off + idx * sizeOf(obj.type.elem), loc.space);
         }
+        // constant index into any other array value held in the frame (`((int8[8])x)[0]`, `$a[1]`, `@m[k][2]`)
+        if (obj.type?.kind === 'array') {
+          const v = this.expr(obj);
+          const elem = obj.type.elem;
+          const idx = Number(this.analyzer.constInt(e.index, 'array index') ?? 0);
+          if (v.kind !== 'mem') throw new BpfscopeError('internal: array value in a register');
+          const off = v.off + idx * sizeOf(elem);
+          if (elem.kind === 'int' || elem.kind === 'bool' || elem.kind === 'pointer') {
+            const r = fn.vreg();
+            fn.emit(I.ldx(sizeOf(elem) as 1 | 2 | 4 | 8, r, this.fb, off));
+            if (elem.kind === 'int' && elem.signed) this.normalize(r, elem.size, true);
+            return this.reg(r);
+          }
+          return { kind: 'mem', off, size: sizeOf(elem) };
+        }
         throw new BpfscopeError('internal: unsupported index expression');
       }
       case 'CastExpr': {
-        const v = this.scalar(e.operand);
         const t = e.type!;
+        const from = e.operand.type!;
+        if (t.kind === 'array' || from.kind === 'array') return this.reinterpretCast(e.operand, from, t);
+        const v = this.scalar(e.operand);
         const r = fn.vreg();
         fn.emit(I.mov64(r, v));
         if (t.kind === 'int') this.normalize(r, t.size, t.signed);
@@ -1002,6 +1019,29 @@ export class ProbeGen {
       default:
         throw new BpfscopeError(`internal: unsupported expression ${e.kind}`);
     }
+  }
+
+  /**
+   * Array casts (`(int8[8])x`, `(uint32)arr`): the operand's bytes, reinterpreted. An integer is stored to a stack
+   * temporary (little-endian, its `sizeOf(from)` bytes); a string or array already in memory is reused; an array cast
+   * to an integer is loaded from its bytes.
+   */
+  private reinterpretCast(operand: Expr, from: SType, to: SType): Val {
+    const fn = this.fn;
+    const size = sizeOf(to);
+    if (from.kind === 'int' || from.kind === 'bool') {
+      const r = this.scalar(operand);
+      const off = this.frame.temp(8);
+      fn.emit(I.stx(8, this.fb, r, off));
+      return { kind: 'mem', off, size };
+    }
+    const v = this.expr(operand);
+    if (v.kind !== 'mem') throw new BpfscopeError('internal: array cast of a register value');
+    if (to.kind === 'array') return { kind: 'mem', off: v.off, size };
+    const r = fn.vreg();
+    fn.emit(I.ldx(size as 1 | 2 | 4 | 8, r, this.fb, v.off));
+    if (to.kind === 'int') this.normalize(r, to.size, to.signed);
+    return this.reg(r);
   }
 
   /** Truncate/extend a 64-bit register to an integer of `size` bytes. */

@@ -154,8 +154,8 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
           .map((f) => ({ name: f.name, value: decodeField(buf, off, f, ctx) })),
       };
     case 'array': {
-      if (t.elem.kind === 'int' && t.elem.size === 1)
-        return decodeValue(buf, off, { kind: 'string', size: t.count }, ctx);
+      // (char arrays are typed as strings already: btf-types.ts, tracepoint-format.ts, cdefs.ts; a u8/int8 array
+      // prints as numbers, `[127,0,0,1]`, as bpftrace prints pton() and `(int8[])"hi"`)
       const step = sizeOf(t.elem);
       const elems: Value[] = [];
       for (let i = 0; i < t.count; i++) elems.push(decodeValue(buf, off + i * step, t.elem, ctx));

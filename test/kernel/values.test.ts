@@ -263,3 +263,33 @@ describe('exit()', () => {
     assert.equal(r.stdout, 'first\nend\n\n\n');
   });
 });
+
+describe('array casts and integer arrays', () => {
+  it('reinterpret integers and strings as arrays (tests/runtime/array "cast literal to int array", "cast to int array with automatic size", "cast string to int array")', async () => {
+    const r = await run(
+      'BEGIN { printf("first byte: %x\\n", ((int8[8])12345)[0]); printf("byte: %x\\n", ((int8[])12345)[0]); print((int8[])"hello"); exit(); }',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'first byte: 39\nbyte: 39\n[104,101,108,108,111,0]\n\n\n');
+  });
+
+  it('an integer array cast to an integer of its size (tests/runtime/array "cast int array to int internal")', async () => {
+    const r = await run(
+      'BEGIN { printf("ip: %x\\n", (uint32)pton("127.0.0.1")); @a = (uint16[4])0x0004000300020001; exit(); }',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'ip: 100007f\n\n\n@a: [1,2,3,4]\n');
+  });
+
+  it('u8 arrays print as numbers: pton(), a tracepoint u8[4] field (tests/runtime/call "pton")', async () => {
+    const r = await run('BEGIN { print(pton("127.0.0.1")); exit(); }');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '[127,0,0,1]\n\n\n');
+  });
+
+  it('rejects casts whose sizes differ, at the cast', async () => {
+    const r = await run('BEGIN { $x = (int8[3])12345; }');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^stdin:1:14-28: ERROR: Cannot cast from 'int64' \(8 bytes\) to 'int8\[3\]' \(3 bytes\)$/m);
+  });
+});

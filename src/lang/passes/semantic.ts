@@ -918,14 +918,22 @@ export class Analyzer {
           const to: SType = { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
           return { kind: 'pointer', to, space: t?.kind === 'pointer' ? t.space : 'kernel' };
         }
+        if (m && spec.pointerDepth === 0 && spec.arrayCount !== null) return this.arrayCast(e, t);
         if (!m || spec.pointerDepth > 0 || spec.arrayCount !== null) {
           this.error(spec.pos, `Cast to '${spec.name}${'*'.repeat(spec.pointerDepth)}' is not supported yet`);
           return null;
         }
+        const to: SType = { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
+        if (t && t.kind === 'array' && t.elem.kind === 'int') {
+          // an integer array reinterpreted as one integer of the same size (bpftrace: `(uint32)pton("127.0.0.1")`)
+          if (sizeOf(t) !== to.size)
+            this.error(e.pos, `Cannot cast from '${typeName(t)}' (${sizeOf(t)} bytes) to '${spec.name}' (${to.size} bytes)`);
+          return to;
+        }
         if (t && t.kind !== 'int' && t.kind !== 'bool' && t.kind !== 'pointer') {
           this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name}'`);
         }
-        return { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
+        return to;
       }
       case 'IndexExpr': {
         this.indexing.add(e.object);
@@ -1571,6 +1579,31 @@ export class Analyzer {
     } else this.error(c.pos, `Unknown function: '${c.name}'`);
     args.forEach((a) => this.expr(a));
     return null;
+  }
+
+  /**
+   * `(intN[K])x` / `(intN[])x`: an integer, string or integer array reinterpreted as an array of K integers (K from
+   * the operand's size when omitted), bpftrace's array casts; the sizes must be equal.
+   */
+  private arrayCast(e: Expr & { kind: 'CastExpr' }, t: SType | null): SType | null {
+    const spec = e.typeSpec;
+    const m = /^(u?)int(8|16|32|64)$/.exec(spec.name)!;
+    const elem: SType = { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
+    if (!t) return null;
+    if (t.kind !== 'int' && t.kind !== 'string' && !(t.kind === 'array' && t.elem.kind === 'int')) {
+      this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name}[]'`);
+      return null;
+    }
+    const bytes = sizeOf(t);
+    const count = spec.arrayCount === 0 ? Math.floor(bytes / elem.size) : spec.arrayCount!;
+    if (count * elem.size !== bytes) {
+      this.error(
+        e.pos,
+        `Cannot cast from '${typeName(t)}' (${bytes} bytes) to '${spec.name}[${count}]' (${count * elem.size} bytes)`,
+      );
+      return null;
+    }
+    return { kind: 'array', elem, count };
   }
 
   /** `struct NAME` / `union NAME` / a typedef: the program's own C definition first, then the kernel's BTF. */
