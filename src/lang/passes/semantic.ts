@@ -927,7 +927,10 @@ export class Analyzer {
         if (t && t.kind === 'array' && t.elem.kind === 'int') {
           // an integer array reinterpreted as one integer of the same size (bpftrace: `(uint32)pton("127.0.0.1")`)
           if (sizeOf(t) !== to.size)
-            this.error(e.pos, `Cannot cast from '${typeName(t)}' (${sizeOf(t)} bytes) to '${spec.name}' (${to.size} bytes)`);
+            this.error(
+              e.pos,
+              `Cannot cast from '${typeName(t)}' (${sizeOf(t)} bytes) to '${spec.name}' (${to.size} bytes)`,
+            );
           return to;
         }
         if (t && t.kind !== 'int' && t.kind !== 'bool' && t.kind !== 'pointer') {
