@@ -1691,6 +1691,9 @@ export class ProbeGen {
     const fn = this.fn;
     const plan = this.tables.maps.get(m.name)!;
     const keyOff = this.mapKey(plan, m);
+    if (plan.perCpu && ['count', 'sum', 'min', 'max', 'avg'].includes(plan.valueType.kind)) {
+      return this.reg(this.aggregateRead(plan, keyOff));
+    }
     const p = this.callHelper(H.map_lookup_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
     const t = m.type!;
     const missing = fn.newLabel('nokey');
@@ -1710,6 +1713,72 @@ export class ProbeGen {
     copyMem(fn, this.fb, off, p, 0, size);
     fn.mark(missing);
     return { kind: 'mem', off, size };
+  }
+
+  /**
+   * The value of a count/sum/min/max/avg map entry as `@m[k]` reads it in an expression: the per-CPU slots (layouts
+   * in aggregate.ts) combined over every possible CPU with bpf_map_lookup_percpu_elem (Linux 5.19), as bpftrace:
+   * counts and sums added, the smallest/largest set min/max, avg = total / count (truncated toward zero; 0 when no
+   * CPU has a value). A missing key reads as 0.
+   */
+  private aggregateRead(plan: MapPlan, keyOff: number): number {
+    const fn = this.fn;
+    const vt = plan.valueType;
+    const signed = 'signed' in vt && vt.signed;
+    const total = fn.vreg();
+    const count = fn.vreg();
+    const any = fn.vreg();
+    fn.emit(I.mov64Imm(total, 0));
+    fn.emit(I.mov64Imm(count, 0));
+    fn.emit(I.mov64Imm(any, 0));
+    for (const cpu of possibleCpus()) {
+      const skip = fn.newLabel('pcpu');
+      const p = this.callHelper(H.map_lookup_percpu_elem, [{ map: plan.kernelName }, { stack: keyOff }, { imm: cpu }]);
+      fn.emit(I.jmpImm('jeq', p, 0, skip));
+      const v = fn.vreg();
+      fn.emit(I.ldx(8, v, p, 0));
+      if (vt.kind === 'min' || vt.kind === 'max') {
+        const set = fn.vreg();
+        fn.emit(I.ldx(8, set, p, 8));
+        fn.emit(I.jmpImm('jeq', set, 0, skip));
+        const take = fn.newLabel('mm_take');
+        fn.emit(I.jmpImm('jeq', any, 0, take));
+        // keep the current result unless this CPU's value is smaller (min) / larger (max)
+        const keep = vt.kind === 'min' ? (signed ? 'jsle' : 'jle') : signed ? 'jsge' : 'jge';
+        fn.emit(I.jmp(keep, total, v, skip));
+        fn.mark(take);
+        fn.emit(I.mov64(total, v));
+        fn.emit(I.mov64Imm(any, 1));
+      } else {
+        fn.emit(I.alu64('add', total, v));
+        if (vt.kind === 'avg') {
+          const n = fn.vreg();
+          fn.emit(I.ldx(8, n, p, 8));
+          fn.emit(I.alu64('add', count, n));
+        }
+      }
+      fn.mark(skip);
+    }
+    if (vt.kind !== 'avg') return total;
+    // avg: total / count, signed totals divided by magnitude (BPF's div is unsigned)
+    const done = fn.newLabel('avg_done');
+    const res = fn.vreg();
+    fn.emit(I.mov64Imm(res, 0));
+    fn.emit(I.jmpImm('jeq', count, 0, done));
+    if (signed) {
+      const pos = fn.newLabel('avg_pos');
+      fn.emit(I.jmpImm('jsge', total, 0, pos));
+      fn.emit(I.neg64(total));
+      fn.emit(I.mov64(res, total));
+      fn.emit(I.alu64('div', res, count));
+      fn.emit(I.neg64(res));
+      fn.emit(I.ja(done));
+      fn.mark(pos);
+    }
+    fn.emit(I.mov64(res, total));
+    fn.emit(I.alu64('div', res, count));
+    fn.mark(done);
+    return res;
   }
 
   private incDec(e: Expr & { kind: 'IncDecExpr' }): Val {

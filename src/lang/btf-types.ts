@@ -7,7 +7,7 @@
 
 import { BpfscopeError } from '../errors.js';
 import { Btf, BtfKind } from '../kernel/btf.js';
-import type { IntSize, RecordField, SType } from './types.js';
+import type { EnumInfo, IntSize, RecordField, SType } from './types.js';
 
 let override: Btf | undefined;
 
@@ -45,10 +45,12 @@ export function btfType(btf: Btf, id: number): SType {
     case BtfKind.ENUM:
     case BtfKind.ENUM64: {
       const size = btf.sizeOf(rid);
+      const info = btfEnumInfo(btf, rid);
       return {
         kind: 'int',
         size: ([1, 2, 4, 8] as const).includes(size as IntSize) ? (size as IntSize) : 4,
         signed: false,
+        ...(info ? { enum: info } : {}),
       };
     }
     case BtfKind.PTR: {
@@ -82,6 +84,34 @@ export function btfType(btf: Btf, id: number): SType {
     default:
       return { kind: 'none' };
   }
+}
+
+const enumCache = new WeakMap<Btf, Map<number, EnumInfo | undefined>>();
+
+/**
+ * The enumerators of BTF enum `id`, for printing its values by name; undefined for an anonymous enum (bpftrace
+ * finds enum names by the enum's name, so anonymous kernel enums print as numbers).
+ */
+export function btfEnumInfo(btf: Btf, id: number): EnumInfo | undefined {
+  let cache = enumCache.get(btf);
+  if (!cache) {
+    cache = new Map();
+    enumCache.set(btf, cache);
+  }
+  if (cache.has(id)) return cache.get(id);
+  const name = btf.name(id);
+  let info: EnumInfo | undefined;
+  if (name) {
+    const names = new Map<bigint, string>();
+    const bits = btf.sizeOf(id) * 8;
+    for (const v of btf.enumValues(id)) {
+      const u = BigInt.asUintN(bits, v.value);
+      if (!names.has(u)) names.set(u, v.name);
+    }
+    info = { name, names };
+  }
+  cache.set(id, info);
+  return info;
 }
 
 /** A record type for struct/union `id` whose fields are loaded on demand (see {@link recordFields}). */

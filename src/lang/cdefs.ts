@@ -14,10 +14,10 @@
  *
  * @throws CompileError positioned in the definition: a syntax error, an unknown type, a floating-point member.
  */
-import { btfRecordByName, kernelBtf } from './btf-types.js';
+import { btfEnumInfo, btfRecordByName, kernelBtf } from './btf-types.js';
 import { CompileError, LineIndex } from './diagnostics.js';
 import type { Span } from './ast.js';
-import { alignOf, type IntSize, type RecordField, type SType, sizeOf } from './types.js';
+import { alignOf, type EnumInfo, type IntSize, type RecordField, type SType, sizeOf } from './types.js';
 
 /** One definition's text as written, and its span in the program (`pos.offset`: where the text starts). */
 export interface CDefinition {
@@ -31,8 +31,8 @@ export interface CTypes {
   records: Map<string, Extract<SType, { kind: 'record' }>>;
   /** `enum NAME` → its integer type (4 bytes, unsigned: as BTF enums are read). */
   enums: Map<string, SType>;
-  /** Enumerator name → value. */
-  enumerators: Map<string, bigint>;
+  /** Enumerator name → value and its enum's type. */
+  enumerators: Map<string, { value: bigint; type: SType }>;
 }
 
 export function emptyCTypes(): CTypes {
@@ -226,7 +226,7 @@ class CParser {
     }
     if (t?.kind === 'ident' && this.out.enumerators.has(t.text)) {
       this.i++;
-      const v = this.out.enumerators.get(t.text)!;
+      const v = this.out.enumerators.get(t.text)!.value;
       return neg ? -v : v;
     }
     return this.fail('expected an integer constant in the C definition');
@@ -247,20 +247,24 @@ class CParser {
   private enumDef(): SType {
     this.expect('enum');
     const name = this.peek()?.kind === 'ident' ? this.ident('a name').text : undefined;
-    const t: SType = { kind: 'int', size: 4, signed: false };
     if (!this.eat('{')) {
       if (name === undefined) this.fail("expected '{' after 'enum'");
       return this.enumType(name);
     }
+    const names = new Map<bigint, string>();
+    const info: EnumInfo = { name: name ?? `(anon ${this.out.enums.size})`, names };
+    const t: SType = { kind: 'int', size: 4, signed: false, enum: info };
     let next = 0n;
     while (!this.eat('}')) {
       const e = this.ident('an enumerator');
       if (this.eat('=')) next = this.number();
-      this.out.enumerators.set(e.text, next);
+      this.out.enumerators.set(e.text, { value: next, type: t });
+      const u = BigInt.asUintN(32, next);
+      if (!names.has(u)) names.set(u, e.text);
       next++;
       if (!this.eat(',') && !this.at('}')) this.fail("expected ',' or '}' in the enum");
     }
-    if (name !== undefined) this.out.enums.set(`enum ${name}`, t);
+    this.out.enums.set(`enum ${info.name}`, t);
     return t;
   }
 
@@ -271,7 +275,13 @@ class CParser {
     const id = btf.findType(name, 6 /* ENUM */) ?? btf.findType(name, 19 /* ENUM64 */);
     if (id === undefined) this.fail(`Unknown type: 'enum ${name}'`);
     const size = btf.sizeOf(id);
-    return { kind: 'int', size: size === 1 || size === 2 || size === 8 ? size : 4, signed: false };
+    const info = btfEnumInfo(btf, id);
+    return {
+      kind: 'int',
+      size: size === 1 || size === 2 || size === 8 ? size : 4,
+      signed: false,
+      ...(info ? { enum: info } : {}),
+    };
   }
 
   /**

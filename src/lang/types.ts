@@ -9,7 +9,8 @@ export type IntSize = 1 | 2 | 4 | 8;
 
 export type SType =
   | { kind: 'none' } // statement-only expressions (printf, delete, ...) and unset
-  | { kind: 'int'; size: IntSize; signed: boolean }
+  /** With `enum`: a value of a named C enum type, printed as its enumerator's name (current bpftrace). */
+  | { kind: 'int'; size: IntSize; signed: boolean; enum?: EnumInfo }
   | { kind: 'bool' }
   /** NUL-padded string buffer of `size` bytes (includes room for the NUL). */
   | { kind: 'string'; size: number }
@@ -59,6 +60,18 @@ export type SType =
   | { kind: 'hist'; bits: number }
   /** linear histogram over [min, max) in `step` wide buckets plus under/overflow buckets. */
   | { kind: 'lhist'; min: number; max: number; step: number };
+
+/**
+ * A named enum type (`enum E`, from the program's C definitions or from BTF): text output and printf `%s` print
+ * a value as its enumerator's name (bpftrace v0.26 `types_format.cpp`); arithmetic gives plain integers, and a map
+ * or variable that also holds other integers stores plain integers.
+ */
+export interface EnumInfo {
+  /** `E` of `enum E` (`(anon N)` for an unnamed enum of the program). */
+  name: string;
+  /** Value → enumerator name (the first enumerator with that value). */
+  names: ReadonlyMap<bigint, string>;
+}
 
 export interface RecordField {
   name: string;
@@ -189,6 +202,8 @@ export function tupleLayout(elems: SType[]): { offsets: number[]; size: number }
  */
 export function typeKey(t: SType): string {
   switch (t.kind) {
+    case 'int':
+      return t.enum ? `enum ${t.enum.name}:${t.size}` : JSON.stringify(t);
     case 'record':
       return t.btfId !== undefined ? `record#${t.btfId}` : `record:${t.name}:${t.size}`;
     case 'pointer':
@@ -212,6 +227,7 @@ export function typeEquals(a: SType, b: SType): boolean {
 export function typeName(t: SType): string {
   switch (t.kind) {
     case 'int':
+      if (t.enum) return `enum ${t.enum.name}`;
       return `${t.signed ? 'int' : 'uint'}${t.size * 8}`;
     case 'string':
       return `string[${t.size}]`;

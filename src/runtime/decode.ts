@@ -131,6 +131,11 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
         default:
           v = t.signed ? buf.readBigInt64LE(off) : buf.readBigUInt64LE(off);
       }
+      if (t.enum) {
+        // an enum value prints as its enumerator (a 4-byte enum's negative constants match by their low 32 bits)
+        const name = t.enum.names.get(BigInt.asUintN(64, v)) ?? t.enum.names.get(BigInt.asUintN(32, v));
+        return { kind: 'int', value: v, signed: t.signed, size: t.size, symbol: name ?? String(v) };
+      }
       return { kind: 'int', value: v, signed: t.signed, size: t.size };
     }
     case 'bool':

@@ -5,6 +5,7 @@
  * for what is not supported.
  */
 import assert from 'node:assert/strict';
+import { cpus } from 'node:os';
 import { describe, it } from 'node:test';
 import { runTool } from '../helpers/cli.js';
 import { workloadCommand } from '../helpers/workload.js';
@@ -175,12 +176,12 @@ describe('kernel enumerators', () => {
 });
 
 describe('casts to bool, void * and enums', () => {
-  it('(bool)x is true for non-zero x; (void *) prints as a pointer; (enum x) is an integer', async () => {
+  it('(bool)x is true for non-zero x; (void *) prints as a pointer; (enum x) prints its enumerator', async () => {
     const r = await run(
       'BEGIN { print(((bool)5, (bool)0, (void *)0x10, (enum tcp_ca_state)1)); @[(bool)pid] = count(); exit(); }',
     );
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, '(true, false, 0x10, 1)\n\n\n@[true]: 1\n');
+    assert.equal(r.stdout, '(true, false, 0x10, TCP_CA_Disorder)\n\n\n@[true]: 1\n');
     const v = await run('BEGIN { $p = (void *)0; print(*$p); }');
     assert.equal(v.code, 1);
     assert.match(v.stderr, /^stdin:1:31-34: ERROR: Can not dereference a value of type 'void \*'$/m);
@@ -292,4 +293,62 @@ describe('array casts and integer arrays', () => {
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^stdin:1:14-28: ERROR: Cannot cast from 'int64' \(8 bytes\) to 'int8\[3\]' \(3 bytes\)$/m);
   });
+});
+
+describe('enum values print as their enumerators (current bpftrace)', () => {
+  it('in map keys, values, tuples and variables; not after arithmetic (tests/runtime/other "symbolize enum in ...")', async () => {
+    const a = await run('enum { ONE = 1, TWO = 2 }; BEGIN { @[ONE] = 11; @[TWO] = 22; @m[ONE] = 333; exit(); }');
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal(a.stdout, '\n\n@[ONE]: 11\n@[TWO]: 22\n@m[ONE]: 333\n');
+    const b = await run('enum { ONE = 1, TWO = 2 }; BEGIN { @[ONE,TWO,ONE] = -1; @v = ONE; @t = (ONE, TWO); exit(); }');
+    assert.equal(b.stdout, '\n\n@[ONE, TWO, ONE]: -1\n@t: (ONE, TWO)\n@v: ONE\n');
+    const c = await run('enum { ONE = 1, TWO = 2 }; BEGIN { @[ONE+1] = TWO+1; @[ONE] = ONE; exit(); }');
+    assert.equal(c.stdout, '\n\n@[1]: 1\n@[2]: 3\n');
+    const d = await run(
+      'enum BAZ { FOO = 333, BAR }; BEGIN { $f = FOO; print($f); print((FOO, BAR)); print((enum BAZ)334); exit(); }',
+    );
+    assert.equal(d.stdout, 'FOO\n(FOO, BAR)\nBAR\n\n\n');
+  });
+
+  it('JSON keeps the number; printf %s prints the name, %d the number (tests/runtime/json-output "enum_*")', async () => {
+    const j = await run('enum { FOO = 333 }; BEGIN { $f = FOO; print($f); exit(); }', '-q', '-f', 'json');
+    assert.equal(j.stdout, '{"type": "value", "data": 333}\n');
+    const p = await run(
+      'enum Foo { ONE = 1, TWO = 2, OTHER = 99999 }; BEGIN { printf("%d %s %d %s %d %s\\n", ONE, ONE, TWO, TWO, OTHER, OTHER); exit() }',
+      '-q',
+      '-f',
+      'json',
+    );
+    assert.equal(p.stdout, '{"type": "printf", "data": "1 ONE 2 TWO 99999 OTHER\\n"}\n');
+  });
+});
+
+describe('aggregation maps read in expressions', () => {
+  it('count/sum/min/max/avg values (tests/runtime basic "print_per_cpu_map_vals", other "per_cpu_map_*", signed_ints "avg cast negative values")', async () => {
+    const a = await run(
+      'BEGIN { @a = avg(5); @c = count(); @s = sum(5); @mn = min(1); @mx = max(-1); print((@a, @c, @s, @mn, @mx)); clear(@a); clear(@c); clear(@s); clear(@mn); clear(@mx); exit(); }',
+    );
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal(a.stdout, '(5, 1, 5, 1, -1)\n\n\n');
+    const b = await run(
+      'BEGIN { @ = avg(1); @ = avg(1); @ = avg(10); @n = avg(-1); @n = avg(-1); @n = avg(-10); printf("%d %d\\n", @ == 4, @n == -4); @k[@, @n] = 1; exit(); }',
+    );
+    assert.equal(b.code, 0, b.stderr);
+    assert.equal(b.stdout, '1 1\n\n\n@: 4\n@k[4, -4]: 1\n@n: -4\n');
+  });
+
+  it(
+    "combines every CPU's slot: events on CPU 0 and CPU 1 both count",
+    { skip: cpus().length < 2 ? 'one CPU' : undefined },
+    async () => {
+      const r = await run(
+        'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @c = count(); @s = sum(cpu + 1); @mx = max(cpu); @mn = min(cpu); } END { printf("%d %d %d %d\\n", @c, @s, @mn, @mx); clear(@c); clear(@s); clear(@mx); clear(@mn); }',
+        '-c',
+        workloadCommand('cpu', 0, 'getppid', 5, 'cpu', 1, 'getppid', 7),
+      );
+      assert.equal(r.code, 0, r.stderr);
+      // 5 calls on CPU 0 (cpu + 1 = 1 each) and 7 on CPU 1 (2 each)
+      assert.equal(r.stdout, '12 19 0 1\n\n\n');
+    },
+  );
 });

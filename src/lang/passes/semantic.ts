@@ -21,7 +21,7 @@ import { kallsyms } from '../../symbols/kallsyms.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
 import { BtfKind } from '../../kernel/btf.js';
 import { isBuiltinName } from '../parser.js';
-import { btfRecordByName, kernelBtf, materializeRecord, recordFields, withBtf } from '../btf-types.js';
+import { btfEnumInfo, btfRecordByName, kernelBtf, materializeRecord, recordFields, withBtf } from '../btf-types.js';
 import type { CTypes } from '../cdefs.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import {
@@ -147,9 +147,13 @@ const NOT_YET_BUILTINS: ReadonlySet<string> = new Set([
 ]);
 
 /** A kernel enumerator by name from BTF, or undefined (also when the kernel has no BTF). */
-function kernelEnumerator(name: string): { value: bigint } | undefined {
+function kernelEnumerator(name: string): { value: bigint; type: SType } | undefined {
   try {
-    return kernelBtf().enumerator(name);
+    const btf = kernelBtf();
+    const v = btf.enumerator(name);
+    if (!v) return undefined;
+    const info = btfEnumInfo(btf, v.enumId);
+    return { value: v.value, type: info ? { kind: 'int', size: 8, signed: false, enum: info } : U64 };
   } catch {
     return undefined;
   }
@@ -167,7 +171,7 @@ function withNames(t: Extract<SType, { kind: 'tuple' }>, names: string[] | undef
 
 /** Widen an integer/bool type to what maps and variables store (64-bit ints). */
 export function storageType(t: SType): SType {
-  if (t.kind === 'int') return t.signed ? I64 : U64;
+  if (t.kind === 'int') return t.enum ? { kind: 'int', size: 8, signed: false, enum: t.enum } : t.signed ? I64 : U64;
   if (t.kind === 'tuple') return withNames({ kind: 'tuple', elems: t.elems.map(storageType) }, t.names);
   // a struct value (`*p`, `args`): its fields loaded, so the runtime can print it without BTF
   if (t.kind === 'record') return materializeRecord(t.btfId !== undefined ? kernelBtf() : undefined, t);
@@ -176,7 +180,11 @@ export function storageType(t: SType): SType {
 
 /** Join two storage types where they may be unified (ints of either sign, strings of different sizes). */
 function unify(a: SType, b: SType): SType | null {
-  if (a.kind === 'int' && b.kind === 'int') return a.signed && b.signed ? I64 : a.signed || b.signed ? I64 : U64;
+  if (a.kind === 'int' && b.kind === 'int') {
+    // the same enum stays that enum; an enum with other integers is stored as a plain integer (bpftrace)
+    if (a.enum && b.enum?.name === a.enum.name) return a;
+    return a.signed && b.signed ? I64 : a.signed || b.signed ? I64 : U64;
+  }
   if (a.kind === 'string' && b.kind === 'string') return stringType(Math.max(a.size, b.size));
   if (a.kind === 'buffer' && b.kind === 'buffer') return { kind: 'buffer', size: Math.max(a.size, b.size) };
   if (a.kind === 'tuple' && b.kind === 'tuple' && a.elems.length === b.elems.length) {
@@ -696,10 +704,12 @@ export class Analyzer {
       case 'BuiltinExpr': {
         // an identifier that is no builtin may be a kernel enumerator (bpftrace resolves them from BTF)
         if (!isBuiltinName(e.name)) {
-          const own = this.opts.cTypes?.enumerators.get(e.name);
-          const v = own !== undefined ? { value: own } : kernelEnumerator(e.name);
+          // typed as its enum (64-bit, as bpftrace), so that it prints as its name
+          const v = this.opts.cTypes?.enumerators.get(e.name) ?? kernelEnumerator(e.name);
           if (v) {
             e.enumValue = v.value;
+            const info = v.type.kind === 'int' ? v.type.enum : undefined;
+            if (info) return { kind: 'int', size: 8, signed: false, enum: info };
             return v.value < 0n ? I64 : U64;
           }
         }
@@ -737,10 +747,11 @@ export class Analyzer {
           );
         }
         const vt = m.valueType;
-        if (vt.kind === 'count' || vt.kind === 'sum' || vt.kind === 'min' || vt.kind === 'max') {
+        if (vt.kind === 'count' || vt.kind === 'sum' || vt.kind === 'min' || vt.kind === 'max' || vt.kind === 'avg') {
+          // combined over the CPUs at run time (codegen aggregateRead)
           return vt.kind === 'count' ? U64 : (vt as { signed: boolean }).signed ? I64 : U64;
         }
-        if (vt.kind === 'avg' || vt.kind === 'stats' || vt.kind === 'hist' || vt.kind === 'lhist') {
+        if (vt.kind === 'stats' || vt.kind === 'hist' || vt.kind === 'lhist') {
           this.error(e.pos, `Reading a ${vt.kind}() map in an expression is not supported`);
           return null;
         }
@@ -909,7 +920,13 @@ export class Analyzer {
           }
           if (t && t.kind !== 'int') this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name}'`);
           const size = btf.sizeOf(id);
-          return { kind: 'int', size: size === 1 || size === 2 || size === 8 ? size : 4, signed: false };
+          const info = btfEnumInfo(btf, id);
+          return {
+            kind: 'int',
+            size: size === 1 || size === 2 || size === 8 ? size : 4,
+            signed: false,
+            ...(info ? { enum: info } : {}),
+          };
         }
         const m = /^(u?)int(8|16|32|64)$/.exec(spec.name);
         if (m && spec.pointerDepth === 1 && spec.arrayCount === null) {
