@@ -352,3 +352,13 @@ describe('aggregation maps read in expressions', () => {
     },
   );
 });
+
+describe('let $x; declarations', () => {
+  it('a variable read before the assignment that types it is zero of that type (tests/runtime/variable "variable declaration not initialized")', async () => {
+    const a = await run('BEGIN { let $a; if ($a) { $a = 1; } @b = $a; exit(); }');
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal(a.stdout, '\n\n@b: 0\n');
+    const s = await run('BEGIN { let $s; printf("[%s]\\n", $s); $s = "x"; printf("[%s]\\n", $s); exit(); }');
+    assert.equal(s.stdout, '[]\n[x]\n\n\n');
+  });
+});

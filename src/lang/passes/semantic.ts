@@ -258,9 +258,16 @@ export class Analyzer {
     this.final = final;
     this.unit = u;
     this.vars = new Map();
+    this.untyped = new Set();
     if (u.probe.predicate) this.expr(u.probe.predicate);
     this.block(u.probe.body);
+    this.varMemo.set(u, new Map(this.vars));
   }
+
+  /** `let $x;` variables of the unit being typed (typed by a later assignment; zero until then). */
+  private untyped = new Set<string>();
+  /** Each unit's variable types from its previous typing: a `let $x;` read before its assignment takes them. */
+  private readonly varMemo = new Map<ProbeUnit, Map<string, SType>>();
 
   private error(pos: Span | undefined, message: string): void {
     if (!this.final) return;
@@ -299,6 +306,7 @@ export class Analyzer {
           }
         }
         // `let $x;`: the first assignment gives the type; until then the variable reads as zero
+        if (!s.value && !s.typeName) this.untyped.add(s.variable.name);
         return;
       }
       case 'IfStmt':
@@ -725,7 +733,12 @@ export class Analyzer {
         return /^-?(0x[0-9a-f]+|\d+)$/i.test(s.trim()) ? I64 : stringType(Buffer.byteLength(s) + 1);
       }
       case 'VarExpr': {
-        const t = this.vars.get(e.name);
+        let t = this.vars.get(e.name);
+        if (!t && this.untyped.has(e.name)) {
+          // read before the assignment that types it (bpftrace: zero of that type): the type a previous pass saw, or
+          // a provisional integer in the first pass
+          t = this.varMemo.get(this.unit!)?.get(e.name) ?? (this.final ? undefined : I64);
+        }
         if (!t) {
           this.error(e.pos, `Undefined or undeclared variable: $${e.name}`);
           return null;
