@@ -280,6 +280,12 @@ class Parser {
           cDefinitions.push({ text: text.slice(start, this.lastEnd), pos: this.span(start, this.lastEnd) });
           continue;
         }
+        if (lx.peekWord() === 'typedef' && /^typedef\s/.test(text.slice(lx.pos, lx.pos + 8))) {
+          this.fail('C typedefs are not supported yet (struct, union and enum definitions are)', {
+            start: lx.pos,
+            end: lx.pos + 7,
+          });
+        }
         break;
       }
       // Config block.

@@ -271,6 +271,14 @@ BEGIN { } config = { a = 1 }
 `,
     ],
     [
+      'a C typedef (not supported yet)',
+      'typedef struct { int a; } foo_t; BEGIN { }',
+      `stdin:1:1-8: ERROR: syntax: C typedefs are not supported yet (struct, union and enum definitions are)
+typedef struct { int a; } foo_t; BEGIN { }
+~~~~~~~
+`,
+    ],
+    [
       'increment of a non-lvalue',
       'BEGIN { ++1; $x = 2--; }',
       `stdin:1:11-12: ERROR: syntax: increment/decrement requires a variable or map
