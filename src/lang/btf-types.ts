@@ -170,6 +170,12 @@ export function materializeRecord(btf: Btf | undefined, t: SType, depth = 0): ST
   return { ...withBtf(btf, t), fields };
 }
 
+/** `enum NAME` from BTF as a language type (an integer of the enum's size that prints by name), or undefined. */
+export function btfEnumByName(btf: Btf, name: string): SType | undefined {
+  const id = btf.findType(name, BtfKind.ENUM) ?? btf.findType(name, BtfKind.ENUM64);
+  return id === undefined ? undefined : btfType(btf, id);
+}
+
 /** Look up `struct NAME` / `union NAME` / a typedef name; undefined when BTF has no such type. */
 export function btfRecordByName(btf: Btf, spec: string): SType | undefined {
   const m = /^(struct|union)\s+(\S+)$/.exec(spec.trim());

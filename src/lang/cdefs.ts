@@ -14,7 +14,7 @@
  *
  * @throws CompileError positioned in the definition: a syntax error, an unknown type, a floating-point member.
  */
-import { btfEnumInfo, btfRecordByName, kernelBtf } from './btf-types.js';
+import { btfEnumByName, btfRecordByName, kernelBtf } from './btf-types.js';
 import { CompileError, LineIndex } from './diagnostics.js';
 import type { Span } from './ast.js';
 import { alignOf, type EnumInfo, type IntSize, type RecordField, type SType, sizeOf } from './types.js';
@@ -271,17 +271,7 @@ class CParser {
   private enumType(name: string): SType {
     const mine = this.out.enums.get(`enum ${name}`);
     if (mine) return mine;
-    const btf = kernelBtf();
-    const id = btf.findType(name, 6 /* ENUM */) ?? btf.findType(name, 19 /* ENUM64 */);
-    if (id === undefined) this.fail(`Unknown type: 'enum ${name}'`);
-    const size = btf.sizeOf(id);
-    const info = btfEnumInfo(btf, id);
-    return {
-      kind: 'int',
-      size: size === 1 || size === 2 || size === 8 ? size : 4,
-      signed: false,
-      ...(info ? { enum: info } : {}),
-    };
+    return btfEnumByName(kernelBtf(), name) ?? this.fail(`Unknown type: 'enum ${name}'`);
   }
 
   /**

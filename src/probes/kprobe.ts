@@ -21,31 +21,24 @@ import { attachPerfEvents, linkHandle } from './perf-attach.js';
 import {
   type AttachedProbe,
   BPF_ATTACH_TYPE,
-  BPF_PROG_TYPE,
   type ExpandedProbe,
   type ExpandOptions,
   type ProbeProvider,
 } from './types.js';
-import { PT_REGS_X86_64 } from './uprobe.js';
+import { PtRegsProbe } from './regs-probe.js';
 
-export class KprobeProbe implements ExpandedProbe {
-  readonly progType = BPF_PROG_TYPE.KPROBE;
-  readonly args = null;
-  readonly regs = PT_REGS_X86_64;
+export class KprobeProbe extends PtRegsProbe {
   readonly name: string;
 
   constructor(
-    readonly attachPoint: AttachPoint,
-    readonly provider: 'kprobe' | 'kretprobe',
+    attachPoint: AttachPoint,
+    provider: 'kprobe' | 'kretprobe',
     readonly func: string,
     readonly offset: number,
     readonly module: string | undefined,
   ) {
+    super(attachPoint, provider);
     this.name = `${provider}:${module ? `${module}:` : ''}${func}${offset ? `+${offset}` : ''}`;
-  }
-
-  get retprobe(): boolean {
-    return this.provider === 'kretprobe';
   }
 
   attach(progFd: number): AttachedProbe {
@@ -114,26 +107,20 @@ function bareFunctionNames(): string[] {
  * fprobe based: uapi `bpf_attr.link_create.kprobe_multi`), instead of one perf event per function. Function `i`
  * gets attach cookie `i`, from which the `func` builtin reads its name.
  */
-export class KprobeMultiProbe implements ExpandedProbe {
-  readonly progType = BPF_PROG_TYPE.KPROBE;
+export class KprobeMultiProbe extends PtRegsProbe {
   readonly expectedAttachType = BPF_ATTACH_TYPE.KPROBE_MULTI;
-  readonly args = null;
-  readonly regs = PT_REGS_X86_64;
   readonly name: string;
 
   constructor(
-    readonly attachPoint: AttachPoint,
-    readonly provider: 'kprobe' | 'kretprobe',
+    attachPoint: AttachPoint,
+    provider: 'kprobe' | 'kretprobe',
     /** The glob as written (the probe's name). */
     glob: string,
     /** The matched functions (vmlinux or module functions, by bare name), in cookie order. */
     readonly funcs: readonly string[],
   ) {
+    super(attachPoint, provider);
     this.name = `${provider}:${glob}`;
-  }
-
-  get retprobe(): boolean {
-    return this.provider === 'kretprobe';
   }
 
   attach(progFd: number): AttachedProbe {

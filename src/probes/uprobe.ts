@@ -21,34 +21,24 @@ import { ElfFile, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/e
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents, linkHandle } from './perf-attach.js';
+import { PtRegsProbe } from './regs-probe.js';
 import {
   type AttachedProbe,
   type AttachOptions,
   BPF_ATTACH_TYPE,
-  BPF_PROG_TYPE,
   type ExpandedProbe,
   type ExpandOptions,
   type ProbeProvider,
 } from './types.js';
 
-/** `struct pt_regs` byte offsets of the argument registers and the return value (x86-64, KERNEL.md). */
-export const PT_REGS_X86_64 = {
-  args: [112, 104, 96, 88, 72, 64], // di, si, dx, cx, r8, r9
-  ret: 80, // ax
-  ip: 128,
-  sp: 152,
-} as const;
+export { PT_REGS_X86_64 } from './regs-probe.js';
 
-export class UprobeProbe implements ExpandedProbe {
-  readonly progType = BPF_PROG_TYPE.KPROBE;
-  readonly args = null;
+export class UprobeProbe extends PtRegsProbe {
   readonly name: string;
-  /** pt_regs layout for argN/retval. */
-  readonly regs = PT_REGS_X86_64;
 
   constructor(
-    readonly attachPoint: AttachPoint,
-    readonly provider: 'uprobe' | 'uretprobe',
+    attachPoint: AttachPoint,
+    provider: 'uprobe' | 'uretprobe',
     /** Absolute path of the binary. */
     readonly path: string,
     /** Function name (the `func` builtin), or the address text for address probes. */
@@ -57,11 +47,8 @@ export class UprobeProbe implements ExpandedProbe {
     readonly fileOffset: number,
     display: string,
   ) {
+    super(attachPoint, provider);
     this.name = `${provider}:${path}:${display}`;
-  }
-
-  get retprobe(): boolean {
-    return this.provider === 'uretprobe';
   }
 
   attach(progFd: number, opts: AttachOptions = {}): AttachedProbe {
@@ -82,16 +69,13 @@ export class UprobeProbe implements ExpandedProbe {
  * `bpf_attr.link_create.uprobe_multi`) instead of one perf event per function, as bpftrace does where the kernel
  * has it. Function `i` gets attach cookie `i`, from which the `func` builtin reads its name.
  */
-export class UprobeMultiProbe implements ExpandedProbe {
-  readonly progType = BPF_PROG_TYPE.KPROBE;
+export class UprobeMultiProbe extends PtRegsProbe {
   readonly expectedAttachType = BPF_ATTACH_TYPE.UPROBE_MULTI;
-  readonly args = null;
-  readonly regs = PT_REGS_X86_64;
   readonly name: string;
 
   constructor(
-    readonly attachPoint: AttachPoint,
-    readonly provider: 'uprobe' | 'uretprobe',
+    attachPoint: AttachPoint,
+    provider: 'uprobe' | 'uretprobe',
     /** Absolute path of the binary. */
     readonly path: string,
     /** The glob as written (the probe's name). */
@@ -101,11 +85,8 @@ export class UprobeMultiProbe implements ExpandedProbe {
     /** File offset of each function's probe (bytes). */
     readonly fileOffsets: readonly number[],
   ) {
+    super(attachPoint, provider);
     this.name = `${provider}:${path}:${glob}`;
-  }
-
-  get retprobe(): boolean {
-    return this.provider === 'uretprobe';
   }
 
   /** With `opts.pid`, only that process's calls (the link's pid filter). */

@@ -21,7 +21,8 @@ import {
   type ProbeProvider,
   type UsdtArg,
 } from './types.js';
-import { PT_REGS_X86_64, resolveBinary } from './uprobe.js';
+import { PT_REGS_X86_64 } from './regs-probe.js';
+import { resolveBinary } from './uprobe.js';
 
 /** x86-64 register names (all widths) → `struct pt_regs` offset. */
 const X86_REGS: Record<string, number> = {};

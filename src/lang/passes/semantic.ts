@@ -19,9 +19,16 @@ import { resolveUaddr } from '../../probes/uaddr.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
 import { kallsyms } from '../../symbols/kallsyms.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
-import { BtfKind } from '../../kernel/btf.js';
 import { isBuiltinName } from '../parser.js';
-import { btfEnumInfo, btfRecordByName, kernelBtf, materializeRecord, recordFields, withBtf } from '../btf-types.js';
+import {
+  btfEnumByName,
+  btfEnumInfo,
+  btfRecordByName,
+  kernelBtf,
+  materializeRecord,
+  recordFields,
+  withBtf,
+} from '../btf-types.js';
 import type { CTypes } from '../cdefs.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import {
@@ -925,21 +932,13 @@ export class Analyzer {
             if (t && t.kind !== 'int') this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name}'`);
             return mine;
           }
-          const btf = kernelBtf();
-          const id = btf.findType(name, BtfKind.ENUM) ?? btf.findType(name, BtfKind.ENUM64);
-          if (id === undefined) {
+          const enumType = btfEnumByName(kernelBtf(), name);
+          if (!enumType) {
             this.error(spec.pos, `Unknown type: '${spec.name}' (not in the kernel's BTF)`);
             return null;
           }
           if (t && t.kind !== 'int') this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name}'`);
-          const size = btf.sizeOf(id);
-          const info = btfEnumInfo(btf, id);
-          return {
-            kind: 'int',
-            size: size === 1 || size === 2 || size === 8 ? size : 4,
-            signed: false,
-            ...(info ? { enum: info } : {}),
-          };
+          return enumType;
         }
         const m = /^(u?)int(8|16|32|64)$/.exec(spec.name);
         if (m && spec.pointerDepth === 1 && spec.arrayCount === null) {
