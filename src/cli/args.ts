@@ -3,6 +3,7 @@
  * parameters after it, `-l [SEARCH]` (with `-v` showing arguments), `-p PID`, `-c CMD`, `-o FILE`, `-f text|json`,
  * `-q`, `-v`, `-d STAGE`, `-h`, `-V/--version`. Parsed with Node's `util.parseArgs`.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { BpfscopeError } from '../errors.js';
 
@@ -114,6 +115,8 @@ export function parseCli(argv: string[]): CliOptions {
   if (v.p !== undefined) {
     if (!/^\d+$/.test(v.p)) throw new BpfscopeError(`-p: '${v.p}' is not a process id`);
     opts.pid = Number(v.p);
+    // bpftrace's check and wording; the limit is the kernel's pid_max (default 4194304 on 64-bit)
+    if (opts.pid < 1 || opts.pid > pidMax()) throw new BpfscopeError(`Pid out of range: ${v.p}`);
   }
   if (v.f !== undefined) {
     if (v.f !== 'text' && v.f !== 'json')
@@ -162,4 +165,13 @@ function parse(args: string[]) {
       'no-warnings': { type: 'boolean' },
     },
   });
+}
+
+/** The kernel's largest process id (`/proc/sys/kernel/pid_max`; 4194304, the 64-bit maximum, if unreadable). */
+function pidMax(): number {
+  try {
+    return Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim()) || 4194304;
+  } catch {
+    return 4194304;
+  }
 }

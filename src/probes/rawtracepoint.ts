@@ -6,6 +6,7 @@
  * (`args.prev->pid` in sched_switch), and `arg0..argN` are the raw u64 arguments. Attach is
  * BPF_RAW_TRACEPOINT_OPEN, owned by a file descriptor (nothing in tracefs).
  */
+import { existsSync } from 'node:fs';
 import { Btf } from '../kernel/btf.js';
 import { systemTracefs } from '../kernel/tracefs.js';
 import type { AttachPoint } from '../lang/ast.js';
@@ -60,6 +61,19 @@ export class RawTracepointProvider implements ProbeProvider {
     const spec = ap.parts[ap.parts.length - 1];
     if (!spec || ap.parts.length > 2)
       throw attachPointError(ap, 'rawtracepoint probe type requires 1 argument: rawtracepoint:EVENT');
+    // the module must be vmlinux or a loaded module with BTF (bpftrace: "No matches for rawtracepoint MOD:EVENT")
+    const module = ap.parts.length === 2 ? ap.parts[0]! : undefined;
+    if (
+      module !== undefined &&
+      module !== 'vmlinux' &&
+      !hasWildcard(module) &&
+      !existsSync(`/sys/kernel/btf/${module}`)
+    )
+      throw attachPointError(
+        ap,
+        `No matches for rawtracepoint ${module}:${spec}`,
+        `no module '${module}' with BTF is loaded`,
+      );
     const btf = Btf.vmlinux();
     let names: string[];
     if (hasWildcard(spec)) {

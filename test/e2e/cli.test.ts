@@ -89,6 +89,12 @@ describe('bpfscope command line', () => {
     assert.ok(!r.timedOut, 'should stop when the traced process exits');
   });
 
+  it('-p PID beyond the kernel\'s pid_max is an error (tests/runtime/basic "pid outside of valid pid range")', async () => {
+    const r = await runTool('bpfscope', ['-p', '5000000', '-e', 'BEGIN { print(1); }']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, 'ERROR: Pid out of range: 5000000\n');
+  });
+
   it('-c CMD: cpid is the command, output when it ends', async () => {
     const r = await runTool('bpfscope', [
       '-c',

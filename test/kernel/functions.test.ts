@@ -23,6 +23,24 @@ describe('functions', () => {
     assert.equal(r.stdout, `127.0.0.1|5|0|1|44332211|${year}\n\n\n@after: true\n@before: false\n@m[1]: 1\n`);
   });
 
+  it('has_key: multi-key maps take a tuple; a scalar map or a key of the wrong type is an error (tests/runtime/basic "has_key error *")', async () => {
+    const ok = await runTool('bpfscope', [
+      '-e',
+      'BEGIN { @g[1, "hi"] = 2; printf("%d %d\\n", has_key(@g, (1, "hi")), has_key(@g, (2, "hi"))); clear(@g); exit(); }',
+    ]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal(ok.stdout, '1 0\n\n\n');
+    const scalar = await runTool('bpfscope', ['-e', 'BEGIN { @g = 2; if (has_key(@g, 2)) { printf("ok\\n"); } }']);
+    assert.equal(scalar.code, 1);
+    assert.match(scalar.stderr, /^stdin:1:29-31: ERROR: call to has_key\(\) expects a map with explicit keys/m);
+    const mismatch = await runTool('bpfscope', ['-e', 'BEGIN { @g[1, "hi"] = 2; if (has_key(@g, (1, 2))) { } }']);
+    assert.equal(mismatch.code, 1);
+    assert.match(
+      mismatch.stderr,
+      /^stdin:1:42-48: ERROR: Argument mismatch for @g: trying to access with arguments: \[int64, int64\] when map expects arguments: \[int64, string\[3\]\]$/m,
+    );
+  });
+
   it('formats IPv6 like inet_ntop', () => {
     const b = (hex: string) => Buffer.from(hex, 'hex');
     assert.equal(formatInet(10, b('00000000000000000000000000000001')), '::1');

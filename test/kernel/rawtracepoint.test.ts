@@ -26,6 +26,14 @@ describe('rawtracepoint', () => {
     );
   });
 
+  it('rejects a module that is not loaded with BTF (tests/runtime/probe "rawtracepoint_module_missing")', async () => {
+    const r = await runTool('bpfscope', ['-e', 'rawtracepoint:nonsense:sys_exit { }']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^stdin:1:1-32: ERROR: No matches for rawtracepoint nonsense:sys_exit$/m);
+    const v = await runTool('bpfscope', ['-e', 'rawtracepoint:vmlinux:sys_exit { exit(); }']);
+    assert.equal(v.code, 0, v.stderr);
+  });
+
   it('suggests a close name for an unknown raw tracepoint', async () => {
     const r = await runTool('bpfscope', ['-e', 'rawtracepoint:sched_swich { }']);
     assert.equal(r.code, 1);

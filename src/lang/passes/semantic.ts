@@ -1478,7 +1478,26 @@ export class Analyzer {
           if (m.keys.length) this.error(m.pos, 'has_key() expects a map without a key: has_key(@m, key)');
           this.checkMapExists(m);
         }
-        this.expr(args[1]!);
+        const kt = this.expr(args[1]!);
+        const info = m ? this.maps.get(m.name) : undefined;
+        if (m && info && kt) {
+          const label = m.name === '' ? '@' : `@${m.name}`;
+          if (info.keyTypes.length === 0) {
+            this.error(m.pos, `call to has_key() expects a map with explicit keys (non-scalar map); ${label} has none`);
+          } else {
+            // a multi-key map takes its key as a tuple: has_key(@m, (1, "a"))
+            const given = info.keyTypes.length > 1 && kt.kind === 'tuple' ? kt.elems : [kt];
+            if (
+              given.length !== info.keyTypes.length ||
+              !given.every((k, i) => sameShape(storageType(k), info.keyTypes[i]!))
+            ) {
+              this.error(
+                args[1]!.pos,
+                `Argument mismatch for ${label}: trying to access with arguments: [${given.map(typeName).join(', ')}] when map expects arguments: [${info.keyTypes.map(typeName).join(', ')}]`,
+              );
+            }
+          }
+        }
         return BOOL;
       }
       case 'nsecs': {
