@@ -2051,13 +2051,24 @@ export class ProbeGen {
       return;
     }
     if (op === '/' || op === '%') {
-      // Unsigned, as current bpftrace (CreateCheckedBinop): x / 0 and x % 0 give 1.
+      // Unsigned, as current bpftrace (CreateCheckedBinop): x / 0 and x % 0 give 1, with a run-time warning at the
+      // expression's position (the one being generated: see expr())
       const zero = fn.newLabel('divz');
       const done = fn.newLabel('divd');
       fn.emit(I.jmpImm('jeq', src, 0, zero));
       fn.emit(I.alu64(op === '/' ? 'div' : 'mod', dst, src));
       fn.emit(I.ja(done));
       fn.mark(zero);
+      const id = this.tables.printfs.length;
+      this.tables.printfs.push({
+        id,
+        format: 'Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.',
+        argTypes: [],
+        offsets: [],
+        payloadSize: 0,
+        ...(fn.pos ? { pos: fn.pos } : {}),
+      });
+      this.asyncRecord(AsyncAction.WARNF, id, 0, () => {});
       fn.emit(I.mov64Imm(dst, 1));
       fn.mark(done);
       return;

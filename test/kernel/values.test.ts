@@ -362,3 +362,22 @@ describe('let $x; declarations', () => {
     assert.equal(s.stdout, '[]\n[x]\n\n\n');
   });
 });
+
+describe('division by zero', () => {
+  it('gives 1 and a run-time warning at the expression (tests/runtime/regression "zero_divide", "zero_modulo")', async () => {
+    const r = await run(
+      'BEGIN { @mod0 = 0; print((uint64)10 / (uint64)@mod0); print((uint64)10 % (uint64)@mod0); clear(@mod0); exit(); }',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '1\n1\n\n\n');
+    const warnings = r.stderr.match(
+      /^stdin:1:\d+-\d+: WARNING: Divide or modulo by 0 detected\. This can lead to unexpected results\. 1 is being used as the result\.$/gm,
+    );
+    assert.equal(warnings?.length, 2, r.stderr);
+    const quiet = await run(
+      'BEGIN { @mod0 = 0; print((uint64)10 / (uint64)@mod0); clear(@mod0); exit(); }',
+      '--no-warnings',
+    );
+    assert.doesNotMatch(quiet.stderr, /WARNING/);
+  });
+});
