@@ -430,17 +430,8 @@ export class ProbeGen {
             zeroStack(fn, kv, kl.size);
             copyMem(fn, FP, kv + kl.offsets[0]!, key, 0, sizeOf(kvType.elems[0]!));
             if (plan.perCpu) {
-              const total = fn.vreg();
-              fn.emit(I.mov64Imm(total, 0));
-              for (const cpu of possibleCpus()) {
-                const skip = fn.newLabel('pcpu');
-                const p = cb.callHelper(H.map_lookup_percpu_elem, [{ map: plan.kernelName }, key, { imm: cpu }]);
-                fn.emit(I.jmpImm('jeq', p, 0, skip));
-                const v = fn.vreg();
-                fn.emit(I.ldx(8, v, p, 0));
-                fn.emit(I.alu64('add', total, v));
-                fn.mark(skip);
-              }
+              // count/sum/min/max/avg: every CPU's slot combined, as `@m[k]` reads it
+              const total = cb.aggregateRead(plan, key);
               fn.emit(I.stx(8, FP, total, kv + kl.offsets[1]!));
             } else {
               copyMem(fn, FP, kv + kl.offsets[1]!, value, 0, sizeOf(kvType.elems[1]!));
@@ -1692,7 +1683,7 @@ export class ProbeGen {
     const plan = this.tables.maps.get(m.name)!;
     const keyOff = this.mapKey(plan, m);
     if (plan.perCpu && ['count', 'sum', 'min', 'max', 'avg'].includes(plan.valueType.kind)) {
-      return this.reg(this.aggregateRead(plan, keyOff));
+      return this.reg(this.aggregateRead(plan, { stack: keyOff }));
     }
     const p = this.callHelper(H.map_lookup_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
     const t = m.type!;
@@ -1721,7 +1712,7 @@ export class ProbeGen {
    * counts and sums added, the smallest/largest set min/max, avg = total / count (truncated toward zero; 0 when no
    * CPU has a value). A missing key reads as 0.
    */
-  private aggregateRead(plan: MapPlan, keyOff: number): number {
+  private aggregateRead(plan: MapPlan, key: HelperArg): number {
     const fn = this.fn;
     const vt = plan.valueType;
     const signed = 'signed' in vt && vt.signed;
@@ -1733,7 +1724,7 @@ export class ProbeGen {
     fn.emit(I.mov64Imm(any, 0));
     for (const cpu of possibleCpus()) {
       const skip = fn.newLabel('pcpu');
-      const p = this.callHelper(H.map_lookup_percpu_elem, [{ map: plan.kernelName }, { stack: keyOff }, { imm: cpu }]);
+      const p = this.callHelper(H.map_lookup_percpu_elem, [{ map: plan.kernelName }, key, { imm: cpu }]);
       fn.emit(I.jmpImm('jeq', p, 0, skip));
       const v = fn.vreg();
       fn.emit(I.ldx(8, v, p, 0));

@@ -4,6 +4,7 @@
  * accept the callbacks (bpf/btf-writer.ts). Expected outputs follow bpftrace's runtime tests (tests/runtime/for).
  */
 import assert from 'node:assert/strict';
+import { cpus } from 'node:os';
 import { describe, it } from 'node:test';
 import { funcInfoBtf } from '../../src/bpf/btf-writer.js';
 import { runTool } from '../helpers/cli.js';
@@ -47,7 +48,25 @@ describe('for ($kv : @map)', () => {
     assert.equal(out, '(16, 32)\n(64, aa)\n1\n\n\n');
   });
 
-  it('rejects walking a map without keys, or a single element', async () => {
+  it(
+    'min/max/avg values are combined over the CPUs the events ran on',
+    { skip: cpus().length < 2 ? 'one CPU' : undefined },
+    async () => {
+      const out = await run(
+        'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @mx[1] = max(cpu + 10); @mn[1] = min(cpu + 10); @av[1] = avg(cpu * 100); } END { for ($kv : @mx) { printf("max %d\\n", $kv.1); } for ($kv : @mn) { printf("min %d\\n", $kv.1); } for ($kv : @av) { printf("avg %d\\n", $kv.1); } clear(@mx); clear(@mn); clear(@av); }',
+        '-c',
+        workloadCommand('cpu', 0, 'getppid', 1, 'cpu', 1, 'getppid', 3),
+      );
+      // one call on CPU 0, three on CPU 1: avg of 0, 100, 100, 100
+      assert.equal(out, 'max 11\nmin 10\navg 75\n\n\n');
+    },
+  );
+
+  it('rejects walking a map without keys, a single element, or a histogram (without follow-on errors)', async () => {
+    const h = await runTool('bpfscope', ['-e', 'BEGIN { @h[1] = hist(5); for ($kv : @h) { print($kv.1); } }']);
+    assert.equal(h.code, 1);
+    assert.match(h.stderr, /^stdin:1:37-39: ERROR: for loops over hist\(\) maps are not supported yet$/m);
+    assert.doesNotMatch(h.stderr, /Undefined or undeclared variable/);
     const a = await runTool('bpfscope', ['-e', 'BEGIN { @a = 1; for ($kv : @a) { } }']);
     assert.equal(a.code, 1);
     assert.match(a.stderr, /Loop expression must be a map with keys: @a has none/);

@@ -340,7 +340,9 @@ export class Analyzer {
       case 'ForStmt': {
         if (s.iterable.kind === 'MapExpr') {
           const kv = this.mapLoopType(s.iterable);
-          if (kv) this.defineVar(s.variable, kv);
+          // (without a type for the loop variable the body would only repeat the error as undefined variables)
+          if (!kv) return;
+          this.defineVar(s.variable, kv);
           this.loopDepth++;
           this.block(s.body);
           this.loopDepth--;
@@ -577,7 +579,7 @@ export class Analyzer {
     if (s.op !== '=') {
       const prev = this.vars.get(target.name);
       if (!prev) {
-        this.error(target.pos, `Undefined or undeclared variable: $${target.name}`);
+        this.error(target.pos, `Undefined or undeclared variable: $${target.name.replace(/#\d+$/, '')}`);
         return;
       }
       const pointerStep = prev.kind === 'pointer' && (s.op === '+=' || s.op === '-=');
@@ -747,7 +749,7 @@ export class Analyzer {
           t = this.varMemo.get(this.unit!)?.get(e.name) ?? (this.final ? undefined : I64);
         }
         if (!t) {
-          this.error(e.pos, `Undefined or undeclared variable: $${e.name}`);
+          this.error(e.pos, `Undefined or undeclared variable: $${e.name.replace(/#\d+$/, '')}`);
           return null;
         }
         return t;
@@ -850,7 +852,7 @@ export class Analyzer {
         if (target.kind === 'VarExpr') {
           const t = this.vars.get(target.name);
           if (!t) {
-            this.error(target.pos, `Undefined or undeclared variable: $${target.name}`);
+            this.error(target.pos, `Undefined or undeclared variable: $${target.name.replace(/#\d+$/, '')}`);
             return null;
           }
           if (t.kind !== 'int' && t.kind !== 'pointer') this.error(e.pos, `${e.op} needs an integer variable`);
@@ -1758,7 +1760,8 @@ export class Analyzer {
     const vt = sym.valueType;
     let value: SType;
     if (vt.kind === 'count') value = U64;
-    else if (vt.kind === 'sum') value = vt.signed ? I64 : U64;
+    else if (vt.kind === 'sum' || vt.kind === 'min' || vt.kind === 'max' || vt.kind === 'avg')
+      value = vt.signed ? I64 : U64;
     else if (isAggregation(vt)) {
       this.error(m.pos, `for loops over ${vt.kind}() maps are not supported yet`);
       return null;
