@@ -178,9 +178,9 @@ export function diffCases(): DiffCase[] {
   const HIST_READS = ['comm', 'bpfs_wl', 'read', 3, 100, 'read', 1, 7, 'read', 2, 4096] as const;
   const histReads = W(...HIST_READS);
   const openats = W('comm', 'bpfs_wl', 'cpu', 0, 'openat', '/etc/hostname', 2, 'openat', '/nonexistent/bpfs', 3);
-  // A comm no other run on this machine uses (the diff suite may run twice at once): for cases that filter on
-  // comm alone, without pid == cpid.
-  const uniq = `bpfs_${(process.pid % 0x10000).toString(16)}`;
+  // A comm no other run on this machine uses (the diff suite may run twice at once), one per case (the guest runs two
+  // cases at once): for cases that filter on comm alone, without pid == cpid. At most 11 of comm's 15 characters.
+  const uniq = (tag: string) => `bpfs_${(process.pid % 0x10000).toString(16)}${tag}`;
   const WP = workloadPath();
   const U = (fn: string) => `uprobe:${WP}:${fn}`;
   const UR = (fn: string) => `uretprobe:${WP}:${fn}`;
@@ -207,9 +207,13 @@ export function diffCases(): DiffCase[] {
     c('tp-getppid-count-cpid', 'tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @ = count(); }', {
       cmd: W('getppid', 7),
     }),
-    c('tp-getppid-comm-filter', `tracepoint:syscalls:sys_enter_getppid /comm == "${uniq}"/ { @calls = count(); }`, {
-      cmd: W('getppid', 3, 'comm', uniq, 'getppid', 5),
-    }),
+    c(
+      'tp-getppid-comm-filter',
+      `tracepoint:syscalls:sys_enter_getppid /comm == "${uniq('f')}"/ { @calls = count(); }`,
+      {
+        cmd: W('getppid', 3, 'comm', uniq('f'), 'getppid', 5),
+      },
+    ),
     c(
       'tp-openat-str-filename',
       'tracepoint:syscalls:sys_enter_openat /pid == cpid && comm == "bpfs_wl"/ { printf("%s\\n", str(args.filename)); }',
@@ -561,10 +565,10 @@ export function diffCases(): DiffCase[] {
     // ---------------------------------------------------------------- positional parameters, script files
     c('positional-params', 'BEGIN { printf("%d %s %d\\n", $1, str($2), $#); exit(); }', { params: ['42', 'hello'] }),
     c('positional-in-predicate', 'tracepoint:syscalls:sys_enter_getppid /comm == str($1)/ { @[comm] = count(); }', {
-      cmd: W('getppid', 1, 'comm', uniq, 'getppid', 6),
-      params: [uniq],
+      cmd: W('getppid', 1, 'comm', uniq('p'), 'getppid', 6),
+      params: [uniq('p')],
     }),
-    { name: 'script-file-with-param', args: ['-c', W('comm', uniq, 'getppid', 4), script, uniq] },
+    { name: 'script-file-with-param', args: ['-c', W('comm', uniq('s'), 'getppid', 4), script, uniq('s')] },
 
     // ---------------------------------------------------------------- BEGIN / END / interval / profile
     c(
@@ -1239,6 +1243,9 @@ export function diffCases(): DiffCase[] {
       'comments-in-program',
       '// line comment\nBEGIN /* block */ { printf("%d\\n", 1 /* inline */ + 2); // trailing\n exit(); }',
     ),
-    { name: 'script-file-two-probes', args: ['-c', W('comm', uniq, 'getppid', 3, 'getuid', 6), script2, uniq] },
+    {
+      name: 'script-file-two-probes',
+      args: ['-c', W('comm', uniq('t'), 'getppid', 3, 'getuid', 6), script2, uniq('t')],
+    },
   ];
 }
