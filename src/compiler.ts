@@ -20,7 +20,9 @@ import { type RuntimeConfig, resolveConfig } from './lang/passes/config.js';
 import { checkMapDecls } from './lang/passes/mapdecl.js';
 import { foldLiterals } from './lang/passes/fold.js';
 import { expandMacros } from './lang/passes/macros.js';
-import { scopeLoopVariables } from './lang/passes/loopscope.js';
+import { substitutePositionals } from './lang/passes/positional.js';
+import { unreachableWarnings } from './lang/passes/reachability.js';
+import { scopeVariables } from './lang/passes/varscope.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { expandAttachPoint } from './probes/registry.js';
 
@@ -62,9 +64,11 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     const r = resolveConfig(ast);
     config = r.config;
     warnings.push(...r.warnings);
+    substitutePositionals(ast, opts.positional ?? []);
     expandMacros(ast);
     foldLiterals(ast);
-    scopeLoopVariables(ast);
+    scopeVariables(ast);
+    warnings.push(...unreachableWarnings(ast));
     cTypes = parseCDefinitions(ast.cDefinitions, source.text);
   } catch (e) {
     if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
@@ -175,6 +179,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       frameMaps: tables.frameMaps,
       funcTables: [...tables.funcTables.values()],
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,
+      printMapsOnExit: config.printMapsOnExit,
     },
   };
 }

@@ -28,6 +28,7 @@ import type {
   VarExpr,
 } from '../lang/ast.js';
 import { nodesOfKind } from '../lang/astwalk.js';
+import { positionalInt } from '../lang/lexer.js';
 import { kernelBtf, recordFields } from '../lang/btf-types.js';
 import {
   type Analyzer,
@@ -38,7 +39,7 @@ import {
   signalNumber,
   storageType,
 } from '../lang/passes/semantic.js';
-import { type RecordField, type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
+import { type RecordField, type SType, sizeOf, tupleLayout, typeKey, U64 } from '../lang/types.js';
 import { compilePrintf } from '../runtime/output/printf.js';
 import { emitAggregation } from './aggregate.js';
 import { copyMem, Frame, MAP_FRAME_BIAS, storeBytes, zeroStack } from './frame.js';
@@ -283,14 +284,47 @@ export class ProbeGen {
     copyMem(this.fn, base, off, this.fb, v.off, Math.min(v.size, destSize ?? v.size));
   }
 
-  /** Write a value converted to the storage type `st` (ints as 8 bytes) into a zeroed area. */
-  storeAs(v: Val, st: SType, base: number, off: number): void {
+  /**
+   * Write a value converted to the storage type `st` (ints as 8 bytes) into a zeroed area. `from` is the value's own
+   * type: a tuple whose element layout differs from `st`'s (a shorter string, a narrower int: `@[1] = ("by", 3)`
+   * after `@[1] = ("hellolongstr", 2)`) is converted element by element, nested tuples too.
+   */
+  storeAs(v: Val, st: SType, base: number, off: number, from?: SType): void {
     if (st.kind === 'tuple' && v.kind === 'mem') {
-      // element-wise copy: element layouts of the value and the storage type may differ (string sizes)
+      if (from?.kind === 'tuple' && from.elems.length === st.elems.length && typeKey(from) !== typeKey(st)) {
+        this.convertTuple(v.off, from.elems, st.elems, base, off);
+        return;
+      }
       copyMem(this.fn, base, off, this.fb, v.off, Math.min(v.size, sizeOf(st)));
       return;
     }
     this.storeVal(v, st, base, off, sizeOf(st));
+  }
+
+  /** Evaluate `e` and store it as `st` (see storeAs), converting from `e`'s own type. */
+  storeExpr(e: Expr, st: SType, base: number, off: number): void {
+    this.storeAs(this.expr(e), st, base, off, e.type);
+  }
+
+  /** Copy the tuple at [fb+srcOff] laid out as `from` into [base+off] laid out as `to`, element by element. */
+  private convertTuple(srcOff: number, from: SType[], to: SType[], base: number, off: number): void {
+    const sl = tupleLayout(from);
+    const dl = tupleLayout(to);
+    to.forEach((et, i) => {
+      const ft = from[i]!;
+      const so = srcOff + sl.offsets[i]!;
+      let ev: Val;
+      if (ft.kind === 'int' || ft.kind === 'bool') {
+        const size = ft.kind === 'int' ? ft.size : 1;
+        const r = this.fn.vreg();
+        this.fn.emit(I.ldx(size as 1 | 2 | 4 | 8, r, this.fb, so));
+        if (ft.kind === 'int' && ft.signed) this.normalize(r, ft.size, true);
+        ev = this.reg(r);
+      } else {
+        ev = { kind: 'mem', off: so, size: sizeOf(ft) };
+      }
+      this.storeAs(ev, et, base, off + dl.offsets[i]!, ft);
+    });
   }
 
   /** Evaluate `e` into a scalar register. */
@@ -623,7 +657,7 @@ export class ProbeGen {
       } else {
         const v = this.expr(s.value);
         zeroStack(fn, slot.off, slot.size);
-        this.storeAs(v, target.type!, this.fb, slot.off);
+        this.storeAs(v, target.type!, this.fb, slot.off, s.value.type);
       }
       return;
     }
@@ -642,7 +676,7 @@ export class ProbeGen {
     const keyOff = this.mapKey(plan, target);
     const valOff = this.frame.temp(plan.valueSize);
     if (v.kind === 'mem' || plan.valueSize !== 8) zeroStack(fn, valOff, plan.valueSize);
-    this.storeAs(v, plan.valueType, this.fb, valOff);
+    this.storeAs(v, plan.valueType, this.fb, valOff, s.value.type);
     this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]);
   }
 
@@ -667,9 +701,13 @@ export class ProbeGen {
   mapKey(plan: MapPlan, m: MapExpr, extraBytes = 0): number {
     const off = this.frame.temp(plan.keySize + extraBytes);
     zeroStack(this.fn, off, plan.keySize);
+    if (m.keys.length === 1 && plan.keyTypes.length > 1) {
+      // one tuple-valued key for a map of several keys: its elements are the keys
+      this.storeExpr(m.keys[0]!, { kind: 'tuple', elems: plan.keyTypes }, this.fb, off);
+      return off;
+    }
     m.keys.forEach((k, i) => {
-      const v = this.expr(k);
-      this.storeAs(v, plan.keyTypes[i]!, this.fb, off + plan.keyOffsets[i]!);
+      this.storeExpr(k, plan.keyTypes[i]!, this.fb, off + plan.keyOffsets[i]!);
     });
     return off;
   }
@@ -788,7 +826,7 @@ export class ProbeGen {
         const size = sizeOf(t);
         const id = this.tables.printValues.push({ id: this.tables.printValues.length, type: t }) - 1;
         const v = this.expr(a);
-        this.asyncRecord(AsyncAction.PRINT_VALUE, id, size, (rec) => this.storeAs(v, t, this.fb, rec + 8));
+        this.asyncRecord(AsyncAction.PRINT_VALUE, id, size, (rec) => this.storeAs(v, t, this.fb, rec + 8, a.type));
         return;
       }
       default:
@@ -867,7 +905,7 @@ export class ProbeGen {
     });
     const vals = c.args.slice(1).map((a) => this.expr(a));
     this.asyncRecord(action, id, layout.size, (rec) => {
-      vals.forEach((v, i) => this.storeAs(v, argTypes[i]!, this.fb, rec + 8 + layout.offsets[i]!));
+      vals.forEach((v, i) => this.storeAs(v, argTypes[i]!, this.fb, rec + 8 + layout.offsets[i]!, c.args[i + 1]!.type));
     });
   }
 
@@ -901,7 +939,7 @@ export class ProbeGen {
         if (e.count) return this.reg(this.constant(this.tables.positional.length));
         const s = this.tables.positional[e.index - 1];
         if (e.type!.kind === 'string') return this.constString(s ?? '', sizeOf(e.type!));
-        return this.reg(this.constant(s === undefined ? 0n : BigInt(s.trim())));
+        return this.reg(this.constant(s === undefined ? 0n : (positionalInt(s) ?? 0n)));
       }
       case 'BuiltinExpr':
         if (e.enumValue !== undefined) return this.reg(this.constant(e.enumValue));
@@ -995,7 +1033,7 @@ export class ProbeGen {
         const l = tupleLayout(t.elems);
         const off = this.frame.temp(l.size);
         zeroStack(fn, off, l.size);
-        e.elems.forEach((x, i) => this.storeAs(this.expr(x), t.elems[i]!, this.fb, off + l.offsets[i]!));
+        e.elems.forEach((x, i) => this.storeExpr(x, t.elems[i]!, this.fb, off + l.offsets[i]!));
         return { kind: 'mem', off, size: l.size };
       }
       case 'CallExpr':
@@ -1510,9 +1548,9 @@ export class ProbeGen {
       zeroStack(this.fn, keyOff, plan.keySize);
       const k = c.args[1]!;
       if (plan.keyTypes.length === 1) {
-        this.storeAs(this.expr(k), plan.keyTypes[0]!, this.fb, keyOff);
+        this.storeExpr(k, plan.keyTypes[0]!, this.fb, keyOff);
       } else {
-        this.storeAs(this.expr(k), { kind: 'tuple', elems: plan.keyTypes }, this.fb, keyOff);
+        this.storeExpr(k, { kind: 'tuple', elems: plan.keyTypes }, this.fb, keyOff);
       }
     } else {
       keyOff = this.mapKey(plan, m);
@@ -1821,10 +1859,10 @@ export class ProbeGen {
     const off = this.frame.temp(size);
     zeroStack(fn, off, size);
     this.branchIfFalse(e.cond, elseL);
-    this.storeAs(this.expr(e.then), t, this.fb, off);
+    this.storeExpr(e.then, t, this.fb, off);
     fn.emit(I.ja(done));
     fn.mark(elseL);
-    this.storeAs(this.expr(e.else), t, this.fb, off);
+    this.storeExpr(e.else, t, this.fb, off);
     fn.mark(done);
     return { kind: 'mem', off, size };
   }
@@ -2015,7 +2053,9 @@ export class ProbeGen {
     else if (e.kind === 'BuiltinExpr' && e.name === 'cpid' && this.tables.cpid !== undefined)
       v = BigInt(this.tables.cpid);
     else if (e.kind === 'PositionalExpr' && e.type?.kind === 'int') {
-      v = e.count ? BigInt(this.tables.positional.length) : BigInt((this.tables.positional[e.index - 1] ?? '0').trim());
+      v = e.count
+        ? BigInt(this.tables.positional.length)
+        : (positionalInt(this.tables.positional[e.index - 1] ?? '0') ?? 0n);
     }
     if (v === undefined || v < -0x80000000n || v > 0x7fffffffn) return undefined;
     return Number(v);
@@ -2165,7 +2205,7 @@ export class ProbeGen {
         zeroStack(fn, keyOff, plan.keySize);
         const k = c.args[1]!;
         const kt = plan.keyTypes.length === 1 ? plan.keyTypes[0]! : { kind: 'tuple' as const, elems: plan.keyTypes };
-        this.storeAs(this.expr(k), kt, this.fb, keyOff);
+        this.storeExpr(k, kt, this.fb, keyOff);
         const p = this.callHelper(H.map_lookup_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
         const r = fn.vreg();
         const done = fn.newLabel('hk');

@@ -158,4 +158,6 @@ export interface CompiledProgram {
   exitName: string;
   /** Ring buffer size in bytes (power of two, multiple of the page size). */
   ringbufSize: number;
+  /** Whether maps are printed when the run ends (config `print_maps_on_exit`). */
+  printMapsOnExit: boolean;
 }

@@ -556,3 +556,18 @@ export class Lexer {
     return { kind: 'string', text: t.slice(start, p), start, end: p, str, bytes: Uint8Array.from(bytes) };
   }
 }
+
+/**
+ * A positional parameter's integer value, when its text is an integer in one of bpftrace's literal forms (decimal,
+ * `0` octal, `0x` hex, `0b` binary, `1e6` scientific, `_` separators; a leading `-` negates); undefined when the
+ * parameter is a string. bpftrace: `begin { printf("%o", $1) }' 0775` prints 775.
+ */
+export function positionalInt(text: string): bigint | undefined {
+  const s = text.trim();
+  const neg = s.startsWith('-');
+  const body = neg ? s.slice(1) : s;
+  if (!/^(0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*([eE][0-9]+)?)$/.test(body)) return undefined;
+  const r = parseIntLiteral(body);
+  if ('error' in r) return undefined;
+  return neg ? -r.value : r.value;
+}

@@ -569,6 +569,9 @@ class Parser {
               if (this.peek().kind === 'eof') this.fail("expected '}'");
               this.fail("expected ';'");
             }
+          } else if (allowTrailing && stmt.kind === 'IfStmt' && this.is('}')) {
+            // `{ ...; if (c) { a } else { b } }`: a trailing if/else whose branches end in values is the block's value
+            trailing = ifAsExpr(stmt);
           } else {
             this.accept(';');
           }
@@ -1023,7 +1026,7 @@ class Parser {
       case 'offsetof':
         return this.parseOffsetof();
       case 'if':
-        return this.fail("'if' cannot be used as a value here; use the ternary operator: cond ? a : b");
+        return this.parseIfExpr();
     }
     if (KEYWORDS.has(t.text)) return this.fail('expected expression');
     this.advance();
@@ -1137,6 +1140,26 @@ class Parser {
     return { kind: 'TupleExpr', pos: this.span(open.start, close.end), elems, names };
   }
 
+  /**
+   * `if (c) { a } else { b }` used as a value (bpftrace v0.26's if expression): a ternary whose branches are block
+   * expressions; `else` is required, and may be followed by another `if` expression.
+   */
+  private parseIfExpr(): A.Expr {
+    this.enter();
+    try {
+      const kw = this.advance();
+      const cond = this.parseCondition('if');
+      const then = this.parseBlockExpr();
+      if (!this.isWord('else')) return this.fail("an 'if' used as a value needs an 'else' branch");
+      this.advance();
+      const els = this.isWord('if') ? this.parseIfExpr() : this.is('{') ? this.parseBlockExpr() : null;
+      if (!els) return this.fail("expected '{' or 'if' after 'else'");
+      return { kind: 'TernaryExpr', pos: this.span(kw.start, this.lastEnd), cond, then, else: els };
+    } finally {
+      this.leave();
+    }
+  }
+
   /** `{ stmts; expr }` used as a value: the last statement must be an expression without `;`. */
   private parseBlockExpr(): A.BlockExpr {
     const open = this.advance();
@@ -1149,6 +1172,24 @@ class Parser {
     }
     return { kind: 'BlockExpr', pos: this.span(open.start, close.end), stmts, value };
   }
+}
+
+/**
+ * An `if`/`else` statement whose every branch ends in an expression statement (or such an if/else), as the
+ * equivalent if expression (a ternary of block expressions); null when a branch is missing or does not end in a
+ * value.
+ */
+function ifAsExpr(s: A.IfStmt): A.Expr | null {
+  const branch = (b: A.Block | A.IfStmt | null): A.Expr | null => {
+    if (!b) return null;
+    if (b.kind === 'IfStmt') return ifAsExpr(b);
+    const last = b.stmts[b.stmts.length - 1];
+    const value = last?.kind === 'ExprStmt' ? last.expr : last?.kind === 'IfStmt' ? ifAsExpr(last) : null;
+    return value && { kind: 'BlockExpr', pos: b.pos, stmts: b.stmts.slice(0, -1), value };
+  };
+  const then = branch(s.then);
+  const els = branch(s.else);
+  return then && els ? { kind: 'TernaryExpr', pos: s.pos, cond: s.cond, then, else: els } : null;
 }
 
 /** Tokens that can start a cast's operand (bpftrace `can_start_expression`). */

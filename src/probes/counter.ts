@@ -7,6 +7,7 @@
 import { onlineCpus } from '../kernel/cpus.js';
 import { encodePerfEventAttr, PerfEvent, PerfFlag, perfEventOpenRaw } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
+import { parseUint } from './rate.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp } from './glob.js';
 import { attachPerfEvents } from './perf-attach.js';
@@ -90,10 +91,12 @@ export class CounterProvider implements ProbeProvider {
     if (problem) throw attachPointError(ap, problem, this.unavailableHint);
     let count = entry[1].count;
     if (countText !== undefined) {
-      if (!/^\d+$/.test(countText) || Number(countText) < 1) {
+      // bpftrace's util::to_uint forms: `1e6`, `0x10`, `1_000`
+      const n = parseUint(countText, false);
+      if (typeof n === 'string' || n < 1n || n > BigInt(Number.MAX_SAFE_INTEGER)) {
         throw attachPointError(ap, `Invalid count for ${this.kind}:${name}: ${countText}`);
       }
-      count = Number(countText);
+      count = Number(n);
     }
     return [new CounterProbe(ap, this.kind, this.perfType, entry[0], entry[1].config, count)];
   }

@@ -55,6 +55,9 @@ function userName(uid: number): string {
   return passwd.get(uid) ?? String(uid);
 }
 
+/** Providers whose programs run newest-attached first on a shared probe point (uprobe consumers). */
+const UPROBE_PROVIDERS = new Set(['uprobe', 'uretprobe', 'usdt']);
+
 /** Distinct stacks kept per stack map unless SessionOptions.stackMapEntries says otherwise. */
 const STACK_MAP_ENTRIES = 4096;
 
@@ -294,10 +297,16 @@ export class Session {
     return this.programs.some((p) => !p.plan.expanded.special);
   }
 
-  /** Attach every non-special probe. */
+  /**
+   * Attach every non-special probe, so that probes on the same event run in the order the program declares them
+   * (bpftrace's runtime tests probe:uprobe_order, uretprobe_order). The kernel runs the programs of one tracepoint,
+   * kprobe or perf event in attach order, but the consumers of one uprobe newest first, so uprobe-based probes
+   * (uprobe, uretprobe, usdt) are attached last, in reverse.
+   */
   attach(opts: { pid?: number } = {}): void {
-    for (const p of this.programs) {
-      if (p.plan.expanded.special) continue;
+    const events = this.programs.filter((p) => !p.plan.expanded.special);
+    const lifo = (p: (typeof events)[number]) => UPROBE_PROVIDERS.has(p.plan.expanded.provider);
+    for (const p of [...events.filter((p) => !lifo(p)), ...events.filter(lifo).reverse()]) {
       this.attachments.push(p.plan.expanded.attach(p.prog.fd, opts.pid !== undefined ? { pid: opts.pid } : {}));
     }
   }
@@ -349,7 +358,7 @@ export class Session {
     for (const p of this.programs) if (p.plan.expanded.special === 'end') p.prog.testRun({});
     this.drain();
     this.checkLost();
-    if (opts.printMaps ?? true) {
+    if ((opts.printMaps ?? true) && this.compiled.printMapsOnExit !== false) {
       this.opts.output.exitMaps(this.planByIndex.map((plan) => this.dumpMap(plan)));
     } else {
       this.opts.output.end();
@@ -420,12 +429,19 @@ export class Session {
   }
 
   /** Read a whole map into the output model. */
-  dumpMap(plan: MapPlan): MapDump {
+  dumpMap(plan: MapPlan, opts: { zeroScalar?: boolean } = {}): MapDump {
     const m = this.mapFor(plan);
     const raw = [];
     for (const [key, value] of m.entries()) {
       const slots: Buffer[] = m.perCpu ? m.perCpuValues(value) : [value];
       raw.push({ key, slots });
+    }
+    if (opts.zeroScalar && raw.length === 0 && plan.keyTypes.length === 0) {
+      // print(@) of a scalar map never assigned prints its zero value (bpftrace: `@: 0`, call:print_empty_scalar_map)
+      raw.push({
+        key: Buffer.alloc(m.keySize),
+        slots: Array.from({ length: m.nSlots }, () => Buffer.alloc(m.slotSize)),
+      });
     }
     return buildMapDump(plan, raw, this.mapCtx);
   }
@@ -485,7 +501,7 @@ export class Session {
         const plan = this.planByIndex[id]!;
         const top = Number(data.readBigUInt64LE(8));
         const div = Number(data.readBigUInt64LE(16));
-        out.printMap(this.dumpMap(plan), { ...(top ? { top } : {}), ...(div ? { div } : {}) });
+        out.printMap(this.dumpMap(plan, { zeroScalar: true }), { ...(top ? { top } : {}), ...(div ? { div } : {}) });
         return;
       }
       case AsyncAction.CLEAR:

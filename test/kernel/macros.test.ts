@@ -50,7 +50,7 @@ describe('block expressions and let without a value', () => {
   it('a block used as a value runs its statements and yields its last expression', async () => {
     assert.equal(
       await out(
-        'BEGIN { let $n; $a = { $b = 1; $b + 2 }; $n = $a * 2; @m = { $b += 1; $b * 10 }; printf("%d %d\\n", $a, $n); exit(); }',
+        'BEGIN { let $n; let $b; $a = { $b = 1; $b + 2 }; $n = $a * 2; @m = { $b += 1; $b * 10 }; printf("%d %d\\n", $a, $n); exit(); }',
       ),
       '3 6\n\n\n@m: 20\n',
     );

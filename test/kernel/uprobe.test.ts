@@ -23,6 +23,20 @@ describe('uprobe and uretprobe', () => {
     assert.equal(r.stdout, '\n\n@calls[num]: 2\n@ret[3]: 1\n@ret[7]: 1\n');
   });
 
+  it('runs probes on the same function in program order (tests/runtime/probe "uprobe_order", "uretprobe_order")', async () => {
+    const bin = workloadPath();
+    for (const kind of ['uprobe', 'uretprobe']) {
+      const r = await runTool('bpfscope', [
+        '-e',
+        `${kind}:${bin}:num /pid == cpid/ { printf("first"); } ${kind}:${bin}:num /pid == cpid/ { printf(" second\\n"); }`,
+        '-c',
+        workloadCommand('getppid', 7, 'getuid', 3),
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, 'first second\nfirst second\n\n\n', kind);
+    }
+  });
+
   it('resolves a library by name and expands wildcards over its symbols', async () => {
     const r = await runTool('bpfscope', ['-e', 'uprobe:libc:getppi* { @[probe] = count(); } BEGIN { exit(); }']);
     assert.equal(r.code, 0, r.stderr);

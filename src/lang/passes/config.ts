@@ -5,7 +5,8 @@
  * - `max_strlen` (default 64, at most 16384): bytes read by str(); a probe whose strings do not fit the 512-byte BPF
  *   stack keeps its frame in a frame map (codegen/frame.ts);
  * - `perf_rb_pages` (default: 256 pages = 1 MiB): size of the event ring buffer in pages, rounded up to a power of
- *   two (bpftrace sizes its per-CPU buffers with it; we have one BPF ring buffer).
+ *   two (bpftrace sizes its per-CPU buffers with it; we have one BPF ring buffer);
+ * - `print_maps_on_exit` (default true; `0`/`1`/`true`/`false`): whether maps are printed when the run ends.
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
  */
 import type { Program } from '../ast.js';
@@ -17,6 +18,8 @@ export interface RuntimeConfig {
   maxStrlen: number;
   /** Ring buffer size in bytes: a power of two, at least one page. */
   ringbufSize: number;
+  /** Whether maps are printed when the run ends (`print_maps_on_exit`, default true). */
+  printMapsOnExit: boolean;
 }
 
 const PAGE = 4096;
@@ -30,7 +33,6 @@ const KNOWN_LATER = new Set([
   'lazy_symbolication',
   'missing_probes',
   'on_stack_limit',
-  'print_maps_on_exit',
   'stack_mode',
   'str_trunc_trailer',
   'symbol_source',
@@ -59,6 +61,7 @@ export function resolveConfig(
     ['max_map_keys', env.BPFTRACE_MAX_MAP_KEYS],
     ['perf_rb_pages', env.BPFTRACE_PERF_RB_PAGES],
     ['max_strlen', env.BPFTRACE_MAX_STRLEN],
+    ['print_maps_on_exit', env.BPFTRACE_PRINT_MAPS_ON_EXIT],
   ] as const) {
     if (v !== undefined && /^\d+$/.test(v)) values.set(k, BigInt(v));
   }
@@ -76,6 +79,20 @@ export function resolveConfig(
         continue;
       }
       values.set(key, item.value);
+    } else if (key === 'print_maps_on_exit') {
+      const v =
+        typeof item.value === 'bigint'
+          ? item.value !== 0n
+          : item.value === 'true'
+            ? true
+            : item.value === 'false'
+              ? false
+              : null;
+      if (v === null) {
+        errors.push({ severity: 'error', message: `Invalid value for ${key}: expected a boolean`, pos: item.pos });
+        continue;
+      }
+      values.set(key, v ? 1n : 0n);
     } else if (KNOWN_LATER.has(key)) {
       warnings.push({
         severity: 'warning',
@@ -102,6 +119,7 @@ export function resolveConfig(
       maxMapKeys: Number(values.get('max_map_keys') ?? 4096n),
       maxStrlen: strlen,
       ringbufSize: pow2AtLeast(pages * PAGE),
+      printMapsOnExit: values.get('print_maps_on_exit') !== 0n,
     },
     warnings,
   };

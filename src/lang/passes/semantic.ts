@@ -19,6 +19,7 @@ import { resolveUaddr } from '../../probes/uaddr.js';
 import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
 import { kallsyms } from '../../symbols/kallsyms.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
+import { positionalInt } from '../lexer.js';
 import { isBuiltinName } from '../parser.js';
 import {
   btfEnumByName,
@@ -31,7 +32,9 @@ import {
 } from '../btf-types.js';
 import type { CTypes } from '../cdefs.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
+import { userVarName } from './varscope.js';
 import {
+  type RecordField,
   BOOL,
   DEFAULT_STRLEN,
   I64,
@@ -333,7 +336,8 @@ export class Analyzer {
       case 'UnrollStmt': {
         const n = this.constValue(s.count);
         if (n === null) this.error(s.count.pos, 'unroll count must be an integer literal');
-        else if (n < 1n || n > 100n) this.error(s.count.pos, 'unroll count must be between 1 and 100');
+        else if (n < 1n) this.error(s.count.pos, 'unroll minimum value is 1');
+        else if (n > 100n) this.error(s.count.pos, 'unroll maximum value is 100');
         this.block(s.body);
         return;
       }
@@ -399,7 +403,7 @@ export class Analyzer {
     if (!u) {
       this.error(
         v.pos,
-        `Type mismatch for $${v.name}: trying to assign value of type '${typeName(t)}' when variable already contains a value of type '${typeName(prev)}'`,
+        `Type mismatch for $${userVarName(v.name)}: trying to assign value of type '${typeName(t)}' when variable already contains a value of type '${typeName(prev)}'`,
       );
       return;
     }
@@ -419,6 +423,9 @@ export class Analyzer {
       if (t.kind === 'record' && !this.structValueFits(k.pos, t)) return null;
       out.push(storageType(t));
     }
+    // `@a[$t]` with $t a tuple is `@a[$t.0, $t.1, ...]`: several keys are one tuple key (bpftrace prints both alike)
+    const only = out.length === 1 ? out[0]! : undefined;
+    if (only?.kind === 'tuple' && !only.names && only.elems.length > 1) return only.elems;
     return out;
   }
 
@@ -579,7 +586,7 @@ export class Analyzer {
     if (s.op !== '=') {
       const prev = this.vars.get(target.name);
       if (!prev) {
-        this.error(target.pos, `Undefined or undeclared variable: $${target.name.replace(/#\d+$/, '')}`);
+        this.error(target.pos, `Undefined or undeclared variable: $${userVarName(target.name)}`);
         return;
       }
       const pointerStep = prev.kind === 'pointer' && (s.op === '+=' || s.op === '-=');
@@ -698,7 +705,8 @@ export class Analyzer {
     if (e.kind === 'PositionalExpr') {
       if (e.count) return BigInt(this.opts.positional.length);
       const s = this.opts.positional[e.index - 1];
-      if (s !== undefined && /^-?(0x[0-9a-f]+|\d+)$/i.test(s.trim())) return BigInt(s.trim());
+      const v = s === undefined ? undefined : positionalInt(s);
+      if (v !== undefined) return v;
     }
     return null;
   }
@@ -739,7 +747,7 @@ export class Analyzer {
           // bpftrace: an unset positional parameter is 0 / "" (with a check only in str())
           return I64;
         }
-        return /^-?(0x[0-9a-f]+|\d+)$/i.test(s.trim()) ? I64 : stringType(Buffer.byteLength(s) + 1);
+        return positionalInt(s) !== undefined ? I64 : stringType(Buffer.byteLength(s) + 1);
       }
       case 'VarExpr': {
         let t = this.vars.get(e.name);
@@ -749,7 +757,7 @@ export class Analyzer {
           t = this.varMemo.get(this.unit!)?.get(e.name) ?? (this.final ? undefined : I64);
         }
         if (!t) {
-          this.error(e.pos, `Undefined or undeclared variable: $${e.name.replace(/#\d+$/, '')}`);
+          this.error(e.pos, `Undefined or undeclared variable: $${userVarName(e.name)}`);
           return null;
         }
         return t;
@@ -852,7 +860,7 @@ export class Analyzer {
         if (target.kind === 'VarExpr') {
           const t = this.vars.get(target.name);
           if (!t) {
-            this.error(target.pos, `Undefined or undeclared variable: $${target.name.replace(/#\d+$/, '')}`);
+            this.error(target.pos, `Undefined or undeclared variable: $${userVarName(target.name)}`);
             return null;
           }
           if (t.kind !== 'int' && t.kind !== 'pointer') this.error(e.pos, `${e.op} needs an integer variable`);
@@ -949,7 +957,8 @@ export class Analyzer {
           const to: SType = { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
           return { kind: 'pointer', to, space: t?.kind === 'pointer' ? t.space : 'kernel' };
         }
-        if (m && spec.pointerDepth === 0 && spec.arrayCount !== null) return this.arrayCast(e, t);
+        if ((m || spec.name === 'bool') && spec.pointerDepth === 0 && spec.arrayCount !== null)
+          return this.arrayCast(e, t);
         if (!m || spec.pointerDepth > 0 || spec.arrayCount !== null) {
           this.error(spec.pos, `Cast to '${spec.name}${'*'.repeat(spec.pointerDepth)}' is not supported yet`);
           return null;
@@ -985,6 +994,16 @@ export class Analyzer {
             return null;
           }
           return t.elem;
+        }
+        if (t.kind === 'tuple') {
+          // `$t[1 + 1]`: a constant index into a tuple is the element access `$t.2` (bpftrace tuples:array-style)
+          const idx = this.constValue(e.index);
+          if (idx === null || idx < 0n || idx >= BigInt(t.elems.length)) {
+            this.error(e.index.pos, `Tuple index must be a constant integer from 0 to ${t.elems.length - 1}`);
+            return null;
+          }
+          Object.assign(e, { kind: 'FieldExpr', field: String(idx) });
+          return t.elems[Number(idx)]!;
         }
         if (t.kind === 'string') {
           const it = e.index.type;
@@ -1527,7 +1546,7 @@ export class Analyzer {
           this.checkMapExists(a0);
           const sym = this.maps.get(a0.name);
           if (sym && sym.keyTypes.length === 0) {
-            this.error(a0.pos, `len() expects a map with keys (@${a0.name} has none)`);
+            this.error(a0.pos, 'call to len() expects a map with explicit keys (non-scalar map)');
             return null;
           }
           return U64;
@@ -1640,19 +1659,21 @@ export class Analyzer {
    */
   private arrayCast(e: Expr & { kind: 'CastExpr' }, t: SType | null): SType | null {
     const spec = e.typeSpec;
-    const m = /^(u?)int(8|16|32|64)$/.exec(spec.name)!;
-    const elem: SType = { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
+    const m = /^(u?)int(8|16|32|64)$/.exec(spec.name);
+    // `(bool[2])(uint16)1`: one byte a bool (bpftrace bool:bool array)
+    const elem: SType = m ? { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' } : BOOL;
+    const elemSize = sizeOf(elem);
     if (!t) return null;
     if (t.kind !== 'int' && t.kind !== 'string' && !(t.kind === 'array' && t.elem.kind === 'int')) {
       this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name}[]'`);
       return null;
     }
     const bytes = sizeOf(t);
-    const count = spec.arrayCount === 0 ? Math.floor(bytes / elem.size) : spec.arrayCount!;
-    if (count * elem.size !== bytes) {
+    const count = spec.arrayCount === 0 ? Math.floor(bytes / elemSize) : spec.arrayCount!;
+    if (count * elemSize !== bytes) {
       this.error(
         e.pos,
-        `Cannot cast from '${typeName(t)}' (${bytes} bytes) to '${spec.name}[${count}]' (${count * elem.size} bytes)`,
+        `Cannot cast from '${typeName(t)}' (${bytes} bytes) to '${spec.name}[${count}]' (${count * elemSize} bytes)`,
       );
       return null;
     }
@@ -1674,6 +1695,10 @@ export class Analyzer {
         const m = /^(u?)int(8|16|32|64)$/.exec(target.name);
         if (m) return (Number(m[2]) / 8) * (target.arrayCount ?? 1);
         const rec = this.namedType(target.name);
+        if (!rec && target.pointerDepth === 0 && target.arrayCount === null && /^\w+$/.test(target.name)) {
+          // `sizeof(BTF_VAR_STATIC)`: an enumerator is a 64-bit value (bpftrace btf:enum_value_reference)
+          if (this.opts.cTypes?.enumerators.get(target.name) ?? kernelEnumerator(target.name)) return 8;
+        }
         if (!rec) {
           this.error(target.pos, `Unknown type: '${target.name}'`);
           return null;
@@ -1689,12 +1714,20 @@ export class Analyzer {
         this.error(e.typeSpec.pos, `Unknown type: '${e.typeSpec.name}'`);
         return null;
       }
-      const f = recordFields(kernelBtf(), rec).find((x) => x.name === e.field);
-      if (!f) {
-        this.error(e.pos, `'${rec.name}' has no field named '${e.field}'`);
-        return null;
+      // `offsetof(struct Foo, bar.x)`: a path through nested struct members, offsets summed
+      let cur: SType = rec;
+      let off = 0;
+      for (const name of e.field.split('.')) {
+        const f: RecordField | undefined =
+          cur.kind === 'record' ? recordFields(kernelBtf(), cur).find((x) => x.name === name) : undefined;
+        if (!f) {
+          this.error(e.pos, `'${typeName(cur)}' has no field named '${name}'`);
+          return null;
+        }
+        off += f.offset;
+        cur = f.type;
       }
-      return f.offset;
+      return off;
     }
     return null;
   }

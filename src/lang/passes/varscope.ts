@@ -1,0 +1,164 @@
+/**
+ * Block scoping of scratch variables, as current bpftrace has it (bpftrace's docs/migration_guide.md, "Added block
+ * scoping for scratch variables", 0.22): a variable exists from its first assignment or `let` to the end of the
+ * block that holds it (a probe body, an `if`/`else`/`while`/`unroll` body, a `{ }` block or block expression, a
+ * `for` loop for its loop variable). A read of a variable no enclosing block has is an error, as is a `let` or a loop
+ * variable that shadows one.
+ *
+ * Later passes keep one variable table per probe, so each declaration gets a name of its own: the first of a name
+ * keeps it, later ones become `name#N` (N counting from 1 per name and probe). Messages strip the suffix.
+ */
+import type { Block, Expr, Program, Stmt, VarExpr } from '../ast.js';
+import { CompileError, type Diagnostic } from '../diagnostics.js';
+
+/** A variable's name as the user wrote it (without the suffix this pass or macro expansion added). */
+export function userVarName(name: string): string {
+  return name.replace(/#.*$/, '');
+}
+
+class Scoper {
+  private readonly scopes: Map<string, string>[] = [];
+  private readonly counters = new Map<string, number>();
+  readonly errors: Diagnostic[] = [];
+
+  /** The unique name of `name` in the innermost enclosing scope that has it. */
+  private find(name: string): string | undefined {
+    for (let i = this.scopes.length - 1; i >= 0; i--) {
+      const u = this.scopes[i]!.get(name);
+      if (u !== undefined) return u;
+    }
+    return undefined;
+  }
+
+  /** Declare `v` in the innermost scope under a fresh unique name, and rename it. */
+  private declare(v: VarExpr): void {
+    const n = this.counters.get(v.name);
+    const unique = n === undefined ? v.name : `${v.name}#${n}`;
+    this.counters.set(v.name, (n ?? 0) + 1);
+    this.scopes[this.scopes.length - 1]!.set(v.name, unique);
+    v.name = unique;
+  }
+
+  private use(v: VarExpr): void {
+    const u = this.find(v.name);
+    if (u === undefined) {
+      this.errors.push({
+        severity: 'error',
+        message: `Undefined or undeclared variable: $${userVarName(v.name)}`,
+        pos: v.pos,
+      });
+      return;
+    }
+    v.name = u;
+  }
+
+  scoped(body: () => void): void {
+    this.scopes.push(new Map());
+    body();
+    this.scopes.pop();
+  }
+
+  block(b: Block): void {
+    this.scoped(() => b.stmts.forEach((s) => this.stmt(s)));
+  }
+
+  stmt(s: Stmt): void {
+    switch (s.kind) {
+      case 'ExprStmt':
+        this.expr(s.expr);
+        return;
+      case 'AssignStmt':
+        this.expr(s.value);
+        if (s.target.kind === 'MapExpr') this.expr(s.target);
+        else if (s.op === '=' && this.find(s.target.name) === undefined) this.declare(s.target);
+        else this.use(s.target);
+        return;
+      case 'VarDeclStmt':
+        if (s.value) this.expr(s.value);
+        if (this.find(s.variable.name) !== undefined) {
+          this.errors.push({
+            severity: 'error',
+            message: `Variable $${userVarName(s.variable.name)} was already declared. Variable shadowing is not allowed.`,
+            pos: s.pos,
+          });
+          return;
+        }
+        this.declare(s.variable);
+        return;
+      case 'IfStmt':
+        this.expr(s.cond);
+        this.block(s.then);
+        if (s.else) this.stmt(s.else);
+        return;
+      case 'WhileStmt':
+        this.expr(s.cond);
+        this.block(s.body);
+        return;
+      case 'UnrollStmt':
+        this.expr(s.count);
+        this.block(s.body);
+        return;
+      case 'ForStmt':
+        this.expr(s.iterable);
+        if (this.find(s.variable.name) !== undefined) {
+          this.errors.push({
+            severity: 'error',
+            message: `Loop declaration shadows existing variable: $${userVarName(s.variable.name)}`,
+            pos: s.variable.pos,
+          });
+          return;
+        }
+        this.scoped(() => {
+          this.declare(s.variable);
+          this.block(s.body);
+        });
+        return;
+      case 'JumpStmt':
+        if (s.value) this.expr(s.value);
+        return;
+      case 'Block':
+        this.block(s);
+        return;
+    }
+  }
+
+  /** Every variable read under an expression (any node but statements), with block expressions scoped. */
+  expr(e: Expr | unknown): void {
+    if (Array.isArray(e)) {
+      for (const x of e) this.expr(x);
+      return;
+    }
+    if (!e || typeof e !== 'object' || ArrayBuffer.isView(e)) return;
+    const node = e as { kind?: string };
+    if (node.kind === 'VarExpr') {
+      this.use(node as VarExpr);
+      return;
+    }
+    if (node.kind === 'BlockExpr') {
+      const b = node as Extract<Expr, { kind: 'BlockExpr' }>;
+      this.scoped(() => {
+        b.stmts.forEach((s) => this.stmt(s));
+        this.expr(b.value);
+      });
+      return;
+    }
+    for (const [k, v] of Object.entries(node)) if (k !== 'type' && k !== 'pos') this.expr(v);
+  }
+}
+
+/**
+ * Resolve every scratch variable of every probe to its declaration and rename declarations apart (see the module
+ * comment). Throws CompileError with every undeclared read and shadowing declaration.
+ */
+export function scopeVariables(program: Program): void {
+  const errors: Diagnostic[] = [];
+  for (const probe of program.probes) {
+    const s = new Scoper();
+    s.scoped(() => {
+      if (probe.predicate) s.expr(probe.predicate);
+      s.block(probe.body);
+    });
+    errors.push(...s.errors);
+  }
+  if (errors.length) throw new CompileError(errors);
+}

@@ -1,0 +1,203 @@
+/**
+ * Language semantics of current bpftrace, each checked against the output its `tests/runtime` files document
+ * (revision e1b7c393; the file and test name are in each test's title): block-scoped variables, tuples whose
+ * element layouts differ (string resize), if expressions, positional parameters as text and in attach points,
+ * print() of a never-assigned scalar map, `print_maps_on_exit`, tuple indexing, bool arrays, nested offsetof,
+ * sizeof of an enumerator, a tuple as the key of a multi-key map, and the unreachable-statement warning.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { runTool } from '../helpers/cli.js';
+
+async function run(prog: string, ...extra: string[]) {
+  return runTool('bpfscope', ['-e', prog, ...extra]);
+}
+
+async function ok(prog: string, ...extra: string[]): Promise<string> {
+  const r = await run(prog, ...extra);
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout;
+}
+
+describe('tuples whose element layouts differ (tests/runtime/variable "... string resize")', () => {
+  it('a map value keeps each element after a wider string was stored ("map tuple string resize")', async () => {
+    assert.equal(
+      await ok('begin { @[1] = ("hi", 1); @[1] = ("hellolongstr", 2); @[1] = ("by", 3); }'),
+      '\n\n@[1]: (by, 3)\n',
+    );
+  });
+
+  it('a variable, printed after each assignment ("variable tuple string resize")', async () => {
+    assert.equal(
+      await ok(
+        'begin { $a = ("hi", 1); print(($a)); $a = ("hellolongstr", 2); print(($a)); $a = ("by", 3); print(($a)); }',
+      ),
+      '(hi, 1)\n(hellolongstr, 2)\n(by, 3)\n\n\n',
+    );
+  });
+
+  it('nested tuples as values, keys and variables ("map/variable/map key nested tuple string resize")', async () => {
+    assert.equal(
+      await ok('begin { @[1] = ("hi", ("hellolongstr", 2)); @[1] = ("hellolongstr", ("hi", 5)); }'),
+      '\n\n@[1]: (hellolongstr, (hi, 5))\n',
+    );
+    assert.equal(
+      await ok('begin { @["hi", ("hellolongstr", 2)] = 1; @["hellolongstr", ("hi", 5)] = 2; }'),
+      '\n\n@[hi, (hellolongstr, 2)]: 1\n@[hellolongstr, (hi, 5)]: 2\n',
+    );
+    assert.equal(
+      await ok(
+        'begin { $a = ("hi", ("hellolongstr", 2)); print(($a)); $a = ("hellolongstr", ("hi", 5)); print(($a)); }',
+      ),
+      '(hi, (hellolongstr, 2))\n(hellolongstr, (hi, 5))\n\n\n',
+    );
+  });
+
+  it('narrower ints in a tuple key are widened element by element ("map key tuple with casted ints")', async () => {
+    const out = await ok(
+      'begin { @a[(int16)-1, ((int32)-2, 3)] = 10; @a[5, (6, 7)] = 11; $c = ((int8)-4, ((int16)-5, -6)); @a[$c] = 12; }',
+    );
+    const lines = out.trim().split('\n').sort();
+    assert.deepEqual(lines, ['@a[-1, (-2, 3)]: 10', '@a[-4, (-5, -6)]: 12', '@a[5, (6, 7)]: 11']);
+  });
+});
+
+describe('block-scoped variables (bpftrace docs/migration_guide.md, 0.22)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'bpfscope-scope-'));
+
+  it('a let in a later block is a new variable (tests/runtime/variable "variable doesn\'t escape scope")', async () => {
+    const f = join(dir, 'scope.bt');
+    writeFileSync(
+      f,
+      'begin {\n  if 1 {\n    $x = 1;\n  }\n  if 1 {\n    let $x;\n    if $x {\n      $x = 5;\n    }\n    print($x);\n  }\n  exit();\n}\n',
+    );
+    const r = await runTool('bpfscope', [f]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '0\n\n\n');
+  });
+
+  it('variables of inner blocks and loops end with them ("late variable declaration")', async () => {
+    const f = join(dir, 'late.bt');
+    writeFileSync(
+      f,
+      'begin {\n  @a[1] = 1;\n  if 1 {\n    $x = 1;\n    print(("a", $x));\n  }\n  for $kv : @a {\n    $x = 2;\n    print(("b", $x));\n  }\n  let $x;\n  if 0 {\n    $x = 3;\n  }\n  print(("c", $x));\n  exit();\n}\n',
+    );
+    const r = await runTool('bpfscope', [f]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '(a, 1)\n(b, 2)\n(c, 0)\n\n\n@a[1]: 1\n');
+  });
+
+  it('reading a variable of a closed block, shadowing with let, and a shadowing loop variable are errors', async () => {
+    const a = await run('BEGIN { if (0) { $x = "hello"; } else { $x = "bye"; } print(($x)); }');
+    assert.equal(a.code, 1);
+    assert.match(a.stderr, /^stdin:1:61-65: ERROR: Undefined or undeclared variable: \$x$/m);
+    const b = await run('BEGIN { let $x; if (0) { let $x = "hello"; } }');
+    assert.equal(b.code, 1);
+    assert.match(
+      b.stderr,
+      /stdin:1:26-42: ERROR: Variable \$x was already declared\. Variable shadowing is not allowed\./,
+    );
+    const c = await run('BEGIN { $kv = 1; @m[1] = 1; for ($kv : @m) { print($kv); } }');
+    assert.equal(c.code, 1);
+    assert.match(c.stderr, /ERROR: Loop declaration shadows existing variable: \$kv/);
+  });
+});
+
+describe('if expressions', () => {
+  it('nest and yield values (tests/runtime/regression "nested ternary operators")', async () => {
+    assert.equal(
+      await ok(
+        'begin { let $x=1; let $y=2; let $z=3;  print(if ($x) { if ($y) { if ($z) { $x } else { $y } } else { $z } } else { 0 }); }',
+      ),
+      '1\n\n\n',
+    );
+    assert.equal(await ok('begin { $a = if (0) { 5 } else if (1) { 6 } else { 7 }; print($a); }'), '6\n\n\n');
+  });
+
+  it('without else, an if used as a value is a positioned error', async () => {
+    const r = await run('begin { $a = if (1) { 5 }; }');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /stdin:1:\d+(-\d+)?: ERROR: .*'if' used as a value needs an 'else' branch/);
+  });
+});
+
+describe('positional parameters (tests/runtime/other "positional ...")', () => {
+  it('integers in octal and hex ("positional multiple bases")', async () => {
+    const r = await run('begin { printf("got: %d %o 0x%x\\n", $1, $2, $3); exit() }', '123', '0775', '0x123');
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'got: 123 775 0x123\n\n\n');
+  });
+
+  it('str($N) is the text, numbers included; str($N + k) skips k bytes ("number as string", "pointer arithmetic")', async () => {
+    assert.equal((await run('begin { printf("-%s-\\n", str($1)); exit() }', '1')).stdout, '-1-\n\n\n');
+    assert.equal((await run('begin { printf("%s\\n", str($1 + 1)); }', 'hello')).stdout, 'ello\n\n\n');
+    const k = await run('begin { @ = kaddr(str($1)); exit() }', 'vfs_read');
+    assert.equal(k.code, 0, k.stderr);
+    assert.match(k.stdout, /^@: \d+$/m);
+  });
+
+  it('in attach points ("positional attachpoint", "positional attachpoint probe")', async () => {
+    assert.equal((await run('i:ms:$1 { printf("hello world\\n"); exit(); }', '1')).stdout, 'hello world\n\n\n');
+    assert.equal((await run('BEG$1 { printf("hello world\\n"); exit(); }', 'IN')).stdout, 'hello world\n\n\n');
+  });
+});
+
+describe('printing maps', () => {
+  it('print() of a scalar map never assigned prints its zero value (tests/runtime/call "print_empty_scalar_*")', async () => {
+    assert.equal(await ok('begin { print(@); } end { @ = 1 }'), '@: 0\n\n\n@: 1\n');
+    assert.equal(
+      await ok('begin { print(@); } end { @ = (a=1, b=(2, "hi")) }'),
+      '@: { .a = 0, .b = (0, ) }\n\n\n@: { .a = 1, .b = (2, hi) }\n',
+    );
+    assert.equal(
+      await ok('begin { print(@); } end { @ = stats(1) }'),
+      '@: { .count = 0, .average = 0, .total = 0 }\n\n\n@: { .count = 1, .average = 1, .total = 1 }\n',
+    );
+  });
+
+  it('config print_maps_on_exit=0 prints no maps at the end (tests/runtime/config "maps can be disabled")', async () => {
+    assert.equal(await ok('config = { print_maps_on_exit=0 } begin { @["test"] = count(); }'), '\n\n');
+    assert.equal(await ok('config = { print_maps_on_exit=1 } begin { @["test"] = count(); }'), '\n\n@[test]: 1\n');
+  });
+});
+
+describe('types', () => {
+  it('a constant index into a tuple (tests/runtime/tuples "array-style tuple access")', async () => {
+    assert.equal(await ok('begin{ $a = (1, 2, 3); print($a[1 + 1]); }'), '3\n\n\n');
+    const r = await run('begin{ $a = (1, 2, 3); print($a[3]); }');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /ERROR: Tuple index must be a constant integer from 0 to 2/);
+  });
+
+  it('bool arrays from a cast (tests/runtime/bool "bool array", little-endian)', async () => {
+    assert.equal(await ok('begin { @a = (bool[2])(uint16)1; }'), '\n\n@a: [true,false]\n');
+  });
+
+  it('offsetof through nested members, sizeof of an enumerator (builtin "offsetof", btf "enum_value_reference")', async () => {
+    assert.equal(
+      await ok(
+        'struct Foo { int x; struct Bar { int x; } bar; } begin { printf("%ld %ld\\n", offsetof(struct Foo, x), offsetof(struct Foo, bar.x)); }',
+      ),
+      '0 4\n\n\n',
+    );
+    assert.equal(await ok('begin { printf("%d\\n", sizeof(BTF_VAR_STATIC)); }'), '8\n\n\n');
+  });
+});
+
+describe('control flow', () => {
+  it('a statement after exit() warns "Unreachable statement." (tests/runtime/other "exit with unreachable code")', async () => {
+    const r = await run('i:ms:100 { @++; exit(); @++ }');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^stdin:1:25-28: WARNING: Unreachable statement\.$/m);
+    assert.equal(r.stdout, '\n\n@: 1\n');
+    const s = await run('i:ms:100 { @++; if (@) { exit(); } @++ }');
+    assert.doesNotMatch(s.stderr, /Unreachable/);
+  });
+
+  it('counts of software events in scientific notation (tests/runtime/probe "software_order")', async () => {
+    assert.equal(await ok('software:cpu-clock:1e6 { printf("x\\n"); exit(); }'), 'x\n\n\n');
+  });
+});
