@@ -48,6 +48,9 @@ export interface CompileResult {
   warnings: Diagnostic[];
 }
 
+/** Expansion errors of an attach point that exists in the syntax but matches nothing in this kernel or binary. */
+const MISSING_PROBE = /^No matches for |not found/;
+
 export const RINGBUF_MAP = 'ringbuf';
 /** IR name of the ring buffer's wake-control map (codegen's ringbufFlags, runtime/ringbuf.ts). */
 export const WAKE_MAP = 'ringbuf_wake';
@@ -86,8 +89,16 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       try {
         for (const expanded of expandAttachPoint(ap, { full })) units.push({ probe, expanded, probeIndex });
       } catch (e) {
-        if (e instanceof CompileError) errors.push(...e.diagnostics);
-        else throw e;
+        if (!(e instanceof CompileError)) throw e;
+        // config missing_probes = warn / ignore: an attach point that matches nothing is skipped (bpftrace)
+        if (config.missingProbes !== 'error' && e.diagnostics.every((d) => MISSING_PROBE.test(d.message))) {
+          if (config.missingProbes === 'warn') {
+            for (const d of e.diagnostics)
+              warnings.push({ ...d, severity: 'warning', message: `${d.message} Skipping.` });
+          }
+          continue;
+        }
+        errors.push(...e.diagnostics);
       }
     }
   });
@@ -180,6 +191,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       funcTables: [...tables.funcTables.values()],
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,
       printMapsOnExit: config.printMapsOnExit,
+      maxCatBytes: config.maxCatBytes,
     },
   };
 }

@@ -1169,6 +1169,7 @@ export class ProbeGen {
       case 'cgroup':
         return this.reg(this.callHelper(H.get_current_cgroup_id, []));
       case 'usermode': {
+        if (this.unit.expanded.special) return this.reg(this.constant(1));
         // x86-64: the saved code segment's privilege level is 3 in user mode
         const cs = this.loadCtx(U64, PT_REGS_OFFSETS.cs!);
         if (cs.kind !== 'reg') throw new BpfscopeError('internal: usermode');

@@ -160,4 +160,6 @@ export interface CompiledProgram {
   ringbufSize: number;
   /** Whether maps are printed when the run ends (config `print_maps_on_exit`). */
   printMapsOnExit: boolean;
+  /** Bytes of a file cat() prints at most (config `max_cat_bytes`). */
+  maxCatBytes: number;
 }

@@ -28,12 +28,17 @@ function runCommand(cmd: string): string {
   }
 }
 
-/** cat(): a file's contents, or bpftrace's error text. */
-function readForCat(path: string): string {
+/**
+ * cat(): at most `maxBytes` of a file's contents, or bpftrace's error text
+ * (`ERROR: failed to open file 'PATH' (No such file or directory)`, tests/runtime/builtin "cat \"no such file\"").
+ */
+function readForCat(path: string, maxBytes: number): string {
   try {
-    return readFileSync(path, 'latin1');
+    return readFileSync(path, 'latin1').slice(0, maxBytes);
   } catch (e) {
-    return `ERROR: failed to open file '${path}': ${(e as Error).message}\n`;
+    const errno = (e as NodeJS.ErrnoException).errno;
+    const why = errno !== undefined ? cStrerror(Math.abs(errno)) : (e as Error).message;
+    return `ERROR: failed to open file '${path}' (${why})\n`;
   }
 }
 
@@ -489,7 +494,8 @@ export class Session {
         const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
         const text = renderPrintf(this.printfs[id]!, args);
         out.flush();
-        out.printf(action === AsyncAction.SYSTEM ? runCommand(text) : readForCat(text));
+        if (action === AsyncAction.SYSTEM) out.syscall(runCommand(text));
+        else out.cat(readForCat(text, this.compiled.maxCatBytes ?? 10240));
         return;
       }
       case AsyncAction.EXIT:

@@ -124,7 +124,7 @@ describe('bpfscope command line', () => {
   it('rejects an unknown config variable', async () => {
     const r = await runTool('bpfscope', ['-e', 'config = { frob = 1 } BEGIN { exit(); }']);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^stdin:1:12-\d+: ERROR: Unrecognized config variable: frob\n/);
+    assert.match(r.stderr, /^stdin:1:12-\d+: ERROR: frob: not a known configuration option\n/);
   });
 
   it('explains missing privileges in one sentence', async () => {

@@ -201,3 +201,46 @@ describe('control flow', () => {
     assert.equal(await ok('software:cpu-clock:1e6 { printf("x\\n"); exit(); }'), 'x\n\n\n');
   });
 });
+
+describe('config and run-time output', () => {
+  it('missing_probes=warn skips an attach point that matches nothing (tests/runtime/probe "some_missing_probes_warn_args")', async () => {
+    const r = await run(
+      'config = { missing_probes=warn } tracepoint:syscalls:sys_enter_read,tracepoint:nonsense:nonsense { $cnt = args.count; exit(); }',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^stdin:1:69-97: WARNING: No matches for tracepoint nonsense:nonsense\. Skipping\.$/m);
+    assert.match(r.stderr, /^Attached 1 probe$/m);
+    const i = await run('config = { missing_probes=ignore } t:syscalls:nonsense { exit(); } BEGIN { exit(); }');
+    assert.equal(i.code, 0, i.stderr);
+    assert.doesNotMatch(i.stderr, /nonsense/);
+    const e = await run('t:syscalls:nonsense { exit(); } BEGIN { exit(); }');
+    assert.equal(e.code, 1);
+  });
+
+  it('an unknown config key is bpftrace\'s error (tests/runtime/config "bad config")', async () => {
+    const r = await run('config = { bad_config=raw } begin {}');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^stdin:1:12-26: ERROR: bad_config: not a known configuration option$/m);
+  });
+
+  it('cat(): bpftrace\'s error for a missing file, max_cat_bytes, and JSON records (builtin "cat ...", json-output "cat")', async () => {
+    assert.equal(
+      await ok('i:ms:1 { cat("/does/not/exist/file"); exit(); }'),
+      "ERROR: failed to open file '/does/not/exist/file' (No such file or directory)\n\n\n",
+    );
+    assert.match(await ok('config = { max_cat_bytes = 1 } i:ms:1 { cat("/proc/loadavg"); exit(); }'), /^[0-9]\n\n$/);
+    const j = await ok('begin { system("echo a b c"); cat("/proc/uptime"); }', '-f', 'json', '--unsafe');
+    assert.match(j, /^\{"type": "syscall", "data": "a b c\\n"\}$/m);
+    assert.match(j, /^\{"type": "cat", "data": "[0-9]+\.[0-9]+ [0-9]+\.[0-9]+\\n"\}$/m);
+  });
+
+  it('usermode is 1 in BEGIN and END (tests/runtime/builtin "usermode_builtin_in_begin_end")', async () => {
+    assert.equal(await ok('begin { printf("%d ", usermode); } end { print(usermode); }'), '1 1\n\n\n');
+  });
+
+  it('an unknown kaddr() symbol is an error at the call (tests/runtime/basic "kaddr fails")', async () => {
+    const r = await run('begin { print(kaddr("asdfzzzzzzz")) }');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^stdin:1:15-35: ERROR: Failed to resolve kernel symbol: asdfzzzzzzz$/m);
+  });
+});

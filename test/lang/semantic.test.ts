@@ -111,9 +111,10 @@ describe('semantic analysis: errors (bpftrace wording)', () => {
       '1:21: macaddr() expects a 6-byte array or a pointer (string[4] provided)',
     ]);
     assert.deepEqual(errors('BEGIN { @ = cgroupid(comm); }'), ['1:22: cgroupid() expects a string literal path']);
-    assert.deepEqual(errors('BEGIN { @ = usermode; }'), [
-      "1:13: The usermode builtin can not be used with 'begin' probes",
+    assert.deepEqual(errors('tracepoint:syscalls:sys_enter_read { @ = usermode; }'), [
+      "1:42: The usermode builtin can not be used with 'tracepoint' probes",
     ]);
+    assert.ok(maps('BEGIN { @ = usermode; }')['@']);
   });
   it('rejects comparing a string with an integer', () => {
     assert.deepEqual(errors('BEGIN { if (comm == 1) { exit(); } }'), [

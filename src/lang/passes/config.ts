@@ -6,7 +6,9 @@
  *   stack keeps its frame in a frame map (codegen/frame.ts);
  * - `perf_rb_pages` (default: 256 pages = 1 MiB): size of the event ring buffer in pages, rounded up to a power of
  *   two (bpftrace sizes its per-CPU buffers with it; we have one BPF ring buffer);
- * - `print_maps_on_exit` (default true; `0`/`1`/`true`/`false`): whether maps are printed when the run ends.
+ * - `print_maps_on_exit` (default true; `0`/`1`/`true`/`false`): whether maps are printed when the run ends;
+ * - `max_cat_bytes` (default 10240): bytes of a file cat() prints at most;
+ * - `missing_probes` (`error` default, `warn`, `ignore`): what an attach point matching nothing does.
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
  */
 import type { Program } from '../ast.js';
@@ -20,6 +22,10 @@ export interface RuntimeConfig {
   ringbufSize: number;
   /** Whether maps are printed when the run ends (`print_maps_on_exit`, default true). */
   printMapsOnExit: boolean;
+  /** Bytes of a file cat() prints at most (`max_cat_bytes`, default 10240 as bpftrace). */
+  maxCatBytes: number;
+  /** An attach point that matches nothing: an error, a warning and skipped, or skipped (`missing_probes`). */
+  missingProbes: 'error' | 'warn' | 'ignore';
 }
 
 const PAGE = 4096;
@@ -31,13 +37,11 @@ const KNOWN_LATER = new Set([
   'log_size',
   'cpp_demangle',
   'lazy_symbolication',
-  'missing_probes',
   'on_stack_limit',
   'stack_mode',
   'str_trunc_trailer',
   'symbol_source',
   'license',
-  'max_cat_bytes',
   'max_type_res_iterations',
   'unstable_map_decl',
   'unstable_import',
@@ -62,14 +66,16 @@ export function resolveConfig(
     ['perf_rb_pages', env.BPFTRACE_PERF_RB_PAGES],
     ['max_strlen', env.BPFTRACE_MAX_STRLEN],
     ['print_maps_on_exit', env.BPFTRACE_PRINT_MAPS_ON_EXIT],
+    ['max_cat_bytes', env.BPFTRACE_MAX_CAT_BYTES],
   ] as const) {
     if (v !== undefined && /^\d+$/.test(v)) values.set(k, BigInt(v));
   }
   const errors: Diagnostic[] = [];
   const warnings: Diagnostic[] = [];
+  let missingProbes: RuntimeConfig['missingProbes'] = 'error';
   for (const item of program.config) {
     const key = item.key.replace(/^BPFTRACE_/i, '').toLowerCase();
-    if (key === 'max_map_keys' || key === 'perf_rb_pages' || key === 'max_strlen') {
+    if (key === 'max_map_keys' || key === 'perf_rb_pages' || key === 'max_strlen' || key === 'max_cat_bytes') {
       if (typeof item.value !== 'bigint' || item.value <= 0n) {
         errors.push({
           severity: 'error',
@@ -79,6 +85,16 @@ export function resolveConfig(
         continue;
       }
       values.set(key, item.value);
+    } else if (key === 'missing_probes') {
+      if (item.value !== 'error' && item.value !== 'warn' && item.value !== 'ignore') {
+        errors.push({
+          severity: 'error',
+          message: `Invalid value for ${key}: expected error, warn or ignore`,
+          pos: item.pos,
+        });
+        continue;
+      }
+      missingProbes = item.value;
     } else if (key === 'print_maps_on_exit') {
       const v =
         typeof item.value === 'bigint'
@@ -100,7 +116,7 @@ export function resolveConfig(
         pos: item.pos,
       });
     } else {
-      errors.push({ severity: 'error', message: `Unrecognized config variable: ${item.key}`, pos: item.pos });
+      errors.push({ severity: 'error', message: `${item.key}: not a known configuration option`, pos: item.pos });
     }
   }
   const strlen = Number(values.get('max_strlen') ?? 64n);
@@ -120,6 +136,8 @@ export function resolveConfig(
       maxStrlen: strlen,
       ringbufSize: pow2AtLeast(pages * PAGE),
       printMapsOnExit: values.get('print_maps_on_exit') !== 0n,
+      maxCatBytes: Number(values.get('max_cat_bytes') ?? 10240n),
+      missingProbes,
     },
     warnings,
   };

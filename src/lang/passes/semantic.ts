@@ -1115,7 +1115,9 @@ export class Analyzer {
       return null;
     }
     if (name === 'usermode') {
-      if (!PT_REGS_CONTEXTS.has(u.expanded.provider)) {
+      // BEGIN/END run in bpftrace's own process (user-space uprobes there): 1 (tests/runtime/builtin
+      // "usermode_builtin_in_begin_end")
+      if (!PT_REGS_CONTEXTS.has(u.expanded.provider) && !u.expanded.special) {
         this.error(pos, `The usermode builtin can not be used with '${u.expanded.provider}' probes`);
         return null;
       }
@@ -1434,7 +1436,7 @@ export class Analyzer {
           this.error(a.pos, 'kaddr() expects a string literal symbol name');
           return null;
         }
-        if (kallsyms().lookup(a.value) === undefined) this.error(a.pos, `Failed to resolve kernel symbol: ${a.value}`);
+        if (kallsyms().lookup(a.value) === undefined) this.error(c.pos, `Failed to resolve kernel symbol: ${a.value}`);
         return U64;
       }
       case 'uptr':

@@ -162,9 +162,9 @@ export class TextOutput {
     this.out.write(`${text}\n`);
   }
 
-  /** system() output: the command's output and a newline. */
+  /** system() output: what the command printed, as printed. */
   syscall(text: string): void {
-    this.out.write(`${text}\n`);
+    this.out.write(text);
   }
 
   /** `Attached N probe(s)` on stderr (bpftrace 0.26; 0.17 printed `Attaching N probes...` on stdout). */
