@@ -11,6 +11,7 @@ import * as I from '../bpf/insn.js';
 import { FP, R0, R1, R2, R3, R4, R5, R9 } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
 import { onlineCpus, possibleCpus } from '../kernel/cpus.js';
+import { currentPidNamespace } from '../kernel/pidns.js';
 import { kallsyms } from '../symbols/kallsyms.js';
 import { resolveUaddr, type UaddrTarget } from '../probes/uaddr.js';
 import type {
@@ -130,6 +131,7 @@ export const H = {
   probe_read_user: 112,
   probe_read_kernel_str: 115,
   ringbuf_output: 130,
+  get_ns_current_pid_tgid: 120,
 } as const;
 
 const CMP_OPS: Record<string, { u: I.JmpOpName; s: I.JmpOpName; inv: string }> = {
@@ -292,7 +294,7 @@ export class ProbeGen {
   storeAs(v: Val, st: SType, base: number, off: number, from?: SType): void {
     if (st.kind === 'tuple' && v.kind === 'mem') {
       if (from?.kind === 'tuple' && from.elems.length === st.elems.length && typeKey(from) !== typeKey(st)) {
-        this.convertTuple(v.off, from.elems, st.elems, base, off);
+        this.convertTuple(v.off, from, st, base, off);
         return;
       }
       copyMem(this.fn, base, off, this.fb, v.off, Math.min(v.size, sizeOf(st)));
@@ -306,13 +308,23 @@ export class ProbeGen {
     this.storeAs(this.expr(e), st, base, off, e.type);
   }
 
-  /** Copy the tuple at [fb+srcOff] laid out as `from` into [base+off] laid out as `to`, element by element. */
-  private convertTuple(srcOff: number, from: SType[], to: SType[], base: number, off: number): void {
-    const sl = tupleLayout(from);
-    const dl = tupleLayout(to);
-    to.forEach((et, i) => {
-      const ft = from[i]!;
-      const so = srcOff + sl.offsets[i]!;
+  /**
+   * Copy the tuple at [fb+srcOff] laid out as `from` into [base+off] laid out as `to`, element by element; record
+   * fields are matched by name (`(bar=1, foo=2)` stored as `(foo, bar)`).
+   */
+  private convertTuple(
+    srcOff: number,
+    from: Extract<SType, { kind: 'tuple' }>,
+    to: Extract<SType, { kind: 'tuple' }>,
+    base: number,
+    off: number,
+  ): void {
+    const sl = tupleLayout(from.elems);
+    const dl = tupleLayout(to.elems);
+    to.elems.forEach((et, i) => {
+      const j = to.names && from.names ? from.names.indexOf(to.names[i]!) : i;
+      const ft = from.elems[j]!;
+      const so = srcOff + sl.offsets[j]!;
       let ev: Val;
       if (ft.kind === 'int' || ft.kind === 'bool') {
         const size = ft.kind === 'int' ? ft.size : 1;
@@ -1122,12 +1134,8 @@ export class ProbeGen {
     const fn = this.fn;
     switch (name) {
       case 'pid':
-      case 'tid': {
-        const r = this.callHelper(H.get_current_pid_tgid, []);
-        if (name === 'pid') fn.emit(I.alu64Imm('rsh', r, 32));
-        else fn.emit(I.mov32(r, r));
-        return this.reg(r);
-      }
+      case 'tid':
+        return this.pidTid(name, 'curr_ns');
       case 'uid':
       case 'gid': {
         const r = this.callHelper(H.get_current_uid_gid, []);
@@ -1912,7 +1920,8 @@ export class ProbeGen {
     if (e.kind === 'BinaryExpr' && CMP_OPS[e.op]) {
       const lt = e.left.type!;
       const rt = e.right.type!;
-      if (lt.kind === 'string' && rt.kind === 'string') {
+      if ((lt.kind === 'string' && rt.kind === 'string') || (lt.kind === 'buffer' && rt.kind === 'buffer')) {
+        // buffers: the 8-byte length header first, so buffers of different lengths differ
         const eq = this.stringEquals(e.left, e.right);
         fn.emit(I.jmpImm(e.op === '==' ? 'jeq' : 'jne', eq, 0, label));
         return;
@@ -1932,6 +1941,33 @@ export class ProbeGen {
     const v = this.expr(e);
     if (v.kind !== 'reg') throw new BpfscopeError('internal: condition is not a scalar');
     fn.emit(I.jmpImm('jeq', v.reg, 0, label));
+  }
+
+  /**
+   * `pid`/`tid` as seen from bpfscope's PID namespace (`curr_ns`, the builtins' meaning in current bpftrace) or the
+   * initial one (`init`): bpf_get_current_pid_tgid, or bpf_get_ns_current_pid_tgid when bpfscope runs in another
+   * namespace (its `struct bpf_pidns_info { u32 pid; u32 tgid; }`: tid, then pid).
+   */
+  private pidTid(name: string, ns: string): Val {
+    const fn = this.fn;
+    const pidns = ns === 'curr_ns' ? currentPidNamespace() : null;
+    if (!pidns) {
+      const r = this.callHelper(H.get_current_pid_tgid, []);
+      if (name === 'pid') fn.emit(I.alu64Imm('rsh', r, 32));
+      else fn.emit(I.mov32(r, r));
+      return this.reg(r);
+    }
+    const info = this.frame.temp(8);
+    fn.emit(I.st(8, this.fb, info, 0));
+    this.callHelper(H.get_ns_current_pid_tgid, [
+      this.constant(pidns.dev),
+      this.constant(pidns.ino),
+      { stack: info },
+      { imm: 8 },
+    ]);
+    const r = fn.vreg();
+    fn.emit(I.ldx(4, r, this.fb, info + (name === 'pid' ? 4 : 0)));
+    return this.reg(r);
   }
 
   /** 1 if two strings are equal (compared over the shorter buffer; both are NUL padded), else 0. */
@@ -2142,6 +2178,9 @@ export class ProbeGen {
         const bytes = ptonBytes((c.args[0] as { value: string }).value)!;
         return this.constBytes(bytes, bytes.length);
       }
+      case 'pid':
+      case 'tid':
+        return this.pidTid(c.name, c.args.length ? (c.args[0] as { name: string }).name : 'curr_ns');
       case 'kaddr':
         return this.reg(this.constant(kallsyms().lookup((c.args[0] as { value: string }).value) ?? 0n));
       case 'uaddr':

@@ -6,11 +6,12 @@
  * sizeof of an enumerator, a tuple as the key of a multi-key map, and the unreachable-statement warning.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { runTool } from '../helpers/cli.js';
+import { bpfscopeEntry, runTool } from '../helpers/cli.js';
 
 async function run(prog: string, ...extra: string[]) {
   return runTool('bpfscope', ['-e', prog, ...extra]);
@@ -242,5 +243,54 @@ describe('config and run-time output', () => {
     const r = await run('begin { print(kaddr("asdfzzzzzzz")) }');
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^stdin:1:15-35: ERROR: Failed to resolve kernel symbol: asdfzzzzzzz$/m);
+  });
+});
+
+describe('more values', () => {
+  it('records assigned with their fields in another order (tests/runtime/record "record evaluation order")', async () => {
+    assert.equal(
+      await ok(
+        'begin { $a = (foo={ printf("hello"); 1 }, bar={ printf("world"); 2 }); $a = (bar={ printf("hello"); 1 }, foo={ printf("world\\n"); 2 }); print($a) }',
+      ),
+      'helloworldhelloworld\n{ .foo = 2, .bar = 1 }\n\n\n',
+    );
+    assert.equal(
+      await ok('begin { @r = (a=1, b="x"); @r = (b="long string", a=5); }'),
+      '\n\n@r: { .a = 5, .b = long string }\n',
+    );
+  });
+
+  it('buffers compare by length and bytes (tests/runtime/variable "buf_equality")', async () => {
+    assert.equal(
+      await ok(
+        'i:ms:1 { $a = buf("hi", 2); $b = buf("bye", 3); printf("equal=%d, unequal=%d\\n", $a == $a, $a != $b); exit(); }',
+      ),
+      'equal=1, unequal=1\n\n\n',
+    );
+    assert.equal(
+      await ok(
+        'i:ms:1 { $a = buf("hi", 2); $b = buf("hx", 2); $c = buf("hi", 2); printf("%d %d\\n", $a == $b, $a == $c); exit(); }',
+      ),
+      '0 1\n\n\n',
+    );
+  });
+
+  it('pid and tid as seen from bpfscope\'s PID namespace; pid(init) from the initial one (pid_namespace "pid_tid_inside")', async () => {
+    const prog =
+      'begin { printf("%d, %d, %d, %d, %d, %d\\n", pid, pid(curr_ns), pid(init), tid, tid(curr_ns), tid(init)); exit() }';
+    const r = spawnSync('unshare', ['--fork', '--pid', '--mount-proc', process.execPath, bpfscopeEntry(), '-e', prog], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const m = /^1, 1, (\d+), 1, 1, (\d+)$/m.exec(r.stdout);
+    assert.ok(m, r.stdout);
+    assert.notEqual(m[1], '1');
+    const here = await ok(prog);
+    const [a, b, c] = here.trim().split(', ');
+    assert.ok(a === b && b === c && a !== '1', here);
+    const e = await run('begin { print(pid(foo)) }');
+    assert.equal(e.code, 1);
+    assert.match(e.stderr, /ERROR: pid\(\) expects no argument, curr_ns or init/);
   });
 });

@@ -198,10 +198,13 @@ function unify(a: SType, b: SType): SType | null {
   if (a.kind === 'string' && b.kind === 'string') return stringType(Math.max(a.size, b.size));
   if (a.kind === 'buffer' && b.kind === 'buffer') return { kind: 'buffer', size: Math.max(a.size, b.size) };
   if (a.kind === 'tuple' && b.kind === 'tuple' && a.elems.length === b.elems.length) {
-    if (a.names?.join() !== b.names?.join()) return null;
+    if (!a.names !== !b.names) return null;
+    // records with the same fields in another order: b's fields in a's order (stores convert by name)
+    const order = a.names ? a.names.map((n) => b.names!.indexOf(n)) : a.elems.map((_, i) => i);
+    if (order.includes(-1)) return null;
     const elems: SType[] = [];
     for (let i = 0; i < a.elems.length; i++) {
-      const u = unify(a.elems[i]!, b.elems[i]!);
+      const u = unify(a.elems[i]!, b.elems[order[i]!]!);
       if (!u) return null;
       elems.push(u);
     }
@@ -804,8 +807,9 @@ export class Analyzer {
           }
           return BOOL;
         }
-        if (l.kind === 'string' || r.kind === 'string') {
-          if (l.kind !== 'string' || r.kind !== 'string' || (e.op !== '==' && e.op !== '!=')) {
+        if (l.kind === 'string' || r.kind === 'string' || l.kind === 'buffer' || r.kind === 'buffer') {
+          // strings with strings, buffers with buffers (bpftrace variable:buf_equality), by == and != only
+          if (l.kind !== r.kind || (e.op !== '==' && e.op !== '!=')) {
             this.error(e.pos, `Type mismatch for '${e.op}': comparing '${typeName(l)}' with '${typeName(r)}'`);
             return null;
           }
@@ -1428,6 +1432,18 @@ export class Analyzer {
         }
         const size = ([1, 2, 4, 8] as const).find((n) => n === target.size) ?? 8;
         return { kind: 'pointer', to: { kind: 'int', size, signed: false }, space: 'user' };
+      }
+      case 'pid':
+      case 'tid': {
+        // pid(curr_ns) / pid(init): the id as seen from bpfscope's PID namespace or the initial one (bpftrace 0.23)
+        if (
+          args.length > 1 ||
+          (args[0] && (args[0].kind !== 'BuiltinExpr' || !['curr_ns', 'init'].includes(args[0].name)))
+        ) {
+          this.error(c.pos, `${c.name}() expects no argument, curr_ns or init`);
+          return null;
+        }
+        return U32;
       }
       case 'kaddr': {
         if (!this.argCount(c, 1, 1)) return null;
