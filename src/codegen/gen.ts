@@ -132,6 +132,7 @@ export const H = {
   probe_read_kernel_str: 115,
   ringbuf_output: 130,
   get_ns_current_pid_tgid: 120,
+  trace_vprintk: 177,
 } as const;
 
 const CMP_OPS: Record<string, { u: I.JmpOpName; s: I.JmpOpName; inv: string }> = {
@@ -775,6 +776,9 @@ export class ProbeGen {
       case 'cat':
         this.printf(c, AsyncAction.CAT);
         return;
+      case 'debugf':
+        this.debugf(c);
+        return;
       case 'exit': {
         // Set the exit flag first: the EXIT record can be lost when the ring buffer is full, the flag cannot.
         const key = this.frame.temp(8);
@@ -919,6 +923,36 @@ export class ProbeGen {
     this.asyncRecord(action, id, layout.size, (rec) => {
       vals.forEach((v, i) => this.storeAs(v, argTypes[i]!, this.fb, rec + 8 + layout.offsets[i]!, c.args[i + 1]!.type));
     });
+  }
+
+  /**
+   * `debugf(fmt, args...)`: bpf_trace_vprintk into the kernel's trace buffer (tracefs `trace`/`trace_pipe`, event
+   * `bpf_trace_printk`), formatted by the kernel. The values go as an array of u64; a string by its address.
+   */
+  private debugf(c: CallExpr): void {
+    const fn = this.fn;
+    const lit = c.args[0] as { value: string; bytes?: Uint8Array };
+    const fmt = Buffer.concat([Buffer.from(lit.bytes ?? Buffer.from(lit.value)), Buffer.alloc(1)]);
+    const vals = c.args.slice(1).map((a) => this.expr(a));
+    const data = vals.length ? this.frame.temp(8 * vals.length) : 0;
+    vals.forEach((v, i) => {
+      if (v.kind === 'reg') {
+        fn.emit(I.stx(8, this.fb, v.reg, data + 8 * i));
+        return;
+      }
+      const p = fn.vreg();
+      fn.emit(I.mov64(p, this.fb));
+      fn.emit(I.alu64Imm('add', p, v.off));
+      fn.emit(I.stx(8, this.fb, p, data + 8 * i));
+    });
+    const f = this.constBytes(fmt, fmt.length);
+    if (f.kind !== 'mem') throw new BpfscopeError('internal: debugf format');
+    this.callHelper(H.trace_vprintk, [
+      { stack: f.off },
+      { imm: fmt.length },
+      vals.length ? { stack: data } : { imm: 0 },
+      { imm: 8 * vals.length },
+    ]);
   }
 
   // ---- expressions -------------------------------------------------------------------------------------------

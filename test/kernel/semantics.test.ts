@@ -7,10 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { ensureTracefs } from '../../src/kernel/tracefs.js';
 import { bpfscopeEntry, runTool } from '../helpers/cli.js';
 
 async function run(prog: string, ...extra: string[]) {
@@ -292,5 +293,26 @@ describe('more values', () => {
     const e = await run('begin { print(pid(foo)) }');
     assert.equal(e.code, 1);
     assert.match(e.stderr, /ERROR: pid\(\) expects no argument, curr_ns or init/);
+  });
+});
+
+describe('debugf', () => {
+  it('writes to the kernel trace buffer as event bpf_trace_printk (tests/runtime/call "debugf*")', async () => {
+    const trace = join(ensureTracefs(), 'trace');
+    writeFileSync(trace, '');
+    assert.equal(
+      await ok(
+        'i:ms:100 { printf("printf %d\\n", 0); debugf("debugf %s %d %x", "a", 1, 16); debugf("plain"); exit(); }',
+      ),
+      'printf 0\n\n\n',
+    );
+    const text = readFileSync(trace, 'utf8');
+    assert.match(text, /bpf_trace_printk: debugf a 1 10$/m);
+    assert.match(text, /bpf_trace_printk: plain$/m);
+  });
+
+  it('rejects values it cannot pass to the kernel', async () => {
+    const r = await run('BEGIN { debugf("%d", (1, 2)); }');
+    assert.equal(r.code, 1);
   });
 });

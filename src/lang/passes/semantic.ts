@@ -118,7 +118,6 @@ const NOT_YET_FUNCTIONS: ReadonlySet<string> = new Set([
   'assert',
   'assert_str',
   'container_of',
-  'debugf',
   'fail',
   'find',
   'is_array',
@@ -172,7 +171,7 @@ function kernelEnumerator(name: string): { value: bigint; type: SType } | undefi
 /** The largest struct copied as a value onto the BPF stack, bytes. */
 const MAX_STRUCT_VALUE = 256;
 
-const VOID_FUNCS = new Set(['printf', 'errorf', 'warnf', 'exit', 'delete', 'clear', 'zero', 'print', 'time']);
+const VOID_FUNCS = new Set(['printf', 'errorf', 'warnf', 'debugf', 'exit', 'delete', 'clear', 'zero', 'print', 'time']);
 
 /** A tuple type, a record when `names` is given. */
 function withNames(t: Extract<SType, { kind: 'tuple' }>, names: string[] | undefined): SType {
@@ -1220,6 +1219,7 @@ export class Analyzer {
       case 'cat':
       case 'errorf':
       case 'warnf':
+      case 'debugf':
       case 'printf': {
         if (c.name === 'system' && !this.opts.unsafe) {
           this.error(c.pos, 'system() is an unsafe function being used in safe mode (use --unsafe)');
@@ -1239,6 +1239,14 @@ export class Analyzer {
         if (ok && this.final) {
           const err = checkPrintfArgs(compilePrintf((args[0] as { value: string }).value), types);
           if (err) this.error(c.pos, err);
+        }
+        if (c.name === 'debugf') {
+          // bpf_trace_vprintk: at most 12 values, each an integer or a pointer (strings are passed by address)
+          if (args.length > 13) this.error(c.pos, 'debugf() takes at most 12 arguments after the format');
+          types.forEach((t, i) => {
+            if (!['int', 'bool', 'pointer', 'string'].includes(t.kind))
+              this.error(args[i + 1]!.pos, `debugf() cannot print a value of type ${typeName(t)}`);
+          });
         }
         return { kind: 'none' };
       }
