@@ -12,6 +12,7 @@
 import type { Insn, IrInsn } from '../codegen/ir.js';
 import { helperById, helperByName } from './helpers.js';
 import {
+  BPF_PSEUDO_BTF_ID,
   BPF_PSEUDO_FUNC,
   BPF_ADD,
   BPF_ALU,
@@ -353,6 +354,15 @@ export function ldImm64(dst: number, value: bigint): IrInsn {
 /** `dst = &map` (ld_imm64 with src = BPF_PSEUDO_MAP_FD); the map's fd is filled in by `emit`. */
 export function ldMapFd(dst: number, mapName: string): IrInsn {
   return { ...insn(LD_IMM64, dst, BPF_PSEUDO_MAP_FD, 0, 0), imm64: 0n, mapRef: mapName };
+}
+
+/**
+ * `dst = &kernel variable` (ld_imm64 with src = BPF_PSEUDO_BTF_ID): `btfId` is a VAR of vmlinux BTF (btf object fd
+ * 0 in the second slot). For a per-CPU variable the verifier types the result as a per-CPU pointer, usable with
+ * bpf_per_cpu_ptr / bpf_this_cpu_ptr (include/uapi/linux/bpf.h).
+ */
+export function ldBtfId(dst: number, btfId: number): IrInsn {
+  return { ...insn(LD_IMM64, dst, BPF_PSEUDO_BTF_ID, 0, btfId), imm64: BigInt(btfId) };
 }
 
 /**

@@ -74,6 +74,7 @@ export const BPF_PSEUDO_MAP_FD = 1;
 export const BPF_PSEUDO_MAP_VALUE = 2;
 export const BPF_PSEUDO_CALL = 1; // src_reg of BPF_CALL for bpf-to-bpf calls
 export const BPF_PSEUDO_FUNC = 4; // src_reg of ld_imm64 loading the address of a subprogram (a callback)
+export const BPF_PSEUDO_BTF_ID = 3; // src_reg of ld_imm64 loading a kernel variable by its vmlinux BTF id (imm)
 
 /** `BPF_LD | BPF_DW | BPF_IMM` (0x18): the two-slot 64-bit immediate load. */
 export const LD_IMM64 = BPF_LD | BPF_DW | BPF_IMM;

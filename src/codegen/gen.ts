@@ -30,7 +30,7 @@ import type {
 } from '../lang/ast.js';
 import { nodesOfKind } from '../lang/astwalk.js';
 import { positionalInt } from '../lang/lexer.js';
-import { kernelBtf, recordFields } from '../lang/btf-types.js';
+import { btfVarId, kernelBtf, recordFields } from '../lang/btf-types.js';
 import {
   type Analyzer,
   type ProbeUnit,
@@ -133,6 +133,8 @@ export const H = {
   ringbuf_output: 130,
   get_ns_current_pid_tgid: 120,
   trace_vprintk: 177,
+  per_cpu_ptr: 153,
+  this_cpu_ptr: 154,
 } as const;
 
 const CMP_OPS: Record<string, { u: I.JmpOpName; s: I.JmpOpName; inv: string }> = {
@@ -2004,6 +2006,29 @@ export class ProbeGen {
     return this.reg(r);
   }
 
+  /**
+   * `percpu_kaddr(name[, cpu])`: ld_imm64 of the variable's BTF id, then bpf_per_cpu_ptr (NULL for a CPU that does
+   * not exist) or bpf_this_cpu_ptr. The verifier's typed pointer is copied through the stack with
+   * bpf_probe_read_kernel so that the result is a plain integer address, usable anywhere a `uint64 *` is.
+   */
+  private percpuKaddr(c: CallExpr): Val {
+    const fn = this.fn;
+    const name = (c.args[0] as { value: string }).value;
+    const id = btfVarId(kernelBtf(), name);
+    if (id === undefined) throw new BpfscopeError(`internal: no BTF variable ${name}`);
+    const base = fn.vreg();
+    fn.emit(I.ldBtfId(base, id));
+    const p = c.args[1]
+      ? this.callHelper(H.per_cpu_ptr, [base, this.scalar(c.args[1])])
+      : this.callHelper(H.this_cpu_ptr, [base]);
+    const slot = this.frame.temp(16);
+    fn.emit(I.stx(8, this.fb, p, slot));
+    this.callHelper(H.probe_read_kernel, [{ stack: slot + 8 }, { imm: 8 }, { stack: slot }]);
+    const r = fn.vreg();
+    fn.emit(I.ldx(8, r, this.fb, slot + 8));
+    return this.reg(r);
+  }
+
   /** 1 if two strings are equal (compared over the shorter buffer; both are NUL padded), else 0. */
   private stringEquals(a: Expr, b: Expr): number {
     const fn = this.fn;
@@ -2212,6 +2237,8 @@ export class ProbeGen {
         const bytes = ptonBytes((c.args[0] as { value: string }).value)!;
         return this.constBytes(bytes, bytes.length);
       }
+      case 'percpu_kaddr':
+        return this.percpuKaddr(c);
       case 'pid':
       case 'tid':
         return this.pidTid(c.name, c.args.length ? (c.args[0] as { name: string }).name : 'curr_ns');

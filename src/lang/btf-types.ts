@@ -185,3 +185,8 @@ export function btfRecordByName(btf: Btf, spec: string): SType | undefined {
   if (id === undefined) return undefined;
   return btfType(btf, id);
 }
+
+/** The BTF id of the kernel variable `name` (a VAR, e.g. the per-CPU `runqueues`), or undefined. */
+export function btfVarId(btf: Btf, name: string): number | undefined {
+  return btf.findType(name, BtfKind.VAR);
+}

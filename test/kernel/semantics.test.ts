@@ -316,3 +316,18 @@ describe('debugf', () => {
     assert.equal(r.code, 1);
   });
 });
+
+describe('percpu_kaddr', () => {
+  it('is a positioned error for an unknown variable, and on a kernel that cannot place variables (no KALLSYMS_ALL)', async () => {
+    const u = await run('begin { print(percpu_kaddr("nope_var")) }');
+    assert.equal(u.code, 1);
+    assert.match(u.stderr, /^stdin:1:15-39: ERROR: Could not resolve variable "nope_var" from BTF$/m);
+    const r = await run('begin { printf("%d\\n", *percpu_kaddr("process_counts", 0)); }');
+    if (/\bprocess_counts\b/.test(readFileSync('/proc/kallsyms', 'utf8'))) {
+      assert.equal(r.code, 0, r.stderr); // (Debian's kernels; test/matrix/percpu.test.ts runs it there)
+    } else {
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /ERROR: percpu_kaddr\(\): the kernel cannot give the address of "process_counts"/);
+    }
+  });
+});

@@ -25,6 +25,7 @@ import {
   btfEnumByName,
   btfEnumInfo,
   btfRecordByName,
+  btfVarId,
   kernelBtf,
   materializeRecord,
   recordFields,
@@ -131,7 +132,6 @@ const NOT_YET_FUNCTIONS: ReadonlySet<string> = new Set([
   'kfunc_exist',
   'memcmp',
   'override',
-  'percpu_kaddr',
   'signal_thread',
   'skboutput',
   'socket_cookie',
@@ -1440,6 +1440,33 @@ export class Analyzer {
         }
         const size = ([1, 2, 4, 8] as const).find((n) => n === target.size) ?? 8;
         return { kind: 'pointer', to: { kind: 'int', size, signed: false }, space: 'user' };
+      }
+      case 'percpu_kaddr': {
+        // percpu_kaddr(name[, cpu]): a per-CPU kernel variable's address on `cpu` or this CPU (bpftrace docs/stdlib.md)
+        if (!this.argCount(c, 1, 2)) return null;
+        const a = args[0]!;
+        if (a.kind !== 'StrLit') {
+          this.error(a.pos, 'percpu_kaddr() expects a string literal variable name');
+          return null;
+        }
+        if (args[1]) {
+          const t = this.expr(args[1]);
+          if (t && t.kind !== 'int')
+            this.error(args[1].pos, `percpu_kaddr() expects an integer cpu (${typeName(t)} provided)`);
+        }
+        if (btfVarId(kernelBtf(), a.value) === undefined) {
+          this.error(c.pos, `Could not resolve variable "${a.value}" from BTF`);
+          return null;
+        }
+        if (kallsyms().lookup(a.value) === undefined) {
+          // the verifier finds a variable's address with kallsyms, which lists data symbols only with KALLSYMS_ALL
+          this.error(
+            c.pos,
+            `percpu_kaddr(): the kernel cannot give the address of "${a.value}" (not in /proc/kallsyms: this kernel is built without CONFIG_KALLSYMS_ALL)`,
+          );
+          return null;
+        }
+        return { kind: 'pointer', to: U64, space: 'kernel' };
       }
       case 'pid':
       case 'tid': {
