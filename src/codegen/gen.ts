@@ -134,6 +134,7 @@ export const H = {
   get_ns_current_pid_tgid: 120,
   trace_vprintk: 177,
   per_cpu_ptr: 153,
+  get_socket_cookie: 46,
   this_cpu_ptr: 154,
 } as const;
 
@@ -2239,6 +2240,9 @@ export class ProbeGen {
       }
       case 'percpu_kaddr':
         return this.percpuKaddr(c);
+      case 'socket_cookie':
+        // the argument keeps the verifier's BTF pointer type (a ctx field); the helper returns 0 for NULL
+        return this.reg(this.callHelper(H.get_socket_cookie, [this.scalar(c.args[0]!)]));
       case 'pid':
       case 'tid':
         return this.pidTid(c.name, c.args.length ? (c.args[0] as { name: string }).name : 'curr_ns');

@@ -331,3 +331,27 @@ describe('percpu_kaddr', () => {
     }
   });
 });
+
+describe('socket_cookie', () => {
+  it("identifies one socket across its state changes (rawtracepoint's BTF socket pointer)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bpfscope-cookie-'));
+    const conn = join(dir, 'conn.sh');
+    // a TCP connect to a closed local port: SYN_SENT, then CLOSE, of one socket
+    writeFileSync(conn, '#!/bin/bash\necho > /dev/tcp/127.0.0.1/1 2>/dev/null\nexit 0\n', { mode: 0o755 });
+    const r = await run(
+      'rawtracepoint:inet_sock_set_state /pid == cpid/ { @c[socket_cookie(args.sk)] = count(); }',
+      '-c',
+      conn,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const rows = r.stdout.trim().split('\n');
+    assert.equal(rows.length, 1, r.stdout);
+    assert.match(rows[0]!, /^@c\[[1-9]\d*\]: 2$/);
+  });
+
+  it('needs a typed struct sock pointer', async () => {
+    const r = await run('tracepoint:sock:inet_sock_set_state { print(socket_cookie(args.skaddr)); }');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /ERROR: socket_cookie\(\) expects a 'struct sock \*' \(void \* provided\)/);
+  });
+});

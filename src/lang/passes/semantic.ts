@@ -134,7 +134,6 @@ const NOT_YET_FUNCTIONS: ReadonlySet<string> = new Set([
   'override',
   'signal_thread',
   'skboutput',
-  'socket_cookie',
   'static_assert',
   'str_concat',
   'strcap',
@@ -1440,6 +1439,25 @@ export class Analyzer {
         }
         const size = ([1, 2, 4, 8] as const).find((n) => n === target.size) ?? 8;
         return { kind: 'pointer', to: { kind: 'int', size, signed: false }, space: 'user' };
+      }
+      case 'socket_cookie': {
+        // socket_cookie(sk): bpf_get_socket_cookie on a BTF-typed socket pointer (fentry/fexit, rawtracepoint args)
+        if (!this.argCount(c, 1, 1)) return null;
+        const t = this.expr(args[0]!);
+        if (!t) return null;
+        const to = t.kind === 'pointer' && t.to.kind === 'record' ? t.to.name.replace(/^struct\s+/, '') : '';
+        if (to !== 'sock' && to !== 'sock_common') {
+          this.error(args[0]!.pos, `socket_cookie() expects a 'struct sock *' (${typeName(t)} provided)`);
+          return null;
+        }
+        if (!['fentry', 'fexit', 'rawtracepoint'].includes(this.unit!.expanded.provider)) {
+          this.error(
+            c.pos,
+            `socket_cookie() needs the kernel's typed socket pointer: use it in fentry, fexit or rawtracepoint probes`,
+          );
+          return null;
+        }
+        return U64;
       }
       case 'percpu_kaddr': {
         // percpu_kaddr(name[, cpu]): a per-CPU kernel variable's address on `cpu` or this CPU (bpftrace docs/stdlib.md)
