@@ -152,6 +152,8 @@ export class ProbeGen {
   readonly frame: Frame;
   private ctx = 0;
   private readonly vars = new Map<string, Val>();
+  /** Stack copies of register variables whose address is taken (`&$x`), by name: their frame offsets. */
+  private readonly shadows = new Map<string, number>();
   private readonly endLabel: string;
   /** Enclosing loops' break/continue targets, innermost last. */
   private readonly loops: { brk: string; cont: string }[] = [];
@@ -189,6 +191,12 @@ export class ProbeGen {
         const r = fn.vreg();
         fn.emit(I.mov64Imm(r, 0));
         this.vars.set(name, { kind: 'reg', reg: r });
+        if (this.analyzer.addressTakenVariables.has(name)) {
+          // `&$x` of a variable kept in a register: a stack copy, rewritten whenever the variable is (syncShadow)
+          const off = this.frame.permanent(8);
+          fn.emit(I.st(8, this.fb, off, 0));
+          this.shadows.set(name, off);
+        }
       } else {
         const size = sizeOf(t);
         const off = this.frame.permanent(size);
@@ -580,6 +588,7 @@ export class ProbeGen {
       if (val.kind === 'reg') fn.emit(I.ldx(8, val.reg, FP, off + slot));
       else copyMem(fn, this.fb, val.off, FP, off + slot, val.size);
     }
+    for (const n of layout.keys()) this.syncShadow(n);
     const ret = fn.vreg();
     fn.emit(I.ldx(8, ret, FP, off + 8));
     fn.emit(I.jmpImm('jne', ret, 0, this.endLabel));
@@ -670,6 +679,7 @@ export class ProbeGen {
             target.type ?? s.value.type!,
             s.value.type!,
           );
+        this.syncShadow(target.name);
       } else {
         const v = this.expr(s.value);
         zeroStack(fn, slot.off, slot.size);
@@ -1004,6 +1014,7 @@ export class ProbeGen {
           const pt = e.operand.type as Extract<SType, { kind: 'pointer' }>;
           return this.loadMem(e.type!, this.scalar(e.operand), 0, pt.space);
         }
+        if (e.op === '&') return this.reg(this.variableAddress((e.operand as VarExpr).name));
         const v = this.scalar(e.operand);
         const r = fn.vreg();
         fn.emit(I.mov64(r, v));
@@ -1711,8 +1722,8 @@ export class ProbeGen {
       this.callHelper(read, [{ stack: buf }, { imm: t.size }, addr]);
       return { kind: 'mem', off: buf, size: t.size };
     }
-    if (t.kind === 'record' || t.kind === 'array' || t.kind === 'tuple') {
-      // a struct (or array) value, `*p`: its bytes copied onto the stack (semantic analysis bounds the size)
+    if (t.kind === 'record' || t.kind === 'array' || t.kind === 'tuple' || t.kind === 'username') {
+      // a struct (or array, tuple) value, `*p`: its bytes copied onto the stack (semantic analysis bounds the size)
       const size = sizeOf(t);
       const buf = this.frame.temp(size);
       zeroStack(fn, buf, size);
@@ -1867,6 +1878,7 @@ export class ProbeGen {
       const before = fn.vreg();
       fn.emit(I.mov64(before, slot.reg));
       this.arith(op, slot.reg, one, false);
+      this.syncShadow(e.target.name);
       return this.reg(e.prefix ? slot.reg : before);
     }
     const plan = this.tables.maps.get(e.target.name)!;
@@ -2005,6 +2017,37 @@ export class ProbeGen {
     const r = fn.vreg();
     fn.emit(I.ldx(4, r, this.fb, info + (name === 'pid' ? 4 : 0)));
     return this.reg(r);
+  }
+
+  /** After a write to register variable `name`: its stack copy for `&$x`, when it has one, takes the new value. */
+  private syncShadow(name: string): void {
+    const off = this.shadows.get(name);
+    const v = this.vars.get(name);
+    if (off !== undefined && v?.kind === 'reg') this.fn.emit(I.stx(8, this.fb, v.reg, off));
+  }
+
+  /**
+   * `&$x`: the address of the variable's frame slot (a buffer variable's own, a register variable's stack copy). In
+   * a loop body run as a callback, a register variable of the enclosing probe has no copy: its current value is
+   * copied to a temporary, valid for the statement.
+   */
+  private variableAddress(name: string): number {
+    const fn = this.fn;
+    const v = this.vars.get(name)!;
+    let off: number;
+    if (v.kind === 'mem') off = v.off;
+    else {
+      const shadow = this.shadows.get(name);
+      if (shadow !== undefined) off = shadow;
+      else {
+        off = this.frame.temp(8);
+        fn.emit(I.stx(8, this.fb, v.reg, off));
+      }
+    }
+    const r = fn.vreg();
+    fn.emit(I.mov64(r, this.fb));
+    fn.emit(I.alu64Imm('add', r, off));
+    return r;
   }
 
   /**

@@ -355,3 +355,32 @@ describe('socket_cookie', () => {
     assert.match(r.stderr, /ERROR: socket_cookie\(\) expects a 'struct sock \*' \(void \* provided\)/);
   });
 });
+
+describe('the address of a scratch variable (tests/runtime/variable "variable address with ...")', () => {
+  it('points at the variable: ints, tuples, strings through a cast, builtins, and a struct view of an int', async () => {
+    assert.match(await ok('begin { $a = 1; $b = &$a; print(($b, *$b)); }'), /^\(0x[0-9a-f]+, 1\)$/m);
+    assert.equal(await ok('begin { $a = (1, "hello", 2); print(*(&$a)); }'), '(1, hello, 2)\n\n\n');
+    assert.equal(await ok('begin { $a = "hello"; $b = (int8 *)&$a; printf("%c %c\\n", *$b, *++$b); }'), 'h e\n\n\n');
+    assert.match(await ok('begin { $a = username; $b = &$a; printf("SUCCESS %s\\n", *$b); }'), /^SUCCESS \S+$/m);
+    assert.equal(
+      await ok(
+        'struct foo { unsigned long long x_0:1; unsigned long long x_1:1; unsigned long long x_2:2; } begin { $val = (uint64)0x1e; $f = *(struct foo *)(&$val); print($f); }',
+      ),
+      '{ .x_0 = 0, .x_1 = 1, .x_2 = 3 }\n\n\n',
+    );
+  });
+
+  it('reads the value the variable holds now, after later writes', async () => {
+    assert.equal(await ok('begin { $a = 1; $b = &$a; $a = 7; $a++; $a += 2; print(*$b); }'), '10\n\n\n');
+  });
+
+  it('of anything but a scratch variable is a positioned error', async () => {
+    const r = await run('begin { print(&@x); @x = 1; }');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^stdin:1:15-18: ERROR: The address-of operator is only supported on scratch variables/m);
+  });
+
+  it('let with a struct pointer type (tests/runtime/variable "variable declaration with builtin")', async () => {
+    assert.match(await ok('begin { let $f: struct task_struct *; $f = curtask; print($f.pid); }'), /^\d+$/m);
+  });
+});

@@ -227,6 +227,7 @@ export class Analyzer {
   private diags: Diagnostic[] = [];
   private final = false;
   private vars = new Map<string, SType>();
+  private addressTaken = new Set<string>();
   private unit: ProbeUnit | null = null;
   private changed = false;
   /** Expressions being indexed (`x[i]`): BTF array fields may be read only element by element. */
@@ -259,6 +260,11 @@ export class Analyzer {
     return this.vars;
   }
 
+  /** Scratch variables of the unit typed last whose address is taken (`&$x`). */
+  get addressTakenVariables(): ReadonlySet<string> {
+    return this.addressTaken;
+  }
+
   /** Warnings collected by the final pass. */
   get warnings(): Diagnostic[] {
     return this.diags.filter((d) => d.severity === 'warning');
@@ -270,6 +276,7 @@ export class Analyzer {
     this.unit = u;
     this.vars = new Map();
     this.untyped = new Set();
+    this.addressTaken = new Set();
     if (u.probe.predicate) this.expr(u.probe.predicate);
     this.block(u.probe.body);
     this.varMemo.set(u, new Map(this.vars));
@@ -307,11 +314,19 @@ export class Analyzer {
           if (t) this.defineVar(s.variable, storageType(t));
         } else if (s.typeName) {
           const m = /^(u?)int(8|16|32|64)$/.exec(s.typeName.name);
-          if (m && s.typeName.pointerDepth === 0 && s.typeName.arrayCount === null) {
+          const spec = s.typeName;
+          if (m && spec.pointerDepth === 0 && spec.arrayCount === null) {
             this.defineVar(
               s.variable,
               storageType({ kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] }),
             );
+          } else if (spec.pointerDepth > 0 && spec.arrayCount === null && (m || this.namedType(spec.name))) {
+            // `let $f: struct task_struct *;` (bpftrace variable "variable declaration with builtin")
+            let t: SType = m
+              ? { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] }
+              : this.namedType(spec.name)!;
+            for (let i = 0; i < spec.pointerDepth; i++) t = { kind: 'pointer', to: t, space: 'kernel' };
+            this.defineVar(s.variable, t);
           } else if (s.typeName.name !== 'string') {
             this.error(s.typeName.pos, `Declaring a variable of type '${s.typeName.name}' is not supported yet`);
           }
@@ -839,15 +854,21 @@ export class Analyzer {
             this.error(e.pos, `Can not dereference a value of type '${typeName(t)}'`);
             return null;
           }
-          if (t.to.kind !== 'int' && t.to.kind !== 'record' && t.to.kind !== 'pointer') {
+          const fixed = ['int', 'bool', 'record', 'pointer', 'tuple', 'string', 'username', 'array'];
+          if (!fixed.includes(t.to.kind)) {
             this.error(e.pos, `Dereferencing a pointer to ${typeName(t.to)} is not supported yet`);
             return null;
           }
           return t.to;
         }
         if (e.op === '&') {
-          this.error(e.pos, `The address-of operator is not supported yet`);
-          return null;
+          // `&$x`: the address of a scratch variable's stack slot (bpftrace variable address tests)
+          if (e.operand.kind !== 'VarExpr') {
+            this.error(e.pos, `The address-of operator is only supported on scratch variables ($x) yet`);
+            return null;
+          }
+          this.addressTaken.add(e.operand.name);
+          return { kind: 'pointer', to: t, space: 'kernel' };
         }
         if (t.kind !== 'int' && t.kind !== 'bool' && t.kind !== 'pointer') {
           this.error(e.pos, `Invalid type for unary operator '${e.op}': ${typeName(t)}`);
