@@ -21,6 +21,7 @@ import { checkMapDecls } from './lang/passes/mapdecl.js';
 import { foldLiterals } from './lang/passes/fold.js';
 import { expandMacros } from './lang/passes/macros.js';
 import { substitutePositionals } from './lang/passes/positional.js';
+import { resolveStdlibWrappers } from './lang/passes/stdlib.js';
 import { unreachableWarnings } from './lang/passes/reachability.js';
 import { scopeVariables } from './lang/passes/varscope.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
@@ -69,6 +70,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     warnings.push(...r.warnings);
     substitutePositionals(ast, opts.positional ?? []);
     expandMacros(ast);
+    resolveStdlibWrappers(ast);
     foldLiterals(ast);
     scopeVariables(ast);
     warnings.push(...unreachableWarnings(ast));

@@ -1211,6 +1211,9 @@ export class ProbeGen {
       }
       case 'probe':
         return this.constString(this.unit.expanded.name, sizeOf(t));
+      case 'probetype':
+        // bpftrace's probe type names: `special` for BEGIN/END, else the provider's canonical name
+        return this.constString(this.unit.expanded.special ? 'special' : this.unit.expanded.provider, sizeOf(t));
       case 'kstack':
       case 'ustack':
         return this.stack(t as Extract<SType, { kind: 'kstack' | 'ustack' }>);

@@ -56,6 +56,7 @@ export const BUILTIN_NAMES: ReadonlySet<string> = new Set([
   'numaid',
   'pid',
   'probe',
+  'probetype',
   'rand',
   'retval',
   'tid',

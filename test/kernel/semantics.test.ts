@@ -384,3 +384,38 @@ describe('the address of a scratch variable (tests/runtime/variable "variable ad
     assert.match(await ok('begin { let $f: struct task_struct *; $f = curtask; print($f.pid); }'), /^\d+$/m);
   });
 });
+
+describe('bpftrace\'s stdlib spellings of builtins (tests/runtime/macro "builtin wrapper ...", stdlib "ppid_macro")', () => {
+  it('__builtin_NAME and NAME() are the builtin', async () => {
+    assert.equal(
+      await ok(
+        'begin { if (__builtin_cpu == cpu() && __builtin_cpu == cpu && __builtin_ncpus == ncpus()) { printf("SUCCESS\\n"); } }',
+      ),
+      'SUCCESS\n\n\n',
+    );
+    assert.match(await ok('begin { printf("%llu %llu\\n", __builtin_elapsed, elapsed()); }'), /^\d+ \d+$/m);
+    assert.equal(
+      await ok('begin { if (__builtin_comm == comm() && __builtin_usermode == usermode()) { printf("SUCCESS\\n"); } }'),
+      'SUCCESS\n\n\n',
+    );
+  });
+
+  it('probetype names the kind of probe', async () => {
+    assert.equal(await ok('begin { if (__builtin_probetype == probetype()) { print(probetype); } }'), 'special\n\n\n');
+    assert.equal(await ok('interval:ms:10 { print(probetype); exit(); }'), 'interval\n\n\n');
+  });
+
+  it('user macros win when their arity matches ("user macros override stdlib", "... if different signature")', async () => {
+    assert.equal(await ok('macro cpu() { "hi" } begin { printf(cpu()); }'), 'hi\n\n');
+    assert.match(
+      await ok('macro cpu(x) { x } begin { print(cpu("hi")); printf("SUCCESS %llu\\n", cpu()); }'),
+      /^hi\nSUCCESS \d+$/m,
+    );
+  });
+
+  it("ppid(task) is the task's parent process id", async () => {
+    const r = await ok('BEGIN { printf("%d %d\\n", ppid(curtask), ppid); exit(); }');
+    const [a, b] = r.trim().split(' ');
+    assert.equal(a, b, r);
+  });
+});

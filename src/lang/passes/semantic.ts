@@ -150,7 +150,6 @@ const NOT_YET_BUILTINS: ReadonlySet<string> = new Set([
   'leader_comm',
   'leader_tid',
   'pcomm',
-  'probetype',
   'default_str_length',
 ]);
 
@@ -1065,6 +1064,7 @@ export class Analyzer {
   private builtin(name: string, pos: Span): SType | null {
     const u = this.unit!;
     if (name === 'probe') return stringType(this.opts.probeNameSize);
+    if (name === 'probetype') return stringType(16);
     if (name === 'curtask') {
       const task = this.namedType('struct task_struct');
       if (!task) {

@@ -1,0 +1,67 @@
+/**
+ * bpftrace's stdlib spellings of builtins (its `src/stdlib/base.bt` wraps each builtin in a macro; `docs/stdlib.md`),
+ * rewritten after user macros are expanded (a user macro of the same name and arity wins, as in bpftrace):
+ * - `__builtin_comm` (any `__builtin_NAME` of a builtin) is the builtin `comm`;
+ * - `comm()`, `cpu()`, `elapsed()`, ... (a builtin called without arguments) is the builtin;
+ * - `ppid(task)` is `task->real_parent->tgid`;
+ * - a block expression without statements whose value is a literal (what a macro like `macro m() { "hi" }`
+ *   expands to) is the literal, so functions that need literals (`printf(m())`) accept it.
+ */
+import type { BuiltinExpr, Expr, FieldExpr, Program } from '../ast.js';
+import { BUILTIN_NAMES } from '../parser.js';
+
+/** Builtins that are also functions taking arguments (or none) in their own right: left to semantic analysis. */
+const OWN_FUNCTIONS = new Set(['kstack', 'ustack', 'nsecs', 'pid', 'tid', 'cgroup']);
+
+/** Rewrite the stdlib spellings in place (see the module comment). */
+export function resolveStdlibWrappers(program: Program): void {
+  for (const probe of program.probes) {
+    if (probe.predicate) probe.predicate = rewrite(probe.predicate) as Expr;
+    rewrite(probe.body);
+  }
+}
+
+function builtin(e: Expr, name: string): BuiltinExpr {
+  return { kind: 'BuiltinExpr', pos: e.pos, name };
+}
+
+function replacement(e: Expr): Expr | undefined {
+  if (e.kind === 'BuiltinExpr' && e.name.startsWith('__builtin_')) {
+    const name = e.name.slice('__builtin_'.length);
+    return BUILTIN_NAMES.has(name) || name === 'ppid' || name === 'probetype' ? builtin(e, name) : undefined;
+  }
+  if (e.kind === 'CallExpr') {
+    if (e.args.length === 0 && (BUILTIN_NAMES.has(e.name) || e.name === 'ppid' || e.name === 'probetype')) {
+      return OWN_FUNCTIONS.has(e.name) ? undefined : builtin(e, e.name);
+    }
+    if (e.name === 'ppid' && e.args.length === 1) {
+      const parent: FieldExpr = {
+        kind: 'FieldExpr',
+        pos: e.pos,
+        object: e.args[0]!,
+        field: 'real_parent',
+        arrow: true,
+      };
+      return { kind: 'FieldExpr', pos: e.pos, object: parent, field: 'tgid', arrow: true };
+    }
+  }
+  if (e.kind === 'BlockExpr' && e.stmts.length === 0 && ['StrLit', 'IntLit', 'BoolLit'].includes(e.value.kind)) {
+    return e.value;
+  }
+  return undefined;
+}
+
+/** Rewrite bottom-up under `node`; returns the node's replacement (or the node). */
+function rewrite(node: unknown): unknown {
+  if (!node || typeof node !== 'object' || ArrayBuffer.isView(node)) return node;
+  if (Array.isArray(node)) {
+    node.forEach((x, i) => (node[i] = rewrite(x)));
+    return node;
+  }
+  for (const [k, v] of Object.entries(node)) {
+    if (k === 'type' || k === 'pos') continue;
+    (node as Record<string, unknown>)[k] = rewrite(v);
+  }
+  const kind = (node as { kind?: unknown }).kind;
+  return typeof kind === 'string' ? (replacement(node as Expr) ?? node) : node;
+}
