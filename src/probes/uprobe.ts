@@ -183,17 +183,25 @@ export class UprobeProvider implements ProbeProvider {
     }
     try {
       const loads = elf.loadSegments();
+      const syms = elf.symbols().list((n) => n.length > 0);
+      const funcs = new Map<string, number>();
+      const sizes = new Map<string, number>();
+      for (const s of syms) {
+        if (!isFunction(s.type) || s.value === 0 || funcs.has(s.name)) continue;
+        funcs.set(s.name, s.value);
+        sizes.set(s.name, s.size);
+      }
       if (/^0x[0-9a-f]+$/i.test(fnSpec) || /^\d+$/.test(fnSpec)) {
+        // an address must lie inside a function (bpftrace: `Could not resolve address: /bin/bash:0xa`)
         const addr = Number(fnSpec);
+        const inside = [...funcs].some(([n, v]) => addr >= v && addr < v + Math.max(1, sizes.get(n) ?? 0));
+        if (!inside) throw attachPointError(ap, `Could not resolve address: ${path}:0x${addr.toString(16)}`);
         const off = symbolFileOffset(loads, { name: fnSpec, value: addr });
         return [new UprobeProbe(ap, this.kind, path, fnSpec, off, fnSpec)];
       }
       const m = /^(.*?)\+(0x[0-9a-f]+|\d+)$/i.exec(fnSpec);
       const fnGlob = m ? m[1]! : fnSpec;
       const extra = m ? Number(m[2]) : 0;
-      const syms = elf.symbols().list((n) => n.length > 0);
-      const funcs = new Map<string, number>();
-      for (const s of syms) if (isFunction(s.type) && s.value !== 0 && !funcs.has(s.name)) funcs.set(s.name, s.value);
       let names: string[];
       if (hasWildcard(fnGlob)) {
         const re = globToRegExp(fnGlob);
@@ -208,6 +216,10 @@ export class UprobeProvider implements ProbeProvider {
           );
         }
         names = [fnGlob];
+        const size = sizes.get(fnGlob) ?? 0;
+        if (extra && size && extra >= size) {
+          throw attachPointError(ap, `Offset outside the function bounds ('${fnGlob}' size is ${size})`);
+        }
       }
       const offsets = names.map((n) => symbolFileOffset(loads, { name: n, value: funcs.get(n)! }) + extra);
       // bpftrace's multi expansion: a wildcard without an offset, unless the body reads `probe`; where the kernel has it

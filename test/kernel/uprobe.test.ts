@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { ElfFile } from '../../src/symbols/elf.js';
 import { runTool } from '../helpers/cli.js';
 import { workloadCommand, workloadPath } from '../helpers/workload.js';
 
@@ -35,6 +36,30 @@ describe('uprobe and uretprobe', () => {
       assert.equal(r.code, 0, r.stderr);
       assert.equal(r.stdout, 'first second\nfirst second\n\n\n', kind);
     }
+  });
+
+  it('probes an address inside a function; an address outside any, or an offset past its end, is an error (tests/runtime/probe "uprobe_address_fail_resolve", "uprobe_offset_fail_size")', async () => {
+    const bin = workloadPath();
+    const elf = ElfFile.open(bin);
+    const num = elf.symbols().list((n) => n === 'num')[0]!;
+    elf.close();
+    const r = await runTool('bpfscope', [
+      '-e',
+      `uprobe:${bin}:0x${num.value.toString(16)} /pid == cpid/ { @ = count(); }`,
+      '-c',
+      workloadCommand('getppid', 7, 'getuid', 3),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '\n\n@: 2\n');
+    const a = await runTool('bpfscope', ['-e', `uprobe:${bin}:10 { exit(); }`]);
+    assert.equal(a.code, 1);
+    assert.match(a.stderr, new RegExp(`ERROR: Could not resolve address: ${bin}:0xa$`, 'm'));
+    const o = await runTool('bpfscope', ['-e', `uprobe:${bin}:num+1000000 { exit(); }`]);
+    assert.equal(o.code, 1);
+    assert.match(
+      o.stderr,
+      new RegExp(`ERROR: Offset outside the function bounds \\('num' size is ${num.size}\\)$`, 'm'),
+    );
   });
 
   it('resolves a library by name and expands wildcards over its symbols', async () => {
