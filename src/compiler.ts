@@ -22,6 +22,7 @@ import { foldLiterals } from './lang/passes/fold.js';
 import { expandMacros } from './lang/passes/macros.js';
 import { substitutePositionals } from './lang/passes/positional.js';
 import { resolveStdlibWrappers } from './lang/passes/stdlib.js';
+import { hoistBlockAggregations } from './lang/passes/aggblock.js';
 import { unreachableWarnings } from './lang/passes/reachability.js';
 import { scopeVariables } from './lang/passes/varscope.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
@@ -71,6 +72,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     substitutePositionals(ast, opts.positional ?? []);
     expandMacros(ast);
     resolveStdlibWrappers(ast);
+    hoistBlockAggregations(ast);
     foldLiterals(ast);
     scopeVariables(ast);
     warnings.push(...unreachableWarnings(ast));

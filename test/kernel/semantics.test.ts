@@ -419,3 +419,13 @@ describe('bpftrace\'s stdlib spellings of builtins (tests/runtime/macro "builtin
     assert.equal(a, b, r);
   });
 });
+
+describe('aggregations as block values', () => {
+  it('are assigned after the block runs (tests/runtime/call "block expression with map assignment")', async () => {
+    assert.equal(await ok('begin { @ = { let $a = 100; avg($a) }; }'), '\n\n@: 100\n');
+    assert.equal(
+      await ok('macro a(x) { let $y = x * 2; sum($y) } begin { @s = a(5); if (1) { @t[1] = a(2); } }'),
+      '\n\n@s: 10\n@t[1]: 4\n',
+    );
+  });
+});
