@@ -11,6 +11,8 @@ export interface Span {
   col: number;
   offset: number;
   end: number;
+  /** For code from a macro's body: the call it was expanded at (diagnostics add `expanded from` there). */
+  expandedFrom?: Span;
 }
 
 export interface Program {

@@ -17,7 +17,8 @@
  *   space under every character before the span, `~` under every character of the span (4 for a tab), nothing
  *   after it, and never past the end of the line;
  * - multi-line span: `FILE:LINE-ENDLINE`, then every line of the span as written and no marker line;
- * - no span: just `ERROR: message`.
+ * - no span: just `ERROR: message`;
+ * - a span in code expanded from a macro: then `FILE:LINE:COL-ENDCOL: ERROR: expanded from` at the macro's call.
  * Columns count UTF-16 code units (bpftrace counts bytes; the two agree on ASCII sources).
  */
 import { BpfscopeError } from '../errors.js';
@@ -145,6 +146,12 @@ export function formatDiagnostic(d: Diagnostic, source: SourceFile, opts: Format
   } else {
     head = `${label}${msg}`;
     out.push(colorize(head, d.severity, opts));
+  }
+  if (d.pos?.expandedFrom) {
+    // code from a macro: where the macro was called, as bpftrace (tests/runtime/call "errorf_macro_expansion")
+    out.push(
+      formatDiagnostic({ severity: d.severity, message: 'expanded from', pos: d.pos.expandedFrom }, source, opts),
+    );
   }
   if (d.hint) {
     for (const h of d.hint.replace(/\n$/, '').split('\n')) out.push(h.startsWith('HINT: ') ? h : `HINT: ${h}`);

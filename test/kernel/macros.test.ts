@@ -56,3 +56,22 @@ describe('block expressions and let without a value', () => {
     );
   });
 });
+
+describe('errors in macro code', () => {
+  it('point at the code and at each call it was expanded from (tests/runtime/call "errorf_macro_expansion")', async () => {
+    const r = await runTool('bpfscope', ['-e', 'macro bad() { errorf("Something bad"); } begin { bad(); }']);
+    assert.match(
+      r.stderr,
+      /^stdin:1:15-38: ERROR: Something bad\n.*\n +~+\nstdin:1:50-55: ERROR: expanded from\nmacro bad\(\).*\n +~{5}$/m,
+    );
+    const c = await runTool('bpfscope', [
+      '-e',
+      'macro bad(x) { x + "a" } macro outer() { bad(1) } begin { print(outer()); }',
+    ]);
+    assert.equal(c.code, 1);
+    assert.match(
+      c.stderr,
+      /stdin:1:16-23: ERROR: Type mismatch[^\n]*\n.*\n.*\nstdin:1:42-48: ERROR: expanded from\n.*\n.*\nstdin:1:65-72: ERROR: expanded from/,
+    );
+  });
+});

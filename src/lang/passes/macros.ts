@@ -144,7 +144,8 @@ class Expander {
     const sub = (node: unknown): unknown => {
       if (Array.isArray(node)) return node.map(sub);
       if (!node || typeof node !== 'object' || ArrayBuffer.isView(node)) return node;
-      const o = node as Record<string, unknown> & { kind?: string; name?: string };
+      const o = node as Record<string, unknown> & { kind?: string; name?: string; pos?: Span };
+      if (o.pos) o.pos = { ...o.pos, expandedFrom: pos };
       if (o.kind === 'VarExpr' && typeof o.name === 'string') {
         o.name = vars.get(o.name) ?? `${o.name}${suffix}`;
         return o;
