@@ -203,6 +203,8 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
 /** Kernel program name: provider initial + sanitised probe name, at most 15 characters. */
 function programName(u: ProbeUnit, i: number): string {
   const base = u.expanded.name.split(':').pop() ?? u.expanded.provider;
-  const clean = base.replace(/[^A-Za-z0-9_]/g, '_');
+  let clean = base.replace(/[^A-Za-z0-9_]/g, '_');
+  // also the BTF name of the program's function (for loops run as callbacks), which must be a C identifier
+  if (!/^[A-Za-z_]/.test(clean)) clean = `${u.expanded.provider[0] ?? 'p'}${clean}`;
   return `${clean.slice(0, 11)}_${i}`.slice(0, 15);
 }

@@ -100,3 +100,12 @@ describe('program BTF for callbacks', () => {
     assert.equal(strings, '\0long\0a0\0main\0a0\0a1\0a2\0a3\0cb\0');
   });
 });
+
+describe('loops in probes whose name starts with a digit', () => {
+  it('load (the callback BTF names are C identifiers; tests/runtime/variable "late map evaluation with ctx capture")', async () => {
+    const out = await run(
+      'interval:ms:100 { $x = 1; for ($kv : @a) { print(($x, $kv.0, $kv.1)); break; } if (@a[1]) { exit(); } @a[1] = 1; }',
+    );
+    assert.equal(out, '(1, 1, 1)\n\n\n@a[1]: 1\n');
+  });
+});
