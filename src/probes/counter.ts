@@ -98,7 +98,8 @@ export class CounterProvider implements ProbeProvider {
       }
       count = Number(n);
     }
-    return [new CounterProbe(ap, this.kind, this.perfType, entry[0], entry[1].config, count)];
+    // the probe keeps the event name as written, an alias too (`software:cpu:100000`, bpftrace's `probe`)
+    return [new CounterProbe(ap, this.kind, this.perfType, name, entry[1].config, count)];
   }
 
   list(search: string): string[] {

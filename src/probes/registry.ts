@@ -14,7 +14,7 @@ import { KprobeProvider } from './kprobe.js';
 import { ProfileProvider } from './profile.js';
 import { RawTracepointProvider } from './rawtracepoint.js';
 import { softwareProvider } from './software.js';
-import { SpecialProvider } from './special.js';
+import { SelfProvider, SpecialProvider } from './special.js';
 import { TracepointProvider } from './tracepoint.js';
 import type { ExpandedProbe, ExpandOptions, ProbeProvider } from './types.js';
 import { UprobeProvider } from './uprobe.js';
@@ -45,6 +45,7 @@ const STUBS: readonly (readonly string[])[] = [
 const registered: ProbeProvider[] = [
   new SpecialProvider('begin'),
   new SpecialProvider('end'),
+  new SelfProvider(),
   new TracepointProvider(),
   new IntervalProvider(),
   new ProfileProvider(),

@@ -83,8 +83,11 @@ export interface ExpandedProbe {
    * `i`; the `func` builtin reads the name from a table indexed by bpf_get_attach_cookie().
    */
   readonly funcs?: readonly string[];
-  /** BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`. */
-  readonly special?: 'begin' | 'end';
+  /**
+   * BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`; `signal`
+   * (`self:signal:SIGUSR1`): it runs the program that way each time bpfscope receives the signal.
+   */
+  readonly special?: 'begin' | 'end' | 'signal';
   /**
    * Attach a loaded program (`progFd` is the fd BPF_PROG_LOAD returned; the caller keeps owning it).
    * @throws KernelError / BpfscopeError when the kernel refuses (nothing stays open then).

@@ -299,7 +299,7 @@ export class Session {
 
   /** Whether the program has probes besides BEGIN/END (a program of only those ends after BEGIN, as bpftrace). */
   get hasEventProbes(): boolean {
-    return this.programs.some((p) => !p.plan.expanded.special);
+    return this.programs.some((p) => !p.plan.expanded.special || p.plan.expanded.special === 'signal');
   }
 
   /**
@@ -313,6 +313,15 @@ export class Session {
     const lifo = (p: (typeof events)[number]) => UPROBE_PROVIDERS.has(p.plan.expanded.provider);
     for (const p of [...events.filter((p) => !lifo(p)), ...events.filter(lifo).reverse()]) {
       this.attachments.push(p.plan.expanded.attach(p.prog.fd, opts.pid !== undefined ? { pid: opts.pid } : {}));
+    }
+    // self:signal:SIGUSR1 probes run (BPF_PROG_TEST_RUN) when the signal arrives, in program order
+    const onSignal = this.programs.filter((p) => p.plan.expanded.special === 'signal');
+    if (onSignal.length) {
+      const handler = () => {
+        if (!this.closed) for (const p of onSignal) p.prog.testRun({});
+      };
+      process.on('SIGUSR1', handler);
+      this.attachments.push({ close: () => process.off('SIGUSR1', handler) });
     }
   }
 

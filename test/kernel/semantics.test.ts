@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ensureTracefs } from '../../src/kernel/tracefs.js';
-import { bpfscopeEntry, runTool } from '../helpers/cli.js';
+import { bpfscopeEntry, runTool, startTool } from '../helpers/cli.js';
 
 async function run(prog: string, ...extra: string[]) {
   return runTool('bpfscope', ['-e', prog, ...extra]);
@@ -427,5 +427,27 @@ describe('aggregations as block values', () => {
       await ok('macro a(x) { let $y = x * 2; sum($y) } begin { @s = a(5); if (1) { @t[1] = a(2); } }'),
       '\n\n@s: 10\n@t[1]: 4\n',
     );
+  });
+});
+
+describe('self:signal:SIGUSR1 (tests/runtime/signals "custom signal handling probe", probe "signal_order")', () => {
+  it('runs its probes, in program order, each time bpfscope receives SIGUSR1', async () => {
+    const t = startTool('bpfscope', [
+      '-e',
+      'self:signal:SIGUSR1 { printf("first"); } self:signal:SIGUSR1 { printf(" second\\n"); @n++; if (@n == 2) { exit(); } }',
+    ]);
+    assert.ok(await t.waitFor(/Attached 2 probes/, 20_000), t.stderr());
+    t.signal('SIGUSR1');
+    assert.ok(await t.waitFor(/first second\n/, 10_000), t.stdout());
+    t.signal('SIGUSR1');
+    const r = await t.done;
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'first second\nfirst second\n\n\n@n: 2\n');
+  });
+
+  it('other signals and forms are positioned errors', async () => {
+    const r = await run('self:signal:SIGHUP { exit(); }');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^stdin:1:1-19: ERROR: Unsupported signal: SIGHUP/m);
   });
 });
