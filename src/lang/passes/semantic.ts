@@ -463,7 +463,8 @@ export class Analyzer {
     const def = args[1];
     const call = c as CallExpr & { getoptValue?: bigint | boolean | string };
     const bad = (kind: string): null => {
-      this.error(c.pos, `program command line option --${name.value} invalid ${kind} (value: ${String(given)})`);
+      // about the command line, not the program: no source position (bpftrace)
+      this.error(undefined, `program command line option --${name.value} invalid ${kind} (value: ${String(given)})`);
       return null;
     };
     if (def === undefined || def.kind === 'BoolLit') {
