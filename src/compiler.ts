@@ -137,7 +137,8 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     ]);
   }
   const decls = checkMapDecls(ast.mapDecls, analyzer.maps);
-  if (decls.diagnostics.length) throw new CompileError(decls.diagnostics, source);
+  if (decls.diagnostics.some((d) => d.severity === 'error')) throw new CompileError(decls.diagnostics, source);
+  warnings.push(...decls.diagnostics);
   const maps = planMaps(analyzer.maps.values(), config.maxMapKeys, decls.declared);
   const tables: GenTables = {
     maps: new Map(maps.map((m) => [m.name, m])),

@@ -96,7 +96,9 @@ export function emitAggregation(gen: ProbeGen, plan: MapPlan, target: MapExpr, c
     default:
       break;
   }
-  gen.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]);
+  gen.warnIfMapFull(
+    gen.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]),
+  );
   fn.mark(done);
 }
 

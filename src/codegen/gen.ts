@@ -703,7 +703,9 @@ export class ProbeGen {
     const valOff = this.frame.temp(plan.valueSize);
     if (v.kind === 'mem' || plan.valueSize !== 8) zeroStack(fn, valOff, plan.valueSize);
     this.storeAs(v, plan.valueType, this.fb, valOff, s.value.type);
-    this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]);
+    this.warnIfMapFull(
+      this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]),
+    );
   }
 
   /** `v` as a step for a value of type `t`: whole elements for a pointer (C pointer arithmetic), else `v` itself. */
@@ -765,7 +767,9 @@ export class ProbeGen {
     this.arith(op, result, v, isSigned(plan.valueType) && isSigned(vt));
     const valOff = this.frame.temp(8);
     fn.emit(I.stx(8, this.fb, result, valOff));
-    this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]);
+    this.warnIfMapFull(
+      this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]),
+    );
     fn.mark(done);
     return result;
   }
@@ -2233,21 +2237,48 @@ export class ProbeGen {
       fn.emit(I.alu64(op === '/' ? 'div' : 'mod', dst, src));
       fn.emit(I.ja(done));
       fn.mark(zero);
-      const id = this.tables.printfs.length;
-      this.tables.printfs.push({
-        id,
-        format: 'Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.',
-        argTypes: [],
-        offsets: [],
-        payloadSize: 0,
-        ...(fn.pos ? { pos: fn.pos } : {}),
-      });
-      this.asyncRecord(AsyncAction.WARNF, id, 0, () => {});
+      this.runtimeWarning(
+        'Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.',
+      );
       fn.emit(I.mov64Imm(dst, 1));
       fn.mark(done);
       return;
     }
     throw new BpfscopeError(`internal: unsupported operator ${op}`);
+  }
+
+  /**
+   * Emit a WARNF record for a fixed message, positioned at the current expression or statement (the user-space
+   * side prints it as `FILE:L:C: WARNING: message`); `once`: printed at most once per run.
+   */
+  runtimeWarning(message: string, once = false): void {
+    const fn = this.fn;
+    const id = this.tables.printfs.length;
+    this.tables.printfs.push({
+      id,
+      format: message.replaceAll('%', '%%'),
+      argTypes: [],
+      offsets: [],
+      payloadSize: 0,
+      ...(fn.pos ? { pos: fn.pos } : {}),
+      ...(once ? { once } : {}),
+    });
+    this.asyncRecord(AsyncAction.WARNF, id, 0, () => {});
+  }
+
+  /**
+   * After a map_update_elem that returned `rc`: bpftrace's warning when the map is full (-E2BIG), printed once per
+   * statement and run.
+   */
+  warnIfMapFull(rc: number): void {
+    const fn = this.fn;
+    const ok = fn.newLabel('upd_ok');
+    fn.emit(I.jmpImm('jne', rc, -7, ok));
+    this.runtimeWarning(
+      "Map full; can't update element. Try increasing max_map_keys config or manually setting the max entries in a map declaration e.g. `let @a = hash(5000)`",
+      true,
+    );
+    fn.mark(ok);
   }
 
   private callExpr(c: CallExpr): Val {

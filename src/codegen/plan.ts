@@ -111,6 +111,8 @@ export interface PrintfPlan {
   payloadSize: number;
   /** The call's source span (errorf/warnf print it). */
   pos?: Span;
+  /** A run-time warning printed at most once per run (codegen's runtimeWarning). */
+  once?: boolean;
 }
 
 export interface PrintValuePlan {

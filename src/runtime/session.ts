@@ -333,6 +333,8 @@ export class Session {
   }
 
   private stopped: Promise<void> | undefined;
+  /** Run-time warnings printed at most once (PrintfPlan.once) that were printed. */
+  private readonly warnedOnce = new Set<number>();
 
   private startWaiting(): Promise<void> {
     return new Promise((resolve) => {
@@ -491,6 +493,10 @@ export class Session {
         const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
         const severity = action === AsyncAction.ERRORF ? 'error' : 'warning';
         if (severity === 'warning' && this.opts.noWarnings) return;
+        if (p.once) {
+          if (this.warnedOnce.has(id)) return;
+          this.warnedOnce.add(id);
+        }
         const message = renderPrintf(this.printfs[id]!, args);
         const source = this.opts.source ?? { name: 'stdin', text: '' };
         out.flush();

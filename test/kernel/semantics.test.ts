@@ -451,3 +451,26 @@ describe('self:signal:SIGUSR1 (tests/runtime/signals "custom signal handling pro
     assert.match(r.stderr, /^stdin:1:1-19: ERROR: Unsupported signal: SIGHUP/m);
   });
 });
+
+describe('map capacity warnings (tests/runtime/map "map declaration ...")', () => {
+  it('a full map warns once per statement; updating a key it holds does not', async () => {
+    const r = await run('let @a = hash(1); begin { @a[1] = 1; @a[2] = 2; }');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^stdin:1:38-47: WARNING: Map full; can't update element\. Try increasing max_map_keys/m);
+    assert.equal(r.stdout, '\n\n@a[1]: 1\n');
+    const p = await run('let @a = percpuhash(1); begin { @a[1] = count(); @a[2] = count(); }');
+    assert.match(p.stderr, /WARNING: Map full; can't update element/);
+    const s = await run('let @a = hash(1); begin { @a[0] = 0; @a[0] = 1; }');
+    assert.doesNotMatch(s.stderr, /Map full/);
+    const lru = await run('let @a = lruhash(2); begin { @a[0] = 0; @a[1] = 1; @a[2] = 2; }');
+    assert.doesNotMatch(lru.stderr, /Map full/);
+    const many = await run('let @a = hash(1); interval:ms:10 { @a[rand] = 1; @n++; if (@n == 20) { exit(); } }');
+    assert.equal([...many.stderr.matchAll(/Map full/g)].length, 1, many.stderr);
+  });
+
+  it('a declared map never used warns', async () => {
+    const r = await run('let @a = percpuhash(1); begin { }');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^stdin:1:1-24: WARNING: Unused map: @a$/m);
+  });
+});

@@ -88,7 +88,11 @@ export function checkMapDecls(
       continue;
     }
     const m = maps.get(d.name);
-    if (!m) continue; // declared and never used: nothing is created (as bpftrace)
+    if (!m) {
+      // declared and never used: nothing is created, and bpftrace warns
+      diagnostics.push({ severity: 'warning', message: `Unused map: ${label}`, pos: d.pos });
+      continue;
+    }
     if (!compatible(d.mapType, m.keyTypes, m.valueType)) {
       diagnostics.push({
         severity: 'error',
