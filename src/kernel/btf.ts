@@ -624,6 +624,12 @@ export class Btf {
     return this.render(id, '', 0);
   }
 
+  /** C declaration of `name` with type `id`: `char comm[16]`, `struct list_head *next`, `void (*fn)(int)`. */
+  declaration(id: number, name: string): string {
+    // C style puts the space before the stars: `void *stack`, as for other pointee types
+    return this.render(id, name, 0).replace(/\bvoid(\*+)(?=\w)/, 'void $1');
+  }
+
   private render(id: number, suffix: string, depth: number): string {
     if (depth > 32) return '?';
     if (id === 0) return `void${suffix}`;

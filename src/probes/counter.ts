@@ -5,6 +5,7 @@
  * availability check.
  */
 import { onlineCpus } from '../kernel/cpus.js';
+import { byteCompare } from '../kernel/tracefs.js';
 import { encodePerfEventAttr, PerfEvent, PerfFlag, perfEventOpenRaw } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { parseUint } from './rate.js';
@@ -55,7 +56,8 @@ export class CounterProbe implements ExpandedProbe {
 
 export class CounterProvider implements ProbeProvider {
   readonly supported = true;
-  readonly listed = false;
+  /** Shown by a full `-l`, as bpftrace's software and hardware providers are (`show_in_kernel_list`). */
+  readonly listed = true;
 
   /**
    * @param unavailable returns why the events cannot be used on this machine (checked at expansion), or null
@@ -102,11 +104,19 @@ export class CounterProvider implements ProbeProvider {
     return [new CounterProbe(ap, this.kind, this.perfType, name, entry[1].config, count)];
   }
 
+  /**
+   * `-l software:SEARCH`: bpftrace's listing (`probe_matcher.cpp` get_symbols_from_list) has one `NAME:` line per
+   * event and per alias (`software:cpu:` as well as `software:cpu-clock:`), sorted; SEARCH is a glob over those
+   * lines (`cpu*`), or one name without its colon.
+   */
   list(search: string): string[] {
     if (this.unavailable()) return [];
     const re = globToRegExp(search || '*');
-    return Object.keys(this.events)
-      .filter((n) => re.test(n))
-      .map((n) => `${this.kind}:${n}:`);
+    return Object.entries(this.events)
+      .flatMap(([n, e]) => [n, ...e.aliases])
+      .map((n) => `${n}:`)
+      .filter((line) => re.test(line) || re.test(line.slice(0, -1)))
+      .sort(byteCompare)
+      .map((line) => `${this.kind}:${line}`);
   }
 }

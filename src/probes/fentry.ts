@@ -60,11 +60,13 @@ function kernelFunctionNames(): string[] {
 
 export class FentryProvider implements ProbeProvider {
   readonly supported = true;
-  readonly listed = false;
+  /** A full `-l` shows fentry, not fexit (bpftrace's show_in_kernel_list). */
+  readonly listed: boolean;
   readonly names: readonly string[];
 
   constructor(readonly kind: 'fentry' | 'fexit') {
     this.names = kind === 'fentry' ? ['fentry', 'f', 'kfunc'] : ['fexit', 'fr', 'kretfunc'];
+    this.listed = kind === 'fentry';
   }
 
   expand(ap: AttachPoint): ExpandedProbe[] {

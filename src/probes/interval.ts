@@ -9,7 +9,7 @@
 import { onlineCpus } from '../kernel/cpus.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { attachPerfEvents, type ClockTiming, openCpuClock } from './perf-attach.js';
-import { parseRate, type Rate, rateProbeName } from './rate.js';
+import { listRateUnits, parseRate, type Rate, rateProbeName } from './rate.js';
 import { type AttachedProbe, BPF_PROG_TYPE, type ExpandedProbe, type ProbeProvider } from './types.js';
 
 /** One interval probe. */
@@ -38,7 +38,7 @@ export function clockTiming(rate: Rate): ClockTiming {
   return rate.freqHz !== undefined ? { freqHz: rate.freqHz } : { periodNs: rate.periodNs! };
 }
 
-/** The interval provider. Not shown by `-l` (bpftrace does not list it either). */
+/** The interval provider. Not shown by a full `-l` (as bpftrace); `-l 'interval:*'` lists its units. */
 export class IntervalProvider implements ProbeProvider {
   readonly names = ['interval', 'i'] as const;
   readonly supported = true;
@@ -49,7 +49,7 @@ export class IntervalProvider implements ProbeProvider {
     return [new IntervalProbe(ap, parseRate(ap, 'interval'))];
   }
 
-  list(): string[] {
-    return [];
+  list(search: string): string[] {
+    return listRateUnits('interval', search);
   }
 }

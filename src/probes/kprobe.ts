@@ -139,11 +139,13 @@ const BPF_F_KPROBE_MULTI_RETURN = 1;
 
 export class KprobeProvider implements ProbeProvider {
   readonly supported = true;
-  readonly listed = false;
+  /** A full `-l` shows kprobes, not kretprobes (bpftrace's show_in_kernel_list). */
+  readonly listed: boolean;
   readonly names: readonly string[];
 
   constructor(readonly kind: 'kprobe' | 'kretprobe') {
     this.names = kind === 'kprobe' ? ['kprobe', 'k'] : ['kretprobe', 'kr'];
+    this.listed = kind === 'kprobe';
   }
 
   expand(ap: AttachPoint, opts: ExpandOptions = {}): ExpandedProbe[] {
@@ -194,7 +196,7 @@ export class KprobeProvider implements ProbeProvider {
     return names.map((n) => new KprobeProbe(ap, this.kind, n, offset, module));
   }
 
-  /** Not shown by a bare `-l` (the list is long); `-l 'kprobe:vfs_*'` lists. Empty without the kprobe PMU. */
+  /** Shown by a full `-l` too (bpftrace's show_in_kernel_list). Empty without the kprobe PMU. */
   list(search: string): string[] {
     if (!probePmu('kprobe')) return [];
     const re = globToRegExp(search || '*');

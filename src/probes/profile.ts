@@ -10,7 +10,7 @@ import { onlineCpus } from '../kernel/cpus.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { clockTiming } from './interval.js';
 import { attachPerfEvents, openCpuClock } from './perf-attach.js';
-import { parseRate, type Rate, rateProbeName } from './rate.js';
+import { listRateUnits, parseRate, type Rate, rateProbeName } from './rate.js';
 import {
   type AttachedProbe,
   type AttachOptions,
@@ -44,7 +44,7 @@ export class ProfileProbe implements ExpandedProbe {
   }
 }
 
-/** The profile provider. Not shown by `-l` (bpftrace does not list it either). */
+/** The profile provider. Not shown by a full `-l` (as bpftrace); `-l 'profile:*'` lists its units. */
 export class ProfileProvider implements ProbeProvider {
   readonly names = ['profile', 'p'] as const;
   readonly supported = true;
@@ -55,7 +55,7 @@ export class ProfileProvider implements ProbeProvider {
     return [new ProfileProbe(ap, parseRate(ap, 'profile'))];
   }
 
-  list(): string[] {
-    return [];
+  list(search: string): string[] {
+    return listRateUnits('profile', search);
   }
 }

@@ -8,6 +8,7 @@
  */
 import type { AttachPoint } from '../lang/ast.js';
 import { attachPointError } from './errors.js';
+import { globToRegExp } from './glob.js';
 
 /** The units bpftrace accepts in `interval:UNIT:N` / `profile:UNIT:N`. */
 export const TIME_UNITS = ['s', 'ms', 'us', 'hz'] as const;
@@ -99,4 +100,16 @@ export function parseRate(ap: AttachPoint, provider: 'interval' | 'profile'): Ra
 /** Canonical probe name: `PROVIDER:UNIT:COUNT`. */
 export function rateProbeName(provider: string, rate: Rate): string {
   return `${provider}:${rate.unit}:${rate.count}`;
+}
+
+/**
+ * `-l interval:SEARCH` / `-l profile:SEARCH`: bpftrace lists one `PROVIDER:UNIT:` line per time unit, sorted
+ * (`probe_matcher.cpp`, TIME_UNITS); SEARCH is a glob over the `UNIT:` lines, or one unit without its colon.
+ */
+export function listRateUnits(provider: string, search: string): string[] {
+  const re = globToRegExp(search || '*');
+  return [...TIME_UNITS]
+    .filter((u) => re.test(`${u}:`) || re.test(u))
+    .sort()
+    .map((u) => `${provider}:${u}:`);
 }

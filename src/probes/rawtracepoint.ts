@@ -54,7 +54,7 @@ export class RawTracepointProbe implements ExpandedProbe {
 export class RawTracepointProvider implements ProbeProvider {
   readonly names = ['rawtracepoint', 'rt'] as const;
   readonly supported = true;
-  readonly listed = false;
+  readonly listed = true;
 
   expand(ap: AttachPoint): ExpandedProbe[] {
     // `rawtracepoint:module:event` names the module; the event name is what matters for BTF lookup.
