@@ -14,6 +14,7 @@ import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
 import type { BuiltinExpr, Program } from './lang/ast.js';
 import { nodesOfKind } from './lang/astwalk.js';
 import { type CTypes, parseCDefinitions } from './lang/cdefs.js';
+import { HintOnlyError } from './errors.js';
 import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
 import { parse } from './lang/parser.js';
 import { type RuntimeConfig, resolveConfig } from './lang/passes/config.js';
@@ -126,16 +127,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   }
   warnings.push(...analyzer.warnings);
   const unexpected = [...(opts.named ?? new Map()).keys()].filter((n) => !analyzer.getopts.has(n));
-  if (unexpected.length) {
-    const expected = [...analyzer.getopts].map((n) => `--${n}`).join(', ');
-    throw new CompileError([
-      {
-        severity: 'error',
-        message: `unexpected program command line options: ${unexpected.map((n) => `--${n}`).join(', ')}`,
-        hint: expected ? `expected program options: ${expected}` : 'the program reads no options (getopt())',
-      },
-    ]);
-  }
+  if (unexpected.length) throw unexpectedOptions(unexpected, analyzer.getopts);
   const decls = checkMapDecls(ast.mapDecls, analyzer.maps);
   if (decls.diagnostics.some((d) => d.severity === 'error')) throw new CompileError(decls.diagnostics, source);
   warnings.push(...decls.diagnostics);
@@ -208,4 +200,26 @@ function programName(u: ProbeUnit, i: number): string {
   // also the BTF name of the program's function (for loops run as callbacks), which must be a C identifier
   if (!/^[A-Za-z_]/.test(clean)) clean = `${u.expanded.provider[0] ?? 'p'}${clean}`;
   return `${clean.slice(0, 11)}_${i}`.slice(0, 15);
+}
+
+/**
+ * The error for named program options the program does not read (bpftrace's UnknownParamError, `globalvars.h`).
+ * `-- --help` is not an error but a request: only the hint is printed, `HINT: expected program options:` followed
+ * by one `--name[: description]` line per option, sorted.
+ */
+function unexpectedOptions(unexpected: string[], known: Map<string, string>): CompileError | HintOnlyError {
+  const names = [...known.keys()].sort();
+  const others = unexpected.filter((n) => n !== 'help');
+  const none = 'no custom program options defined.';
+  if (others.length === 0) {
+    const lines = names.map((n) => `--${n}${known.get(n) ? `: ${known.get(n)}` : ''}`);
+    return new HintOnlyError(names.length ? ['expected program options:', ...lines].join('\n') : none);
+  }
+  return new CompileError([
+    {
+      severity: 'error',
+      message: `unexpected program command line options: ${others.map((n) => `--${n}`).join(', ')}`,
+      hint: names.length ? `expected program options: ${names.map((n) => `--${n}`).join(', ')}` : none,
+    },
+  ]);
 }

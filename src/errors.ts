@@ -15,6 +15,14 @@ export class BpfscopeError extends Error {
   }
 }
 
+/** Not an error but an answer printed as a `HINT:` alone, with a non-zero exit (`-- --help` for program options). */
+export class HintOnlyError extends BpfscopeError {
+  constructor(hint: string) {
+    super(hint, { hint });
+    this.name = 'HintOnlyError';
+  }
+}
+
 /** A failed system call: `syscall` names it (e.g. `bpf(BPF_PROG_LOAD)`), `errno` is the positive errno value. */
 export class KernelError extends BpfscopeError {
   constructor(

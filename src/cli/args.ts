@@ -1,11 +1,14 @@
 /**
- * bpftrace's command line (`man/adoc/bpftrace.adoc`, `bpftrace --help`): `-e PROGRAM` or a script FILE, positional
- * parameters after it, `-l [SEARCH]` (with `-v` showing arguments), `-p PID`, `-c CMD`, `-o FILE`, `-f text|json`,
- * `-q`, `-v`, `-d STAGE`, `-h`, `-V/--version`. Parsed with Node's `util.parseArgs`.
+ * bpftrace's command line (`man/adoc/bpftrace.adoc`, `src/main.cpp` parse_args): `-e PROGRAM` or a script FILE,
+ * positional parameters after it, `-l/--list [SEARCH|FILE]` (with `-v` showing arguments), `-p/--pid PID`,
+ * `-c/--cmd CMD`, `-o/--output FILE`, `-f text|json`, `-q/--quiet`, `-v/--verbose`, `-d/--debug STAGE`, `--info`,
+ * `--dry-run`, `--probe-filter REGEX`, `-h/--help`, `-V/--version`. Parsed with Node's `util.parseArgs`; a flag it
+ * does not know prints the usage to stderr (bpftrace's getopt default case).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { BpfscopeError } from '../errors.js';
+import { parseIntLiteral } from '../lang/lexer.js';
 
 export interface CliOptions {
   program?: string;
@@ -18,6 +21,8 @@ export interface CliOptions {
   named: Map<string, string | true>;
   list: boolean;
   listPattern: string | null;
+  /** `-l FILE` / `-l -e PROGRAM`: list the probes of that program instead of searching (bpftrace's listing mode). */
+  listProgram: boolean;
   pid?: number;
   command?: string;
   outputFile?: string;
@@ -31,7 +36,23 @@ export interface CliOptions {
   unsafe: boolean;
   /** --no-warnings: no compile warnings and no warnf() output (bpftrace's flag). */
   noWarnings: boolean;
+  /** --info: print the system, build and kernel feature report. */
+  info: boolean;
+  /** --dry-run: load and attach every probe, then end at once: no BEGIN, no events, no map printing. */
+  dryRun: boolean;
+  /** --probe-filter REGEX: only probes whose name the regex finds (BEGIN/END always kept). */
+  probeFilter?: RegExp;
 }
+
+/** Bad command line: printed as `ERROR: message` followed by the usage text (on stderr), exit 1. */
+export class UsageError extends BpfscopeError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export const VERSION = 'bpfscope v0.1.0';
 
 export const DEBUG_STAGES = ['ast', 'ir', 'insns', 'verifier'] as const;
 
@@ -40,20 +61,36 @@ export const USAGE = `USAGE:
     bpfscope [options] - [args...]
     bpfscope [options] -e 'program' [args...]
 
+    use -- after filename/-e 'program' for named program options
+
 OPTIONS:
     -e PROGRAM     program to execute
-    -l [SEARCH]    list attach points matching SEARCH (all when omitted)
-    -v             verbose: show probe arguments with -l; verifier statistics when running
-    -p PID         enable USDT/uprobe probes on PID; stop when it exits
-    -c CMD         run CMD and trace it (available as cpid); stop when it exits
-    -o FILE        write program output to FILE
-    -f FORMAT      output format: text (default) or json (one JSON object per line)
-    -q             keep messages quiet
-    -d STAGE       debug output: all, ast, ir, insns, verifier (comma separated)
-    --unsafe       allow unsafe functions (signal)
-    --no-warnings  disable all warning messages
+    -l, --list [SEARCH|FILENAME]
+                   list attach points matching SEARCH (all when omitted), or the probes of a program
+    -v, --verbose  verbose: show probe arguments with -l; verifier statistics when running
     -h, --help     show this help message
     -V, --version  print the version
+    --info         print information about the system and its kernel BPF support
+
+    -p, --pid PID  enable USDT/uprobe probes on PID; stop when it exits
+    -c, --cmd CMD  run CMD and trace it (available as cpid); stop when it exits
+
+    -o, --output FILE
+                   write program output to FILE
+    -f FORMAT      output format: text (default) or json (one JSON object per line)
+    -q, --quiet    keep messages quiet
+    --no-warnings  disable all warning messages
+
+    --unsafe       allow unsafe functions (signal)
+
+DEVELOPER OPTIONS:
+    --probe-filter REGEX
+                   only attach and run probes whose name matches REGEX (BEGIN/END always run)
+
+TROUBLESHOOTING OPTIONS:
+    --dry-run      load and attach every probe, then end without running the program
+    -d, --debug STAGE
+                   debug output: all, ast, ir, insns, verifier (comma separated)
 
 EXAMPLES:
 bpfscope -l '*sleep*'
@@ -66,7 +103,7 @@ bpfscope -c 'ls /' -e 'tracepoint:syscalls:sys_enter_* /pid == cpid/ { @[probe] 
     count the system calls a command makes
 `;
 
-/** Parse argv (without node and script). @throws BpfscopeError with a usage hint for bad flags. */
+/** Parse argv (without node and script). @throws UsageError for bad flags, BpfscopeError for bad values. */
 export function parseCli(argv: string[]): CliOptions {
   // `-d` takes a stage in current bpftrace; accept a bare `-d` (0.17 style) as `-d all`.
   const args = [...argv];
@@ -75,7 +112,8 @@ export function parseCli(argv: string[]): CliOptions {
     if (args[i] === '-d' && (i + 1 >= args.length || args[i + 1]!.startsWith('-'))) args.splice(i + 1, 0, 'all');
     if (args[i] === '-dd') args.splice(i, 1, '-d', 'all');
   }
-  // after `--`: `--name[=value]` words are named program options, the rest positional parameters
+  // after `--`: `--name[=value]` words are named program options, the rest positional parameters. Before `--`
+  // they are flags like any other, so an unknown `--aa=20` there is a usage error (bpftrace's getopt).
   const dashes = args.indexOf('--');
   const tail = dashes < 0 ? [] : args.splice(dashes).slice(1);
   const named = new Map<string, string | true>();
@@ -89,59 +127,89 @@ export function parseCli(argv: string[]): CliOptions {
   try {
     parsed = parse(args);
   } catch (e) {
-    throw new BpfscopeError((e as Error).message.replace(/^TypeError \[\w+\]: /, ''), {
-      hint: 'see bpfscope --help',
-    });
+    // node's wording ("Unknown option '-i'. To specify a positional argument ...") up to its first sentence
+    const msg = (e as Error).message.replace(/^TypeError \[\w+\]: /, '').replace(/\. To specify a positional.*$/s, '');
+    throw new UsageError(msg);
   }
   const v = parsed.values;
   const pos = [...parsed.positionals, ...tailPositional];
   const opts: CliOptions = {
     positional: [],
     named,
-    list: !!v.l,
+    list: !!v.list,
     listPattern: null,
+    listProgram: false,
     format: 'text',
-    quiet: !!v.q,
-    verbose: !!v.v,
+    quiet: !!v.quiet,
+    verbose: !!v.verbose,
     debug: new Set(),
     help: !!v.help,
     version: !!v.version,
     unsafe: !!v.unsafe,
     noWarnings: !!v['no-warnings'],
+    info: !!v.info,
+    dryRun: !!v['dry-run'],
   };
   if (v.e !== undefined) opts.program = v.e;
-  if (v.c !== undefined) opts.command = v.c;
-  if (v.o !== undefined) opts.outputFile = v.o;
-  if (v.p !== undefined) {
-    if (!/^\d+$/.test(v.p)) throw new BpfscopeError(`-p: '${v.p}' is not a process id`);
-    opts.pid = Number(v.p);
-    // bpftrace's check and wording; the limit is the kernel's pid_max (default 4194304 on 64-bit)
-    if (opts.pid < 1 || opts.pid > pidMax()) throw new BpfscopeError(`Pid out of range: ${v.p}`);
+  if (v.cmd !== undefined) opts.command = v.cmd;
+  if (v.output !== undefined) opts.outputFile = v.output;
+  if (v.pid !== undefined) opts.pid = parsePid(v.pid);
+  if (v.cmd !== undefined && v.pid !== undefined) throw new UsageError('Cannot use both -c and -p.');
+  if (v['probe-filter'] !== undefined) {
+    try {
+      opts.probeFilter = new RegExp(v['probe-filter']);
+    } catch (e) {
+      const why = (e as Error).message.replace(/^Invalid regular expression: /, '');
+      throw new BpfscopeError(`Invalid --probe-filter regex '${v['probe-filter']}': ${why}`);
+    }
   }
   if (v.f !== undefined) {
     if (v.f !== 'text' && v.f !== 'json')
       throw new BpfscopeError(`Invalid output format "${v.f}"`, { hint: 'Valid formats: text, json' });
     opts.format = v.f;
   }
-  for (const d of v.d ?? []) {
+  for (const d of v.debug ?? []) {
     for (const stage of d.split(',')) {
       if (stage === 'all') DEBUG_STAGES.forEach((s) => opts.debug.add(s));
       else if ((DEBUG_STAGES as readonly string[]).includes(stage)) opts.debug.add(stage);
       else throw new BpfscopeError(`-d: unknown stage '${stage}'`, { hint: `stages: all, ${DEBUG_STAGES.join(', ')}` });
     }
   }
+  if (opts.help || opts.version || opts.info) return opts;
   if (opts.list) {
-    opts.listPattern = pos.shift() ?? null;
+    if (opts.program !== undefined) {
+      // `-l -e PROGRAM`: the probes of the program
+      opts.listProgram = true;
+    } else {
+      if (pos.length > 1) throw new UsageError('-l takes at most one SEARCH pattern or FILENAME');
+      const arg = pos.shift() ?? null;
+      // bpftrace: an existing file is a program whose probes are listed; anything else is a search pattern
+      if (arg !== null && arg !== '' && existsSync(arg)) {
+        opts.scriptFile = arg;
+        opts.listProgram = true;
+      } else opts.listPattern = arg;
+    }
     return opts;
   }
-  if (opts.program === undefined && !opts.help && !opts.version) {
+  if (opts.program === undefined) {
     const file = pos.shift();
-    if (file === undefined)
-      throw new BpfscopeError('No program given', { hint: 'usage: bpfscope -e PROGRAM, or bpfscope FILE; see --help' });
+    if (file === undefined) throw new UsageError("filename or -e 'program' required.");
     opts.scriptFile = file;
   }
   opts.positional = pos;
   return opts;
+}
+
+/**
+ * `-p PID` as bpftrace parses it (`parse_pid`: `util::to_uint`, so `0x..`, `_` separators and its messages such as
+ * `invalid integer: a1111`), then checked against the kernel's pid_max.
+ */
+function parsePid(text: string): number {
+  const r = parseIntLiteral(text);
+  if ('error' in r) throw new BpfscopeError(`Failed to parse pid: ${r.error}`);
+  // bpftrace's check and wording; the limit is the kernel's pid_max (default 4194304 on 64-bit)
+  if (r.value < 1n || r.value > BigInt(pidMax())) throw new BpfscopeError(`Pid out of range: ${text}`);
+  return Number(r.value);
 }
 
 function parse(args: string[]) {
@@ -151,16 +219,19 @@ function parse(args: string[]) {
     strict: true,
     options: {
       e: { type: 'string', short: 'e' },
-      l: { type: 'boolean', short: 'l' },
-      v: { type: 'boolean', short: 'v' },
-      p: { type: 'string', short: 'p' },
-      c: { type: 'string', short: 'c' },
-      o: { type: 'string', short: 'o' },
+      list: { type: 'boolean', short: 'l' },
+      verbose: { type: 'boolean', short: 'v' },
+      pid: { type: 'string', short: 'p' },
+      cmd: { type: 'string', short: 'c' },
+      output: { type: 'string', short: 'o' },
       f: { type: 'string', short: 'f' },
-      q: { type: 'boolean', short: 'q' },
-      d: { type: 'string', short: 'd', multiple: true },
+      quiet: { type: 'boolean', short: 'q' },
+      debug: { type: 'string', short: 'd', multiple: true },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'V' },
+      info: { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
+      'probe-filter': { type: 'string' },
       unsafe: { type: 'boolean' },
       'no-warnings': { type: 'boolean' },
     },

@@ -4,10 +4,8 @@
  * message (compile errors with file:line:col and a marker) with a non-zero exit; never a stack trace unless
  * BPFSCOPE_DEBUG=1.
  */
-import { parseCli, USAGE } from './args.js';
+import { parseCli, USAGE, VERSION } from './args.js';
 import { COMMANDS } from './commands.js';
-
-const VERSION = 'bpfscope v0.1.0';
 
 async function main(argv: string[]): Promise<number> {
   const sub = argv[0] !== undefined ? COMMANDS[argv[0]] : undefined;
@@ -21,10 +19,31 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
+  if (opts.info) {
+    const { infoReport } = await import('./info.js');
+    process.stdout.write(infoReport());
+    return 0;
+  }
   if (opts.list) {
-    const { listProbes } = await import('../probes/list.js');
-    const lines = listProbes(opts.listPattern, opts.verbose);
-    if (lines.length) process.stdout.write(`${lines.join('\n')}\n`);
+    let lines: string[];
+    if (opts.listProgram) {
+      const [{ readSource }, { listProgramProbes }, { setReportSource }] = await Promise.all([
+        import('./run.js'),
+        import('./list-program.js'),
+        import('./report.js'),
+      ]);
+      const source = readSource(opts);
+      setReportSource(source);
+      lines = listProgramProbes(source);
+    } else {
+      const { filenameLikeWarning, listProbes } = await import('../probes/list.js');
+      const warning = opts.listPattern !== null ? filenameLikeWarning(opts.listPattern) : null;
+      if (warning && !opts.noWarnings) process.stderr.write(`WARNING: ${warning}\n`);
+      lines = listProbes(opts.listPattern, opts.verbose);
+    }
+    // a full listing is larger than a pipe holds: wait until it is written before exiting
+    if (lines.length)
+      await new Promise<void>((resolve) => process.stdout.write(`${lines.join('\n')}\n`, () => resolve()));
     return 0;
   }
   const { runProgram } = await import('./run.js');

@@ -1,7 +1,8 @@
 /** Printing errors for users: compile diagnostics with positions, verifier rejections, one-line kernel errors. */
-import { BpfscopeError } from '../errors.js';
+import { BpfscopeError, HintOnlyError } from '../errors.js';
 import { CompileError, formatDiagnostic } from '../lang/diagnostics.js';
 import { ProgramRejected } from '../runtime/loader.js';
+import { USAGE, UsageError } from './args.js';
 
 let lastSource: import('../lang/diagnostics.js').SourceFile | undefined;
 
@@ -30,6 +31,16 @@ export function reportError(err: unknown): number {
     }
     w('Verifier log (last lines):');
     for (const l of err.verifierTail) w(`  ${l}`);
+    return 1;
+  }
+  if (err instanceof HintOnlyError) {
+    w(`HINT: ${err.hint}`);
+    return err.exitCode;
+  }
+  if (err instanceof UsageError) {
+    // bpftrace prints its usage to stderr after a bad flag (getopt's default case)
+    w(`ERROR: ${err.message}`);
+    process.stderr.write(`\n${USAGE}`);
     return 1;
   }
   if (err instanceof BpfscopeError) {

@@ -8,7 +8,7 @@ import { BpfscopeError } from '../errors.js';
 import { formatDiagnostic, type SourceFile } from '../lang/diagnostics.js';
 import { createOutput } from '../runtime/output/index.js';
 import { OutputSink } from '../runtime/output/sink.js';
-import { Tracer } from '../runtime/tracer.js';
+import { NoProbesToAttach, Tracer } from '../runtime/tracer.js';
 import type { CliOptions } from './args.js';
 import { setReportSource } from './report.js';
 
@@ -29,31 +29,40 @@ export async function runProgram(opts: CliOptions): Promise<number> {
   });
   const output = createOutput(opts.format, sink);
   const verifierLog = opts.debug.has('verifier');
-  tracer = await Tracer.start({
-    source,
-    output,
-    positional: opts.positional,
-    named: opts.named,
-    quiet: opts.quiet,
-    unsafe: opts.unsafe,
-    noWarnings: opts.noWarnings,
-    ...(opts.command !== undefined ? { command: opts.command } : {}),
-    ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
-    ...(opts.verbose || verifierLog ? { logLevel: LOG_LEVEL_STATS | (verifierLog ? 2 : 0) } : {}),
-    onCompiled: (result) => {
-      if (!opts.noWarnings) for (const w of result.warnings) process.stderr.write(`${formatDiagnostic(w, source)}\n`);
-      if (opts.debug.has('ast')) debug?.printDebugAst(result.ast);
-      if (opts.debug.has('ir')) debug?.printDebugIr(result.compiled);
-    },
-    onLoaded: (name, prog, insns) => {
-      if (opts.debug.has('insns')) debug?.printDebugInsns(name, insns);
-      if (verifierLog && prog.log) process.stderr.write(`\nVerifier log for ${name}:\n${prog.log}\n`);
-      else if (opts.verbose) {
-        const info = prog.info();
-        process.stderr.write(`${name}: ${insns.length} instructions, ${info.verifiedInsns} verified\n`);
-      }
-    },
-  });
+  try {
+    tracer = await Tracer.start({
+      source,
+      output,
+      positional: opts.positional,
+      named: opts.named,
+      quiet: opts.quiet,
+      unsafe: opts.unsafe,
+      noWarnings: opts.noWarnings,
+      ...(opts.command !== undefined ? { command: opts.command } : {}),
+      ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
+      ...(opts.verbose || verifierLog ? { logLevel: LOG_LEVEL_STATS | (verifierLog ? 2 : 0) } : {}),
+      onCompiled: (result) => {
+        if (!opts.noWarnings) for (const w of result.warnings) process.stderr.write(`${formatDiagnostic(w, source)}\n`);
+        if (opts.debug.has('ast')) debug?.printDebugAst(result.ast);
+        if (opts.debug.has('ir')) debug?.printDebugIr(result.compiled);
+      },
+      onLoaded: (name, prog, insns) => {
+        if (opts.debug.has('insns')) debug?.printDebugInsns(name, insns);
+        if (verifierLog && prog.log) process.stderr.write(`\nVerifier log for ${name}:\n${prog.log}\n`);
+        else if (opts.verbose) {
+          const info = prog.info();
+          process.stderr.write(`${name}: ${insns.length} instructions, ${info.verifiedInsns} verified\n`);
+        }
+      },
+      ...(opts.probeFilter ? { probeFilter: opts.probeFilter } : {}),
+      ...(opts.dryRun ? { dryRun: true } : {}),
+    });
+  } catch (e) {
+    if (e instanceof NoProbesToAttach) return 1;
+    throw e;
+  }
+  // --dry-run: everything loaded and attached, and already detached again
+  if (opts.dryRun) return 0;
   try {
     if (!brokenPipe) await tracer.wait();
     tracer.finish();
@@ -64,7 +73,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
   }
 }
 
-function readSource(opts: CliOptions): SourceFile {
+export function readSource(opts: CliOptions): SourceFile {
   if (opts.program !== undefined) return { name: 'stdin', text: opts.program };
   const file = opts.scriptFile!;
   try {

@@ -10,6 +10,7 @@
 import { writeSync } from 'node:fs';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { Insn } from '../codegen/ir.js';
+import type { CompiledProgram } from '../codegen/plan.js';
 import { type CompileResult, compile } from '../compiler.js';
 import { BpfscopeError } from '../errors.js';
 import type { Diagnostic, SourceFile } from '../lang/diagnostics.js';
@@ -46,6 +47,25 @@ export interface TracerOptions {
   onCompiled?: (r: CompileResult) => void;
   /** Called with each loaded program (for -d / -v output). */
   onLoaded?: (probeName: string, program: LoadedProgram, insns: Insn[]) => void;
+  /**
+   * `--probe-filter`: only probes whose name this regex finds are loaded and attached; BEGIN/END always are
+   * (bpftrace's `BPFtrace::run`). No probe left: `No probes to attach` (stdout, unless quiet) and exit status 1.
+   */
+  probeFilter?: RegExp;
+  /**
+   * `--dry-run`: load and attach every probe, then detach at once. Nothing runs (no BEGIN, no END, no events, no
+   * map printing); bpftrace's "terminate execution right after attaching all the probes". `start()` then returns a
+   * tracer that is already closed.
+   */
+  dryRun?: boolean;
+}
+
+/** `--probe-filter` left nothing to run; the message is already printed (bpftrace prints it on stdout). */
+export class NoProbesToAttach extends BpfscopeError {
+  constructor() {
+    super('No probes to attach');
+    this.name = 'NoProbesToAttach';
+  }
 }
 
 export class Tracer {
@@ -83,7 +103,15 @@ export class Tracer {
         ...(child ? { cpid: child.pid } : {}),
       });
       opts.onCompiled?.(result);
-      session = new Session(result.compiled, {
+      const compiled = opts.probeFilter ? filterProbes(result.compiled, opts.probeFilter) : result.compiled;
+      if (compiled.programs.length === 0) {
+        if (!opts.quiet) {
+          opts.output.flush();
+          writeSync(1, 'No probes to attach\n');
+        }
+        throw new NoProbesToAttach();
+      }
+      session = new Session(compiled, {
         output: opts.output,
         source: opts.source,
         ...(opts.noWarnings ? { noWarnings: true } : {}),
@@ -99,6 +127,11 @@ export class Tracer {
       }
       try {
         session.load();
+        if (opts.dryRun) {
+          session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
+          tracer.close();
+          return tracer;
+        }
         if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
         const go = session.runBegin();
         if (go) session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
@@ -195,4 +228,9 @@ export class Tracer {
     }, 200);
     this.pidWatch.unref();
   }
+}
+
+/** The program with only the probes `filter` finds by name, and BEGIN/END (`--probe-filter`). */
+function filterProbes(compiled: CompiledProgram, filter: RegExp): CompiledProgram {
+  return { ...compiled, programs: compiled.programs.filter((p) => p.expanded.special || filter.test(p.expanded.name)) };
 }

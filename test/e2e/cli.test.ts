@@ -43,10 +43,150 @@ describe('bpfscope command line', () => {
     assert.equal(r.stderr, `ERROR: failed to open file '${join(tmp, 'nope.bt')}': No such file or directory\n`);
   });
 
-  it('rejects an unknown flag with a usage hint', async () => {
+  it('rejects an unknown flag with the usage text (tests/runtime/basic "it shows usage with bad flag")', async () => {
     const r = await runTool('bpfscope', ['--frobnicate']);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^ERROR: .*frobnicate.*\nHINT: see bpfscope --help\n$/);
+    assert.match(r.stderr, /^ERROR: Unknown option '--frobnicate'\n\nUSAGE:\n/);
+    const i = await runTool('bpfscope', ['-idonotexist']);
+    assert.equal(i.code, 1);
+    assert.match(i.stderr, /^ERROR: Unknown option '-i'\n\nUSAGE:\n/);
+  });
+
+  it('named program options before `--` are a usage error; after it they reach getopt()', async () => {
+    const before = await runTool('bpfscope', ['-e', 'BEGIN { }', '--aa=20']);
+    assert.equal(before.code, 1);
+    assert.match(before.stderr, /^ERROR: Unknown option '--aa'\n\nUSAGE:/);
+    const after = await runTool('bpfscope', ['-e', 'BEGIN { print(getopt("aa", 1)); }', '--', '--aa=20']);
+    assert.equal(after.code, 0, after.stderr);
+    assert.equal(after.stdout, '20\n\n\n');
+  });
+
+  it('`-- --help` lists the program options with their descriptions', async () => {
+    const prog = 'BEGIN { print((getopt("aa", 10, "Description of aa"), getopt("bb", 1), getopt("cc"))); }';
+    const r = await runTool('bpfscope', ['-e', prog, '--', '--help']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, 'HINT: expected program options:\n--aa: Description of aa\n--bb\n--cc\n');
+    const bad = await runTool('bpfscope', ['-e', prog, '--', '--zz']);
+    assert.equal(bad.code, 1);
+    assert.equal(
+      bad.stderr,
+      'ERROR: unexpected program command line options: --zz\nHINT: expected program options: --aa, --bb, --cc\n',
+    );
+  });
+
+  it('-p values are parsed as bpftrace parses them, with its messages', async () => {
+    for (const [pid, why] of [
+      ['a1111', 'invalid integer: a1111'],
+      ['111a1', 'invalid trailing bytes: 111a1'],
+      ['not_a_pid', 'invalid integer: not_a_pid'],
+    ]) {
+      const r = await runTool('bpfscope', ['-p', pid!, '-e', 'BEGIN { print(1); }']);
+      assert.equal(r.code, 1);
+      assert.equal(r.stderr, `ERROR: Failed to parse pid: ${why}\n`);
+    }
+  });
+
+  it('--output FILE (long form of -o) gets the program output', async () => {
+    const out = join(tmp, 'long-out.txt');
+    const r = await runTool('bpfscope', [
+      '-e',
+      'interval:ms:10 { printf("%s %d\\n", "SUCCESS", 1); exit() }',
+      '--output',
+      out,
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '');
+    assert.equal(readFileSync(out, 'utf8'), 'SUCCESS 1\n\n\n');
+  });
+
+  it('--dry-run loads and attaches every probe, then ends without running anything', async () => {
+    const prog = 'BEGIN { printf("hello\\n"); @ = 0; } tracepoint:sched:sched_switch { printf("switch\\n"); }';
+    const r = await runTool('bpfscope', ['--dry-run', '-v', '-e', prog], { timeoutMs: 10_000 });
+    assert.equal(r.code, 0, r.stderr);
+    // no BEGIN output, no events, no map printing, no attach notice
+    assert.equal(r.stdout, '');
+    assert.doesNotMatch(r.stderr, /Attached/);
+    // -v shows that both programs were loaded
+    assert.match(r.stderr, /^begin: \d+ instructions/m);
+    assert.match(r.stderr, /^tracepoint:sched:sched_switch: \d+ instructions/m);
+    // attaching is part of the dry run: a probe the kernel refuses at attach time (an offset far past the
+    // function, tests/runtime/probe uprobe_offset_fail_size) fails it
+    const bad = await runTool('bpfscope', ['--dry-run', '-e', 'uprobe:/bin/bash:echo_builtin+1000000 { }']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^ERROR: perf_event_open\(uprobe /);
+  });
+
+  it('--probe-filter attaches only the probes whose name matches; BEGIN and END still run', async () => {
+    const r = await runTool(
+      'bpfscope',
+      [
+        '--probe-filter',
+        'interval:ms:(200|300)',
+        '-e',
+        'BEGIN { printf("begin\\n"); } interval:ms:100 { printf("bad\\n"); exit(); } interval:ms:200 { printf("a\\n"); } interval:ms:300 { printf("b\\n"); exit(); } END { printf("end\\n"); }',
+      ],
+      { timeoutMs: 10_000 },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^begin\n(a\n)+b\nend\n/);
+    assert.doesNotMatch(r.stdout, /bad/);
+    assert.match(r.stderr, /Attached 4 probes/);
+    const none = await runTool('bpfscope', ['--probe-filter', 'nothing', '-e', 'interval:ms:100 { exit(); }']);
+    assert.equal(none.code, 1);
+    assert.equal(none.stdout, 'No probes to attach\n');
+    const invalid = await runTool('bpfscope', ['--probe-filter', '[bad', '-e', 'interval:ms:100 { exit(); }']);
+    assert.equal(invalid.code, 1);
+    assert.match(invalid.stderr, /^ERROR: Invalid --probe-filter regex '\[bad'/);
+  });
+
+  it('-l FILE and -l -e PROGRAM list the probes of the program', async () => {
+    const file = join(tmp, 'probes.bt');
+    writeFileSync(file, 'interval:ms:1000 {}\nBEGIN {}\ninterval:s:1 {}\ntracepoint:sched:sched_switch {}\n');
+    const r = await runTool('bpfscope', ['-l', file]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'interval:ms:\ninterval:s:\ntracepoint:sched:sched_switch\n');
+    const e = await runTool('bpfscope', ['-l', '-e', 'tracepoint:sched:sched_switch, software:cpu:1000 { }']);
+    assert.equal(e.stdout, 'tracepoint:sched:sched_switch\nsoftware:cpu-clock:\n');
+    const w = await runTool('bpfscope', ['-l', 'non_existent_file.bt']);
+    assert.equal(w.code, 0);
+    assert.match(
+      w.stderr,
+      /^WARNING: It appears that 'non_existent_file\.bt' is a filename but the file does not exist\./,
+    );
+  });
+
+  it('-l lists kernel struct definitions from BTF (-lv with the definition)', async () => {
+    const names = await runTool('bpfscope', ['-l', 'struct task_struct']);
+    assert.equal(names.stdout, 'struct task_struct\n');
+    const r = await runTool('bpfscope', ['-lv', 'struct task_struct,struct file,enum pid_type']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^vmlinux: struct task_struct \{\n\t/);
+    assert.match(r.stdout, /\n\tpid_t pid;\n/);
+    assert.match(r.stdout, /\n\tvoid \*stack;\n/);
+    assert.match(r.stdout, /\nvmlinux: struct file \{\n/);
+    assert.match(r.stdout, /\nvmlinux: enum pid_type \{\n\tPIDTYPE_PID = 0,\n/);
+    assert.match(r.stdout, /\n\};\n$/);
+  });
+
+  it('-l with a full listing writes everything, even into a pipe', async () => {
+    const r = await runTool('bpfscope', ['-l']);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split('\n');
+    assert.ok(lines.some((l) => l.startsWith('software:cpu:')));
+    assert.ok(lines.some((l) => l === 'tracepoint:sched:sched_switch'));
+    assert.ok(lines.some((l) => l.startsWith('rawtracepoint:')));
+  });
+
+  it('--info prints the system, build and kernel feature report', async () => {
+    const r = await runTool('bpfscope', ['--info']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^System\n {2}OS: Linux \S+ .*\n {2}Arch: \S+\n\nBuild\n {2}version: bpfscope v/);
+    for (const section of ['Kernel helpers', 'Kernel features', 'Probe types'])
+      assert.match(r.stdout, new RegExp(`\n${section}\n`));
+    assert.match(r.stdout, / {2}btf: yes/);
+    assert.match(r.stdout, /kprobe_session: (yes|no)/);
+    assert.match(r.stdout, /uprobe_multi: (yes|no)/);
   });
 
   it('--version and -h', async () => {

@@ -222,7 +222,8 @@ function sameShape(a: SType, b: SType): boolean {
 export class Analyzer {
   readonly maps = new Map<string, MapSymbol>();
   /** Option names getopt() reads (compile() rejects other named options). */
-  readonly getopts = new Set<string>();
+  /** Named program options the program reads with getopt(): name → description ('' when none is given). */
+  readonly getopts = new Map<string, string>();
   private diags: Diagnostic[] = [];
   private final = false;
   private vars = new Map<string, SType>();
@@ -458,7 +459,7 @@ export class Analyzer {
       return null;
     }
     if (args[2] && args[2].kind !== 'StrLit') this.error(args[2].pos, 'getopt() expects a string literal description');
-    this.getopts.add(name.value);
+    if (!this.getopts.get(name.value)) this.getopts.set(name.value, args[2]?.kind === 'StrLit' ? args[2].value : '');
     const given = this.opts.named?.get(name.value);
     const def = args[1];
     const call = c as CallExpr & { getoptValue?: bigint | boolean | string };
