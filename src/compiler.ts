@@ -35,6 +35,8 @@ export interface CompileOptions {
   named?: Map<string, string | true>;
   /** --unsafe: allow signal() and similar. */
   unsafe?: boolean;
+  /** `-k`: warn at run time where a map read finds no element. */
+  helperWarnings?: boolean;
   /** `-p PID`: probes (except BEGIN/END) only fire for this process. */
   pid?: number;
   cpid?: number;
@@ -148,6 +150,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     positional,
     cpid: opts.cpid,
     ...(opts.pid !== undefined ? { filterPid: opts.pid } : {}),
+    ...(opts.helperWarnings ? { helperWarnings: true } : {}),
     probeNameSize,
     startNs: opts.startNs ?? process.hrtime.bigint(),
   };

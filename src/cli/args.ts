@@ -2,7 +2,7 @@
  * bpftrace's command line (`man/adoc/bpftrace.adoc`, `src/main.cpp` parse_args): `-e PROGRAM` or a script FILE,
  * positional parameters after it, `-l/--list [SEARCH|FILE]` (with `-v` showing arguments), `-p/--pid PID`,
  * `-c/--cmd CMD`, `-o/--output FILE`, `-f text|json`, `-q/--quiet`, `-v/--verbose`, `-d/--debug STAGE`, `--info`,
- * `--dry-run`, `--probe-filter REGEX`, `-h/--help`, `-V/--version`. Parsed with Node's `util.parseArgs`; a flag it
+ * `--dry-run`, `--probe-filter REGEX`, `-k/--warnings`, `-h/--help`, `-V/--version`. Parsed with Node's `util.parseArgs`; a flag it
  * does not know prints the usage to stderr (bpftrace's getopt default case).
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -36,6 +36,8 @@ export interface CliOptions {
   unsafe: boolean;
   /** --no-warnings: no compile warnings and no warnf() output (bpftrace's flag). */
   noWarnings: boolean;
+  /** `-k/--warnings`: run-time warnings where a map read finds no element (bpftrace's warning level 2). */
+  helperWarnings: boolean;
   /** --info: print the system, build and kernel feature report. */
   info: boolean;
   /** --dry-run: load and attach every probe, then end at once: no BEGIN, no events, no map printing. */
@@ -79,6 +81,7 @@ OPTIONS:
                    write program output to FILE
     -f FORMAT      output format: text (default) or json (one JSON object per line)
     -q, --quiet    keep messages quiet
+    -k, --warnings emit a warning when a map lookup finds no element
     --no-warnings  disable all warning messages
 
     --unsafe       allow unsafe functions (signal)
@@ -147,9 +150,15 @@ export function parseCli(argv: string[]): CliOptions {
     version: !!v.version,
     unsafe: !!v.unsafe,
     noWarnings: !!v['no-warnings'],
+    helperWarnings: (v.warnings?.length ?? 0) > 0,
     info: !!v.info,
     dryRun: !!v['dry-run'],
   };
+  if ((v.warnings?.length ?? 0) > 1)
+    throw new UsageError(
+      '-kk has been deprecated. Use a single -k for runtime warnings for errors in map lookups and probe reads.',
+    );
+  if (opts.helperWarnings && opts.noWarnings) throw new UsageError('-k, --warnings conflicts with --no-warnings');
   if (v.e !== undefined) opts.program = v.e;
   if (v.cmd !== undefined) opts.command = v.cmd;
   if (v.output !== undefined) opts.outputFile = v.output;
@@ -234,6 +243,7 @@ function parse(args: string[]) {
       'probe-filter': { type: 'string' },
       unsafe: { type: 'boolean' },
       'no-warnings': { type: 'boolean' },
+      warnings: { type: 'boolean', short: 'k', multiple: true },
     },
   });
 }

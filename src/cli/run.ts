@@ -37,6 +37,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
       named: opts.named,
       quiet: opts.quiet,
       unsafe: opts.unsafe,
+      helperWarnings: opts.helperWarnings,
       noWarnings: opts.noWarnings,
       ...(opts.command !== undefined ? { command: opts.command } : {}),
       ...(opts.pid !== undefined ? { pid: opts.pid } : {}),

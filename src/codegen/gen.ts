@@ -96,6 +96,8 @@ export interface GenTables {
   cpid: number | undefined;
   /** `-p PID`: every probe but BEGIN/END only runs for this process (current bpftrace, since 0.24). */
   filterPid?: number;
+  /** `-k`: run-time warnings where a map lookup finds nothing (bpftrace's warning level 2). */
+  helperWarnings?: boolean;
   probeNameSize: number;
   /** CLOCK_MONOTONIC ns at session start, for `elapsed`. */
   startNs: bigint;
@@ -1791,11 +1793,17 @@ export class ProbeGen {
     const t = m.type!;
     const missing = fn.newLabel('nokey');
     const done = fn.newLabel('gotkey');
+    const warn = !!this.tables.helperWarnings;
     if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer' || t.kind === 'ksym' || t.kind === 'timestamp') {
       const r = fn.vreg();
       fn.emit(I.mov64Imm(r, 0));
-      fn.emit(I.jmpImm('jeq', p, 0, done));
+      fn.emit(I.jmpImm('jeq', p, 0, warn ? missing : done));
       fn.emit(I.ldx(t.kind === 'bool' ? 1 : 8, r, p, 0));
+      if (warn) {
+        fn.emit(I.ja(done));
+        fn.mark(missing);
+        this.lookupMissWarning();
+      }
       fn.mark(done);
       return this.reg(r);
     }
@@ -1804,8 +1812,31 @@ export class ProbeGen {
     zeroStack(fn, off, size);
     fn.emit(I.jmpImm('jeq', p, 0, missing));
     copyMem(fn, this.fb, off, p, 0, size);
-    fn.mark(missing);
+    if (warn) {
+      fn.emit(I.ja(done));
+      fn.mark(missing);
+      this.lookupMissWarning();
+      fn.mark(done);
+    } else fn.mark(missing);
     return { kind: 'mem', off, size };
+  }
+
+  /**
+   * `-k`: the run-time warning of a map read that finds no element, at the expression being generated (bpftrace's
+   * HELPER_ERROR runtime error for map_lookup_elem, `output/text.cpp` runtime_error; its retcode is always 0).
+   */
+  private lookupMissWarning(): void {
+    const id = this.tables.printfs.length;
+    this.tables.printfs.push({
+      id,
+      format:
+        "Can't lookup map element because it does not exist.\nAdditional Info - helper: map_lookup_elem, retcode: 0",
+      argTypes: [],
+      offsets: [],
+      payloadSize: 0,
+      ...(this.fn.pos ? { pos: this.fn.pos } : {}),
+    });
+    this.asyncRecord(AsyncAction.WARNF, id, 0, () => {});
   }
 
   /**

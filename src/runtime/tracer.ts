@@ -27,6 +27,8 @@ export interface TracerOptions {
   named?: Map<string, string | true>;
   /** --unsafe */
   unsafe?: boolean;
+  /** `-k`: run-time warnings where a map read finds no element. */
+  helperWarnings?: boolean;
   /** --no-warnings: warnf() prints nothing. */
   noWarnings?: boolean;
   /** `-c CMD`: run this shell command, traced from its first instruction; stop when it exits. */
@@ -99,6 +101,7 @@ export class Tracer {
         ...(opts.positional ? { positional: opts.positional } : {}),
         ...(opts.named ? { named: opts.named } : {}),
         ...(opts.unsafe ? { unsafe: true } : {}),
+        ...(opts.helperWarnings ? { helperWarnings: true } : {}),
         ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
         ...(child ? { cpid: child.pid } : {}),
       });

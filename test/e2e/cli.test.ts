@@ -178,6 +178,30 @@ describe('bpfscope command line', () => {
     assert.ok(lines.some((l) => l.startsWith('rawtracepoint:')));
   });
 
+  it('-k warns at run time where a map read finds no element (tests/runtime/other runtime_error_check_lookup)', async () => {
+    const prog = 'interval:ms:100 { @[1] = 1; printf("%d\\n", @[2]); exit(); }';
+    const r = await runTool('bpfscope', ['-k', '-e', prog]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '0\n\n\n@[1]: 1\n');
+    assert.match(
+      r.stderr,
+      new RegExp(
+        [
+          "stdin:1:44-48: WARNING: Can't lookup map element because it does not exist\\.",
+          'Additional Info - helper: map_lookup_elem, retcode: 0',
+          'interval:ms:100 \\{ @\\[1\\] = 1; .*',
+          ' {43}~~~~',
+        ].join('\n'),
+      ),
+    );
+    // without -k: no warning
+    const quiet = await runTool('bpfscope', ['-e', prog]);
+    assert.doesNotMatch(quiet.stderr, /WARNING/);
+    const conflict = await runTool('bpfscope', ['-k', '--no-warnings', '-e', prog]);
+    assert.equal(conflict.code, 1);
+    assert.match(conflict.stderr, /^ERROR: -k, --warnings conflicts with --no-warnings\n/);
+  });
+
   it('--info prints the system, build and kernel feature report', async () => {
     const r = await runTool('bpfscope', ['--info']);
     assert.equal(r.code, 0, r.stderr);
