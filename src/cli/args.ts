@@ -44,6 +44,8 @@ export interface CliOptions {
   dryRun: boolean;
   /** --probe-filter REGEX: only probes whose name the regex finds (BEGIN/END always kept). */
   probeFilter?: RegExp;
+  /** `--mode bench` / `--bench`: time the `bench:` probes instead of tracing. */
+  mode?: 'bench';
 }
 
 /** Bad command line: printed as `ERROR: message` followed by the usage text (on stderr), exit 1. */
@@ -87,6 +89,8 @@ OPTIONS:
     --unsafe       allow unsafe functions (signal)
 
 DEVELOPER OPTIONS:
+    --mode bench   time every bench:NAME probe with BPF_PROG_TEST_RUN and print the results
+    --bench        same as --mode bench
     --probe-filter REGEX
                    only attach and run probes whose name matches REGEX (BEGIN/END always run)
 
@@ -164,6 +168,15 @@ export function parseCli(argv: string[]): CliOptions {
   if (v.output !== undefined) opts.outputFile = v.output;
   if (v.pid !== undefined) opts.pid = parsePid(v.pid);
   if (v.cmd !== undefined && v.pid !== undefined) throw new UsageError('Cannot use both -c and -p.');
+  if (v.bench && v.mode !== undefined) throw new UsageError('--bench conflicts with existing --mode');
+  if (v.bench) opts.mode = 'bench';
+  if (v.mode !== undefined) {
+    const modes = ['codegen', 'compiler-bench', 'bench', 'test', 'format'];
+    if (!modes.includes(v.mode))
+      throw new UsageError("--mode can only be 'codegen', 'compiler-bench', 'bench', 'test' or 'format'.");
+    if (v.mode !== 'bench') throw new BpfscopeError(`--mode ${v.mode} is not supported by bpfscope yet`);
+    opts.mode = 'bench';
+  }
   if (v['probe-filter'] !== undefined) {
     try {
       opts.probeFilter = new RegExp(v['probe-filter']);
@@ -241,6 +254,8 @@ function parse(args: string[]) {
       info: { type: 'boolean' },
       'dry-run': { type: 'boolean' },
       'probe-filter': { type: 'string' },
+      mode: { type: 'string' },
+      bench: { type: 'boolean' },
       unsafe: { type: 'boolean' },
       'no-warnings': { type: 'boolean' },
       warnings: { type: 'boolean', short: 'k', multiple: true },

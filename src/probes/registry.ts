@@ -7,6 +7,7 @@
  */
 import type { AttachPoint } from '../lang/ast.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
+import { BenchProvider } from './bench.js';
 import { IntervalProvider } from './interval.js';
 import { FentryProvider } from './fentry.js';
 import { hardwareProvider } from './hardware.js';
@@ -46,6 +47,7 @@ const registered: ProbeProvider[] = [
   new SpecialProvider('begin'),
   new SpecialProvider('end'),
   new SelfProvider(),
+  new BenchProvider(),
   new TracepointProvider(),
   new IntervalProvider(),
   new ProfileProvider(),

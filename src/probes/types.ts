@@ -11,6 +11,7 @@ import type { SType } from '../lang/types.js';
 export const BPF_PROG_TYPE = {
   KPROBE: 2,
   TRACEPOINT: 5,
+  XDP: 6,
   PERF_EVENT: 7,
   RAW_TRACEPOINT: 17,
   TRACING: 26,
@@ -85,9 +86,10 @@ export interface ExpandedProbe {
   readonly funcs?: readonly string[];
   /**
    * BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`; `signal`
-   * (`self:signal:SIGUSR1`): it runs the program that way each time bpfscope receives the signal.
+   * (`self:signal:SIGUSR1`): it runs the program that way each time bpfscope receives the signal; bench probes
+   * (`bench:NAME`) are test-run repeatedly, and only in `--mode bench`.
    */
-  readonly special?: 'begin' | 'end' | 'signal';
+  readonly special?: 'begin' | 'end' | 'signal' | 'bench';
   /**
    * Attach a loaded program (`progFd` is the fd BPF_PROG_LOAD returned; the caller keeps owning it).
    * @throws KernelError / BpfscopeError when the kernel refuses (nothing stays open then).

@@ -303,6 +303,58 @@ export class Session {
   }
 
   /**
+   * `--mode bench`: time every bench probe as current bpftrace does (`bpftrace.cpp` run): BPF_PROG_TEST_RUN with a
+   * 14-byte packet (an XDP program's input must be at least an Ethernet header) and a repeat count that grows until
+   * the runs take at least 1 ms, then `report` the kernel's average time per run and the repeat count. What the
+   * probes print while being timed is dropped; a probe that returns non-zero is skipped; one that calls exit() fails
+   * (`Benchmark 'NAME' failed.` on stderr, and the result is false).
+   */
+  runBenchmarks(report: (names: string[], index: number, averageNs: number, iters: number) => void): boolean {
+    const benches = this.programs.filter((p) => p.plan.expanded.special === 'bench');
+    const names = benches.map((p) => p.plan.expanded.name.slice('bench:'.length));
+    const data = Buffer.alloc(14);
+    let ok = true;
+    const zero = Buffer.alloc(4);
+    benches.forEach((b, index) => {
+      let iters = 1;
+      for (;;) {
+        const r = b.prog.testRun({ dataIn: data, repeat: iters });
+        this.discarding = true;
+        try {
+          this.ring?.drain();
+        } finally {
+          this.discarding = false;
+        }
+        const exited = this.exitFlag?.lookup(zero)?.readBigUInt64LE(0) ?? 0n;
+        if (exited === 0n && r.retval !== 0) break;
+        const total = r.durationNs * iters;
+        if (exited === 0n) {
+          const factor = total < 1e3 ? 1000 : total < 1e4 ? 100 : total < 1e5 ? 10 : total < 1e6 ? 2 : 1;
+          // (a repeat count past 2^31 would not fit the kernel's u32: report what we have)
+          if (factor > 1 && iters * factor < 2 ** 31) {
+            iters *= factor;
+            continue;
+          }
+        }
+        if (exited !== 0n) {
+          process.stderr.write(`ERROR: Benchmark '${names[index]}' failed.\n`);
+          this.exitFlag?.update(zero, Buffer.alloc(8));
+          ok = false;
+        } else report(names, index, r.durationNs, iters);
+        break;
+      }
+    });
+    // events the timed runs could not fit in the ring buffer are not the program's to report
+    const lost = this.lost?.lookup(zero);
+    if (lost) this.lostReported = lost.readBigUInt64LE(0);
+    return ok;
+  }
+
+  /** Set while bench runs' records are read: they are dropped. */
+  private discarding = false;
+
+
+  /**
    * Attach every non-special probe, so that probes on the same event run in the order the program declares them
    * (bpftrace's runtime tests probe:uprobe_order, uretprobe_order). The kernel runs the programs of one tracepoint,
    * kprobe or perf event in attach order, but the consumers of one uprobe newest first, so uprobe-based probes
@@ -464,7 +516,7 @@ export class Session {
 
   /** A ring buffer record at `buf[off..off+len)`: integer-only printfs directly, the rest through onRecord. */
   private onRawRecord(buf: Buffer, off: number, len: number): void {
-    if (this.afterExit) return;
+    if (this.afterExit || this.discarding) return;
     if (len >= 8 && buf.readUInt32LE(off) === AsyncAction.PRINTF) {
       const text = this.intPrintfs[buf.readUInt32LE(off + 4)]?.(buf, off + 8);
       if (text !== undefined && text !== null) {
@@ -476,7 +528,7 @@ export class Session {
   }
 
   private onRecord(data: Buffer): void {
-    if (data.length < 8) return;
+    if (data.length < 8 || this.discarding) return;
     const action = data.readUInt32LE(0);
     const id = data.readUInt32LE(4);
     const out = this.opts.output;

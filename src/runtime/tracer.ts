@@ -60,6 +60,11 @@ export interface TracerOptions {
    * tracer that is already closed.
    */
   dryRun?: boolean;
+  /**
+   * `--mode bench`: run BEGIN, time every `bench:` probe and print the results, run END; nothing is attached, no
+   * attach notice is printed and maps are not printed at exit (bpftrace's BPF_BENCHMARK mode).
+   */
+  bench?: boolean;
 }
 
 /** `--probe-filter` left nothing to run; the message is already printed (bpftrace prints it on stdout). */
@@ -114,6 +119,9 @@ export class Tracer {
         }
         throw new NoProbesToAttach();
       }
+      if (!opts.bench && compiled.programs.every((p) => p.expanded.special === 'bench')) {
+        throw new BpfscopeError('No probes attached; use --bench to run benchmark probes.');
+      }
       session = new Session(compiled, {
         output: opts.output,
         source: opts.source,
@@ -133,6 +141,13 @@ export class Tracer {
         if (opts.dryRun) {
           session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
           tracer.close();
+          return tracer;
+        }
+        if (opts.bench) {
+          session.runBegin();
+          session.deliverBegin();
+          if (!session.runBenchmarks((...r) => opts.output.benchmarkResult(...r))) tracer.benchFailed = true;
+          tracer.stop();
           return tracer;
         }
         if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
@@ -197,12 +212,15 @@ export class Tracer {
   finish(): void {
     if (this.finished) return;
     this.finished = true;
-    this.session.finish({ printMaps: this.opts.printMapsAtExit ?? true });
+    this.session.finish({ printMaps: !this.opts.bench && (this.opts.printMapsAtExit ?? true) });
   }
 
-  /** The exit status the program asked for with `exit(code)` (0 otherwise). Valid until close(). */
+  /** Set when a benchmark failed (`--mode bench`): the run's exit status is then 1. */
+  private benchFailed = false;
+
+  /** The exit status the program asked for with `exit(code)` (0 otherwise; 1 after a failed benchmark). */
   get exitCode(): number {
-    return this.session.exitCode;
+    return this.benchFailed ? 1 : this.session.exitCode;
   }
 
   /** Close every kernel object, stop watching signals, kill a never-started command. Idempotent. */
@@ -235,5 +253,10 @@ export class Tracer {
 
 /** The program with only the probes `filter` finds by name, and BEGIN/END (`--probe-filter`). */
 function filterProbes(compiled: CompiledProgram, filter: RegExp): CompiledProgram {
-  return { ...compiled, programs: compiled.programs.filter((p) => p.expanded.special || filter.test(p.expanded.name)) };
+  return {
+    ...compiled,
+    programs: compiled.programs.filter(
+      (p) => p.expanded.special === 'begin' || p.expanded.special === 'end' || filter.test(p.expanded.name),
+    ),
+  };
 }

@@ -202,6 +202,47 @@ describe('bpfscope command line', () => {
     assert.match(conflict.stderr, /^ERROR: -k, --warnings conflicts with --no-warnings\n/);
   });
 
+  it('--mode bench times every bench: probe (text table, JSON records); BEGIN and END run, maps are not printed', async () => {
+    const prog =
+      'BEGIN { printf("begin\\n"); } bench:a { @a = count(); } bench:longer_name { @b++; } END { printf("end %d\\n", @a > 0); }';
+    const r = await runTool('bpfscope', ['--mode', 'bench', '-e', prog], { timeoutMs: 20_000 });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      new RegExp(
+        [
+          '^begin',
+          `Benchmark {32}Time\\(ns\\) {7}Iterations`,
+          '-{66}',
+          'a {40}\\d+ +\\d+',
+          'longer_name {30}\\d+ +\\d+',
+          'end 1',
+          '',
+          '',
+          '$',
+        ].join('\n'),
+      ),
+    );
+    assert.doesNotMatch(r.stderr, /Attached/);
+    const json = await runTool('bpfscope', ['-q', '-f', 'json', '--bench', '-e', 'bench:x { @ = count(); }'], {
+      timeoutMs: 20_000,
+    });
+    assert.equal(json.code, 0, json.stderr);
+    const m = /^\{"type": "benchmark_result", "data": \{"x": \{"average": (\d+), "iters": (\d+)\}\}\}\n$/.exec(
+      json.stdout,
+    );
+    assert.ok(m, json.stdout);
+    // the repeat count grows until the runs take at least 1 ms in all
+    assert.ok(Number(m[1]) * Number(m[2]) >= 1_000_000, json.stdout);
+    // bench probes alone, outside bench mode
+    const plain = await runTool('bpfscope', ['-e', 'bench:x { @ = count(); }']);
+    assert.equal(plain.code, 1);
+    assert.equal(plain.stderr, 'ERROR: No probes attached; use --bench to run benchmark probes.\n');
+    const other = await runTool('bpfscope', ['--mode', 'test', '-e', 'BEGIN { }']);
+    assert.equal(other.code, 1);
+    assert.equal(other.stderr, 'ERROR: --mode test is not supported by bpfscope yet\n');
+  });
+
   it('--info prints the system, build and kernel feature report', async () => {
     const r = await runTool('bpfscope', ['--info']);
     assert.equal(r.code, 0, r.stderr);

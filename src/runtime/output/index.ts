@@ -37,6 +37,11 @@ export interface Output {
   lostEvents(n: number | bigint): void;
   /** End of the run without printing maps: text prints two newlines, JSON nothing. */
   end(): void;
+  /**
+   * `--mode bench`: the result of benchmark `names[index]` (average ns per run, repeat count). Text prints a table
+   * (its header before the first result), JSON a benchmark_result record.
+   */
+  benchmarkResult(names: string[], index: number, averageNs: number, iters: number): void;
   /** End of the run and the maps printed at exit (sorted by name here; empty maps print nothing). */
   exitMaps(dumps: MapDump[]): void;
   /** Write out buffered output. */

@@ -181,6 +181,12 @@ export class JsonOutput {
   }
 
   /** `{"type": "attached_probes", "count": N, "data": {"probes": N}}` (0.26 added `count`). */
+  /** `{"type": "benchmark_result", "data": {"NAME": {"average": NS, "iters": N}}}` (`output/json.cpp`). */
+  benchmarkResult(names: string[], index: number, averageNs: number, iters: number): void {
+    const name = JSON.stringify(names[index]);
+    this.out.write(`{"type": "benchmark_result", "data": {${name}: {"average": ${averageNs}, "iters": ${iters}}}}\n`);
+  }
+
   attachedProbes(n: number): void {
     this.out.write(`{"type": "attached_probes", "count": ${n}, "data": {"probes": ${n}}}\n`);
   }

@@ -168,6 +168,16 @@ export class TextOutput {
   }
 
   /** `Attached N probe(s)` on stderr (bpftrace 0.26; 0.17 printed `Attaching N probes...` on stdout). */
+  /** bpftrace's table (`output/text.cpp` benchmark_result): name column at least 40 wide, time column 15. */
+  benchmarkResult(names: string[], index: number, averageNs: number, iters: number): void {
+    const width = Math.max(40, ...names.map((n) => n.length)) + 1;
+    if (index === 0) {
+      this.out.write(`${'Benchmark'.padEnd(width)}${'Time(ns)'.padEnd(15)}Iterations\n`);
+      this.out.write(`${'-'.repeat(width + 15 + 'Iterations'.length)}\n`);
+    }
+    this.out.write(`${names[index]!.padEnd(width)}${String(averageNs).padEnd(15)}${iters}\n`);
+  }
+
   attachedProbes(n: number): void {
     this.out.flush();
     this.err.write(`Attached ${n} ${n === 1 ? 'probe' : 'probes'}\n`);

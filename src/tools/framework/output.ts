@@ -98,6 +98,7 @@ export class ToolOutput implements Output {
     this.writer.err.write(`Possibly lost ${n} samples\n`);
   }
   end(): void {}
+  benchmarkResult(_names: string[], _index: number, _averageNs: number, _iters: number): void {}
   exitMaps(_dumps: MapDump[]): void {}
   flush(): void {
     this.writer.flush();
