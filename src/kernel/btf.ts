@@ -626,16 +626,16 @@ export class Btf {
 
   /** C declaration of `name` with type `id`: `char comm[16]`, `struct list_head *next`, `void (*fn)(int)`. */
   declaration(id: number, name: string): string {
-    // C style puts the space before the stars: `void *stack`, as for other pointee types
-    return this.render(id, name, 0).replace(/\bvoid(\*+)(?=\w)/, 'void $1');
+    return this.render(id, name, 0);
   }
 
   private render(id: number, suffix: string, depth: number): string {
     if (depth > 32) return '?';
-    if (id === 0) return `void${suffix}`;
+    const sp = suffix && !suffix.startsWith('[') ? ` ${suffix}` : suffix;
+    // `void *`, with the space C style (and bpftrace's listings) put before the stars, as for other pointees
+    if (id === 0) return `void${sp}`;
     const k = this.kind(id);
     const nm = this.name(id);
-    const sp = suffix && !suffix.startsWith('[') ? ` ${suffix}` : suffix;
     switch (k) {
       case BtfKind.INT:
       case BtfKind.FLOAT:

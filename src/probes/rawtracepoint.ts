@@ -97,13 +97,20 @@ export class RawTracepointProvider implements ProbeProvider {
     });
   }
 
+  /**
+   * `-l rawtracepoint:[MODULE:]EVENT` lines as current bpftrace prints them, `rawtracepoint:vmlinux:EVENT` (the
+   * BTF the event's type comes from; bpfscope reads vmlinux's only). A search without a module matches the event.
+   */
   list(search: string, verbose: boolean): string[] {
-    const re = globToRegExp(search || '*');
+    const colon = search.indexOf(':');
+    const moduleRe = globToRegExp(colon < 0 ? '*' : search.slice(0, colon) || '*');
+    const re = globToRegExp((colon < 0 ? search : search.slice(colon + 1)) || '*');
+    if (!moduleRe.test('vmlinux')) return [];
     const btf = Btf.vmlinux();
     const out: string[] = [];
     for (const n of eventNames()) {
       if (!re.test(n) || btf.typedefId(`btf_trace_${n}`) === undefined) continue;
-      out.push(`rawtracepoint:${n}`);
+      out.push(`rawtracepoint:vmlinux:${n}`);
       if (verbose) for (const p of btf.btfTraceArgs(n) ?? []) out.push(`    ${btf.typeName(p.typeId)} ${p.name}`);
     }
     return out;

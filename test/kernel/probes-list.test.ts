@@ -39,6 +39,17 @@ describe('-l listing (live)', () => {
     );
   });
 
+  it('rawtracepoints are listed as rawtracepoint:vmlinux:EVENT, their arguments without the context pointer', () => {
+    // (consume_skb gained its `void * location` argument in 6.3)
+    assert.match(
+      ours('rawtracepoint:consume_skb', true),
+      /^rawtracepoint:vmlinux:consume_skb\n {4}struct sk_buff \* skb\n/,
+    );
+    assert.equal(ours('rt:vmlinux:sched_switch', false), 'rawtracepoint:vmlinux:sched_switch\n');
+    assert.equal(ours('rt:nomodule:sched_switch', false), '');
+    assert.ok(ours(null, false).includes('\nrawtracepoint:vmlinux:sched_switch\n'));
+  });
+
   it('-lv equals bpftrace -lv byte for byte', { skip: !hasBpftrace && 'bpftrace is not installed' }, () => {
     for (const p of [
       'tracepoint:sched:sched_switch',
