@@ -46,6 +46,10 @@ export interface CliOptions {
   probeFilter?: RegExp;
   /** `--mode bench` / `--bench`: time the `bench:` probes instead of tracing. */
   mode?: 'bench';
+  /** `--no-feature A,B`: kernel features not to use (bpftrace's names: kprobe_multi, uprobe_multi, kprobe_session). */
+  noFeatures: string[];
+  /** `-B MODE`: stdout buffering; `none` writes every event's output at once (see run.ts). */
+  buffering: 'line' | 'full' | 'none';
 }
 
 /** Bad command line: printed as `ERROR: message` followed by the usage text (on stderr), exit 1. */
@@ -57,6 +61,9 @@ export class UsageError extends BpfscopeError {
 }
 
 export const VERSION = 'bpfscope v0.1.0';
+
+/** Values of `--no-feature` (bpftrace's; kernel/features.ts OPTIONAL_FEATURES maps them). */
+const NO_FEATURE_NAMES = ['kprobe_multi', 'kprobe_session', 'uprobe_multi'];
 
 export const DEBUG_STAGES = ['ast', 'ir', 'insns', 'verifier'] as const;
 
@@ -82,11 +89,14 @@ OPTIONS:
     -o, --output FILE
                    write program output to FILE
     -f FORMAT      output format: text (default) or json (one JSON object per line)
+    -B MODE        output buffering: line (default: written after each batch of events), full, none
     -q, --quiet    keep messages quiet
     -k, --warnings emit a warning when a map lookup finds no element
     --no-warnings  disable all warning messages
 
     --unsafe       allow unsafe functions (signal)
+    --no-feature FEATURE[,FEATURE]
+                   do not use these detected features: kprobe_multi, uprobe_multi, kprobe_session
 
 DEVELOPER OPTIONS:
     --mode bench   time every bench:NAME probe with BPF_PROG_TEST_RUN and print the results
@@ -156,6 +166,8 @@ export function parseCli(argv: string[]): CliOptions {
     noWarnings: !!v['no-warnings'],
     helperWarnings: (v.warnings?.length ?? 0) > 0,
     info: !!v.info,
+    noFeatures: [],
+    buffering: 'line',
     dryRun: !!v['dry-run'],
   };
   if ((v.warnings?.length ?? 0) > 1)
@@ -176,6 +188,18 @@ export function parseCli(argv: string[]): CliOptions {
       throw new UsageError("--mode can only be 'codegen', 'compiler-bench', 'bench', 'test' or 'format'.");
     if (v.mode !== 'bench') throw new BpfscopeError(`--mode ${v.mode} is not supported by bpfscope yet`);
     opts.mode = 'bench';
+  }
+  for (const list of v['no-feature'] ?? []) {
+    for (const f of list.split(',')) {
+      if (!NO_FEATURE_NAMES.includes(f))
+        throw new UsageError("--no-feature can only have values 'kprobe_multi,kprobe_session,uprobe_multi'.");
+      opts.noFeatures.push(f);
+    }
+  }
+  if (v.B !== undefined) {
+    if (v.B !== 'line' && v.B !== 'full' && v.B !== 'none')
+      throw new UsageError("-B must be either 'line', 'full', or 'none'.");
+    opts.buffering = v.B;
   }
   if (v['probe-filter'] !== undefined) {
     try {
@@ -255,6 +279,8 @@ function parse(args: string[]) {
       'dry-run': { type: 'boolean' },
       'probe-filter': { type: 'string' },
       mode: { type: 'string' },
+      'no-feature': { type: 'string', multiple: true },
+      B: { type: 'string', short: 'B' },
       bench: { type: 'boolean' },
       unsafe: { type: 'boolean' },
       'no-warnings': { type: 'boolean' },

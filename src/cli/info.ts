@@ -9,7 +9,7 @@ import { release, machine, type, version } from 'node:os';
 import { progLoad } from '../kernel/bpf.js';
 import { Btf, BtfKind } from '../kernel/btf.js';
 import { close } from '../kernel/ffi.js';
-import { features, hasHelper } from '../kernel/features.js';
+import { featureDisabled, features, hasHelper } from '../kernel/features.js';
 import { VERSION } from './args.js';
 
 // include/uapi/linux/bpf.h
@@ -104,7 +104,10 @@ export function infoReport(): string {
     tabulate([
       ['kprobe_multi', yn(f.kprobeMulti)],
       ['uprobe_multi', yn(f.uprobeMulti)],
-      ['kprobe_session', yn(f.kprobeMulti && loads(PROG_KPROBE, ATTACH_TRACE_KPROBE_SESSION))],
+      [
+        'kprobe_session',
+        yn(!featureDisabled('kprobe_session') && f.kprobeMulti && loads(PROG_KPROBE, ATTACH_TRACE_KPROBE_SESSION)),
+      ],
       ['iter', yn(hasIterTask())],
     ]),
     '',

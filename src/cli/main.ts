@@ -19,6 +19,10 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
+  if (opts.noFeatures.length) {
+    const { disableFeature } = await import('../kernel/features.js');
+    opts.noFeatures.forEach(disableFeature);
+  }
   if (opts.info) {
     const { infoReport } = await import('./info.js');
     process.stdout.write(infoReport());

@@ -21,7 +21,9 @@ export async function runProgram(opts: CliOptions): Promise<number> {
   let tracer: Tracer | undefined;
   let brokenPipe = false;
   // A reader that goes away (`bpfscope ... | head`) ends the run, as it does bpftrace's.
+  // -B none: every write goes out at once; line and full: written after each batch of events (and when 64 KiB fill)
   const sink = new OutputSink(fd, {
+    ...(opts.buffering === 'none' ? { bufferSize: 0 } : {}),
     onBrokenPipe: () => {
       brokenPipe = true;
       tracer?.stop();

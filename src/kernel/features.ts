@@ -279,6 +279,28 @@ export function hasFeature(name: keyof Features): boolean {
   return cached(name, PROBES[name]);
 }
 
+/** What `--no-feature` may turn off (bpftrace's BPFnofeature names): its name here, if bpfscope has one. */
+export const OPTIONAL_FEATURES: Record<string, keyof Features | null> = {
+  kprobe_multi: 'kprobeMulti',
+  uprobe_multi: 'uprobeMulti',
+  // bpfscope never merges kprobe/kretprobe pairs into kprobe sessions: nothing to turn off
+  kprobe_session: null,
+};
+
+const disabled = new Set<string>();
+
+/** `--no-feature NAME`: treat the feature as missing from now on (NAME is a key of {@link OPTIONAL_FEATURES}). */
+export function disableFeature(name: string): void {
+  disabled.add(name);
+  const f = OPTIONAL_FEATURES[name];
+  if (f) cache.set(f, false);
+}
+
+/** Whether `--no-feature` turned `name` (a key of {@link OPTIONAL_FEATURES}) off. */
+export function featureDisabled(name: string): boolean {
+  return disabled.has(name);
+}
+
 /** All feature probes (each cached). */
 export function features(): Features {
   const out = {} as Features;
@@ -317,6 +339,7 @@ const helperCache = new Map<string, boolean>();
 
 /** Forgets cached results (tests). */
 export function resetFeatureCache(): void {
+  disabled.clear();
   cache.clear();
   helperCache.clear();
 }

@@ -243,6 +243,38 @@ describe('bpfscope command line', () => {
     assert.equal(other.stderr, 'ERROR: --mode test is not supported by bpfscope yet\n');
   });
 
+  it('--no-feature uprobe_multi attaches a uprobe wildcard function by function; bad values are usage errors', async () => {
+    const prog = 'uprobe:/bin/bash:*read* { } interval:ms:200 { exit(); }';
+    const count = (stderr: string): number => Number(/Attached (\d+) probe/.exec(stderr)?.[1]);
+    const multi = await runTool('bpfscope', ['-e', prog], { timeoutMs: 10_000 });
+    const single = await runTool('bpfscope', ['--no-feature', 'uprobe_multi,kprobe_session', '-e', prog], {
+      timeoutMs: 10_000,
+    });
+    assert.equal(single.code, 0, single.stderr);
+    // one program and perf event per function: more probes than with one uprobe_multi link (when the kernel has it)
+    assert.ok(count(single.stderr) > 3, single.stderr);
+    assert.ok(count(single.stderr) >= count(multi.stderr), `${single.stderr} vs ${multi.stderr}`);
+    const info = await runTool('bpfscope', ['--no-feature', 'uprobe_multi', '--info']);
+    assert.match(info.stdout, /uprobe_multi: no/);
+    const bad = await runTool('bpfscope', ['--no-feature', 'frob', '-e', 'BEGIN { }']);
+    assert.equal(bad.code, 1);
+    assert.match(
+      bad.stderr,
+      /^ERROR: --no-feature can only have values 'kprobe_multi,kprobe_session,uprobe_multi'\.\n/,
+    );
+  });
+
+  it('-B none|line|full is accepted (output unchanged); other modes are usage errors', async () => {
+    for (const mode of ['none', 'line', 'full']) {
+      const r = await runTool('bpfscope', ['-B', mode, '-e', 'BEGIN { printf("x %d\\n", 1); }']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, 'x 1\n\n\n');
+    }
+    const bad = await runTool('bpfscope', ['-B', 'sometimes', '-e', 'BEGIN { }']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^ERROR: -B must be either 'line', 'full', or 'none'\.\n/);
+  });
+
   it('--info prints the system, build and kernel feature report', async () => {
     const r = await runTool('bpfscope', ['--info']);
     assert.equal(r.code, 0, r.stderr);
