@@ -16,6 +16,8 @@ import { nodesOfKind } from './lang/astwalk.js';
 import { type CTypes, parseCDefinitions } from './lang/cdefs.js';
 import { HintOnlyError } from './errors.js';
 import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
+import { integerMacros } from './lang/cmacros.js';
+import { I64, U64 } from './lang/types.js';
 import { parse } from './lang/parser.js';
 import { type RuntimeConfig, resolveConfig } from './lang/passes/config.js';
 import { checkMapDecls } from './lang/passes/mapdecl.js';
@@ -37,6 +39,10 @@ export interface CompileOptions {
   unsafe?: boolean;
   /** `-k`: warn at run time where a map read finds no element. */
   helperWarnings?: boolean;
+  /** `--include FILE`: headers whose integer `#define`s the program may use (see lang/cmacros.ts). */
+  includeFiles?: readonly string[];
+  /** `-I DIR`: where headers are searched first. */
+  includeDirs?: readonly string[];
   /** `-p PID`: probes (except BEGIN/END) only fire for this process. */
   pid?: number;
   cpid?: number;
@@ -80,6 +86,13 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     scopeVariables(ast);
     warnings.push(...unreachableWarnings(ast));
     cTypes = parseCDefinitions(ast.cDefinitions, source.text);
+    // integer #define constants of the program and its headers read like enumerators (lang/cmacros.ts)
+    for (const [name, value] of integerMacros(source.text, {
+      ...(opts.includeFiles ? { includeFiles: opts.includeFiles } : {}),
+      ...(opts.includeDirs ? { includeDirs: opts.includeDirs } : {}),
+    })) {
+      if (!cTypes.enumerators.has(name)) cTypes.enumerators.set(name, { value, type: value < 0n ? I64 : U64 });
+    }
   } catch (e) {
     if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
     throw e;

@@ -48,6 +48,10 @@ export interface CliOptions {
   mode?: 'bench';
   /** `--no-feature A,B`: kernel features not to use (bpftrace's names: kprobe_multi, uprobe_multi, kprobe_session). */
   noFeatures: string[];
+  /** `--include FILE` (repeatable): a header included before the program, for its integer `#define`s. */
+  includeFiles: string[];
+  /** `-I DIR` (repeatable): where headers are searched first. */
+  includeDirs: string[];
   /** `-B MODE`: stdout buffering; `none` writes every event's output at once (see run.ts). */
   buffering: 'line' | 'full' | 'none';
 }
@@ -93,6 +97,9 @@ OPTIONS:
     -q, --quiet    keep messages quiet
     -k, --warnings emit a warning when a map lookup finds no element
     --no-warnings  disable all warning messages
+
+    -I DIR         add the directory to the header search path
+    --include FILE include FILE before the program (its integer #define constants become usable)
 
     --unsafe       allow unsafe functions (signal)
     --no-feature FEATURE[,FEATURE]
@@ -167,6 +174,8 @@ export function parseCli(argv: string[]): CliOptions {
     helperWarnings: (v.warnings?.length ?? 0) > 0,
     info: !!v.info,
     noFeatures: [],
+    includeFiles: v.include ?? [],
+    includeDirs: v.I ?? [],
     buffering: 'line',
     dryRun: !!v['dry-run'],
   };
@@ -280,6 +289,8 @@ function parse(args: string[]) {
       'probe-filter': { type: 'string' },
       mode: { type: 'string' },
       'no-feature': { type: 'string', multiple: true },
+      include: { type: 'string', multiple: true },
+      I: { type: 'string', short: 'I', multiple: true },
       B: { type: 'string', short: 'B' },
       bench: { type: 'boolean' },
       unsafe: { type: 'boolean' },

@@ -40,6 +40,8 @@ export async function runProgram(opts: CliOptions): Promise<number> {
       quiet: opts.quiet,
       unsafe: opts.unsafe,
       helperWarnings: opts.helperWarnings,
+      includeFiles: opts.includeFiles,
+      includeDirs: opts.includeDirs,
       noWarnings: opts.noWarnings,
       ...(opts.command !== undefined ? { command: opts.command } : {}),
       ...(opts.pid !== undefined ? { pid: opts.pid } : {}),

@@ -29,6 +29,9 @@ export interface TracerOptions {
   unsafe?: boolean;
   /** `-k`: run-time warnings where a map read finds no element. */
   helperWarnings?: boolean;
+  /** `--include FILE` / `-I DIR`: headers whose integer `#define`s the program may use. */
+  includeFiles?: readonly string[];
+  includeDirs?: readonly string[];
   /** --no-warnings: warnf() prints nothing. */
   noWarnings?: boolean;
   /** `-c CMD`: run this shell command, traced from its first instruction; stop when it exits. */
@@ -107,6 +110,8 @@ export class Tracer {
         ...(opts.named ? { named: opts.named } : {}),
         ...(opts.unsafe ? { unsafe: true } : {}),
         ...(opts.helperWarnings ? { helperWarnings: true } : {}),
+        ...(opts.includeFiles?.length ? { includeFiles: opts.includeFiles } : {}),
+        ...(opts.includeDirs?.length ? { includeDirs: opts.includeDirs } : {}),
         ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
         ...(child ? { cpid: child.pid } : {}),
       });

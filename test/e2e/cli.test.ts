@@ -275,6 +275,23 @@ describe('bpfscope command line', () => {
     assert.match(bad.stderr, /^ERROR: -B must be either 'line', 'full', or 'none'\.\n/);
   });
 
+  it('--include FILE, -I DIR and #define: integer constants usable in the program (tests/runtime/call strerror)', async () => {
+    const r = await runTool('bpfscope', ['--include', 'errno.h', '-e', 'BEGIN { print(strerror(EPERM)); }']);
+    if (r.code !== 0 && /errno\.h' file not found/.test(r.stderr)) return; // no libc headers on this machine
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'Operation not permitted\n\n\n');
+    const hdir = mkdtempSync(join(tmpdir(), 'bpfscope-inc-'));
+    writeFileSync(join(hdir, 'limits_test.h'), '#define MY_LIMIT (1 << 10)\n');
+    const file = join(tmp, 'defines.bt');
+    writeFileSync(file, '#define _UNDERSCORE 314\nBEGIN { printf("%d %d\\n", _UNDERSCORE, MY_LIMIT); }\n');
+    const d = await runTool('bpfscope', ['-I', hdir, '--include', 'limits_test.h', file]);
+    assert.equal(d.code, 0, d.stderr);
+    assert.equal(d.stdout, '314 1024\n\n\n');
+    const missing = await runTool('bpfscope', ['--include', 'no/such/header.h', '-e', 'BEGIN { }']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^ERROR: 'no\/such\/header\.h' file not found/);
+  });
+
   it('--info prints the system, build and kernel feature report', async () => {
     const r = await runTool('bpfscope', ['--info']);
     assert.equal(r.code, 0, r.stderr);
