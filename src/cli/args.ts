@@ -56,7 +56,7 @@ export interface CliOptions {
   buffering: 'line' | 'full' | 'none';
 }
 
-/** Bad command line: printed as `ERROR: message` followed by the usage text (on stderr), exit 1. */
+/** Bad command line: printed as `ERROR: message` (unless empty) followed by the usage text (on stderr), exit 1. */
 export class UsageError extends BpfscopeError {
   constructor(message: string) {
     super(message);
@@ -129,6 +129,8 @@ bpfscope -c 'ls /' -e 'tracepoint:syscalls:sys_enter_* /pid == cpid/ { @[probe] 
 
 /** Parse argv (without node and script). @throws UsageError for bad flags, BpfscopeError for bad values. */
 export function parseCli(argv: string[]): CliOptions {
+  // no arguments at all: just the usage (bpftrace's argc == 1 case)
+  if (argv.length === 0) throw new UsageError('');
   // `-d` takes a stage in current bpftrace; accept a bare `-d` (0.17 style) as `-d all`.
   const args = [...argv];
   for (let i = 0; i < args.length; i++) {

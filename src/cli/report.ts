@@ -39,8 +39,8 @@ export function reportError(err: unknown): number {
   }
   if (err instanceof UsageError) {
     // bpftrace prints its usage to stderr after a bad flag (getopt's default case)
-    w(`ERROR: ${err.message}`);
-    process.stderr.write(`\n${USAGE}`);
+    if (err.message) w(`ERROR: ${err.message}`);
+    process.stderr.write(`${err.message ? '\n' : ''}${USAGE}`);
     return 1;
   }
   if (err instanceof BpfscopeError) {

@@ -47,6 +47,9 @@ describe('bpfscope command line', () => {
     const r = await runTool('bpfscope', ['--frobnicate']);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^ERROR: Unknown option '--frobnicate'\n\nUSAGE:\n/);
+    const none = await runTool('bpfscope', []);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /^USAGE:\n/);
     const i = await runTool('bpfscope', ['-idonotexist']);
     assert.equal(i.code, 1);
     assert.match(i.stderr, /^ERROR: Unknown option '-i'\n\nUSAGE:\n/);
