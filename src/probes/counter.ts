@@ -8,7 +8,7 @@ import { onlineCpus } from '../kernel/cpus.js';
 import { byteCompare } from '../kernel/tracefs.js';
 import { encodePerfEventAttr, PerfEvent, PerfFlag, perfEventOpenRaw } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
-import { parseUint } from './rate.js';
+import { parseIntLiteral } from '../lang/lexer.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp } from './glob.js';
 import { attachPerfEvents } from './perf-attach.js';
@@ -41,8 +41,10 @@ export class CounterProbe implements ExpandedProbe {
     readonly event: string,
     readonly config: number,
     readonly count: number,
+    /** The event as the attach point spells it (an alias such as `cpu` stays `cpu` in `probe`, as in bpftrace). */
+    written: string = event,
   ) {
-    this.name = `${provider}:${event}:${count}`;
+    this.name = `${provider}:${written}:${count}`;
   }
 
   /** One event per online CPU, sampling every `count` occurrences. */
@@ -93,15 +95,14 @@ export class CounterProvider implements ProbeProvider {
     if (problem) throw attachPointError(ap, problem, this.unavailableHint);
     let count = entry[1].count;
     if (countText !== undefined) {
-      // bpftrace's util::to_uint forms: `1e6`, `0x10`, `1_000`
-      const n = parseUint(countText, false);
-      if (typeof n === 'string' || n < 1n || n > BigInt(Number.MAX_SAFE_INTEGER)) {
+      // bpftrace's integer syntax (`1e6`, `1_000_000`)
+      const r = parseIntLiteral(countText);
+      if ('error' in r || r.value < 1n || r.value > BigInt(Number.MAX_SAFE_INTEGER)) {
         throw attachPointError(ap, `Invalid count for ${this.kind}:${name}: ${countText}`);
       }
-      count = Number(n);
+      count = Number(r.value);
     }
-    // the probe keeps the event name as written, an alias too (`software:cpu:100000`, bpftrace's `probe`)
-    return [new CounterProbe(ap, this.kind, this.perfType, name, entry[1].config, count)];
+    return [new CounterProbe(ap, this.kind, this.perfType, entry[0], entry[1].config, count, name)];
   }
 
   /**

@@ -125,6 +125,18 @@ describe('more builtins and software events', () => {
     assert.ok(cs >= 2, r.stdout);
   });
 
+  it('`probe` keeps an event alias as written; counts use bpftrace integer syntax (tests/runtime/probe)', async () => {
+    const r = await runTool('bpfscope', ['-e', 'software:cpu:100000 { print(probe); exit(); }']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.split('\n')[0], 'software:cpu:100000');
+    const e = await runTool('bpfscope', ['-e', 'software:cpu-clock:1e6 { print(probe); exit(); }']);
+    assert.equal(e.code, 0, e.stderr);
+    assert.equal(e.stdout.split('\n')[0], 'software:cpu-clock:1000000');
+    const zero = await runTool('bpfscope', ['-e', 'software:cpu:0 { }']);
+    assert.equal(zero.code, 1);
+    assert.match(zero.stderr, /ERROR: Invalid count for software:cpu: 0\n/);
+  });
+
   it('rejects an unknown software event with a suggestion', async () => {
     const r = await runTool('bpfscope', ['-e', 'software:page-fault:1 { }']);
     assert.equal(r.code, 1);
