@@ -1,9 +1,10 @@
 /**
  * bpftrace's command line (`man/adoc/bpftrace.adoc`, `src/main.cpp` parse_args): `-e PROGRAM` or a script FILE,
  * positional parameters after it, `-l/--list [SEARCH|FILE]` (with `-v` showing arguments), `-p/--pid PID`,
- * `-c/--cmd CMD`, `-o/--output FILE`, `-f text|json`, `-q/--quiet`, `-v/--verbose`, `-d/--debug STAGE`, `--info`,
- * `--dry-run`, `--probe-filter REGEX`, `-k/--warnings`, `-h/--help`, `-V/--version`. Parsed with Node's `util.parseArgs`; a flag it
- * does not know prints the usage to stderr (bpftrace's getopt default case).
+ * `-c/--cmd CMD`, `-o/--output FILE`, `-f text|json`, `-B MODE`, `-q/--quiet`, `-v/--verbose`, `-d/--debug STAGE`,
+ * `-k/--warnings`, `-I DIR`, `--include FILE`, `--no-feature F`, `--info`, `--dry-run`, `--probe-filter REGEX`,
+ * `--mode bench`/`--bench`, `--unsafe`, `--no-warnings`, `-h/--help`, `-V/--version`. Parsed with Node's
+ * `util.parseArgs`; a flag it does not know prints the usage to stderr (bpftrace's getopt default case).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
