@@ -38,7 +38,7 @@ async function main(argv: string[]): Promise<number> {
       ]);
       const source = readSource(opts);
       setReportSource(source);
-      lines = listProgramProbes(source);
+      lines = listProgramProbes(source, opts.verbose);
     } else {
       const { filenameLikeWarning, listProbes } = await import('../probes/list.js');
       const warning = opts.listPattern !== null ? filenameLikeWarning(opts.listPattern) : null;

@@ -151,6 +151,10 @@ describe('bpfscope command line', () => {
     assert.equal(r.stdout, 'interval:ms:\ninterval:s:\ntracepoint:sched:sched_switch\n');
     const e = await runTool('bpfscope', ['-l', '-e', 'tracepoint:sched:sched_switch, software:cpu:1000 { }']);
     assert.equal(e.stdout, 'tracepoint:sched:sched_switch\nsoftware:cpu:\n');
+    const v = await runTool('bpfscope', ['-lv', '-e', 'tracepoint:sched:sched_switch, interval:s:1 { }']);
+    assert.match(v.stdout, /^tracepoint:sched:sched_switch\n {4}char prev_comm\[16\]\n[\s\S]*\ninterval:s:\n$/);
+    const rt = await runTool('bpfscope', ['-l', '-e', 'rawtracepoint:sched_switch { }']);
+    assert.equal(rt.stdout, 'rawtracepoint:vmlinux:sched_switch\n');
     const w = await runTool('bpfscope', ['-l', 'non_existent_file.bt']);
     assert.equal(w.code, 0);
     assert.match(
