@@ -72,6 +72,17 @@ const NO_FEATURE_NAMES = ['kprobe_multi', 'kprobe_session', 'uprobe_multi'];
 
 export const DEBUG_STAGES = ['ast', 'ir', 'insns', 'verifier'] as const;
 
+/**
+ * bpftrace's `-d` stage names with a bpfscope counterpart: its source and LLVM IR stages show our AST and IR, its
+ * disassembly our BPF instructions. (`types` and `libbpf` have none.)
+ */
+const BPFTRACE_STAGES: Record<string, (typeof DEBUG_STAGES)[number]> = {
+  parse: 'ast',
+  codegen: 'ir',
+  'codegen-opt': 'ir',
+  dis: 'insns',
+};
+
 export const USAGE = `USAGE:
     bpfscope [options] filename [args...]
     bpfscope [options] - [args...]
@@ -115,7 +126,8 @@ DEVELOPER OPTIONS:
 TROUBLESHOOTING OPTIONS:
     --dry-run      load and attach every probe, then end without running the program
     -d, --debug STAGE
-                   debug output: all, ast, ir, insns, verifier (comma separated)
+                   debug output: all, ast, ir, insns, verifier (comma separated; bpftrace's
+                   parse, codegen, codegen-opt and dis show ast, ir, ir and insns)
 
 EXAMPLES:
 bpfscope -l '*sleep*'
@@ -230,6 +242,7 @@ export function parseCli(argv: string[]): CliOptions {
     for (const stage of d.split(',')) {
       if (stage === 'all') DEBUG_STAGES.forEach((s) => opts.debug.add(s));
       else if ((DEBUG_STAGES as readonly string[]).includes(stage)) opts.debug.add(stage);
+      else if (BPFTRACE_STAGES[stage]) opts.debug.add(BPFTRACE_STAGES[stage]);
       else throw new BpfscopeError(`-d: unknown stage '${stage}'`, { hint: `stages: all, ${DEBUG_STAGES.join(', ')}` });
     }
   }

@@ -299,6 +299,18 @@ describe('bpfscope command line', () => {
     assert.match(missing.stderr, /^ERROR: 'no\/such\/header\.h' file not found/);
   });
 
+  it("-d accepts bpftrace's stage names where bpfscope has the stage", async () => {
+    const r = await runTool('bpfscope', ['-d', 'dis', '-e', 'BEGIN { exit(); }']);
+    assert.equal(r.code, 0, r.stderr);
+    const ours = await runTool('bpfscope', ['-d', 'insns', '-e', 'BEGIN { exit(); }']);
+    const fdless = (s: string): string => s.replace(/fd:\d+/g, 'fd');
+    assert.match(r.stderr, /Instructions for begin:/);
+    assert.equal(fdless(r.stderr), fdless(ours.stderr));
+    const bad = await runTool('bpfscope', ['-d', 'libbpf', '-e', 'BEGIN { exit(); }']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^ERROR: -d: unknown stage 'libbpf'/);
+  });
+
   it('--info prints the system, build and kernel feature report', async () => {
     const r = await runTool('bpfscope', ['--info']);
     assert.equal(r.code, 0, r.stderr);
