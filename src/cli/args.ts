@@ -45,8 +45,8 @@ export interface CliOptions {
   dryRun: boolean;
   /** --probe-filter REGEX: only probes whose name the regex finds (BEGIN/END always kept). */
   probeFilter?: RegExp;
-  /** `--mode bench` / `--bench`: time the `bench:` probes instead of tracing. */
-  mode?: 'bench';
+  /** `--mode bench` / `--bench`: time the `bench:` probes; `--mode test` / `--test`: run the `test:` probes. */
+  mode?: 'bench' | 'test';
   /** `--no-feature A,B`: kernel features not to use (bpftrace's names: kprobe_multi, uprobe_multi, kprobe_session). */
   noFeatures: string[];
   /** `--include FILE` (repeatable): a header included before the program, for its integer `#define`s. */
@@ -120,6 +120,8 @@ OPTIONS:
 DEVELOPER OPTIONS:
     --mode bench   time every bench:NAME probe with BPF_PROG_TEST_RUN and print the results
     --bench        same as --mode bench
+    --mode test    run every test:NAME probe once: passes unless it exits non-zero or calls errorf()
+    --test         same as --mode test
     --probe-filter REGEX
                    only attach and run probes whose name matches REGEX (BEGIN/END always run)
 
@@ -204,13 +206,20 @@ export function parseCli(argv: string[]): CliOptions {
   if (v.output !== undefined) opts.outputFile = v.output;
   if (v.pid !== undefined) opts.pid = parsePid(v.pid);
   if (v.cmd !== undefined && v.pid !== undefined) throw new UsageError('Cannot use both -c and -p.');
-  if (v.bench && v.mode !== undefined) throw new UsageError('--bench conflicts with existing --mode');
-  if (v.bench) opts.mode = 'bench';
   if (v.mode !== undefined) {
     const modes = ['codegen', 'compiler-bench', 'bench', 'test', 'format'];
     if (!modes.includes(v.mode))
       throw new UsageError("--mode can only be 'codegen', 'compiler-bench', 'bench', 'test' or 'format'.");
-    if (v.mode !== 'bench') throw new BpfscopeError(`--mode ${v.mode} is not supported by bpfscope yet`);
+    if (v.mode !== 'bench' && v.mode !== 'test')
+      throw new BpfscopeError(`--mode ${v.mode} is not supported by bpfscope yet`);
+    opts.mode = v.mode;
+  }
+  if (v.test) {
+    if (opts.mode) throw new UsageError('--test conflicts with existing --mode');
+    opts.mode = 'test';
+  }
+  if (v.bench) {
+    if (opts.mode) throw new UsageError('--bench conflicts with existing --mode');
     opts.mode = 'bench';
   }
   for (const list of v['no-feature'] ?? []) {
@@ -309,6 +318,7 @@ function parse(args: string[]) {
       I: { type: 'string', short: 'I', multiple: true },
       B: { type: 'string', short: 'B' },
       bench: { type: 'boolean' },
+      test: { type: 'boolean' },
       unsafe: { type: 'boolean' },
       'no-warnings': { type: 'boolean' },
       warnings: { type: 'boolean', short: 'k', multiple: true },

@@ -62,6 +62,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
       ...(opts.probeFilter ? { probeFilter: opts.probeFilter } : {}),
       ...(opts.dryRun ? { dryRun: true } : {}),
       ...(opts.mode === 'bench' ? { bench: true } : {}),
+      ...(opts.mode === 'test' ? { test: true } : {}),
     });
   } catch (e) {
     if (e instanceof NoProbesToAttach) return 1;

@@ -87,9 +87,10 @@ export interface ExpandedProbe {
   /**
    * BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`; `signal`
    * (`self:signal:SIGUSR1`): it runs the program that way each time bpfscope receives the signal; bench probes
-   * (`bench:NAME`) are test-run repeatedly, and only in `--mode bench`.
+   * (`bench:NAME`) are test-run repeatedly, and only in `--mode bench`; test probes (`test:NAME`) once each, in
+   * `--mode test`.
    */
-  readonly special?: 'begin' | 'end' | 'signal' | 'bench';
+  readonly special?: 'begin' | 'end' | 'signal' | 'bench' | 'test';
   /**
    * Attach a loaded program (`progFd` is the fd BPF_PROG_LOAD returned; the caller keeps owning it).
    * @throws KernelError / BpfscopeError when the kernel refuses (nothing stays open then).

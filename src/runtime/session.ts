@@ -352,6 +352,55 @@ export class Session {
 
   /** Set while bench runs' records are read: they are dropped. */
   private discarding = false;
+  /** Set while a test probe's records are read: they are kept here (copies), to be shown if the test fails. */
+  private collected: Buffer[] | null = null;
+
+  /**
+   * `--mode test`: run every test probe once (BPF_PROG_TEST_RUN with a 14-byte packet) as current bpftrace does
+   * (`bpftrace.cpp` run): a test passes when it returns 0, exits with status 0 (`exit()` alone is fine) and calls no
+   * errorf(). `start` is called before each test, then (for a failing test only) what it printed is printed, then
+   * `result`. Returns whether every test passed. (bpftrace captures a test's output as text; here its records are
+   * held back and replayed.)
+   */
+  runTests(report: {
+    start: (names: string[], index: number) => void;
+    result: (names: string[], index: number, durationNs: number, passed: boolean[]) => void;
+  }): boolean {
+    const tests = this.programs.filter((p) => p.plan.expanded.special === 'test');
+    const names = tests.map((p) => p.plan.expanded.name.slice('test:'.length));
+    const passed: boolean[] = [];
+    const zero = Buffer.alloc(4);
+    tests.forEach((t, index) => {
+      this.collected = [];
+      let r: ReturnType<LoadedProgram['testRun']>;
+      let records: Buffer[];
+      try {
+        r = t.prog.testRun({ dataIn: Buffer.alloc(14), repeat: 1 });
+        this.ring?.drain();
+      } finally {
+        records = this.collected ?? [];
+        this.collected = null;
+      }
+      const flag = this.exitFlag?.lookup(zero)?.readBigUInt64LE(0) ?? 0n;
+      const errors = records.filter((d) => d.readUInt32LE(0) === AsyncAction.ERRORF).length;
+      passed.push(r.retval === 0 && ((flag >> 8n) & 0xffn) === 0n && errors === 0);
+      this.exitFlag?.update(zero, Buffer.alloc(8));
+      report.start(names, index);
+      // a failing test shows what it printed; a passing one only has its map operations (clear, zero) applied. An
+      // exit() ends the test, not the run.
+      for (const d of records) {
+        const action = d.readUInt32LE(0);
+        if (action === AsyncAction.EXIT) continue;
+        if (passed[index] && action !== AsyncAction.CLEAR && action !== AsyncAction.ZERO) continue;
+        this.onRecord(d);
+      }
+      this.opts.output.flush();
+      report.result(names, index, r.durationNs, passed);
+    });
+    const lost = this.lost?.lookup(zero);
+    if (lost) this.lostReported = lost.readBigUInt64LE(0);
+    return passed.every((p) => p);
+  }
 
 
   /**
@@ -517,6 +566,10 @@ export class Session {
   /** A ring buffer record at `buf[off..off+len)`: integer-only printfs directly, the rest through onRecord. */
   private onRawRecord(buf: Buffer, off: number, len: number): void {
     if (this.afterExit || this.discarding) return;
+    if (this.collected) {
+      this.collected.push(Buffer.from(buf.subarray(off, off + len)));
+      return;
+    }
     if (len >= 8 && buf.readUInt32LE(off) === AsyncAction.PRINTF) {
       const text = this.intPrintfs[buf.readUInt32LE(off + 4)]?.(buf, off + 8);
       if (text !== undefined && text !== null) {
@@ -529,6 +582,10 @@ export class Session {
 
   private onRecord(data: Buffer): void {
     if (data.length < 8 || this.discarding) return;
+    if (this.collected) {
+      this.collected.push(Buffer.from(data));
+      return;
+    }
     const action = data.readUInt32LE(0);
     const id = data.readUInt32LE(4);
     const out = this.opts.output;

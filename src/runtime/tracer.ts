@@ -68,6 +68,11 @@ export interface TracerOptions {
    * attach notice is printed and maps are not printed at exit (bpftrace's BPF_BENCHMARK mode).
    */
   bench?: boolean;
+  /**
+   * `--mode test`: run BEGIN, run every `test:` probe once and print pass/fail, run END; nothing is attached, maps
+   * are not printed at exit, and the exit status is 1 when a test failed.
+   */
+  test?: boolean;
 }
 
 /** `--probe-filter` left nothing to run; the message is already printed (bpftrace prints it on stdout). */
@@ -124,6 +129,9 @@ export class Tracer {
         }
         throw new NoProbesToAttach();
       }
+      if (!opts.test && compiled.programs.every((p) => p.expanded.special === 'test')) {
+        throw new BpfscopeError('No probes attached; use --test to run test probes.');
+      }
       if (!opts.bench && compiled.programs.every((p) => p.expanded.special === 'bench')) {
         throw new BpfscopeError('No probes attached; use --bench to run benchmark probes.');
       }
@@ -146,6 +154,18 @@ export class Tracer {
         if (opts.dryRun) {
           session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
           tracer.close();
+          return tracer;
+        }
+        if (opts.test) {
+          session.runBegin();
+          session.deliverBegin();
+          const out = opts.output;
+          const ok = session.runTests({
+            start: (...a) => out.testStart(...a),
+            result: (...a) => out.testResult(...a),
+          });
+          if (!ok) tracer.benchFailed = true;
+          tracer.stop();
           return tracer;
         }
         if (opts.bench) {
@@ -217,13 +237,13 @@ export class Tracer {
   finish(): void {
     if (this.finished) return;
     this.finished = true;
-    this.session.finish({ printMaps: !this.opts.bench && (this.opts.printMapsAtExit ?? true) });
+    this.session.finish({ printMaps: !this.opts.bench && !this.opts.test && (this.opts.printMapsAtExit ?? true) });
   }
 
-  /** Set when a benchmark failed (`--mode bench`): the run's exit status is then 1. */
+  /** Set when a benchmark or a test failed (`--mode bench` / `test`): the run's exit status is then 1. */
   private benchFailed = false;
 
-  /** The exit status the program asked for with `exit(code)` (0 otherwise; 1 after a failed benchmark). */
+  /** The exit status the program asked for with `exit(code)` (0 otherwise; 1 after a failed benchmark or test). */
   get exitCode(): number {
     return this.benchFailed ? 1 : this.session.exitCode;
   }

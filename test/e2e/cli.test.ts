@@ -245,9 +245,9 @@ describe('bpfscope command line', () => {
     const plain = await runTool('bpfscope', ['-e', 'bench:x { @ = count(); }']);
     assert.equal(plain.code, 1);
     assert.equal(plain.stderr, 'ERROR: No probes attached; use --bench to run benchmark probes.\n');
-    const other = await runTool('bpfscope', ['--mode', 'test', '-e', 'BEGIN { }']);
+    const other = await runTool('bpfscope', ['--mode', 'format', '-e', 'BEGIN { }']);
     assert.equal(other.code, 1);
-    assert.equal(other.stderr, 'ERROR: --mode test is not supported by bpfscope yet\n');
+    assert.equal(other.stderr, 'ERROR: --mode format is not supported by bpfscope yet\n');
   });
 
   it('--no-feature uprobe_multi attaches a uprobe wildcard function by function; bad values are usage errors', async () => {
@@ -309,6 +309,52 @@ describe('bpfscope command line', () => {
     const bad = await runTool('bpfscope', ['-d', 'libbpf', '-e', 'BEGIN { exit(); }']);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /^ERROR: -d: unknown stage 'libbpf'/);
+  });
+
+  it('--mode test runs each test: probe once; failures show their output; exit status 1 on a failure', async () => {
+    const G = '\x1b[32m';
+    const R = '\x1b[31m';
+    const X = '\x1b[0m';
+    const prog =
+      'BEGIN { printf("begin\\n"); } test:ok { @a = 1; printf("quiet\\n"); clear(@a); } ' +
+      'test:bad { printf("shown\\n"); exit(3); } test:err { errorf("boom"); } END { printf("end %d\\n", @a); }';
+    const r = await runTool('bpfscope', ['--test', '-e', prog]);
+    assert.equal(r.code, 1, r.stderr);
+    const out = r.stdout.replace(/\(\d+ (ns|us|ms|s)\)/g, '(T)');
+    assert.equal(
+      out,
+      [
+        'begin',
+        `${G}[==========]${X} Running 3 tests.`,
+        `${G}[ RUN      ]${X} ok`,
+        `${G}[       OK ]${X} ok (T)`,
+        `${G}[ RUN      ]${X} bad`,
+        'shown',
+        `${R}[  FAILED  ]${X} bad (T)`,
+        `${G}[ RUN      ]${X} err`,
+        `${R}[  FAILED  ]${X} err (T)`,
+        `${G}[==========]${X} 3 tests ran.`,
+        `${G}[  PASSED  ]${X} 1 test.`,
+        `${R}[  FAILED  ]${X} 2 tests, listed below:`,
+        `${R}[  FAILED  ]${X} bad`,
+        `${R}[  FAILED  ]${X} err`,
+        // the passing test's clear(@a) was applied; the end of the run: two newlines, no maps
+        'end 0',
+        '',
+        '',
+        '',
+      ].join('\n'),
+    );
+    assert.match(r.stderr, /ERROR: boom\n/);
+    const json = await runTool('bpfscope', ['-q', '-f', 'json', '--mode', 'test', '-e', 'test:a { @x = 1; }']);
+    assert.equal(json.code, 0, json.stderr);
+    assert.match(
+      json.stdout,
+      /^\{"type": "test_result", "data": \{"a": \{"duration": \d+, "passed": true, "output": ""\}\}\}\n$/,
+    );
+    const plain = await runTool('bpfscope', ['-e', 'test:a { }']);
+    assert.equal(plain.code, 1);
+    assert.equal(plain.stderr, 'ERROR: No probes attached; use --test to run test probes.\n');
   });
 
   it('--info prints the system, build and kernel feature report', async () => {

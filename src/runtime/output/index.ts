@@ -42,6 +42,13 @@ export interface Output {
    * (its header before the first result), JSON a benchmark_result record.
    */
   benchmarkResult(names: string[], index: number, averageNs: number, iters: number): void;
+  /** `--mode test`: test `names[index]` starts (text: the `[ RUN      ]` line, with the header before the first). */
+  testStart(names: string[], index: number): void;
+  /**
+   * `--mode test`: test `names[index]` ended (`passed` has the results so far). Text: `[       OK ]` or
+   * `[  FAILED  ]` and, after the last, the summary; JSON a test_result record.
+   */
+  testResult(names: string[], index: number, durationNs: number, passed: boolean[]): void;
   /** End of the run and the maps printed at exit (sorted by name here; empty maps print nothing). */
   exitMaps(dumps: MapDump[]): void;
   /** Write out buffered output. */

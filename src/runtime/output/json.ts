@@ -187,6 +187,19 @@ export class JsonOutput {
     this.out.write(`{"type": "benchmark_result", "data": {${name}: {"average": ${averageNs}, "iters": ${iters}}}}\n`);
   }
 
+  testStart(): void {}
+
+  /**
+   * `{"type": "test_result", "data": {"NAME": {"duration": NS, "passed": B, "output": ""}}}` (`output/json.cpp`);
+   * a failing test's own records come before it rather than inside `output`.
+   */
+  testResult(names: string[], index: number, durationNs: number, passed: boolean[]): void {
+    const name = JSON.stringify(names[index]);
+    this.out.write(
+      `{"type": "test_result", "data": {${name}: {"duration": ${durationNs}, "passed": ${passed[index]}, "output": ""}}}\n`,
+    );
+  }
+
   attachedProbes(n: number): void {
     this.out.write(`{"type": "attached_probes", "count": ${n}, "data": {"probes": ${n}}}\n`);
   }

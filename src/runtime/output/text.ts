@@ -126,6 +126,10 @@ export function mapText(m: DisplayMap): string {
 }
 
 /** bpftrace's text output on a stdout sink and a stderr sink. */
+
+const GREEN = '\x1b[32m';
+const RED = '\x1b[31m';
+const RESET = '\x1b[0m';
 export class TextOutput {
   constructor(
     readonly out: OutputSink,
@@ -176,6 +180,31 @@ export class TextOutput {
       this.out.write(`${'-'.repeat(width + 15 + 'Iterations'.length)}\n`);
     }
     this.out.write(`${names[index]!.padEnd(width)}${String(averageNs).padEnd(15)}${iters}\n`);
+  }
+
+  /** bpftrace's googletest-style lines (`output/text.cpp` test_result), colours included as bpftrace prints them. */
+  testStart(names: string[], index: number): void {
+    if (index === 0) this.out.write(`${GREEN}[==========]${RESET} Running ${names.length} tests.\n`);
+    this.out.write(`${GREEN}[ RUN      ]${RESET} ${names[index]}\n`);
+  }
+
+  testResult(names: string[], index: number, durationNs: number, passed: boolean[]): void {
+    const tests = (n: number): string => (n === 1 ? 'test' : 'tests');
+    const [scale, unit] =
+      durationNs >= 1e9 ? [1e9, 's'] : durationNs >= 1e6 ? [1e6, 'ms'] : durationNs >= 1e3 ? [1e3, 'us'] : [1, 'ns'];
+    const mark = passed[index] ? `${GREEN}[       OK ]${RESET}` : `${RED}[  FAILED  ]${RESET}`;
+    this.out.write(`${mark} ${names[index]} (${Math.floor(durationNs / scale)} ${unit})\n`);
+    if (index !== names.length - 1) return;
+    const failed = passed.filter((p) => !p).length;
+    const ok = passed.length - failed;
+    this.out.write(`${GREEN}[==========]${RESET} ${names.length} ${tests(names.length)} ran.\n`);
+    this.out.write(`${GREEN}[  PASSED  ]${RESET} ${ok} ${tests(ok)}.\n`);
+    if (failed > 0) {
+      this.out.write(`${RED}[  FAILED  ]${RESET} ${failed} ${tests(failed)}, listed below:\n`);
+      names.forEach((n, i) => {
+        if (!passed[i]) this.out.write(`${RED}[  FAILED  ]${RESET} ${n}\n`);
+      });
+    }
   }
 
   attachedProbes(n: number): void {

@@ -99,6 +99,8 @@ export class ToolOutput implements Output {
   }
   end(): void {}
   benchmarkResult(_names: string[], _index: number, _averageNs: number, _iters: number): void {}
+  testStart(_names: string[], _index: number): void {}
+  testResult(_names: string[], _index: number, _durationNs: number, _passed: boolean[]): void {}
   exitMaps(_dumps: MapDump[]): void {}
   flush(): void {
     this.writer.flush();
