@@ -402,7 +402,6 @@ export class Session {
     return passed.every((p) => p);
   }
 
-
   /**
    * Attach every non-special probe, so that probes on the same event run in the order the program declares them
    * (bpftrace's runtime tests probe:uprobe_order, uretprobe_order). The kernel runs the programs of one tracepoint,
