@@ -22,7 +22,7 @@ describe('rawtracepoint', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(
       r.stdout,
-      'rawtracepoint:sched_switch\n    bool preempt\n    struct task_struct * prev\n    struct task_struct * next\n    unsigned int prev_state\n',
+      'rawtracepoint:vmlinux:sched_switch\n    bool preempt\n    struct task_struct * prev\n    struct task_struct * next\n    unsigned int prev_state\n',
     );
   });
 

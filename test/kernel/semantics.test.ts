@@ -436,7 +436,7 @@ describe('self:signal:SIGUSR1 (tests/runtime/signals "custom signal handling pro
       '-e',
       'self:signal:SIGUSR1 { printf("first"); } self:signal:SIGUSR1 { printf(" second\\n"); @n++; if (@n == 2) { exit(); } }',
     ]);
-    assert.ok(await t.waitFor(/Attached 2 probes/, 20_000), t.stderr());
+    assert.ok(await t.waitFor(/Attached 2 probes/, 60_000), `${t.stderr()}${t.stdout()}`);
     t.signal('SIGUSR1');
     assert.ok(await t.waitFor(/first second\n/, 10_000), t.stdout());
     t.signal('SIGUSR1');
