@@ -76,6 +76,10 @@ export async function runProgram(opts: CliOptions): Promise<number> {
     // bpftrace dies of SIGPIPE there; we exit with the shell's code for it (128 + 13)
     return brokenPipe ? 141 : tracer.exitCode;
   } finally {
+    // a Ctrl-C during the last steps (END has run, or the run is being torn down) is ignored, not fatal: the process
+    // ends on its own a moment later with the run's status, as bpftrace does (tests/runtime/signals "sigint quit")
+    process.on('SIGINT', () => {});
+    process.on('SIGTERM', () => {});
     tracer.close();
   }
 }
