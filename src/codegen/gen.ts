@@ -402,6 +402,7 @@ export class ProbeGen {
         this.block(s);
         return;
       case 'JumpStmt': {
+        if (s.value) this.frame.scope(() => this.expr(s.value!));
         const loop = this.loops[this.loops.length - 1];
         if (s.jump === 'break') this.fn.emit(I.ja(loop!.brk));
         else if (s.jump === 'continue') this.fn.emit(I.ja(loop!.cont));

@@ -199,6 +199,13 @@ describe('control flow', () => {
     assert.doesNotMatch(s.stderr, /Unreachable/);
   });
 
+  it('return with a value leaves the probe (tests/runtime/basic "probe return"); a non-integer value is an error', async () => {
+    assert.equal(await ok('begin { $a = 1; print($a); return $a; print(2); }'), '1\n\n\n');
+    const r = await run('begin { return "x"; }');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /ERROR: return expects an integer \(string\[2\] provided\)/);
+  });
+
   it('counts of software events in scientific notation (tests/runtime/probe "software_order")', async () => {
     assert.equal(await ok('software:cpu-clock:1e6 { printf("x\\n"); exit(); }'), 'x\n\n\n');
   });

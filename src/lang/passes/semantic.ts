@@ -384,7 +384,13 @@ export class Analyzer {
       }
       case 'JumpStmt':
         if (s.jump !== 'return' && this.loopDepth === 0) this.error(s.pos, `'${s.jump}' is only valid inside a loop`);
-        if (s.value) this.error(s.value.pos, 'return values are not supported in probes');
+        if (s.value) {
+          // `return $a;` in a probe (bpftrace basic "probe return"): the value is evaluated; the probe's result stays
+          // bpfscope's own (a program's return code only matters to the kernel, e.g. for perf event sampling)
+          const t = this.expr(s.value);
+          if (t && t.kind !== 'int' && t.kind !== 'bool')
+            this.error(s.value.pos, `return expects an integer (${typeName(t)} provided)`);
+        }
         return;
     }
   }
