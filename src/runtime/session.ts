@@ -414,15 +414,38 @@ export class Session {
     for (const p of [...events.filter((p) => !lifo(p)), ...events.filter(lifo).reverse()]) {
       this.attachments.push(p.plan.expanded.attach(p.prog.fd, opts.pid !== undefined ? { pid: opts.pid } : {}));
     }
-    // self:signal:SIGUSR1 probes run (BPF_PROG_TEST_RUN) when the signal arrives, in program order
-    const onSignal = this.programs.filter((p) => p.plan.expanded.special === 'signal');
-    if (onSignal.length) {
-      const handler = () => {
-        if (!this.closed) for (const p of onSignal) p.prog.testRun({});
-      };
-      process.on('SIGUSR1', handler);
-      this.attachments.push({ close: () => process.off('SIGUSR1', handler) });
-    }
+    // self:signal:SIGUSR1 probes: from now on they run when the signal arrives (one that came earlier runs now)
+    this.signalProbesArmed = true;
+    for (; this.pendingSignals > 0; this.pendingSignals--) this.runSignalProbes();
+  }
+
+  /** Signals (SIGUSR1) received before attach(): their probes run once everything is attached. */
+  private pendingSignals = 0;
+  private signalProbesArmed = false;
+
+  /**
+   * Listen for SIGUSR1 when the program has `self:signal:SIGUSR1` probes. Called before the attach notice is printed,
+   * so a signal sent as soon as it appears is never left to Node's default action (the inspector); it is held until
+   * attach(). The listener goes away in close().
+   */
+  listenForSignals(): void {
+    if (!this.programs.some((p) => p.plan.expanded.special === 'signal')) return;
+    const handler = () => {
+      if (this.closed) return;
+      if (this.signalProbesArmed) this.runSignalProbes();
+      else this.pendingSignals++;
+    };
+    process.on('SIGUSR1', handler);
+    this.signalListener = () => process.off('SIGUSR1', handler);
+  }
+
+  private signalListener: (() => void) | undefined;
+
+  /** Run the self:signal:SIGUSR1 probes in program order, then print what they sent and honour their exit(). */
+  private runSignalProbes(): void {
+    for (const p of this.programs) if (p.plan.expanded.special === 'signal') p.prog.testRun({});
+    this.drain();
+    this.checkExitFlag();
   }
 
   /** Consume events until exit() is called or `stop()` is; resolves then. Calling it again gives the same wait. */
@@ -491,6 +514,7 @@ export class Session {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.signalListener?.();
     for (const a of this.attachments) {
       try {
         a.close();

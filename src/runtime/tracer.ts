@@ -175,6 +175,7 @@ export class Tracer {
           tracer.stop();
           return tracer;
         }
+        session.listenForSignals();
         if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
         const go = session.runBegin();
         if (go) session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
