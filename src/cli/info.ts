@@ -6,10 +6,8 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { release, machine, type, version } from 'node:os';
-import { progLoad } from '../kernel/bpf.js';
 import { Btf, BtfKind } from '../kernel/btf.js';
-import { close } from '../kernel/ffi.js';
-import { featureDisabled, features, hasHelper } from '../kernel/features.js';
+import { featureDisabled, features, hasHelper, programLoads } from '../kernel/features.js';
 import { VERSION } from './args.js';
 
 // include/uapi/linux/bpf.h
@@ -23,30 +21,10 @@ const FUNC_MAP_LOOKUP_PERCPU_ELEM = 195;
 const FUNC_KTIME_GET_TAI_NS = 208;
 const FUNC_D_PATH = 147;
 
-const RET0 = Buffer.from([0xb7, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0]);
-
-/** Whether a trivial program loads with these attributes. */
-function loads(progType: number, expectedAttachType: number, attachBtfId?: number): boolean {
-  try {
-    const { fd } = progLoad({
-      progType,
-      insns: RET0,
-      name: 'bpfscope_probe',
-      license: 'GPL',
-      expectedAttachType,
-      ...(attachBtfId !== undefined ? { attachBtfId } : {}),
-    });
-    close(fd);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function hasIterTask(): boolean {
   try {
     const id = Btf.vmlinux().findType('bpf_iter_task', BtfKind.FUNC);
-    return id !== undefined && loads(PROG_TRACING, ATTACH_TRACE_ITER, id);
+    return id !== undefined && programLoads(PROG_TRACING, { expectedAttachType: ATTACH_TRACE_ITER, attachBtfId: id });
   } catch {
     return false;
   }
@@ -106,7 +84,11 @@ export function infoReport(): string {
       ['uprobe_multi', yn(f.uprobeMulti)],
       [
         'kprobe_session',
-        yn(!featureDisabled('kprobe_session') && f.kprobeMulti && loads(PROG_KPROBE, ATTACH_TRACE_KPROBE_SESSION)),
+        yn(
+          !featureDisabled('kprobe_session') &&
+            f.kprobeMulti &&
+            programLoads(PROG_KPROBE, { expectedAttachType: ATTACH_TRACE_KPROBE_SESSION }),
+        ),
       ],
       ['iter', yn(hasIterTask())],
     ]),

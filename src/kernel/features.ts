@@ -94,6 +94,19 @@ function load(type: number, opts: { expectedAttachType?: number; attachBtfId?: n
   }).fd;
 }
 
+/**
+ * Whether the trivial program `r0 = 0; exit` loads as `type` with these attributes (closed again at once): a feature
+ * probe for callers outside this module (`--info`).
+ */
+export function programLoads(type: number, opts: { expectedAttachType?: number; attachBtfId?: number } = {}): boolean {
+  try {
+    close(load(type, opts));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Runs `fn(fd)` with a loaded probe program, closing it afterwards. */
 function withProg(fd: number, fn: (fd: number) => boolean): boolean {
   try {
