@@ -99,10 +99,7 @@ test('the table: one block per process, program text under a bpfscope run, unhel
       '',
     ].join('\n'),
   );
-  assert.equal(
-    formatTable(listing, { all: true }).split('\n')[2],
-    '             map ringbuf  3   ringbuf        -',
-  );
+  assert.equal(formatTable(listing, { all: true }).split('\n')[2], '             map ringbuf  3   ringbuf        -');
 });
 
 test('run time units and exact integer counters in JSON', () => {
