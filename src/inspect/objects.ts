@@ -640,6 +640,8 @@ function collect(
       const match = candidates.find((a) => linkPids.has(a.perfEvent!.pid)) ?? candidates[0];
       if (match) {
         match.linkId = l.id;
+        // before Linux 6.6 the link does not say what it is attached to: its perf event does
+        if (!known) l.attach = { ...match, linkId: l.id };
         continue;
       }
     }
