@@ -27,7 +27,7 @@ import { after, before, describe as suite, test } from 'node:test';
 import { type BpfObjects, BpfPermissionError, listBpfObjects } from '../../src/inspect/objects.js';
 import { readSessionRecords, REGISTRY_DIR } from '../../src/runtime/registry.js';
 import { bpftoolSkipReason } from '../helpers/bpf-objects.js';
-import { bpfscopeEntry, bpfscopeSkipReason, type RunningTool, startTool } from '../helpers/cli.js';
+import { bpfscopeEntry, bpfscopeSkipReason, repoRoot, type RunningTool, startTool } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
 
 const skip = bpfscopeSkipReason() ?? bpftoolSkipReason();
@@ -283,7 +283,25 @@ suite('bpfscope ps', { skip, timeout: 120_000 }, () => {
       bad.stderr,
       "ERROR: --stats needs a number of seconds between 0 and 3600, got 'x'\nHINT: see bpfscope ps -h\n",
     );
-    assert.ok(BpfPermissionError.prototype instanceof Error);
+    // the API throws the typed error
+    const mod = join(repoRoot(), 'dist', 'src', 'inspect', 'objects.js');
+    const api = spawnSync(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        process.execPath,
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(mod)});\n` +
+          `try { await m.listBpfObjects(); console.log('listed'); }\n` +
+          `catch (e) { console.log(e instanceof m.BpfPermissionError, e.message); }`,
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(api.stdout, 'true listing the BPF objects of the system needs root (CAP_SYS_ADMIN)\n', api.stderr);
+    assert.equal(new BpfPermissionError().name, 'BpfPermissionError');
   });
 
   test('the session registry ignores records it cannot trust', () => {
