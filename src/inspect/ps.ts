@@ -134,7 +134,10 @@ export function formatTable(r: BpfObjects, opts: { all?: boolean } = {}): string
   const blocks: { rows: Row[]; notes: string[] }[] = [];
   const progRows = (pid: string, comm: string, p: BpfProgram): Row[] => {
     const c = counters(p, r);
-    const attach = p.attach.length ? p.attach.map((a) => a.text) : ['-'];
+    // the same point attached several times (a profile probe: one perf event per CPU) is one line, with a count
+    const counts = new Map<string, number>();
+    for (const a of p.attach) counts.set(a.text, (counts.get(a.text) ?? 0) + 1);
+    const attach = counts.size ? [...counts].map(([t, n]) => (n > 1 ? `${t} (x${n})` : t)) : ['-'];
     return attach.map((a, i) =>
       i === 0
         ? { pid, comm, type: p.type, id: String(p.id), name: p.name || '-', attach: a, ...c }

@@ -48,6 +48,7 @@ const listing: BpfObjects = {
       attach: [
         { kind: 'uprobe', text: 'uprobe /tmp/w+0x1139', path: '/tmp/w', offset: 0x1139 },
         { kind: 'uprobe', text: 'uprobe /tmp/w+0x1200', path: '/tmp/w', offset: 0x1200 },
+        { kind: 'uprobe', text: 'uprobe /tmp/w+0x1200', path: '/tmp/w', offset: 0x1200 },
       ],
     },
   ],
@@ -95,7 +96,7 @@ test('the table: one block per process, program text under a bpfscope run, unhel
       '         @ = count();',
       '       }',
       '-    (none)  kprobe      13  args6_1        uprobe /tmp/w+0x1139                7    2.50ms',
-      '                                            uprobe /tmp/w+0x1200',
+      '                                            uprobe /tmp/w+0x1200 (x2)',
       '',
     ].join('\n'),
   );
