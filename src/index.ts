@@ -16,6 +16,21 @@
  */
 export { type CompileOptions, type CompileResult, compile } from './compiler.js';
 export { BpfscopeError, KernelError } from './errors.js';
+export {
+  type AttachPoint,
+  type BpfLinkObject,
+  type BpfMapObject,
+  type BpfObjects,
+  type BpfOwner,
+  BpfPermissionError,
+  type BpfProcess,
+  type BpfProgram,
+  type ListOptions,
+  listBpfObjects,
+  type ProcessRecord,
+  type RunDelta,
+  type SessionRecord,
+} from './inspect/objects.js';
 export { CompileError, type Diagnostic, formatDiagnostic, type SourceFile } from './lang/diagnostics.js';
 export { parse } from './lang/parser.js';
 export type { SType } from './lang/types.js';

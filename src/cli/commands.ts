@@ -28,6 +28,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'merge two folded profiles into differential flame graph input (FlameGraph difffolded.pl)',
     load: async () => (await import('../flame/commands/difffolded.js')).main,
   },
+  ps: {
+    summary: "list the system's BPF programs by process, with attach points and run statistics (bcc's bpflist)",
+    load: async () => (await import('../inspect/ps.js')).main,
+  },
   tools: {
     summary: 'list the bcc tools bpfscope provides, one line each',
     load: async () => (await import('../tools/catalog.js')).main,

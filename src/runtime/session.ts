@@ -276,6 +276,11 @@ export class Session {
     });
   }
 
+  /** Ids of the loaded programs (for the session registry, runtime/registry.ts). */
+  programIds(): number[] {
+    return this.programs.map((p) => p.prog.info().id);
+  }
+
   /** Number of probes bpftrace would report in "Attaching N probes...". */
   get probeCount(): number {
     return this.compiled.programs.length;

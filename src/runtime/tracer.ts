@@ -17,6 +17,7 @@ import type { Diagnostic, SourceFile } from '../lang/diagnostics.js';
 import { type StoppedChild, spawnStopped } from './child.js';
 import type { Output } from './output/index.js';
 import type { MapDump } from './output/model.js';
+import { registerSession } from './registry.js';
 import { Session } from './session.js';
 
 export interface TracerOptions {
@@ -89,6 +90,7 @@ export class Tracer {
   private pidWatch: NodeJS.Timeout | undefined;
   private readonly onSignal = (): void => this.stop();
   private finished = false;
+  private unregister: () => void = () => {};
 
   private constructor(
     readonly opts: TracerOptions,
@@ -151,6 +153,12 @@ export class Tracer {
       }
       try {
         session.load();
+        // `bpfscope ps` names this run and shows its program (runtime/registry.ts)
+        tracer.unregister = registerSession({
+          source: opts.source.name,
+          program: opts.source.text,
+          progIds: session.programIds(),
+        });
         if (opts.dryRun) {
           session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
           tracer.close();
@@ -255,6 +263,7 @@ export class Tracer {
     process.off('SIGTERM', this.onSignal);
     if (this.pidWatch) clearInterval(this.pidWatch);
     this.session.close();
+    this.unregister();
     if (this.child && !this.resumed) this.child.kill();
   }
 
