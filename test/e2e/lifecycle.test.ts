@@ -4,15 +4,39 @@
  * a `-c` command that does not exist and a `-p` process that does not exist are refused before anything runs, with
  * current bpftrace's messages (src/util/proc.cpp, src/main.cpp).
  *
- * Each case starts `-c 'sleep N'` (N unique to the case), learns the command's pid from BEGIN's `cpid` (or, when
+ * A reader of stdout that stops reading (a full pipe or socket) does not keep SIGINT from ending the run: it ends at
+ * once, says how much output was not written, and leaves nothing attached.
+ *
+ * Each -c case starts `-c 'sleep N'` (N unique to the case), learns the command's pid from BEGIN's `cpid` (or, when
  * BEGIN never prints, finds the process by its unique argument in /proc), ends the run and then waits (bounded poll
  * of /proc) for the command to be gone.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { bpfscopeEntry, bpfscopeSkipReason, runTool } from '../helpers/cli.js';
+import {
+  bpfState,
+  bpftoolSkipReason,
+  findLeaks,
+  formatIds,
+  heldBy,
+  idCount,
+  tracefsProbeEvents,
+} from '../helpers/bpf-objects.js';
+import { bpfscopeEntry, bpfscopeSkipReason, processTree, runTool } from '../helpers/cli.js';
 
 const skip = bpfscopeSkipReason();
 const WAIT_MS = 10_000;
@@ -139,7 +163,7 @@ describe('-c command lifecycle', { skip }, () => {
     const arg = uniqueSleep();
     const r = await runTool('bpfscope', ['-e', 'tracepoint:irq_vectors:irq_work_exit { }', '-c', `sleep ${arg}`]);
     try {
-      if (!/perf_event_open/.test(r.stderr)) return t.skip(`attaching did not fail here: ${r.stderr}`);
+      if (!/perf_event_open|refused/.test(r.stderr)) return t.skip(`attaching did not fail here: ${r.stderr}`);
       assert.equal(r.code, 1, r.stderr);
       assert.ok(await until(() => processesWithArg(arg).length === 0), 'the -c command outlived bpfscope');
     } finally {
@@ -186,4 +210,76 @@ describe('-c / -p targets that do not exist', { skip }, () => {
     assert.equal(r.stdout, '');
     assert.equal(r.stderr, `ERROR: -p ${pid}: No such process\n`);
   });
+});
+
+/** A flood of output: 50 lines of 100 bytes every millisecond. */
+const FLOOD = `interval:ms:1 { $i = 0; while ($i < 50) { printf("%s\\n", "${'x'.repeat(99)}"); $i++; } }`;
+const LOST_OUTPUT = /^Lost \d+ bytes of output: the reader of stdout had stopped reading$/m;
+
+/**
+ * Whether the main thread of `pid` is in write(2) or poll(2)/ppoll(2) (/proc/PID/syscall: the number first): where
+ * a writer waits for a reader (blocking in write, or polling a non-blocking descriptor).
+ */
+function waitingToWrite(pid: number): boolean {
+  try {
+    const nr = Number(readFileSync(`/proc/${pid}/syscall`, 'latin1').split(' ')[0]);
+    // x86-64: write 1, poll 7, ppoll 271; aarch64: write 64, ppoll 73
+    return process.arch === 'arm64' ? nr === 64 || nr === 73 : nr === 1 || nr === 7 || nr === 271;
+  } catch {
+    return false;
+  }
+}
+
+/** Run `FLOOD` with stdout `stdout`, wait until `stalled()`, SIGINT it and check that it ends at once and cleanly. */
+async function interruptStalled(stdio: 'pipe' | number, stalled: (pid: number) => boolean): Promise<void> {
+  const before = { state: bpfState(), tracefs: tracefsProbeEvents() };
+  const child = spawn(process.execPath, [bpfscopeEntry(), '-e', FLOOD], { stdio: ['ignore', stdio, 'pipe'] });
+  child.stdout?.pause(); // a reader that never reads
+  let err = '';
+  child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, sig) => resolve(code ?? sig!)));
+  try {
+    assert.ok(await until(() => /^Attached \d+ probes?$/m.test(err)), `not attached: ${err}`);
+    const ours = heldBy(processTree(child.pid!), bpfState());
+    assert.ok(idCount(ours) > 0, 'the run holds BPF objects');
+    assert.ok(await until(() => stalled(child.pid!)), 'the output never stalled');
+    child.kill('SIGINT');
+    const timeout = new Promise<string>((r) => setTimeout(() => r('still running'), WAIT_MS).unref());
+    assert.equal(await Promise.race([exited, timeout]), 0, `it must end on SIGINT although nothing reads: ${err}`);
+    assert.match(err, LOST_OUTPUT);
+    const report = await findLeaks(before, ours, 1000);
+    assert.equal(idCount(report.leaked), 0, `BPF objects left: ${formatIds(report.leaked, report.state)}`);
+    assert.deepEqual(report.tracefs, []);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+describe('SIGINT while the reader of stdout is stalled', { skip: skip ?? bpftoolSkipReason() ?? false }, () => {
+  it('stdout a pipe (`| sleep 100`): ends at once, the unwritten output reported on stderr', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bpfscope-stall-'));
+    const fifo = join(dir, 'out');
+    spawnSync('mkfifo', [fifo]);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK); // held open, never read
+    const writer = openSync(fifo, constants.O_WRONLY);
+    const probe = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+    try {
+      // full when even one more byte does not fit (the byte written before that is harmless)
+      const full = (): boolean => {
+        try {
+          writeSync(probe, 'y');
+          return false;
+        } catch (e) {
+          return (e as NodeJS.ErrnoException).code === 'EAGAIN';
+        }
+      };
+      await interruptStalled(writer, (pid) => full() && waitingToWrite(pid));
+    } finally {
+      for (const fd of [reader, writer, probe]) closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('stdout a socket (a parent that stops reading): ends at once, the unwritten output reported', () =>
+    interruptStalled('pipe', waitingToWrite));
 });
