@@ -29,6 +29,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (opts.list) {
+    // listing reads tracefs (root only) and kernel symbols: bpftrace checks privileges before it too
+    (await import('../kernel/privileges.js')).requireTracingPrivileges();
     let lines: string[];
     if (opts.listProgram) {
       const [{ readSource }, { listProgramProbes }, { setReportSource }] = await Promise.all([

@@ -70,6 +70,12 @@ export async function runProgram(opts: CliOptions): Promise<number> {
   }
   // --dry-run: everything loaded and attached, and already detached again
   if (opts.dryRun) return 0;
+  // SIGINT/SIGTERM while the reader of stdout is stalled (`| sleep 100`): the run ends at once, dropping what it did
+  // not take (reported at the end) instead of waiting for it (bpftrace waits). Listening only from here: before
+  // Tracer.start has its own handlers, a listener would keep Node from ending on Ctrl-C.
+  const dropIfStalled = (): void => void sink.abandonIfStalled();
+  process.on('SIGINT', dropIfStalled);
+  process.on('SIGTERM', dropIfStalled);
   try {
     if (!brokenPipe) await tracer.wait();
     tracer.finish();
@@ -81,6 +87,10 @@ export async function runProgram(opts: CliOptions): Promise<number> {
     process.on('SIGINT', () => {});
     process.on('SIGTERM', () => {});
     tracer.close();
+    sink.settle();
+    if (sink.dropped > 0) {
+      process.stderr.write(`Lost ${sink.dropped} bytes of output: the reader of stdout had stopped reading\n`);
+    }
   }
 }
 

@@ -4,13 +4,14 @@
  * descriptors live in `src/bpf/`.
  *
  * Errors: a failed command throws {@link KernelError} named `bpf(BPF_<CMD>)`; EPERM/EACCES from an unprivileged
- * process become the one sentence "bpfscope needs root (or CAP_BPF and CAP_PERFMON) to load BPF programs". Expected
+ * process become the one sentence of kernel/privileges.ts ("bpfscope needs root (or CAP_BPF and CAP_PERFMON): this
+ * process lacks CAP_BPF"). Expected
  * outcomes (a missing key, the end of a map walk) are return values, not errors. A program the verifier rejects
  * throws {@link VerifierError} with the verifier log.
  */
-import { readFileSync } from 'node:fs';
 import { BpfscopeError, KernelError } from '../errors.js';
 import { address, Errno, kernelError, sysBpf } from './ffi.js';
+import { missingTracingCapabilities, privilegeMessage } from './privileges.js';
 
 /** bpf(2) command numbers (`enum bpf_cmd`). */
 export const BpfCmd = {
@@ -64,9 +65,6 @@ export const LOG_LEVEL_STATS = 4;
 const LOG_MIN = 64 * 1024;
 const LOG_MAX = 16 * 1024 * 1024;
 
-/** The sentence for EPERM/EACCES when we lack privileges (one clear message, no stack trace). */
-export const NEED_ROOT_MESSAGE = 'bpfscope needs root (or CAP_BPF and CAP_PERFMON) to load BPF programs';
-
 /** A program the verifier rejected: `log` is the complete verifier log, `lines` the log split into lines. */
 export class VerifierError extends BpfscopeError {
   readonly lines: string[];
@@ -88,33 +86,19 @@ export class VerifierError extends BpfscopeError {
   }
 }
 
-let privileged: boolean | undefined;
-
 /**
- * Whether this process could use bpf() for tracing: euid 0, or CAP_SYS_ADMIN (21), or CAP_BPF (39) in CapEff
- * (`include/uapi/linux/capability.h`). Cached.
+ * Whether this process has what tracing needs (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN; root has them): see
+ * kernel/privileges.ts.
  */
 export function isPrivileged(): boolean {
-  if (privileged !== undefined) return privileged;
-  privileged = process.geteuid?.() === 0;
-  if (!privileged) {
-    try {
-      const m = /^CapEff:\s*([0-9a-f]+)/m.exec(readFileSync('/proc/self/status', 'utf8'));
-      const caps = m ? BigInt(`0x${m[1]}`) : 0n;
-      privileged = (caps & (1n << 21n)) !== 0n || (caps & (1n << 39n)) !== 0n;
-    } catch {
-      privileged = false;
-    }
-  }
-  return privileged;
+  return missingTracingCapabilities().length === 0;
 }
 
-/** The KernelError for a failed bpf command; EPERM/EACCES without privileges become {@link NEED_ROOT_MESSAGE}. */
+/** The KernelError for a failed bpf command; EPERM/EACCES without privileges become {@link privilegeMessage}'s sentence. */
 export function bpfError(cmd: number, err: number, what?: string): KernelError {
   const name = `bpf(${cmdNames.get(cmd) ?? cmd})`;
-  if ((err === Errno.EPERM || err === Errno.EACCES) && !isPrivileged()) {
-    return new KernelError(name, err, NEED_ROOT_MESSAGE, { hint: 'run it with sudo' });
-  }
+  const unprivileged = err === Errno.EPERM || err === Errno.EACCES ? privilegeMessage() : undefined;
+  if (unprivileged) return new KernelError(name, err, unprivileged);
   const e = kernelError(what ? `${name} ${what}` : name, err);
   if (err === Errno.EPERM)
     e.hint = 'the kernel refused although we are privileged: kernel lockdown or an LSM may forbid this';
@@ -454,7 +438,7 @@ function logText(log: Buffer): string {
  * with a log (level 1 or the requested one), growing the buffer on ENOSPC (to `log_true_size` when the kernel
  * reports it) up to 16 MiB.
  * @throws VerifierError when the kernel rejected the program and wrote a log; KernelError otherwise (EPERM without
- * privileges as {@link NEED_ROOT_MESSAGE}).
+ * privileges as the sentence of {@link privilegeMessage}).
  */
 export function progLoad(p: ProgLoadAttr): ProgLoadResult {
   if (p.insns.length === 0 || p.insns.length % 8 !== 0) {

@@ -33,6 +33,8 @@ interface Libc {
   close: KFunc;
   read: KFunc;
   write: KFunc;
+  poll: KFunc;
+  send: KFunc;
   eventfd: KFunc;
   epollCreate1: KFunc;
   epollCtl: KFunc;
@@ -62,6 +64,8 @@ function load(): Libc {
     close: f('close', 'int', ['int']),
     read: f('read', 'long', ['int', 'void *', 'size_t']),
     write: f('write', 'long', ['int', 'void *', 'size_t']),
+    poll: f('poll', 'int', ['void *', 'ulong', 'int']),
+    send: f('send', 'long', ['int', 'void *', 'size_t', 'int']),
     eventfd: f('eventfd', 'int', ['uint', 'int']),
     epollCreate1: f('epoll_create1', 'int', ['int']),
     epollCtl: f('epoll_ctl', 'int', ['int', 'int', 'int', 'void *']),
@@ -111,6 +115,7 @@ export const Errno = {
   ENODEV: 19,
   EINVAL: 22,
   ENOSPC: 28,
+  EPIPE: 32,
   ENOSYS: 38,
   EOPNOTSUPP: 95,
   /** Kernel-internal "operation not supported" that leaks to user space from bpf() (no libc name). */
@@ -227,6 +232,34 @@ export function read(fd: number, buf: Buffer): number {
 export function write(fd: number, buf: Buffer): number {
   const l = load();
   const r = Number(l.write(fd, buf, buf.length));
+  return r < 0 ? -l.koffi.errno() : r;
+}
+
+/** poll(2) event bits (include/uapi/asm-generic/poll.h). */
+export const POLLOUT = 0x0004;
+
+/**
+ * poll(2) on one fd for `events`, blocking this thread up to `timeoutMs` (-1 = until ready). Returns the `revents`
+ * bits (0 on timeout) or `-errno`; `-EINTR` when a signal handler ran meanwhile (poll is never restarted, SA_RESTART
+ * or not), which is how a blocked wait learns that a signal (e.g. Ctrl-C) arrived.
+ */
+export function pollFd(fd: number, events: number, timeoutMs: number): number {
+  const l = load();
+  const pfd = Buffer.alloc(8); // struct pollfd { int fd; short events; short revents; }
+  pfd.writeInt32LE(fd, 0);
+  pfd.writeInt16LE(events, 4);
+  const r = Number(l.poll(pfd, 1, timeoutMs));
+  if (r < 0) return -l.koffi.errno();
+  return r === 0 ? 0 : pfd.readUInt16LE(6);
+}
+
+/** `MSG_DONTWAIT | MSG_NOSIGNAL` (include/linux/socket.h): a send that never blocks and never raises SIGPIPE. */
+const MSG_DONTWAIT_NOSIGNAL = 0x40 | 0x4000;
+
+/** send(2) of `buf` on a socket without blocking. Returns the bytes sent or `-errno` (-EAGAIN when it is full). */
+export function sendNoWait(fd: number, buf: Buffer): number {
+  const l = load();
+  const r = Number(l.send(fd, buf, buf.length, MSG_DONTWAIT_NOSIGNAL));
   return r < 0 ? -l.koffi.errno() : r;
 }
 

@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { BpfscopeError, KernelError } from '../errors.js';
 import { linkCreate } from './bpf.js';
-import { address, close as closeFd, Errno, ioctl, kernelError, sysPerfEventOpen } from './ffi.js';
+import { address, close as closeFd, Errno, ioctl, kernelError, strerror, sysPerfEventOpen } from './ffi.js';
+import { privilegeMessage } from './privileges.js';
 
 /** `perf_event_attr.type` values (`enum perf_type_id`). */
 export const PerfType = {
@@ -104,7 +105,8 @@ export interface PerfTarget {
 
 /**
  * perf_event_open(2) with `attr`. Returns the event fd (close-on-exec).
- * @throws KernelError naming the event; ENOENT/ENODEV as "event not supported", EACCES/EPERM with a root hint.
+ * @throws KernelError naming the event; ENOENT/ENODEV as "event not supported"; EACCES/EPERM as the privilege
+ * sentence of kernel/privileges.ts when we lack CAP_PERFMON, else as "the kernel refused to open WHAT: ERROR".
  */
 export function perfEventOpenRaw(attr: Buffer, target: PerfTarget, what: string, keep?: unknown): number {
   const pid = target.pid ?? -1;
@@ -115,9 +117,11 @@ export function perfEventOpenRaw(attr: Buffer, target: PerfTarget, what: string,
   const err = -r;
   const name = `perf_event_open(${what})`;
   if (err === Errno.EACCES || err === Errno.EPERM) {
-    throw new KernelError(name, err, `${name}: permission denied`, {
-      hint: 'run as root (or with CAP_PERFMON); check kernel.perf_event_paranoid',
-    });
+    // without CAP_PERFMON that is why; with it, the kernel refuses this event to everyone (e.g. a tracepoint it
+    // keeps to itself), and "run as root" would be wrong
+    const unprivileged = privilegeMessage();
+    if (unprivileged) throw new KernelError(name, err, unprivileged);
+    throw new KernelError(name, err, `the kernel refused to open ${what}: ${strerror(err)}`);
   }
   if (err === Errno.ENOENT || err === Errno.ENODEV || err === Errno.EOPNOTSUPP) {
     throw kernelError(name, err, 'this kernel or machine does not support the event');
@@ -200,18 +204,19 @@ export class PerfEvent {
 
 /**
  * A tracepoint event (type TRACEPOINT, config = the id from tracefs `events/<cat>/<name>/id`, sample_period 1).
- * BPF programs attached to it run for every hit on every CPU, whatever the target (filter in the program).
- * @throws KernelError
+ * BPF programs attached to it run for every hit on every CPU, whatever the target (filter in the program). `name`
+ * (`category:event`) names it in errors. @throws KernelError
  */
-export function openTracepoint(id: number, target: PerfTarget = {}): PerfEvent {
+export function openTracepoint(id: number, target: PerfTarget = {}, name?: string): PerfEvent {
   const attr = encodePerfEventAttr({
     type: PerfType.TRACEPOINT,
     config: BigInt(id),
     samplePeriod: 1n,
     wakeupEvents: 1,
   });
-  const fd = perfEventOpenRaw(attr, target, `tracepoint id ${id}`);
-  return new PerfEvent(fd, `tracepoint id ${id}`);
+  const what = name ? `tracepoint ${name} (id ${id})` : `tracepoint id ${id}`;
+  const fd = perfEventOpenRaw(attr, target, what);
+  return new PerfEvent(fd, what);
 }
 
 /**

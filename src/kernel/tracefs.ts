@@ -8,6 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { childProcess } from '../builtins.js';
 import { BpfscopeError } from '../errors.js';
+import { privilegeMessage } from './privileges.js';
 
 /** Where tracefs is normally found: its own mount point (kernel >= 4.1), then the legacy debugfs automount. */
 export const TRACEFS_CANDIDATES: readonly string[] = ['/sys/kernel/tracing', '/sys/kernel/debug/tracing'];
@@ -59,6 +60,15 @@ export function locateTracefs(): string | null {
 export function ensureTracefs(): string {
   const found = locateTracefs();
   if (found) return found;
+  // mounted but closed to us (tracefs is mode 0700): say so, not "not mounted"
+  for (const dir of [...TRACEFS_CANDIDATES, ...tracefsMountPoints()]) {
+    try {
+      statSync(join(dir, 'events'));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EACCES' || code === 'EPERM') throw tracefsDenied(dir, e);
+    }
+  }
   const hint = `mount it as root: mount -t tracefs nodev ${TRACEFS_MOUNT_POINT}`;
   if (process.getuid?.() !== 0) {
     throw new BpfscopeError(`tracefs is not mounted (looked in ${TRACEFS_CANDIDATES.join(' and ')})`, { hint });
@@ -212,8 +222,20 @@ export class Tracefs {
 
 function fsError(path: string, e: unknown): BpfscopeError {
   const code = (e as NodeJS.ErrnoException).code;
-  const hint = code === 'EACCES' || code === 'EPERM' ? 'tracefs is readable by root only: run as root' : undefined;
-  return new BpfscopeError(`cannot read ${path}: ${code ?? String(e)}`, { cause: e, ...(hint ? { hint } : {}) });
+  if (code === 'EACCES' || code === 'EPERM') return tracefsDenied(path, e);
+  return new BpfscopeError(`cannot read ${path}: ${code ?? String(e)}`, { cause: e });
+}
+
+/**
+ * `path` in tracefs is closed to us: the privilege sentence of kernel/privileges.ts when we lack CAP_BPF/CAP_PERFMON,
+ * else (the capabilities but not root) that tracefs is readable by root only.
+ */
+function tracefsDenied(path: string, cause: unknown): BpfscopeError {
+  return new BpfscopeError(
+    privilegeMessage() ??
+      `cannot read ${path}: Permission denied (tracefs is readable by root only, or with CAP_DAC_READ_SEARCH)`,
+    { cause },
+  );
 }
 
 /** Byte-order string comparison (C `strcmp`, as bpftrace's sorted std::set uses). */

@@ -60,7 +60,7 @@ export class TracepointProbe implements ExpandedProbe {
   /** Open the PERF_TYPE_TRACEPOINT event on CPU 0 for all processes and link `progFd` to it. */
   attach(progFd: number): AttachedProbe {
     const id = this.id;
-    return attachPerfEvents(progFd, [() => openTracepoint(id, { pid: -1, cpu: 0 })]);
+    return attachPerfEvents(progFd, [() => openTracepoint(id, { pid: -1, cpu: 0 }, `${this.category}:${this.event}`)]);
   }
 }
 

@@ -13,6 +13,7 @@ import type { Insn } from '../codegen/ir.js';
 import type { CompiledProgram } from '../codegen/plan.js';
 import { type CompileResult, compile } from '../compiler.js';
 import { BpfscopeError } from '../errors.js';
+import { requireTracingPrivileges } from '../kernel/privileges.js';
 import type { Diagnostic, SourceFile } from '../lang/diagnostics.js';
 import { type StoppedChild, spawnStopped } from './child.js';
 import type { Output } from './output/index.js';
@@ -86,7 +87,6 @@ export class NoProbesToAttach extends BpfscopeError {
 
 export class Tracer {
   private child: StoppedChild | undefined;
-  private resumed = false;
   private pidWatch: NodeJS.Timeout | undefined;
   private readonly onSignal = (): void => this.stop();
   private finished = false;
@@ -105,13 +105,18 @@ export class Tracer {
 
   /**
    * Compile, load and attach. Resolves once probes are live (BEGIN has run).
-   * @throws CompileError, ProgramRejected, KernelError, BpfscopeError — with everything already cleaned up
+   * @throws BpfscopeError first when this process may not trace (kernel/privileges.ts), the `-p` process does not
+   * exist or the `-c` command is not found; then CompileError, ProgramRejected, KernelError, BpfscopeError — with
+   * everything already cleaned up
    */
   static async start(opts: TracerOptions): Promise<Tracer> {
     let child: StoppedChild | undefined;
     let session: Session | undefined;
     try {
-      if (opts.command) child = await spawnStopped(opts.command);
+      // as bpftrace: privileges, then the -p process, then the -c command, all before anything is compiled or runs
+      requireTracingPrivileges();
+      if (opts.pid !== undefined) checkPid(opts.pid);
+      if (opts.command !== undefined) child = await spawnStopped(opts.command);
       const result = compile(opts.source, {
         ...(opts.positional ? { positional: opts.positional } : {}),
         ...(opts.named ? { named: opts.named } : {}),
@@ -198,7 +203,6 @@ export class Tracer {
         if (go) {
           if (child) {
             child.resume();
-            tracer.resumed = true;
             child.exited.then(() => tracer.stop());
           }
           if (opts.pid !== undefined) tracer.watchPid(opts.pid);
@@ -257,14 +261,15 @@ export class Tracer {
     return this.benchFailed ? 1 : this.session.exitCode;
   }
 
-  /** Close every kernel object, stop watching signals, kill a never-started command. Idempotent. */
+  /** Close every kernel object, stop watching signals, kill the `-c` command if it still runs. Idempotent. */
   close(): void {
     process.off('SIGINT', this.onSignal);
     process.off('SIGTERM', this.onSignal);
     if (this.pidWatch) clearInterval(this.pidWatch);
     this.session.close();
     this.unregister();
-    if (this.child && !this.resumed) this.child.kill();
+    // bpftrace kills its child (SIGKILL) when the run ends before the command does
+    this.child?.kill();
   }
 
   private plan(name: string) {
@@ -283,6 +288,21 @@ export class Tracer {
       }
     }, 200);
     this.pidWatch.unref();
+  }
+}
+
+/**
+ * `-p PID` names a live process. @throws BpfscopeError `Failed to attach to pid: Unable to open pidfd (No such
+ * process)`, current bpftrace's message (main.cpp, util/proc.cpp create_proc), when it does not exist.
+ */
+function checkPid(pid: number): void {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    // EPERM: it exists but is not ours to signal (possible without root); only ESRCH means there is no such process
+    if ((e as NodeJS.ErrnoException).code === 'ESRCH') {
+      throw new BpfscopeError('Failed to attach to pid: Unable to open pidfd (No such process)');
+    }
   }
 }
 

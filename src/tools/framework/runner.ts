@@ -12,6 +12,7 @@
  *    tools do on Ctrl-C), every kernel object is released and the exit status is 0.
  */
 import { BpfscopeError } from '../../errors.js';
+import { requireTracingPrivileges } from '../../kernel/privileges.js';
 import { Tracer } from '../../runtime/tracer.js';
 import { ArgError, HelpRequested, type Parsed, type ParserSpec, parseArgs } from './argparse.js';
 import { type EventHandler, ToolOutput, ToolWriter } from './output.js';
@@ -164,10 +165,30 @@ export async function toolMain(
     }
     throw e;
   }
+  // as bcc: options first (-h and usage errors need no privileges), nor does --ebpf, which only prints the program
+  if (!args.ebpf) requireTracingPrivileges();
+  requireTargetProcess(spec, args);
   try {
     return await body(args, writer);
   } finally {
     writer.flush();
+  }
+}
+
+/**
+ * `-p/--pid PID` must name a live process: bcc's tools only filter on it (a PID that does not exist traces nothing,
+ * silently, until Ctrl-C); here it is refused before anything is loaded. @throws BpfscopeError `-p PID: No such
+ * process`
+ */
+function requireTargetProcess(spec: ParserSpec, args: Parsed): void {
+  const opt = spec.options.find((o) => o.flags.includes('--pid'));
+  const pid = opt ? args[opt.dest ?? 'pid'] : undefined;
+  if (typeof pid !== 'number' || pid <= 0) return;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    // EPERM: it exists but is not ours to signal; only ESRCH means there is no such process
+    if ((e as NodeJS.ErrnoException).code === 'ESRCH') throw new BpfscopeError(`-p ${pid}: No such process`);
   }
 }
 
