@@ -118,6 +118,12 @@ const END = '\n\n';
  * first 82 bytes (up to the bitfields) without 1-byte arrays, for printing whole structs (bpftrace 0.17 prints bitfields
  * of a struct value wrongly, current bpftrace prints `unsigned char[N]` as a string and pointers in hex).
  */
+/**
+ * Run timeout of the uaddr-* cases, ms: in the emulated 6.1 guest on a loaded host (load average 15 on 2 cores,
+ * 2026-11-27) four of them overran the default 15 s (times the guest's scale of 4), with either tool.
+ */
+const UREC_TIMEOUT_MS = 30_000;
+
 const UREC_DEFS =
   'struct bpfs_inner { short x; unsigned char tag[4]; int y; }; ' +
   'struct bpfs_rec { int a; int b; char name[8]; signed char i8; unsigned char u8; short i16; unsigned short u16; ' +
@@ -825,7 +831,7 @@ export function diffCases(): DiffCase[] {
         `*(int16*)(arg0 + 18), *(uint16*)(arg0 + 20), *(int32*)(arg0 + 24), *(uint32*)(arg0 + 28), ` +
         `*(int64*)(arg0 + 32), *(uint64*)(arg0 + 40)); $a = arg1 + 4; ` +
         `printf("%d %d %u %s\\n", *(int32*)arg0, *(int32*)$a, *(uint64*)(arg0 + 40), str(arg0 + 8)); }`,
-      { cmd: W('urec') },
+      { cmd: W('urec'), timeoutMs: UREC_TIMEOUT_MS },
     ),
     c(
       'uaddr-struct-fields',
@@ -835,21 +841,21 @@ export function diffCases(): DiffCase[] {
         `((struct bpfs_rec *)arg1)->inner.y); printf("%d %d %d\\n", $r->lo, $r->mid, $r->hi); ` +
         `printf("%d %d %s %d %d\\n", $r->next->a, $r->next->arr[2], $r->next->name, $r->next->hi, ` +
         `*(int64*)((uint64)$r->next + 32)); }`,
-      { cmd: W('urec') },
+      { cmd: W('urec'), timeoutMs: UREC_TIMEOUT_MS },
     ),
     c(
       'uaddr-retval',
       `${UREC_DEFS} ${UR('urec')} /pid == cpid/ { $r = (struct bpfs_rec *)retval; ` +
         `printf("%d %d %s %d %d %d\\n", $r->a, $r->b, $r->name, $r->i8, $r->i64, $r->mid); ` +
         `printf("%d %d %s\\n", *(int32*)(retval + 4), ((int32*)retval)[13], str(retval + 8)); }`,
-      { cmd: W('urec') },
+      { cmd: W('urec'), timeoutMs: UREC_TIMEOUT_MS },
     ),
     c(
       'uaddr-buf-macaddr',
       `${UREC_DEFS} ${U('urec')} /pid == cpid/ { $r = (struct bpfs_rec *)arg1; ` +
         `printf("%s %s %r %r %r\\n", macaddr($r->mac), macaddr(arg0 + 76), buf($r->inner.tag, 4), buf(arg0 + 8, 5), ` +
         `buf(arg0 + 66, 4)); }`,
-      { cmd: W('urec') },
+      { cmd: W('urec'), timeoutMs: UREC_TIMEOUT_MS },
     ),
     c(
       'uaddr-struct-copies',
@@ -862,6 +868,7 @@ export function diffCases(): DiffCase[] {
         `${UR('urec')} /pid == cpid/ { printf("%d %d %d %s\\n", @p[1]->b, @s[1].i16, @s[1].arr[3], @s[1].name); delete(@p[1]); }`,
       {
         cmd: W('urec'),
+        timeoutMs: UREC_TIMEOUT_MS,
         expect:
           '2 20 8 32767 hello\n44 -1616 -4 hello\n' +
           END +

@@ -332,7 +332,8 @@ export class Analyzer {
             let t: SType = m
               ? { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] }
               : this.namedType(spec.name)!;
-            for (let i = 0; i < spec.pointerDepth; i++) t = { kind: 'pointer', to: t, space: 'kernel' };
+            // a declared pointer points where the probe's plain addresses do (as a cast of an integer would)
+            for (let i = 0; i < spec.pointerDepth; i++) t = { kind: 'pointer', to: t, space: this.probeSpace() };
             this.defineVar(s.variable, t);
           } else if (s.typeName.name !== 'string') {
             this.error(s.typeName.pos, `Declaring a variable of type '${s.typeName.name}' is not supported yet`);
