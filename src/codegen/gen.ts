@@ -1056,7 +1056,7 @@ export class ProbeGen {
           }
         }
         // constant index into an array field of a kernel struct (curtask->cpus_mask.bits[0])
-        if (obj.kind === 'FieldExpr' && obj.type?.kind === 'array') {
+        if (obj.kind === 'FieldExpr' && obj.type?.kind === 'array' && isMemoryLocation(obj)) {
           const loc = this.fieldLocation(obj);
           const idx = Number(this.analyzer.constInt(e.index, 'array index') ?? 0);
           return this.loadMem(obj.type.elem, loc.base, loc.off + idx * sizeOf(obj.type.elem), loc.space);
@@ -1364,6 +1364,18 @@ export class ProbeGen {
     return { kind: 'mem', off, size: 16 };
   }
 
+  /**
+   * Whether str/buf/macaddr read their argument's address from user memory: the space semantic analysis found
+   * (CallExpr.space); without one, the pointer's own space, else the probe's (user in uprobe/uretprobe/usdt).
+   */
+  private readsUser(c: CallExpr): boolean {
+    if (c.space) return c.space === 'user';
+    const at = c.args[0]?.type;
+    if (at?.kind === 'pointer') return at.space === 'user';
+    const p = this.unit.expanded.provider;
+    return p === 'uprobe' || p === 'uretprobe' || p === 'usdt';
+  }
+
   /** `macaddr(x)`: 6 bytes copied from an array/string value or read from a pointer (by its address space). */
   private macaddr(c: CallExpr): Val {
     const fn = this.fn;
@@ -1376,7 +1388,7 @@ export class ProbeGen {
       copyMem(fn, this.fb, off, this.fb, v.off, 6);
     } else {
       const ptr = this.scalar(a);
-      const user = at.kind === 'pointer' ? at.space === 'user' : this.unit.expanded.provider.startsWith('u');
+      const user = this.readsUser(c);
       this.callHelper(user ? H.probe_read_user : H.probe_read_kernel, [{ stack: off }, { imm: 6 }, ptr]);
     }
     return { kind: 'mem', off, size: 6 };
@@ -1485,15 +1497,42 @@ export class ProbeGen {
       const l = tupleLayout(t.elems);
       const et = t.elems[i]!;
       const off = v.off + l.offsets[i]!;
-      if (et.kind === 'int') {
+      if (et.kind === 'int' || et.kind === 'pointer' || et.kind === 'bool') {
         const r = this.fn.vreg();
-        this.fn.emit(I.ldx(et.size, r, this.fb, off));
+        this.fn.emit(I.ldx(sizeOf(et) as 1 | 2 | 4 | 8, r, this.fb, off));
         return this.reg(r);
       }
       return { kind: 'mem', off, size: sizeOf(et) };
     }
+    if (t.kind === 'record' && !isMemoryLocation(obj)) return this.frameField(e, t);
     const loc = this.fieldLocation(e);
     return this.loadMem(e.type!, loc.base, loc.off, loc.space, loc.field);
+  }
+
+  /** `s.f` on a struct value held in the frame (a variable's, a map's, a tuple element's copy). */
+  private frameField(e: FieldExpr, rec: Extract<SType, { kind: 'record' }>): Val {
+    const fn = this.fn;
+    const v = this.expr(e.object);
+    if (v.kind !== 'mem') throw new BpfscopeError('internal: struct value not in memory');
+    const field = recordFields(kernelBtf(), rec).find((f) => f.name === e.field)!;
+    const t = e.type!;
+    const src = v.off + field.offset;
+    if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer') {
+      const size = t.kind === 'int' ? t.size : t.kind === 'bool' ? 1 : 8;
+      const shift = field.bitSize ? (field.bitOffset ?? 0) - field.offset * 8 : 0;
+      const bytes = field.bitSize ? Math.min(8, Math.ceil((shift + field.bitSize) / 8)) : size;
+      const tmp = this.frame.temp(8);
+      fn.emit(I.st(8, this.fb, tmp, 0));
+      copyMem(fn, this.fb, tmp, this.fb, src, bytes);
+      const r = fn.vreg();
+      fn.emit(I.ldx(8, r, this.fb, tmp));
+      if (field.bitSize) {
+        if (shift) fn.emit(I.alu64Imm('rsh', r, shift));
+        if (field.bitSize < 32) fn.emit(I.alu64Imm('and', r, 2 ** field.bitSize - 1));
+      } else if (t.kind === 'int' && t.signed && t.size < 8) this.normalize(r, t.size, true);
+      return this.reg(r);
+    }
+    return { kind: 'mem', off: src, size: sizeOf(t) };
   }
 
   /**
@@ -1506,8 +1545,7 @@ export class ProbeGen {
     const sep = c.args[1]?.kind === 'StrLit' ? c.args[1].value : ' ';
     const id = this.tables.joinSeparators.push(sep) - 1;
     const argv = this.scalar(c.args[0]!);
-    const at = c.args[0]!.type!;
-    const user = at.kind === 'pointer' ? at.space === 'user' : true;
+    const user = c.space !== 'kernel';
     const key = this.frame.temp(8);
     fn.emit(I.st(4, this.fb, key, 0));
     const p = this.callHelper(H.map_lookup_elem, [{ map: 'join_buf' }, { stack: key }]);
@@ -2338,7 +2376,7 @@ export class ProbeGen {
           copyMem(fn, this.fb, off + 8, this.fb, v.off, Math.min(t.size, v.size));
         } else if (t.size > 0) {
           const ptr = this.scalar(a);
-          const user = at.kind === 'pointer' ? at.space === 'user' : this.unit.expanded.provider.startsWith('u');
+          const user = this.readsUser(c);
           this.callHelper(user ? H.probe_read_user : H.probe_read_kernel, [{ stack: off + 8 }, { imm: t.size }, ptr]);
         }
         return { kind: 'mem', off, size: 8 + t.size };
@@ -2503,12 +2541,9 @@ export class ProbeGen {
         n = { reg: r };
       }
       // A typed pointer knows its address space; a plain integer is a user address only in user-space probes
-      // (current bpftrace: kprobe/tracepoint integers are kernel addresses; use uptr() for user ones).
-      const provider = this.unit.expanded.provider;
-      const userSpace =
-        a.type!.kind === 'pointer'
-          ? a.type!.space === 'user'
-          : provider === 'uprobe' || provider === 'uretprobe' || provider === 'usdt';
+      // (current bpftrace: kprobe/tracepoint integers are kernel addresses; use uptr() for user ones) unless it
+      // was derived from one of known space (semantic analysis's CallExpr.space).
+      const userSpace = this.readsUser(c);
       const helper = userSpace ? H.probe_read_user_str : H.probe_read_kernel_str;
       this.callHelper(helper, [{ stack: off }, typeof n === 'number' ? { imm: n } : n.reg, ptr]);
       return { kind: 'mem', off, size };
@@ -2516,6 +2551,14 @@ export class ProbeGen {
     this.callStmt(c);
     return this.reg(this.constant(0));
   }
+}
+
+/** Expressions denoting a struct in kernel or user memory (`*p`, `p->s`, `(*p).s`), read with bpf_probe_read_*. */
+function isMemoryLocation(e: Expr): boolean {
+  if (e.kind === 'UnaryExpr') return e.op === '*';
+  if (e.kind !== 'FieldExpr') return false;
+  const ot = e.object.type;
+  return ot?.kind === 'pointer' || (ot?.kind === 'record' && isMemoryLocation(e.object));
 }
 
 function isSigned(t: SType): boolean {

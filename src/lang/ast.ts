@@ -3,7 +3,7 @@
  * diagnostics, IR instructions and verifier rejections can point at the user's code. Expression nodes get a
  * `type` filled in by semantic analysis (`lang/passes/`).
  */
-import type { SType } from './types.js';
+import type { AddrSpace, SType } from './types.js';
 
 /** A source span: 1-based line and column of the first character, 0-based [offset, end) character offsets. */
 export interface Span {
@@ -254,6 +254,11 @@ export interface CallExpr extends ExprBase {
   kind: 'CallExpr';
   name: string;
   args: Expr[];
+  /**
+   * Set by semantic analysis for str/buf/macaddr/join: the memory their first argument's address points into
+   * (user or kernel; the pointer's own space when it is a pointer).
+   */
+  space?: AddrSpace;
 }
 
 export type BinaryOp =

@@ -7,6 +7,12 @@
 /** Integer width in bytes. */
 export type IntSize = 1 | 2 | 4 | 8;
 
+/**
+ * Which memory an address points into, hence which helper reads it: bpf_probe_read_user(_str) for `user`,
+ * bpf_probe_read_kernel(_str) for `kernel` (bpftrace's AddrSpace).
+ */
+export type AddrSpace = 'kernel' | 'user';
+
 export type SType =
   | { kind: 'none' } // statement-only expressions (printf, delete, ...) and unset
   /** With `enum`: a value of a named C enum type, printed as its enumerator's name (current bpftrace). */
@@ -45,7 +51,7 @@ export type SType =
   | { kind: 'kstack'; limit: number; mode: 'bpftrace' | 'perf' | 'raw' }
   | { kind: 'ustack'; limit: number; mode: 'bpftrace' | 'perf' | 'raw' }
   /** Pointer into kernel or user memory; `to` is the pointee (a BTF/record type or an int). */
-  | { kind: 'pointer'; to: SType; space: 'kernel' | 'user' }
+  | { kind: 'pointer'; to: SType; space: AddrSpace }
   /** A C struct/union from BTF or a tracepoint record. */
   | { kind: 'record'; name: string; size: number; fields: RecordField[]; btfId?: number }
   | { kind: 'array'; elem: SType; count: number }

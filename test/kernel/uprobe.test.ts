@@ -24,6 +24,44 @@ describe('uprobe and uretprobe', () => {
     assert.equal(r.stdout, '\n\n@calls[num]: 2\n@ret[3]: 1\n@ret[7]: 1\n');
   });
 
+  it('reads user memory through integer addresses: casts of arg0/retval, struct fields, pointers inside user structs, str/buf/macaddr (issue 12 item 2)', async () => {
+    // urec(&r1, &r2) returns r1.next == &r2; the values and byte offsets are in test/fixtures/workload.c
+    const bin = workloadPath();
+    const defs =
+      'struct bpfs_inner { short x; unsigned char tag[4]; int y; }; ' +
+      'struct bpfs_rec { int a; int b; char name[8]; signed char i8; unsigned char u8; short i16; ' +
+      'unsigned short u16; int i32; unsigned int u32; long i64; unsigned long u64; int arr[4]; ' +
+      'struct bpfs_inner inner; unsigned char mac[6]; unsigned int lo : 3; unsigned int mid : 9; ' +
+      'unsigned int hi : 20; struct bpfs_rec *next; };';
+    const r = await runTool('bpfscope', [
+      '-e',
+      `${defs} uprobe:${bin}:urec /pid == cpid/ { ` +
+        'printf("%d %d %d %d %d %u %ld %lu\\n", *(int8*)(arg0 + 16), *(uint8*)(arg0 + 17), *(int16*)(arg0 + 18), ' +
+        '*(uint16*)(arg0 + 20), *(int32*)(arg0 + 24), *(uint32*)(arg0 + 28), *(int64*)(arg0 + 32), ' +
+        '*(uint64*)(arg0 + 40)); ' +
+        '$r = (struct bpfs_rec *)arg0; $a = arg1 + 4; ' +
+        'printf("%d %d %s %d %d %d %d %d %d %d\\n", *(int32*)arg0, *(int32*)$a, $r->name, $r->arr[3], ' +
+        '$r->inner.x, $r->lo, $r->mid, $r->hi, $r->next->i16, ((int32*)arg1)[12]); ' +
+        'printf("%s %s %r %s\\n", str(arg0 + 8), macaddr($r->mac), buf(arg1 + 66, 4), str($r->next->name)); ' +
+        '@s = *$r; @t = (1, $r->inner); } ' +
+        `uretprobe:${bin}:urec /pid == cpid/ { printf("%d %s %ld\\n", ((struct bpfs_rec *)retval)->b, ` +
+        'str(retval + 8), *(int64*)(retval + 32)); printf("%d %d %d %s\\n", @s.b, @s.i16, @s.arr[1], @s.name); ' +
+        'printf("%d %d\\n", @t.1.x, @t.1.y); clear(@s); clear(@t); }',
+      '-c',
+      workloadCommand('urec'),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(
+      r.stdout,
+      '-8 200 -1616 60000 -320000 4000000000 -6400000000 18000000000000000000\n' +
+        '11 44 hello -4 -7 5 300 999999 32767 10\n' +
+        'hello 02:42:AC:11:00:09 \\x01\\x02\\x03\\x04 world\n' +
+        '44 world 9000000000000000000\n' +
+        '22 -1616 -2 hello\n' +
+        '-7 77\n\n\n',
+    );
+  });
+
   it('runs probes on the same function in program order (tests/runtime/probe "uprobe_order", "uretprobe_order")', async () => {
     const bin = workloadPath();
     for (const kind of ['uprobe', 'uretprobe']) {

@@ -35,6 +35,7 @@ import type { CTypes } from '../cdefs.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import { userVarName } from './varscope.js';
 import {
+  type AddrSpace,
   type RecordField,
   BOOL,
   DEFAULT_STRLEN,
@@ -208,6 +209,8 @@ function unify(a: SType, b: SType): SType | null {
     return withNames({ kind: 'tuple', elems }, a.names);
   }
   if (typeKey(a) === typeKey(b)) return a;
+  // the same pointer type in two address spaces (a map set in a uprobe and in a kprobe): the first one's
+  if (a.kind === 'pointer' && b.kind === 'pointer' && typeKey(a.to) === typeKey(b.to)) return a;
   return null;
 }
 
@@ -228,6 +231,8 @@ export class Analyzer {
   private final = false;
   private vars = new Map<string, SType>();
   private addressTaken = new Set<string>();
+  /** Address spaces carried by integer/struct scratch variables of the unit (see {@link spaceOf}). */
+  private varSpaces = new Map<string, AddrSpace>();
   private unit: ProbeUnit | null = null;
   private changed = false;
   /** Expressions being indexed (`x[i]`): BTF array fields may be read only element by element. */
@@ -277,6 +282,7 @@ export class Analyzer {
     this.vars = new Map();
     this.untyped = new Set();
     this.addressTaken = new Set();
+    this.varSpaces = new Map();
     if (u.probe.predicate) this.expr(u.probe.predicate);
     this.block(u.probe.body);
     this.varMemo.set(u, new Map(this.vars));
@@ -312,6 +318,7 @@ export class Analyzer {
         if (s.value) {
           const t = this.expr(s.value);
           if (t) this.defineVar(s.variable, storageType(t));
+          this.noteVarSpace(s.variable.name, s.value);
         } else if (s.typeName) {
           const m = /^(u?)int(8|16|32|64)$/.exec(s.typeName.name);
           const spec = s.typeName;
@@ -325,7 +332,8 @@ export class Analyzer {
             let t: SType = m
               ? { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] }
               : this.namedType(spec.name)!;
-            for (let i = 0; i < spec.pointerDepth; i++) t = { kind: 'pointer', to: t, space: 'kernel' };
+            // a declared pointer points where the probe's plain addresses do (as a cast of an integer would)
+            for (let i = 0; i < spec.pointerDepth; i++) t = { kind: 'pointer', to: t, space: this.probeSpace() };
             this.defineVar(s.variable, t);
           } else if (s.typeName.name !== 'string') {
             this.error(s.typeName.pos, `Declaring a variable of type '${s.typeName.name}' is not supported yet`);
@@ -620,6 +628,72 @@ export class Analyzer {
     }
     if (t.kind === 'record' && !this.structValueFits(v.pos, t)) return;
     this.defineVar(target, storageType(t));
+    this.noteVarSpace(target.name, v);
+  }
+
+  /**
+   * The address space of the memory a plain value points into or was read from, as bpftrace's AddrSpace on
+   * non-pointer types (src/ast/passes/types/type_resolver.cpp): a pointer's own space; `*p`, `p->f`, `p[i]`, `s.f`
+   * take their object's; casts keep their operand's; arithmetic takes the left operand's, else the right one's;
+   * kaddr() is kernel; `args` is user in uprobes and `syscalls:*` tracepoints, kernel elsewhere; a variable keeps
+   * its value's. undefined: none known (plain integers such as arg0, retval, reg(), literals), which means the
+   * probe's own space ({@link probeSpace}).
+   */
+  private spaceOf(e: Expr): AddrSpace | undefined {
+    if (e.type?.kind === 'pointer') return e.type.space;
+    switch (e.kind) {
+      case 'UnaryExpr':
+        return e.op === '&' ? 'kernel' : this.spaceOf(e.operand);
+      case 'FieldExpr':
+      case 'IndexExpr':
+        return this.spaceOf(e.object);
+      case 'CastExpr':
+        return this.spaceOf(e.operand);
+      case 'BinaryExpr':
+        if (!['+', '-', '*', '/', '%', '&', '|', '^', '<<', '>>'].includes(e.op)) return undefined;
+        return this.spaceOf(e.left) ?? this.spaceOf(e.right);
+      case 'CallExpr':
+        return e.name === 'kaddr' || e.name === 'percpu_kaddr' ? 'kernel' : undefined;
+      case 'BuiltinExpr': {
+        if (e.name !== 'args' || !this.unit) return undefined;
+        const x = this.unit.expanded;
+        if (x.provider === 'tracepoint') return x.name.startsWith('tracepoint:syscalls:') ? 'user' : 'kernel';
+        return this.probeSpace();
+      }
+      case 'VarExpr':
+        return this.varSpaces.get(e.name);
+      default:
+        return undefined;
+    }
+  }
+
+  /**
+   * Where a plain integer used as an address points in this probe (bpftrace find_addrspace): user memory in
+   * uprobe/uretprobe/usdt, kernel memory elsewhere (bpftrace uses the legacy bpf_probe_read in BEGIN/END,
+   * interval and profile probes, where bpfscope reads kernel memory).
+   */
+  private probeSpace(): AddrSpace {
+    const p = this.unit?.expanded.provider;
+    return p === 'uprobe' || p === 'uretprobe' || p === 'usdt' ? 'user' : 'kernel';
+  }
+
+  /** The address space an integer-valued expression points into, when used as an address. */
+  private addressSpace(e: Expr): AddrSpace {
+    return this.spaceOf(e) ?? this.probeSpace();
+  }
+
+  private noteVarSpace(name: string, value: Expr): void {
+    const sp = this.spaceOf(value);
+    if (sp) this.varSpaces.set(name, sp);
+    else this.varSpaces.delete(name);
+  }
+
+  /**
+   * A pointer read out of user memory points into user memory (bpftrace SizedType::GetPointeeTy); one read out of
+   * kernel memory keeps its declared space (kernel, or user for BTF's `__user` tag).
+   */
+  private inSpace(t: SType, space: AddrSpace | undefined): SType {
+    return t.kind === 'pointer' && space === 'user' && t.space !== 'user' ? { ...t, space } : t;
   }
 
   /** Type an aggregation call (`count()`, `hist(x)`, ...) and check its arguments. */
@@ -866,7 +940,7 @@ export class Analyzer {
             this.error(e.pos, `Dereferencing a pointer to ${typeName(t.to)} is not supported yet`);
             return null;
           }
-          return t.to;
+          return this.inSpace(t.to, t.space);
         }
         if (e.op === '&') {
           // `&$x`: the address of a scratch variable's stack slot (bpftrace variable address tests)
@@ -951,7 +1025,7 @@ export class Analyzer {
           }
           if (t && t.kind !== 'int' && t.kind !== 'pointer')
             this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name} *'`);
-          return { kind: 'pointer', to: rec, space: t?.kind === 'pointer' ? t.space : 'kernel' };
+          return { kind: 'pointer', to: rec, space: this.addressSpace(e.operand) };
         }
         const plain = spec.arrayCount === null;
         if (spec.name === 'bool' && spec.pointerDepth === 0 && plain) {
@@ -962,7 +1036,7 @@ export class Analyzer {
         if (spec.name === 'void' && spec.pointerDepth === 1 && plain) {
           if (t && t.kind !== 'int' && t.kind !== 'pointer')
             this.error(e.pos, `Cannot cast from '${typeName(t)}' to 'void *'`);
-          return { kind: 'pointer', to: { kind: 'none' }, space: t?.kind === 'pointer' ? t.space : 'kernel' };
+          return { kind: 'pointer', to: { kind: 'none' }, space: this.addressSpace(e.operand) };
         }
         if (/^enum\s/.test(spec.name) && spec.pointerDepth === 0 && plain) {
           // an enum is an integer of its BTF size (bpftrace: `(enum x)1`)
@@ -985,7 +1059,7 @@ export class Analyzer {
           if (t && t.kind !== 'int' && t.kind !== 'pointer')
             this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name} *'`);
           const to: SType = { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
-          return { kind: 'pointer', to, space: t?.kind === 'pointer' ? t.space : 'kernel' };
+          return { kind: 'pointer', to, space: this.addressSpace(e.operand) };
         }
         if ((m || spec.name === 'bool') && spec.pointerDepth === 0 && spec.arrayCount !== null)
           return this.arrayCast(e, t);
@@ -1023,7 +1097,7 @@ export class Analyzer {
             this.error(e.index.pos, `Index ${idx} out of bounds for array of size ${t.count}`);
             return null;
           }
-          return t.elem;
+          return this.inSpace(t.elem, this.addressSpace(e.object));
         }
         if (t.kind === 'tuple') {
           // `$t[1 + 1]`: a constant index into a tuple is the element access `$t.2` (bpftrace tuples:array-style)
@@ -1049,7 +1123,7 @@ export class Analyzer {
             this.error(e.index.pos, `The index of [] must be an integer (${typeName(it)} provided)`);
             return null;
           }
-          return t.to;
+          return this.inSpace(t.to, t.space);
         }
         this.error(e.pos, `The [] operator can not be used on expressions of type ${typeName(t)}`);
         return null;
@@ -1221,7 +1295,9 @@ export class Analyzer {
         );
         return null;
       }
-      return f.type;
+      // a pointer field of a struct in user memory points into user memory (bpftrace: the field takes the
+      // struct's AddrSpace); a struct value of unknown origin (a map's) takes the probe's
+      return this.inSpace(f.type, this.addressSpace(e.object));
     }
     this.error(e.pos, `Can not access field '${e.field}' on expression of type '${typeName(t)}'`);
     return null;
@@ -1370,6 +1446,7 @@ export class Analyzer {
       case 'buf': {
         if (!this.argCount(c, 1, 2)) return null;
         const t = this.expr(args[0]!);
+        c.space = this.addressSpace(args[0]!);
         let n: number | null = t?.kind === 'string' ? t.size : t?.kind === 'array' ? t.count * sizeOf(t.elem) : null;
         if (args.length === 2) {
           const v = this.constValue(args[1]!);
@@ -1586,6 +1663,8 @@ export class Analyzer {
       case 'join': {
         if (!this.argCount(c, 1, 2)) return { kind: 'none' };
         const t = this.expr(args[0]!);
+        // a plain integer: user memory unless it is known to be a kernel address (bpfscope's join default)
+        c.space = this.spaceOf(args[0]!) ?? 'user';
         if (t && t.kind !== 'pointer' && t.kind !== 'int') {
           this.error(args[0]!.pos, `join() expects a pointer to an array of strings (${typeName(t)} provided)`);
         }
@@ -1661,6 +1740,7 @@ export class Analyzer {
       case 'macaddr': {
         if (!this.argCount(c, 1, 1)) return null;
         const t = this.expr(args[0]!);
+        c.space = this.addressSpace(args[0]!);
         const size = t?.kind === 'array' ? t.count * sizeOf(t.elem) : t?.kind === 'string' ? t.size : null;
         if (t && t.kind !== 'pointer' && t.kind !== 'int' && (size === null || size < 6)) {
           this.error(args[0]!.pos, `macaddr() expects a 6-byte array or a pointer (${typeName(t)} provided)`);
@@ -1726,6 +1806,7 @@ export class Analyzer {
           return null;
         }
         const t = this.expr(args[0]!);
+        c.space = this.addressSpace(args[0]!);
         if (t && t.kind !== 'int' && t.kind !== 'pointer' && t.kind !== 'string') {
           this.error(c.pos, `str() expects an integer or a pointer type as first argument (${typeName(t)} provided)`);
         }
