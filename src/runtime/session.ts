@@ -439,7 +439,8 @@ export class Session {
    * away from the signal before and after.)
    */
   listenForSignals(): void {
-    if (this.programs.some((p) => p.plan.expanded.special === 'signal')) this.signalAction = () => this.runSignalProbes();
+    if (this.programs.some((p) => p.plan.expanded.special === 'signal'))
+      this.signalAction = () => this.runSignalProbes();
     else if (this.opts.printMapsOnSignal) this.signalAction = () => this.printMapsOnSignal();
     else return;
     const handler = () => {
