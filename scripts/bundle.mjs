@@ -5,7 +5,10 @@
 //   removes most of the ES module loader's per-module work (open/read/fstat/compile), which was the largest block
 //   of start-up time; CommonJS because it can be compiled with a V8 code cache (vm.Script), which Node 20 offers for
 //   no ES module. Modules the CLI imports lazily stay lazy inside the file (esbuild wraps them in init functions).
-// - bpfscope.cjs: src/cli/launch.ts, package.json's "bin": runs cli.cjs through the code cache (see launch.ts).
+// - bpfscope.cjs: src/cli/launch.ts, package.json's "bin": runs cli.cjs through the code cache (see launch.ts). Its
+//   first two lines (PRELUDE) are a /bin/sh script that node reads as a comment: run as a command it starts node on
+//   this same file without Node's environment variables, and the first JavaScript statement takes SIGUSR1 over from
+//   Node's inspector (why: launch.ts, "Security").
 // koffi (native) and gecko-profiler-demangle (found with require.resolve) stay external, loaded from node_modules at
 // run time. `import.meta.url` (createRequire in kernel/ffi.ts, symbols/demangle.ts, builtins.ts) becomes the
 // bundle file's URL. cli.cjs.map maps the minified cli.cjs back to src/ (for stack traces under BPFSCOPE_DEBUG=1).
@@ -37,10 +40,24 @@ await build({
   minifySyntax: true,
   sourcemap: 'linked',
 });
+// Line 2 is `':'` (a JavaScript string statement) followed by a `//` comment for node, and for /bin/sh the no-op `:`
+// followed by: unset every exported variable named NODE_*, UV_* or OPENSSL_* (the words of `export -p`, each cut at
+// `=`: a word from inside a value can only name a variable of those families too, and one that is not a valid name
+// is skipped, so `unset` never fails), then exec node on this file, with an inspector address that can never be
+// bound (192.0.2.1 is TEST-NET-1, RFC 5737, never a local address) for a SIGUSR1 that arrives before line 3 runs.
+// Node skips line 1 (a hashbang). Line 3 is the first statement node runs.
+const PRELUDE = [
+  '#!/bin/sh',
+  `':' //; set -f; for v in $(export -p); do v=\${v%%=*}; ` +
+    `case $v in *[!A-Za-z0-9_]*) ;; NODE_*|UV_*|OPENSSL_*) unset "$v" ;; esac; done; ` +
+    `exec node --inspect-port=192.0.2.1:9229 "$0" "$@"`,
+  // (a no-op listener: libuv then owns the signal, so Node's inspector never sees it; the CLI adds the real ones)
+  "process.on('SIGUSR1', () => {});",
+].join('\n');
 await build({
   ...common,
   entryPoints: [join(root, 'src', 'cli', 'launch.ts')],
   outfile: join(outdir, 'bpfscope.cjs'),
-  banner: { js: `#!/usr/bin/env node\n${common.banner.js}` },
+  banner: { js: `${PRELUDE}\n${common.banner.js}` },
 });
 chmodSync(join(outdir, 'bpfscope.cjs'), 0o755);

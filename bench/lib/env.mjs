@@ -165,7 +165,8 @@ export function checkBuilt() {
 export const TRACERS = {
   bpfscope: {
     name: 'bpfscope',
-    argv: (program, extra = []) => ({ cmd: process.execPath, args: [CLI, ...extra, '-e', program] }),
+    // the bin itself, as users run it (its /bin/sh preamble starts node: src/cli/launch.ts)
+    argv: (program, extra = []) => ({ cmd: CLI, args: [...extra, '-e', program] }),
     readyRe: /^Attached \d+ probes?$/,
     readyOn: 'stderr',
     liveFds: (n) => n,

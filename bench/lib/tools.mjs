@@ -132,7 +132,7 @@ export async function runTools({ rounds, log, only }) {
       raw[t] ??= { bpfscope: [], bcc: [] };
       const extra = TOOL_ARGS[t] ?? [];
       if (ours[t]) {
-        const a = await toolOnce(t, process.execPath, [CLI, t, ...extra], {});
+        const a = await toolOnce(t, CLI, [t, ...extra], {});
         raw[t].bpfscope.push(a);
         if (!a.ok) log(`  bpfscope ${t}: FAILED ${a.error}`);
       }

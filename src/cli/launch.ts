@@ -12,6 +12,32 @@
  * the code on purpose: whoever can write there can already replace the code, whereas a shared directory such as
  * /tmp would let another user hand root compiled code. A read-only install (or a user who cannot write there) runs
  * without a cache; nothing is ever printed about it.
+ *
+ * Security. bpfscope runs as root, so nothing that another local user can reach or that arrives through the
+ * environment may open Node's inspector or load code into it (bpftrace's users send SIGUSR1 to print the maps; to a
+ * plain Node process that signal opens the inspector on 127.0.0.1:9229, where any local user can evaluate
+ * JavaScript as root). Node 20 has no flag against it (`--disable-sigusr1` came with Node 22.14), and NODE_OPTIONS
+ * (`--require`, `--import`, `--inspect`, `--loader`...) is applied by node before any of our JavaScript runs, so
+ * the bundle's first lines (scripts/bundle.mjs PRELUDE) do it before node starts and at node's first statement:
+ * - the file is also a /bin/sh script (`#!/bin/sh`; node reads that line as a comment): run as the command, sh
+ *   unsets every NODE_*, UV_* and OPENSSL_* variable (Node's own list, in its docs' "Environment variables", holds
+ *   code loading such as NODE_OPTIONS, NODE_PATH, NODE_REPL_EXTERNAL_MODULE, OPENSSL_CONF's engines and providers,
+ *   and file writes as NODE_V8_COVERAGE, NODE_REDIRECT_WARNINGS; the whole families go, including names of later
+ *   Node versions) and execs `node` (found in PATH, as `#!/usr/bin/env node` did) on this same file. This is done
+ *   for every user: who runs bpfscope is nearly always root or holds BPF capabilities, and one rule is easier to
+ *   trust. One fork more than before (~1 ms); it removes NODE_EXTRA_CA_CERTS too, which costs node ~50 ms where set.
+ *   A developer who wants Node's options runs `node [options] dist/bundle/cli.cjs` by hand.
+ * - sh passes `--inspect-port=192.0.2.1:9229`: an address of TEST-NET-1 (RFC 5737), never local, so an inspector
+ *   started by a SIGUSR1 in the few milliseconds before our first statement cannot listen ("Starting inspector on
+ *   192.0.2.1:9229 failed: address not available" on stderr is all it does).
+ * - the first statement is `process.on('SIGUSR1', () => {})`: libuv then owns the signal for the life of the
+ *   process and Node's inspector never sees it. The CLI's run adds its own listener (runtime/session.ts: print the
+ *   maps, or run the program's `self:signal:SIGUSR1` probes); everything else (tools, flame graphs) ignores it.
+ * - `node bpfscope.cjs` by hand skips the sh part: as root with NODE_OPTIONS set, {@link refuseNodeOptions} stops
+ *   the run with one sentence (what NODE_OPTIONS asked for has already happened by then; an inspector it opened is
+ *   closed first).
+ * `npx bpfscope` / `npm exec` run the linked bin through sh like any command; NODE_OPTIONS then still applies to
+ * npm's own node process, which is npm's and not ours.
  */
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -26,6 +52,21 @@ type CliFunction = (
   filename: string,
   dirname: string,
 ) => void;
+
+/**
+ * As root, refuse to run when NODE_OPTIONS is set: only `node bpfscope.cjs` by hand gets here with it (the bin's sh
+ * prelude removes it). An inspector that NODE_OPTIONS opened is closed before the process exits with status 1.
+ */
+function refuseNodeOptions(): void {
+  const options = process.env.NODE_OPTIONS;
+  if (!options || process.geteuid?.() !== 0) return;
+  if (/--inspect|--debug/.test(options)) createRequire(import.meta.url)('node:inspector').close();
+  process.stderr.write(
+    `ERROR: refusing to run as root with NODE_OPTIONS set (${JSON.stringify(options)}): run the bpfscope command, which starts node without it\n`,
+  );
+  process.exit(1);
+}
+refuseNodeOptions();
 
 const dir = dirname(fileURLToPath(import.meta.url));
 const file = join(dir, 'cli.cjs');

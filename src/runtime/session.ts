@@ -85,6 +85,11 @@ export interface SessionOptions {
   noWarnings?: boolean;
   /** Distinct stacks each kstack/ustack map can hold (default 4096); later new stacks print empty. */
   stackMapEntries?: number;
+  /**
+   * SIGUSR1 prints every map (see {@link Session.listenForSignals}) when the program has no `self:signal:SIGUSR1`
+   * probe. Default false (the tools print their own reports).
+   */
+  printMapsOnSignal?: boolean;
   /** Called with each program's load result (for -d / -v output). */
   onLoaded?: (name: string, program: LoadedProgram, insns: import('../codegen/ir.js').Insn[]) => void;
 }
@@ -419,29 +424,44 @@ export class Session {
     for (const p of [...events.filter((p) => !lifo(p)), ...events.filter(lifo).reverse()]) {
       this.attachments.push(p.plan.expanded.attach(p.prog.fd, opts.pid !== undefined ? { pid: opts.pid } : {}));
     }
-    // self:signal:SIGUSR1 probes: from now on they run when the signal arrives (one that came earlier runs now)
+    // SIGUSR1: from now on it is handled when it arrives (one that came earlier is handled now)
     this.signalProbesArmed = true;
-    for (; this.pendingSignals > 0; this.pendingSignals--) this.runSignalProbes();
+    for (; this.pendingSignals > 0; this.pendingSignals--) this.signalAction?.();
   }
 
-  /** Signals (SIGUSR1) received before attach(): their probes run once everything is attached. */
+  /** Signals (SIGUSR1) received before attach(): handled once everything is attached. */
   private pendingSignals = 0;
   private signalProbesArmed = false;
+  /** What SIGUSR1 does in this run (set by listenForSignals). */
+  private signalAction: (() => void) | undefined;
 
   /**
-   * Listen for SIGUSR1 when the program has `self:signal:SIGUSR1` probes. Called before the attach notice is printed,
-   * so a signal sent as soon as it appears is never left to Node's default action (the inspector); it is held until
-   * attach(). The listener goes away in close().
+   * Listen for SIGUSR1. A program with `self:signal:SIGUSR1` probes runs them (current bpftrace, which since 0.22
+   * prints no map on the signal); otherwise, with `printMapsOnSignal`, every map is printed and the run goes on
+   * (bpftrace 0.17-0.21, whose users send SIGUSR1 for that). Called before the attach notice is printed, so a signal
+   * sent as soon as it appears is held until attach(); one that arrives once the run is ending (exit(), Ctrl-C) is
+   * ignored. The listener goes away in close(). (The launcher's own listener, cli/launch.ts, keeps Node's inspector
+   * away from the signal before and after.)
    */
   listenForSignals(): void {
-    if (!this.programs.some((p) => p.plan.expanded.special === 'signal')) return;
+    if (this.programs.some((p) => p.plan.expanded.special === 'signal'))
+      this.signalAction = () => this.runSignalProbes();
+    else if (this.opts.printMapsOnSignal) this.signalAction = () => this.printMapsOnSignal();
+    else return;
     const handler = () => {
-      if (this.closed) return;
-      if (this.signalProbesArmed) this.runSignalProbes();
+      if (this.closed || this.exitRequested) return;
+      if (this.signalProbesArmed) this.signalAction?.();
       else this.pendingSignals++;
     };
     process.on('SIGUSR1', handler);
     this.signalListener = () => process.off('SIGUSR1', handler);
+  }
+
+  /** SIGUSR1 without signal probes: print what the probes sent so far, then every map, and go on. */
+  private printMapsOnSignal(): void {
+    this.drain();
+    this.opts.output.signalMaps(this.planByIndex.map((plan) => this.dumpMap(plan)));
+    this.opts.output.flush();
   }
 
   private signalListener: (() => void) | undefined;

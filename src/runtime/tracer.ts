@@ -149,6 +149,8 @@ export class Tracer {
         ...(opts.logLevel !== undefined ? { logLevel: opts.logLevel } : {}),
         ...(opts.stackMapEntries !== undefined ? { stackMapEntries: opts.stackMapEntries } : {}),
         ...(opts.onLoaded ? { onLoaded: opts.onLoaded } : {}),
+        // SIGUSR1 prints the maps where the end of the run does (the CLI's runs; the tools print their own reports)
+        printMapsOnSignal: opts.printMapsAtExit ?? true,
       });
       const tracer = new Tracer(opts, result, session);
       tracer.child = child;

@@ -1,6 +1,7 @@
 /**
- * Runs the two command-line tools the kernel-level tests compare: our `bpfscope` (node dist/bundle/bpfscope.cjs,
- * the esbuild bundle of the CLI that package.json's `bin` points at, built by `npm run build`) and the oracle `bpftrace` (Debian's 0.17 at /usr/bin/bpftrace), with a timeout,
+ * Runs the two command-line tools the kernel-level tests compare: our `bpfscope` (dist/bundle/bpfscope.cjs run as a
+ * command, as package.json's `bin` is: its /bin/sh prelude clears Node's environment variables and starts node on
+ * it; built by `npm run build`) and the oracle `bpftrace` (Debian's 0.17 at /usr/bin/bpftrace), with a timeout,
  * capturing stdout, stderr, the exit code and the terminating signal.
  *
  * Where the "attached probes" message goes (it is not part of the compared output):
@@ -92,8 +93,10 @@ export function bpftraceVersion(): string {
   return (r.stdout ?? '').trim();
 }
 
-function command(tool: Tool, args: string[]): [string, string[]] {
-  return tool === 'bpfscope' ? [process.execPath, [bpfscopeEntry(), ...args]] : [BPFTRACE, args];
+/** The command line of a run: bpfscope's bin is executed itself (through its sh prelude); a BPFSCOPE_CLI by node. */
+export function command(tool: Tool, args: string[]): [string, string[]] {
+  if (tool === 'bpftrace') return [BPFTRACE, args];
+  return process.env.BPFSCOPE_CLI ? [process.execPath, [bpfscopeEntry(), ...args]] : [bpfscopeEntry(), args];
 }
 
 /** A tool started in its own process group (so its `-c` child can be reached), still running or finished. */

@@ -35,7 +35,8 @@ export function liveSkipReason(): string | undefined {
 
 function cliCommand(args: string[]): [string, string[]] {
   const root = repoRoot();
-  if (fromDist) return [process.execPath, [join(root, 'dist', 'bundle', 'bpfscope.cjs'), ...args]];
+  // the bin itself, as users run it (its sh prelude starts node)
+  if (fromDist) return [join(root, 'dist', 'bundle', 'bpfscope.cjs'), args];
   return [process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts'), ...args]];
 }
 

@@ -51,6 +51,11 @@ export interface Output {
   testResult(names: string[], index: number, durationNs: number, passed: boolean[]): void;
   /** End of the run and the maps printed at exit (sorted by name here; empty maps print nothing). */
   exitMaps(dumps: MapDump[]): void;
+  /**
+   * The maps printed on SIGUSR1 (a program without `self:signal:SIGUSR1` probes): as exitMaps without the end's
+   * blank lines, i.e. print(@map) of each map sorted by name (bpftrace 0.17-0.21's print_maps on SIGUSR1).
+   */
+  signalMaps(dumps: MapDump[]): void;
   /** Write out buffered output. */
   flush(): void;
 }

@@ -215,6 +215,10 @@ export class JsonOutput {
   /** The maps printed at exit, in name order. */
   exitMaps(dumps: MapDump[]): void {
     this.end();
+    this.signalMaps(dumps);
+  }
+
+  signalMaps(dumps: MapDump[]): void {
     for (const d of [...dumps].sort((a, b) => compareMapNames(a.name, b.name))) this.printMap(d);
   }
 

@@ -228,6 +228,10 @@ export class TextOutput {
   /** End of the run with the maps printed at exit: `end()`, then every map in name order (empty maps print nothing). */
   exitMaps(dumps: MapDump[]): void {
     this.end();
+    this.signalMaps(dumps);
+  }
+
+  signalMaps(dumps: MapDump[]): void {
     for (const d of [...dumps].sort((a, b) => compareMapNames(a.name, b.name))) this.printMap(d);
   }
 

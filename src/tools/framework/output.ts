@@ -102,6 +102,7 @@ export class ToolOutput implements Output {
   testStart(_names: string[], _index: number): void {}
   testResult(_names: string[], _index: number, _durationNs: number, _passed: boolean[]): void {}
   exitMaps(_dumps: MapDump[]): void {}
+  signalMaps(_dumps: MapDump[]): void {}
   flush(): void {
     this.writer.flush();
   }
