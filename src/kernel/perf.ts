@@ -5,7 +5,7 @@
  * `/sys/bus/event_source/devices/<pmu>/{type,format/*}` (Documentation/ABI/testing/sysfs-bus-event_source-devices-format).
  */
 import { readFileSync } from 'node:fs';
-import { BpfscopeError, KernelError } from '../errors.js';
+import { BpfscopeError, KernelError, PermissionError } from '../errors.js';
 import { linkCreate } from './bpf.js';
 import { address, close as closeFd, Errno, ioctl, kernelError, sysPerfEventOpen } from './ffi.js';
 
@@ -115,7 +115,7 @@ export function perfEventOpenRaw(attr: Buffer, target: PerfTarget, what: string,
   const err = -r;
   const name = `perf_event_open(${what})`;
   if (err === Errno.EACCES || err === Errno.EPERM) {
-    throw new KernelError(name, err, `${name}: permission denied`, {
+    throw new PermissionError(name, err, `${name}: permission denied`, {
       hint: 'run as root (or with CAP_PERFMON); check kernel.perf_event_paranoid',
     });
   }

@@ -17,7 +17,7 @@ import type { Diagnostic, SourceFile } from '../lang/diagnostics.js';
 import { type StoppedChild, spawnStopped } from './child.js';
 import type { Output } from './output/index.js';
 import type { MapDump } from './output/model.js';
-import { Session } from './session.js';
+import { type PrintfHook, Session } from './session.js';
 
 export interface TracerOptions {
   source: SourceFile;
@@ -73,6 +73,10 @@ export interface TracerOptions {
    * are not printed at exit, and the exit status is 1 when a test failed.
    */
   test?: boolean;
+  /** printf() records go to this hook instead of `output` (the typed API's event stream, `api/`). */
+  printfHook?: PrintfHook;
+  /** Config values as `BPFTRACE_*` environment variables (see CompileOptions.configEnv). */
+  configEnv?: Readonly<Record<string, string>>;
 }
 
 /** `--probe-filter` left nothing to run; the message is already printed (bpftrace prints it on stdout). */
@@ -89,6 +93,8 @@ export class Tracer {
   private pidWatch: NodeJS.Timeout | undefined;
   private readonly onSignal = (): void => this.stop();
   private finished = false;
+  /** Set when the run was stopped because the `-c` command or the `-p` process ended. */
+  commandEnded = false;
 
   private constructor(
     readonly opts: TracerOptions,
@@ -119,6 +125,7 @@ export class Tracer {
         ...(opts.includeDirs?.length ? { includeDirs: opts.includeDirs } : {}),
         ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
         ...(child ? { cpid: child.pid } : {}),
+        ...(opts.configEnv ? { configEnv: opts.configEnv } : {}),
       });
       opts.onCompiled?.(result);
       const compiled = opts.probeFilter ? filterProbes(result.compiled, opts.probeFilter) : result.compiled;
@@ -142,6 +149,7 @@ export class Tracer {
         ...(opts.logLevel !== undefined ? { logLevel: opts.logLevel } : {}),
         ...(opts.stackMapEntries !== undefined ? { stackMapEntries: opts.stackMapEntries } : {}),
         ...(opts.onLoaded ? { onLoaded: opts.onLoaded } : {}),
+        ...(opts.printfHook ? { printfHook: opts.printfHook } : {}),
       });
       const tracer = new Tracer(opts, result, session);
       tracer.child = child;
@@ -191,7 +199,10 @@ export class Tracer {
           if (child) {
             child.resume();
             tracer.resumed = true;
-            child.exited.then(() => tracer.stop());
+            child.exited.then(() => {
+              tracer.commandEnded = true;
+              tracer.stop();
+            });
           }
           if (opts.pid !== undefined) tracer.watchPid(opts.pid);
         }
@@ -270,6 +281,7 @@ export class Tracer {
       try {
         process.kill(pid, 0);
       } catch {
+        this.commandEnded = true;
         this.stop();
       }
     }, 200);
