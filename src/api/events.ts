@@ -81,19 +81,24 @@ export type TraceEvent = PrintfEvent | PrintMapEvent | PrintValueEvent | TextEve
 /** The printf event: a class so that `text()` lives on the prototype and costs nothing per event until called. */
 class Printf implements PrintfEvent {
   readonly kind = 'printf' as const;
+  readonly #ctx: PrintfContext;
+  readonly #args: Value[] | undefined;
   constructor(
-    private readonly ctx: PrintfContext,
+    ctx: PrintfContext,
     readonly id: number,
     readonly values: readonly TraceValue[],
-    private readonly args?: Value[],
-  ) {}
+    args?: Value[],
+  ) {
+    this.#ctx = ctx;
+    this.#args = args;
+  }
 
   get format(): string {
-    return this.ctx.compiled.format;
+    return this.#ctx.compiled.format;
   }
 
   text(): string {
-    return renderPrintf(this.ctx.compiled, this.args ?? this.ctx.toModel(this.values));
+    return renderPrintf(this.#ctx.compiled, this.#args ?? this.#ctx.toModel(this.values));
   }
 }
 
@@ -170,8 +175,9 @@ export class EventQueue {
   droppedTotal = 0;
 
   constructor(readonly capacity: number) {
-    // room for the capacity plus a loss notice and the exit event, which are never dropped
-    this.buf = new Array(capacity + 2);
+    // a push into the last free slot may add a loss notice before its event (capacity + 1), and end() a loss notice
+    // and the exit event, which are never dropped: capacity + 3 at most
+    this.buf = new Array(capacity + 3);
   }
 
   /** Add an event (dropped and counted when the queue is full or nobody will read it any more). */
@@ -241,10 +247,7 @@ export class EventQueue {
   /** The next event, or done once the exit event was taken (rejects then with a failure of the run, if any). */
   next(): Promise<IteratorResult<TraceEvent>> {
     if (this.size > 0) {
-      const ev = this.take();
-      // the room freed lets a loss notice in at once, so it is not delayed until the next event arrives
-      if (this.dropped > 0 && !this.ended) this.flushDropped();
-      return Promise.resolve({ value: ev, done: false });
+      return Promise.resolve({ value: this.take(), done: false });
     }
     if (this.ended) {
       if (this.failure !== undefined) {

@@ -112,6 +112,7 @@ export interface TraceHandle extends AsyncDisposable {
 class Handle implements TraceHandle {
   readonly exited: Promise<TraceExit>;
   private closed = false;
+  private closing: Promise<void> | undefined;
   private stopRequested = false;
   private exitEvent: TraceExit | undefined;
   private iterating = false;
@@ -221,8 +222,12 @@ class Handle implements TraceHandle {
     return this.exited;
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  close(): Promise<void> {
+    this.closing ??= this.closeOnce();
+    return this.closing;
+  }
+
+  private async closeOnce(): Promise<void> {
     this.closed = true;
     this.signal?.removeEventListener('abort', this.onAbort);
     if (!this.exitEvent) this.stopRequested = true;
