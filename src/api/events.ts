@@ -171,6 +171,10 @@ export class EventQueue {
   private ended = false;
   private failure: unknown = undefined;
   private waiter: ((r: IteratorResult<TraceEvent>) => void) | null = null;
+  /** A reader of whole batches (nextBatch) waiting, and whether its wake-up is already scheduled. */
+  private batchWaiter: { resolve: (r: IteratorResult<TraceEvent[]>) => void; reject: (e: unknown) => void } | null =
+    null;
+  private batchScheduled = false;
   /** Events dropped because the queue was full, over the whole run. */
   droppedTotal = 0;
 
@@ -178,6 +182,11 @@ export class EventQueue {
     // a push into the last free slot may add a loss notice before its event (capacity + 1), and end() a loss notice
     // and the exit event, which are never dropped: capacity + 3 at most
     this.buf = new Array(capacity + 3);
+  }
+
+  /** Whether the stream has ended and every event was taken. */
+  get over(): boolean {
+    return this.ended && this.size === 0;
   }
 
   /** Add an event (dropped and counted when the queue is full or nobody will read it any more). */
@@ -192,6 +201,7 @@ export class EventQueue {
     if (this.size >= this.capacity) {
       this.dropped++;
       this.droppedTotal++;
+      if (this.batchWaiter !== null) this.wake();
       return;
     }
     if (this.dropped > 0) this.flushDropped();
@@ -213,10 +223,10 @@ export class EventQueue {
   discard(): void {
     this.ended = true;
     this.size = 0;
+    this.dropped = 0;
+    this.failure = undefined;
     this.buf.fill(undefined);
-    const w = this.waiter;
-    this.waiter = null;
-    w?.({ value: undefined, done: true });
+    this.release();
   }
 
   private flushDropped(): void {
@@ -238,6 +248,23 @@ export class EventQueue {
   }
 
   private wake(): void {
+    if (this.batchWaiter !== null) {
+      // after the producer's synchronous run of pushes (one ring buffer batch), hand over everything at once
+      if (!this.batchScheduled) {
+        this.batchScheduled = true;
+        queueMicrotask(() => {
+          this.batchScheduled = false;
+          const bw = this.batchWaiter;
+          if (bw === null) return;
+          const r = this.nextBatchNow();
+          if (r === null) return;
+          this.batchWaiter = null;
+          if ('error' in r) bw.reject(r.error);
+          else bw.resolve(r);
+        });
+      }
+      return;
+    }
     const w = this.waiter;
     if (w === null || this.size === 0) return;
     this.waiter = null;
@@ -266,11 +293,47 @@ export class EventQueue {
     });
   }
 
-  /** A reader stopped waiting (its loop ended): a pending next() resolves as done. */
+  /** A reader stopped waiting (its loop ended): a pending next() or nextBatch() resolves as done. */
   release(): void {
     const w = this.waiter;
     this.waiter = null;
     w?.({ value: undefined, done: true });
+    const bw = this.batchWaiter;
+    this.batchWaiter = null;
+    bw?.resolve({ value: undefined, done: true });
+  }
+
+  /**
+   * Every event queued (a loss notice last when events were dropped since), or done once the exit event was
+   * taken; waits while there is none. Rejects after the end with a failure of the run, as next().
+   */
+  nextBatch(): Promise<IteratorResult<TraceEvent[]>> {
+    const r = this.nextBatchNow();
+    if (r !== null) return 'error' in r ? Promise.reject(r.error) : Promise.resolve(r);
+    return new Promise((resolve, reject) => {
+      this.batchWaiter = { resolve, reject };
+    });
+  }
+
+  private nextBatchNow(): IteratorResult<TraceEvent[]> | { error: unknown } | null {
+    if (this.size > 0 || this.dropped > 0) {
+      const out = new Array<TraceEvent>(this.size);
+      for (let i = 0; i < out.length; i++) out[i] = this.take();
+      if (this.dropped > 0) {
+        out.push({ kind: 'lost', source: 'consumer', count: this.dropped });
+        this.dropped = 0;
+      }
+      return { value: out, done: false };
+    }
+    if (this.ended) {
+      if (this.failure !== undefined) {
+        const error = this.failure;
+        this.failure = undefined;
+        return { error };
+      }
+      return { value: undefined, done: true };
+    }
+    return null;
   }
 }
 

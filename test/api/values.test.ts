@@ -1,7 +1,7 @@
 /** The typed API's pure parts: value conversion, TraceMap key equality, the bounded event queue, error classes. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { EventQueue } from '../../src/api/events.js';
+import { EventQueue, type TraceEvent } from '../../src/api/events.js';
 import { aggToJs, TraceMap, toJs } from '../../src/api/values.js';
 import { KernelError, PermissionError } from '../../src/errors.js';
 import { VerifierError } from '../../src/kernel/bpf.js';
@@ -163,6 +163,23 @@ describe('EventQueue', () => {
     q.push(ev(1));
     q.push(ev(2));
     assert.deepEqual(await drain2(q), ['1', 'lost 1']);
+  });
+
+  it('nextBatch(): everything queued at once, then a loss notice; a waiting reader gets a whole producer run', async () => {
+    const q = new EventQueue(2);
+    for (let i = 1; i <= 4; i++) q.push(ev(i));
+    const b = (await q.nextBatch()).value!;
+    assert.deepEqual(
+      b.map((e: TraceEvent) => (e.kind === 'lost' ? `lost ${e.count}` : e.kind)),
+      ['time', 'time', 'lost 2'],
+    );
+    const p = q.nextBatch();
+    q.push(ev(5));
+    q.push(ev(6));
+    assert.equal((await p).value!.length, 2);
+    q.end({ kind: 'exit', code: 0, reason: 'exit' });
+    assert.equal((await q.nextBatch()).value![0]!.kind, 'exit');
+    assert.equal((await q.nextBatch()).done, true);
   });
 
   it('discard() ends a waiting reader', async () => {

@@ -90,6 +90,27 @@ describe('trace() on the live kernel', () => {
     assert.equal(n, 25);
   });
 
+  it('batches(): the same stream in arrays, every event once and in order', async () => {
+    await using t = await trace(
+      `tracepoint:syscalls:sys_enter_getppid /comm == "bpfs_api5"/ { @n = count(); printf("%d\\n", @n); }`,
+      { command: workloadCommand('comm', 'bpfs_api5', 'getppid', 300) },
+    );
+    const seen: bigint[] = [];
+    let last: TraceEvent | undefined;
+    for await (const batch of t.batches()) {
+      assert.ok(batch.length > 0);
+      for (const ev of batch) {
+        if (ev.kind === 'printf') seen.push(ev.values[0] as bigint);
+        last = ev;
+      }
+    }
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 300 }, (_, i) => BigInt(i + 1)),
+    );
+    assert.deepEqual(last, { kind: 'exit', code: 0, reason: 'command' });
+  });
+
   it('map(): exact counts, tuple keys by value, avg/stats, and hist/lhist buckets equal to the text output', async () => {
     const program = `tracepoint:syscalls:sys_exit_read /comm == "bpfs_api3"/ {
         @reads[comm, (uint32)args.ret] = count();
