@@ -2,7 +2,7 @@
  * The typed API's side of bench/api/run.mjs: runs `PROGRAM` with trace() and `-c`-style `COMMAND`, reads every event
  * through events() and prints one JSON object: printf events, lost events (kernel and consumer), the CLOCK_MONOTONIC
  * time the last printf event was read (stamped every 64 events and at the last one: exact to within 64 events) and
- * this process's CPU time. MODE `events`: `for await (const ev of t.events())`; `batches`: `for await (const b of
+ * this process's CPU time from the workload's start (after trace() resolved) to the end. MODE `events`: `for await (const ev of t.events())`; `batches`: `for await (const b of
  * t.batches()) for (const ev of b)`. Usage: node consumer.mjs DIST_INDEX_JS MODE PROGRAM COMMAND
  */
 const [, , index, mode, program, command] = process.argv;
@@ -11,8 +11,9 @@ let events = 0;
 let lost = 0;
 let lastNs = 0n;
 let sum = 0n;
-const cpu0 = process.cpuUsage();
 const t = await trace(program, { command });
+// from here on: the command starts once trace() has attached (compile and load are not counted, as for the CLI)
+const cpu0 = process.cpuUsage();
 const onEvent = (ev) => {
   if (ev.kind === 'printf') {
     // touch the typed values as a consumer would
