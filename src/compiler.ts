@@ -50,6 +50,11 @@ export interface CompileOptions {
   startNs?: bigint;
   /** Ring buffer size in bytes (power of two >= page size); overrides `perf_rb_pages`. */
   ringbufSize?: number;
+  /**
+   * Config values as the `BPFTRACE_*` environment variables give them (`{ BPFTRACE_MAX_STRLEN: '128' }`), over
+   * the process environment; the program's config block still wins.
+   */
+  configEnv?: Readonly<Record<string, string>>;
 }
 
 export interface CompileResult {
@@ -75,7 +80,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   let cTypes: CTypes;
   const warnings: Diagnostic[] = [];
   try {
-    const r = resolveConfig(ast);
+    const r = resolveConfig(ast, opts.configEnv ? { ...process.env, ...opts.configEnv } : process.env);
     config = r.config;
     warnings.push(...r.warnings);
     substitutePositionals(ast, opts.positional ?? []);

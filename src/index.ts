@@ -1,5 +1,13 @@
 /**
- * bpfscope's public API, for embedding the compiler and runtime (the tools are users of it):
+ * bpfscope's public API. Most users want {@link trace} (typed events and maps, docs/api.md):
+ *
+ * ```ts
+ * import { trace } from 'bpfscope';
+ * await using t = await trace('tracepoint:syscalls:sys_enter_openat { printf("%d %s\\n", pid, str(args.filename)); }');
+ * for await (const ev of t.events()) if (ev.kind === 'printf') console.log(ev.values);
+ * ```
+ *
+ * The lower layer, for embedding the compiler and runtime with bpftrace's text or JSON output:
  *
  * ```ts
  * import { Tracer, createOutput, OutputSink } from 'bpfscope';
@@ -15,7 +23,6 @@
  * ```
  */
 export { type CompileOptions, type CompileResult, compile } from './compiler.js';
-export { BpfscopeError, KernelError } from './errors.js';
 export {
   type AttachPoint,
   type BpfLinkObject,
@@ -31,6 +38,10 @@ export {
   type RunDelta,
   type SessionRecord,
 } from './inspect/objects.js';
+export * from './api/index.js';
+export { BpfscopeError, KernelError, PermissionError } from './errors.js';
+export { VerifierError } from './kernel/bpf.js';
+export { ProgramRejected } from './runtime/loader.js';
 export { CompileError, type Diagnostic, formatDiagnostic, type SourceFile } from './lang/diagnostics.js';
 export { parse } from './lang/parser.js';
 export type { SType } from './lang/types.js';

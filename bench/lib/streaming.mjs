@@ -56,7 +56,7 @@ async function countFile(path) {
   return JSON.parse(stdout);
 }
 
-async function streamOnce(tracer, cfg, seconds, dir) {
+export async function streamOnce(tracer, cfg, seconds, dir) {
   const out = join(dir, 'workload.json');
   const started = `${out}.started`;
   rmSync(out, { force: true });

@@ -9,7 +9,7 @@
  * outcomes (a missing key, the end of a map walk) are return values, not errors. A program the verifier rejects
  * throws {@link VerifierError} with the verifier log.
  */
-import { BpfscopeError, KernelError } from '../errors.js';
+import { BpfscopeError, KernelError, PermissionError } from '../errors.js';
 import { address, Errno, kernelError, sysBpf } from './ffi.js';
 import { missingTracingCapabilities, privilegeMessage } from './privileges.js';
 
@@ -66,20 +66,20 @@ const LOG_MIN = 64 * 1024;
 const LOG_MAX = 16 * 1024 * 1024;
 
 /** A program the verifier rejected: `log` is the complete verifier log, `lines` the log split into lines. */
-export class VerifierError extends BpfscopeError {
+export class VerifierError extends KernelError {
   readonly lines: string[];
   constructor(
-    readonly errno: number,
+    errno: number,
     readonly log: string,
     readonly programName: string,
   ) {
     const lines = log.split('\n').filter((l, i, a) => l !== '' || i < a.length - 1);
     const last = [...lines].reverse().find((l) => l.trim() !== '' && !/^(processed|verification time)/.test(l));
     super(
+      'bpf(BPF_PROG_LOAD)',
+      errno,
       `the BPF verifier rejected program${programName ? ` '${programName}'` : ''}${last ? `: ${last.trim()}` : ''}`,
-      {
-        hint: 'run with -v to see the full verifier log',
-      },
+      { hint: 'run with -v to see the full verifier log', verifierLog: log },
     );
     this.name = 'VerifierError';
     this.lines = lines;
@@ -98,10 +98,13 @@ export function isPrivileged(): boolean {
 export function bpfError(cmd: number, err: number, what?: string): KernelError {
   const name = `bpf(${cmdNames.get(cmd) ?? cmd})`;
   const unprivileged = err === Errno.EPERM || err === Errno.EACCES ? privilegeMessage() : undefined;
-  if (unprivileged) return new KernelError(name, err, unprivileged);
+  if (unprivileged) return new PermissionError(name, err, unprivileged);
   const e = kernelError(what ? `${name} ${what}` : name, err);
-  if (err === Errno.EPERM)
-    e.hint = 'the kernel refused although we are privileged: kernel lockdown or an LSM may forbid this';
+  if (err === Errno.EPERM) {
+    return new PermissionError(e.syscall, err, e.message, {
+      hint: 'the kernel refused although we are privileged: kernel lockdown or an LSM may forbid this',
+    });
+  }
   return e;
 }
 

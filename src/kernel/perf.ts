@@ -5,7 +5,7 @@
  * `/sys/bus/event_source/devices/<pmu>/{type,format/*}` (Documentation/ABI/testing/sysfs-bus-event_source-devices-format).
  */
 import { readFileSync } from 'node:fs';
-import { BpfscopeError, KernelError } from '../errors.js';
+import { BpfscopeError, KernelError, PermissionError } from '../errors.js';
 import { linkCreate } from './bpf.js';
 import { address, close as closeFd, Errno, ioctl, kernelError, strerror, sysPerfEventOpen } from './ffi.js';
 import { privilegeMessage } from './privileges.js';
@@ -120,7 +120,7 @@ export function perfEventOpenRaw(attr: Buffer, target: PerfTarget, what: string,
     // without CAP_PERFMON that is why; with it, the kernel refuses this event to everyone (e.g. a tracepoint it
     // keeps to itself), and "run as root" would be wrong
     const unprivileged = privilegeMessage();
-    if (unprivileged) throw new KernelError(name, err, unprivileged);
+    if (unprivileged) throw new PermissionError(name, err, unprivileged);
     throw new KernelError(name, err, `the kernel refused to open ${what}: ${strerror(err)}`);
   }
   if (err === Errno.ENOENT || err === Errno.ENODEV || err === Errno.EOPNOTSUPP) {

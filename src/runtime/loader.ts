@@ -12,18 +12,22 @@ import type { Insn } from '../codegen/ir.js';
 import { peephole } from '../codegen/peephole.js';
 import type { ProgramPlan } from '../codegen/plan.js';
 import { ALLOCATABLE, allocateRegisters } from '../codegen/regalloc.js';
-import { BpfscopeError } from '../errors.js';
+import { KernelError } from '../errors.js';
 import type { Span } from '../lang/ast.js';
 
-/** A program rejected by the verifier, pointing at the source. */
-export class ProgramRejected extends BpfscopeError {
+/**
+ * A program rejected by the verifier (BPF_PROG_LOAD), pointing at the source: `pos` is the span of the statement
+ * the log's last instruction came from, `verifierTail` the log's last lines, `fullLog` (= `verifierLog`) all of it.
+ */
+export class ProgramRejected extends KernelError {
   constructor(
     message: string,
     readonly pos: Span | undefined,
     readonly verifierTail: string[],
     readonly fullLog: string,
+    errno = 13,
   ) {
-    super(message);
+    super('bpf(BPF_PROG_LOAD)', errno, message, { verifierLog: fullLog });
     this.name = 'ProgramRejected';
   }
 }
@@ -113,5 +117,6 @@ function rejection(e: VerifierError, plan: ProgramPlan, positions: (Span | undef
     pos,
     tail,
     e.log,
+    e.errno,
   );
 }

@@ -92,6 +92,18 @@ export interface SessionOptions {
   printMapsOnSignal?: boolean;
   /** Called with each program's load result (for -d / -v output). */
   onLoaded?: (name: string, program: LoadedProgram, insns: import('../codegen/ir.js').Insn[]) => void;
+  /** printf() records go here instead of being rendered to `output` (the typed API, `api/`). */
+  printfHook?: PrintfHook;
+}
+
+/**
+ * Receives printf() records undecoded or decoded, instead of the text output (the typed API's event stream).
+ * `raw` is tried first with the record's arguments at `buf[off..]` (laid out per `compiled.printfs[id]`); when it
+ * returns false the arguments are decoded into the output model and passed to `values`.
+ */
+export interface PrintfHook {
+  raw(id: number, buf: Buffer, off: number): boolean;
+  values(id: number, args: Value[]): void;
 }
 
 export class Session {
@@ -619,6 +631,7 @@ export class Session {
       return;
     }
     if (len >= 8 && buf.readUInt32LE(off) === AsyncAction.PRINTF) {
+      if (this.opts.printfHook?.raw(buf.readUInt32LE(off + 4), buf, off + 8)) return;
       const text = this.intPrintfs[buf.readUInt32LE(off + 4)]?.(buf, off + 8);
       if (text !== undefined && text !== null) {
         this.opts.output.printf(text);
@@ -641,7 +654,8 @@ export class Session {
       case AsyncAction.PRINTF: {
         const p = this.compiled.printfs[id]!;
         const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
-        out.printf(renderPrintf(this.printfs[id]!, args));
+        if (this.opts.printfHook) this.opts.printfHook.values(id, args);
+        else out.printf(renderPrintf(this.printfs[id]!, args));
         return;
       }
       case AsyncAction.ERRORF:

@@ -19,7 +19,7 @@ import { type StoppedChild, spawnStopped } from './child.js';
 import type { Output } from './output/index.js';
 import type { MapDump } from './output/model.js';
 import { registerSession } from './registry.js';
-import { Session } from './session.js';
+import { type PrintfHook, Session } from './session.js';
 
 export interface TracerOptions {
   source: SourceFile;
@@ -75,6 +75,10 @@ export interface TracerOptions {
    * are not printed at exit, and the exit status is 1 when a test failed.
    */
   test?: boolean;
+  /** printf() records go to this hook instead of `output` (the typed API's event stream, `api/`). */
+  printfHook?: PrintfHook;
+  /** Config values as `BPFTRACE_*` environment variables (see CompileOptions.configEnv). */
+  configEnv?: Readonly<Record<string, string>>;
 }
 
 /** `--probe-filter` left nothing to run; the message is already printed (bpftrace prints it on stdout). */
@@ -91,6 +95,8 @@ export class Tracer {
   private readonly onSignal = (): void => this.stop();
   private finished = false;
   private unregister: () => void = () => {};
+  /** Set when the run was stopped because the `-c` command or the `-p` process ended. */
+  commandEnded = false;
 
   private constructor(
     readonly opts: TracerOptions,
@@ -126,6 +132,7 @@ export class Tracer {
         ...(opts.includeDirs?.length ? { includeDirs: opts.includeDirs } : {}),
         ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
         ...(child ? { cpid: child.pid } : {}),
+        ...(opts.configEnv ? { configEnv: opts.configEnv } : {}),
       });
       opts.onCompiled?.(result);
       const compiled = opts.probeFilter ? filterProbes(result.compiled, opts.probeFilter) : result.compiled;
@@ -151,6 +158,7 @@ export class Tracer {
         ...(opts.onLoaded ? { onLoaded: opts.onLoaded } : {}),
         // SIGUSR1 prints the maps where the end of the run does (the CLI's runs; the tools print their own reports)
         printMapsOnSignal: opts.printMapsAtExit ?? true,
+        ...(opts.printfHook ? { printfHook: opts.printfHook } : {}),
       });
       const tracer = new Tracer(opts, result, session);
       tracer.child = child;
@@ -205,7 +213,10 @@ export class Tracer {
         if (go) {
           if (child) {
             child.resume();
-            child.exited.then(() => tracer.stop());
+            child.exited.then(() => {
+              tracer.commandEnded = true;
+              tracer.stop();
+            });
           }
           if (opts.pid !== undefined) tracer.watchPid(opts.pid);
         }
@@ -286,6 +297,7 @@ export class Tracer {
       try {
         process.kill(pid, 0);
       } catch {
+        this.commandEnded = true;
         this.stop();
       }
     }, 200);

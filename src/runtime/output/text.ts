@@ -96,7 +96,7 @@ export function histText(h: Histogram): string {
 }
 
 /** A display value on its own (no trailing newline for values/stats; histogram rows end in `\n`). */
-function displayText(d: Display): string {
+export function displayText(d: Display): string {
   switch (d.kind) {
     case 'value':
       return valueText(d.value);

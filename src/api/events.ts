@@ -1,0 +1,412 @@
+/**
+ * The typed event stream of a run: the records a program sends (printf, print, time, cat, system, join), loss
+ * notices and the end of the run, as {@link TraceEvent} objects in a bounded queue read by `TraceHandle.events()`.
+ *
+ * Backpressure: the queue holds at most `capacity` events. An event arriving while it is full is dropped and
+ * counted; the count is delivered as a `{ kind: 'lost', source: 'consumer' }` event in the dropped events' place,
+ * as soon as there is room again (or at the end of the run). Nothing else is buffered, so memory stays bounded
+ * whatever the event rate.
+ */
+import type { CompiledProgram } from '../codegen/plan.js';
+import type { SType } from '../lang/types.js';
+import type { Output } from '../runtime/output/index.js';
+import type { AggValue, MapDump, Value } from '../runtime/output/model.js';
+import { type CompiledPrintf, compilePrintf, renderPrintf } from '../runtime/output/printf.js';
+import { formatMap, toDisplay } from '../runtime/output/format.js';
+import { displayText, mapText } from '../runtime/output/text.js';
+import type { PrintfHook } from '../runtime/session.js';
+import { dumpToMap, mapValueToJs, type MapValue, type TraceMap, type TraceValue, toJs } from './values.js';
+
+/** A `printf()` record: its arguments as typed values (see {@link TraceValue} for the integer rule). */
+export interface PrintfEvent {
+  readonly kind: 'printf';
+  /** Which printf() call of the program sent it (0-based, in source order; the same id has the same format). */
+  readonly id: number;
+  /** The format string as written in the program. */
+  readonly format: string;
+  /** The arguments, one per conversion, in order. */
+  readonly values: readonly TraceValue[];
+  /** The line as bpftrace (and the CLI) prints it, formatted on demand. */
+  text(): string;
+}
+
+/** `print(@map)` / `print(@map, top, div)`: a snapshot of the map when the record was read. */
+export interface PrintMapEvent {
+  readonly kind: 'print';
+  readonly map: TraceMap;
+  /** `top` (0: all entries) and `div` (1: none) as the call gave them. */
+  readonly top: number;
+  readonly div: number;
+  /** The map as bpftrace's text output prints it for this print() call. */
+  text(): string;
+}
+
+/** `print(expr)` of a value that is not a map. */
+export interface PrintValueEvent {
+  readonly kind: 'value';
+  readonly value: MapValue;
+  text(): string;
+}
+
+/** `time()`, `cat()`, `system()` (the command's output), `join()`: the text bpftrace prints. */
+export interface TextEvent {
+  readonly kind: 'time' | 'cat' | 'system' | 'join';
+  readonly text: string;
+}
+
+/**
+ * Events that were not delivered. `source: 'kernel'`: the BPF program found the ring buffer full (bpftrace's
+ * `Lost N events`); `'consumer'`: the `events()` queue was full because its reader fell behind.
+ */
+export interface LostEvent {
+  readonly kind: 'lost';
+  readonly source: 'kernel' | 'consumer';
+  readonly count: number;
+}
+
+/**
+ * The run ended; always the last event. `code` is the status `exit(code)` asked for (0 without one). `reason`:
+ * `'exit'` the program called exit() or had only BEGIN/END probes, `'command'` the `command`/`pid` process ended,
+ * `'stopped'` `stop()`/`close()`/the abort signal ended it.
+ */
+export interface ExitEvent {
+  readonly kind: 'exit';
+  readonly code: number;
+  readonly reason: 'exit' | 'command' | 'stopped';
+}
+
+/** One record of a run's event stream (narrow on `kind`). */
+export type TraceEvent = PrintfEvent | PrintMapEvent | PrintValueEvent | TextEvent | LostEvent | ExitEvent;
+
+/** The printf event: a class so that `text()` lives on the prototype and costs nothing per event until called. */
+class Printf implements PrintfEvent {
+  readonly kind = 'printf' as const;
+  readonly #ctx: PrintfContext;
+  readonly #args: Value[] | undefined;
+  constructor(
+    ctx: PrintfContext,
+    readonly id: number,
+    readonly values: readonly TraceValue[],
+    args?: Value[],
+  ) {
+    this.#ctx = ctx;
+    this.#args = args;
+  }
+
+  get format(): string {
+    return this.#ctx.compiled.format;
+  }
+
+  text(): string {
+    return renderPrintf(this.#ctx.compiled, this.#args ?? this.#ctx.toModel(this.values));
+  }
+}
+
+interface PrintfContext {
+  compiled: CompiledPrintf;
+  /** Typed values back to the output model, for text() of an event decoded by the fast path. */
+  toModel(values: readonly TraceValue[]): Value[];
+  /** The fast decoder: integer-only printfs read straight from the record; null when not integer-only. */
+  fast: ((buf: Buffer, off: number) => TraceValue[]) | null;
+}
+
+type IntType = Extract<SType, { kind: 'int' }>;
+
+function intReader(t: IntType, off: number): (buf: Buffer, base: number) => number | bigint {
+  switch (t.size) {
+    case 1:
+      return t.signed ? (b, o) => b.readInt8(o + off) : (b, o) => b[o + off]!;
+    case 2:
+      return t.signed ? (b, o) => b.readInt16LE(o + off) : (b, o) => b.readUInt16LE(o + off);
+    case 4:
+      return t.signed ? (b, o) => b.readInt32LE(o + off) : (b, o) => b.readUInt32LE(o + off);
+    default:
+      return t.signed ? (b, o) => b.readBigInt64LE(o + off) : (b, o) => b.readBigUInt64LE(o + off);
+  }
+}
+
+function printfContext(plan: CompiledProgram['printfs'][number]): PrintfContext {
+  const compiled = compilePrintf(plan.format);
+  const ints = plan.argTypes.every((t) => t.kind === 'int' && !t.enum);
+  let fast: PrintfContext['fast'] = null;
+  if (ints) {
+    const readers = plan.argTypes.map((t, i) => intReader(t as IntType, plan.offsets[i]!));
+    const n = readers.length;
+    if (n === 1) {
+      const r0 = readers[0]!;
+      fast = (b, o) => [r0(b, o)];
+    } else if (n === 2) {
+      const [r0, r1] = readers as [(typeof readers)[0], (typeof readers)[0]];
+      fast = (b, o) => [r0(b, o), r1(b, o)];
+    } else {
+      fast = (b, o) => {
+        const out = new Array<TraceValue>(n);
+        for (let i = 0; i < n; i++) out[i] = readers[i]!(b, o);
+        return out;
+      };
+    }
+  }
+  return {
+    compiled,
+    fast,
+    toModel: (values) =>
+      values.map((v, i) => {
+        const t = plan.argTypes[i]!;
+        if (t.kind === 'int')
+          return { kind: 'int', value: BigInt(v as number | bigint), signed: t.signed, size: t.size };
+        return { kind: 'string', value: String(v) };
+      }),
+  };
+}
+
+/**
+ * The bounded queue between the session (producer, synchronous, in the ring buffer's callbacks) and one async
+ * iterator (consumer).
+ */
+export class EventQueue {
+  private buf: (TraceEvent | undefined)[];
+  private head = 0;
+  private size = 0;
+  private dropped = 0;
+  private ended = false;
+  private failure: unknown = undefined;
+  private waiter: ((r: IteratorResult<TraceEvent>) => void) | null = null;
+  /** A reader of whole batches (nextBatch) waiting, and whether its wake-up is already scheduled. */
+  private batchWaiter: { resolve: (r: IteratorResult<TraceEvent[]>) => void; reject: (e: unknown) => void } | null =
+    null;
+  private batchScheduled = false;
+  /** Events dropped because the queue was full, over the whole run. */
+  droppedTotal = 0;
+
+  constructor(readonly capacity: number) {
+    // a push into the last free slot may add a loss notice before its event (capacity + 1), and end() a loss notice
+    // and the exit event, which are never dropped: capacity + 3 at most
+    this.buf = new Array(capacity + 3);
+  }
+
+  /** Whether the stream has ended and every event was taken. */
+  get over(): boolean {
+    return this.ended && this.size === 0;
+  }
+
+  /** Add an event (dropped and counted when the queue is full or nobody will read it any more). */
+  push(ev: TraceEvent): void {
+    if (this.ended) return;
+    const w = this.waiter;
+    if (w !== null && this.size === 0 && this.dropped === 0) {
+      this.waiter = null;
+      w({ value: ev, done: false });
+      return;
+    }
+    if (this.size >= this.capacity) {
+      this.dropped++;
+      this.droppedTotal++;
+      if (this.batchWaiter !== null) this.wake();
+      return;
+    }
+    if (this.dropped > 0) this.flushDropped();
+    this.put(ev);
+    this.wake();
+  }
+
+  /** The last event: deliver pending loss notices, then `ev`, then end the stream. */
+  end(ev: ExitEvent, failure?: unknown): void {
+    if (this.ended) return;
+    if (this.dropped > 0) this.flushDropped();
+    this.put(ev);
+    this.ended = true;
+    if (failure !== undefined) this.failure = failure;
+    this.wake();
+  }
+
+  /** End the stream at once (the run was closed): queued events are discarded. */
+  discard(): void {
+    this.ended = true;
+    this.size = 0;
+    this.dropped = 0;
+    this.failure = undefined;
+    this.buf.fill(undefined);
+    this.release();
+  }
+
+  private flushDropped(): void {
+    this.put({ kind: 'lost', source: 'consumer', count: this.dropped });
+    this.dropped = 0;
+  }
+
+  private put(ev: TraceEvent): void {
+    this.buf[(this.head + this.size) % this.buf.length] = ev;
+    this.size++;
+  }
+
+  private take(): TraceEvent {
+    const ev = this.buf[this.head]!;
+    this.buf[this.head] = undefined;
+    this.head = (this.head + 1) % this.buf.length;
+    this.size--;
+    return ev;
+  }
+
+  private wake(): void {
+    if (this.batchWaiter !== null) {
+      // after the producer's synchronous run of pushes (one ring buffer batch), hand over everything at once
+      if (!this.batchScheduled) {
+        this.batchScheduled = true;
+        queueMicrotask(() => {
+          this.batchScheduled = false;
+          const bw = this.batchWaiter;
+          if (bw === null) return;
+          const r = this.nextBatchNow();
+          if (r === null) return;
+          this.batchWaiter = null;
+          if ('error' in r) bw.reject(r.error);
+          else bw.resolve(r);
+        });
+      }
+      return;
+    }
+    const w = this.waiter;
+    if (w === null || this.size === 0) return;
+    this.waiter = null;
+    w({ value: this.take(), done: false });
+  }
+
+  /** The next event, or done once the exit event was taken (rejects then with a failure of the run, if any). */
+  next(): Promise<IteratorResult<TraceEvent>> {
+    if (this.size > 0) {
+      return Promise.resolve({ value: this.take(), done: false });
+    }
+    if (this.ended) {
+      if (this.failure !== undefined) {
+        const f = this.failure;
+        this.failure = undefined;
+        return Promise.reject(f);
+      }
+      return Promise.resolve({ value: undefined, done: true });
+    }
+    if (this.dropped > 0) {
+      this.flushDropped();
+      return Promise.resolve({ value: this.take(), done: false });
+    }
+    return new Promise((resolve) => {
+      this.waiter = resolve;
+    });
+  }
+
+  /** A reader stopped waiting (its loop ended): a pending next() or nextBatch() resolves as done. */
+  release(): void {
+    const w = this.waiter;
+    this.waiter = null;
+    w?.({ value: undefined, done: true });
+    const bw = this.batchWaiter;
+    this.batchWaiter = null;
+    bw?.resolve({ value: undefined, done: true });
+  }
+
+  /**
+   * Every event queued (a loss notice last when events were dropped since), or done once the exit event was
+   * taken; waits while there is none. Rejects after the end with a failure of the run, as next().
+   */
+  nextBatch(): Promise<IteratorResult<TraceEvent[]>> {
+    const r = this.nextBatchNow();
+    if (r !== null) return 'error' in r ? Promise.reject(r.error) : Promise.resolve(r);
+    return new Promise((resolve, reject) => {
+      this.batchWaiter = { resolve, reject };
+    });
+  }
+
+  private nextBatchNow(): IteratorResult<TraceEvent[]> | { error: unknown } | null {
+    if (this.size > 0 || this.dropped > 0) {
+      const out = new Array<TraceEvent>(this.size);
+      for (let i = 0; i < out.length; i++) out[i] = this.take();
+      if (this.dropped > 0) {
+        out.push({ kind: 'lost', source: 'consumer', count: this.dropped });
+        this.dropped = 0;
+      }
+      return { value: out, done: false };
+    }
+    if (this.ended) {
+      if (this.failure !== undefined) {
+        const error = this.failure;
+        this.failure = undefined;
+        return { error };
+      }
+      return { value: undefined, done: true };
+    }
+    return null;
+  }
+}
+
+/**
+ * The printf hook of a run: typed values straight from the ring buffer where the arguments are integers, else from
+ * the decoded output model. `bind()` it to the compiled program before the first event.
+ */
+export class PrintfSink implements PrintfHook {
+  private compiled: CompiledProgram | undefined;
+  private readonly ctxs: (PrintfContext | undefined)[] = [];
+
+  constructor(private readonly queue: EventQueue) {}
+
+  bind(compiled: CompiledProgram): void {
+    this.compiled = compiled;
+  }
+
+  private ctx(id: number): PrintfContext {
+    return (this.ctxs[id] ??= printfContext(this.compiled!.printfs[id]!));
+  }
+
+  raw(id: number, buf: Buffer, off: number): boolean {
+    const c = this.ctxs[id] ?? this.ctx(id);
+    if (c.fast === null) return false;
+    this.queue.push(new Printf(c, id, c.fast(buf, off)));
+    return true;
+  }
+
+  values(id: number, args: Value[]): void {
+    const types = this.compiled!.printfs[id]!.argTypes;
+    this.queue.push(
+      new Printf(
+        this.ctx(id),
+        id,
+        args.map((a, i) => toJs(a, types[i])),
+        args,
+      ),
+    );
+  }
+}
+
+/** An {@link Output} turning the run's records other than printf into events of `queue`. */
+export function eventOutput(queue: EventQueue): Output {
+  const text = (kind: TextEvent['kind']) => (t: string) => queue.push({ kind, text: t });
+  return {
+    printf: () => {
+      /* printf records go through the PrintfSink */
+    },
+    printMap(dump: MapDump, opts?: { top?: number | bigint; div?: number | bigint }) {
+      const top = Number(opts?.top ?? 0);
+      const div = Number(opts?.div ?? 1) || 1;
+      const map = dumpToMap(dump);
+      queue.push({ kind: 'print', map, top, div, text: () => mapText(formatMap(dump, opts)) });
+    },
+    printValue(v: Value | AggValue) {
+      const value = mapValueToJs(v);
+      queue.push({ kind: 'value', value, text: () => `${displayText(toDisplay(v))}\n` });
+    },
+    time: text('time'),
+    cat: text('cat'),
+    join: text('join'),
+    syscall: text('system'),
+    lostEvents(n: number | bigint) {
+      queue.push({ kind: 'lost', source: 'kernel', count: Number(n) });
+    },
+    attachedProbes() {},
+    end() {},
+    benchmarkResult() {},
+    testStart() {},
+    testResult() {},
+    exitMaps() {},
+    // API runs do not print maps on SIGUSR1 (trace() sets printMapsAtExit: false); maps are read with map()/maps()
+    signalMaps() {},
+    flush() {},
+  };
+}
