@@ -102,6 +102,150 @@ export class HeatMapInput {
   largestLatency = 0;
   largestLatencyText = '0';
 
+  private carry: Uint8Array | null = null;
+  private readonly decoder = new TextDecoder('utf-8');
+
+  /**
+   * Takes raw input (UTF-8 text) as it arrives, in pieces of any size; call `end()` after each file. Lines of plain
+   * "DIGITS DIGITS" are parsed from the bytes; anything else goes through `line()`.
+   */
+  bytes(chunk: Uint8Array): void {
+    let pos = 0;
+    const n = chunk.length;
+    if (this.carry) {
+      const nl = chunk.indexOf(10);
+      if (nl < 0) {
+        this.carry = concat(this.carry, chunk);
+        return;
+      }
+      const joined = concat(this.carry, chunk.subarray(0, nl));
+      this.carry = null;
+      this.slowLine(joined, 0, joined.length);
+      pos = nl + 1;
+    }
+    if (this.lineNo === 0 && pos < n) {
+      // The first line (maybe a header) takes the general path.
+      const nl = chunk.indexOf(10, pos);
+      if (nl < 0) {
+        this.carry = Uint8Array.prototype.slice.call(chunk, pos); // a copy (Buffer#slice is a view)
+        return;
+      }
+      this.slowLine(chunk, pos, nl);
+      pos = nl + 1;
+    }
+    // Plain "DIGITS DIGITS[ anything]" lines, parsed in one pass; any other line goes to line().
+    let rel = this.rel;
+    let lat = this.lat;
+    let count = this.count;
+    let maxRel = this.maxRel;
+    let largest = this.largestLatency;
+    let lineNo = this.lineNo;
+    // Only whole lines: every scan below stops at their "\n", so no read goes past the chunk.
+    const limit = chunk.lastIndexOf(10) + 1;
+    while (pos < limit) {
+      if (this.start === undefined || this.startText.length > 15) {
+        this.count = count;
+        this.maxRel = maxRel;
+        this.lineNo = lineNo;
+        const nl = chunk.indexOf(10, pos);
+        this.slowLine(chunk, pos, nl);
+        pos = nl + 1;
+        ({ rel, lat, count, maxRel, lineNo } = this);
+        largest = this.largestLatency;
+        continue;
+      }
+      let i = pos;
+      let c = chunk[i]!;
+      while (c === 32 || c === 9) c = chunk[++i]!;
+      const t0 = i;
+      let time = 0;
+      while (c >= 48 && c <= 57) {
+        time = time * 10 + (c - 48);
+        c = chunk[++i]!;
+      }
+      const tl = i - t0;
+      let ok = tl > 0 && tl <= 15 && (tl === 1 || chunk[t0] !== 48) && (c === 32 || c === 9);
+      let latency = 0;
+      if (ok) {
+        while (c === 32 || c === 9) c = chunk[++i]!;
+        const l0 = i;
+        while (c >= 48 && c <= 57) {
+          latency = latency * 10 + (c - 48);
+          c = chunk[++i]!;
+        }
+        const ll = i - l0;
+        ok = ll > 0 && ll <= 15 && (ll === 1 || chunk[l0] !== 48);
+        if (ok && c !== 10) {
+          if (c === 13 && chunk[i + 1] === 10) i++;
+          else if (c === 32 || c === 9 || c === 13)
+            i = chunk.indexOf(10, i); // further fields are ignored
+          else ok = false;
+        }
+      }
+      if (!ok) {
+        const nl = chunk.indexOf(10, pos);
+        this.count = count;
+        this.maxRel = maxRel;
+        this.lineNo = lineNo;
+        this.slowLine(chunk, pos, nl);
+        ({ rel, lat, count, maxRel, lineNo } = this);
+        largest = this.largestLatency;
+        pos = nl + 1;
+        continue;
+      }
+      // i is at the newline.
+      lineNo++;
+      const r = time - this.start;
+      if (latency > largest) {
+        largest = latency;
+        this.largestLatency = latency;
+        this.largestLatencyText = String(latency);
+      }
+      if (r > maxRel) maxRel = r;
+      if (count === rel.length) {
+        this.count = count;
+        this.grow();
+        rel = this.rel;
+        lat = this.lat;
+      }
+      rel[count] = r;
+      lat[count++] = latency;
+      pos = i + 1;
+    }
+    this.count = count;
+    this.maxRel = maxRel;
+    this.lineNo = lineNo;
+    if (pos < n) this.carry = Uint8Array.prototype.slice.call(chunk, pos); // a copy (Buffer#slice is a view)
+  }
+
+  private slowLine(b: Uint8Array, s: number, e: number): void {
+    this.line(this.decoder.decode(b.subarray(s, e)));
+  }
+
+  private grow(): void {
+    const r = new Float64Array(this.rel.length * 2);
+    r.set(this.rel);
+    this.rel = r;
+    const l = new Float64Array(this.lat.length * 2);
+    l.set(this.lat);
+    this.lat = l;
+  }
+
+  /** End of one input: a last line without "\n" counts. */
+  end(): void {
+    if (this.carry) {
+      const c = this.carry;
+      this.carry = null;
+      this.slowLine(c, 0, c.length);
+    }
+  }
+
+  private push(rel: number, latency: number): void {
+    if (this.count === this.rel.length) this.grow();
+    this.rel[this.count] = rel;
+    this.lat[this.count++] = latency;
+  }
+
   /** Takes one line (without "\n"): `text.slice(start, end)`. */
   line(text: string, start = 0, end = text.length): void {
     const n = ++this.lineNo;
@@ -138,16 +282,7 @@ export class HeatMapInput {
       this.largestLatencyText = text.slice(l0, l1);
     }
     if (rel > this.maxRel) this.maxRel = rel;
-    if (this.count === this.rel.length) {
-      const r = new Float64Array(this.count * 2);
-      r.set(this.rel);
-      this.rel = r;
-      const l = new Float64Array(this.count * 2);
-      l.set(this.lat);
-      this.lat = l;
-    }
-    this.rel[this.count] = rel;
-    this.lat[this.count++] = latency!;
+    this.push(rel, latency!);
   }
 
   private setStart(text: string, t0: number, t1: number): void {
@@ -175,6 +310,13 @@ export class HeatMapInput {
   get lines(): number {
     return this.lineNo;
   }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const r = new Uint8Array(a.length + b.length);
+  r.set(a);
+  r.set(b, a.length);
+  return r;
 }
 
 function isSpace(c: number): boolean {
@@ -269,28 +411,16 @@ export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions>
   let maxColumns = Math.trunc(input.maxRel / timeFactor / o.stepSec) + 1;
   if (o.maxCol !== undefined && o.maxCol + 1 < maxColumns) maxColumns = o.maxCol + 1;
   const counts = new Uint32Array(maxColumns * stride);
-  const rel = input.times();
-  const lat = input.latencies();
-  const maxCol = o.maxCol ?? Infinity;
+  const { largestCol, largestCount } = countCells(input, counts, stride, {
+    minLat,
+    maxLat,
+    stepLat,
+    divisor: timeFactor,
+    stepSec: o.stepSec,
+    maxCol: o.maxCol ?? Infinity,
+    unit: o.unitsTime,
+  });
   const stepSec = o.stepSec;
-  let largestCol = 0;
-  let largestCount = 0;
-  for (let i = 0; i < rel.length; i++) {
-    const latency = lat[i]!;
-    if (latency < minLat || latency > maxLat) continue;
-    const col = Math.trunc(rel[i]! / timeFactor / stepSec);
-    if (col > maxCol) continue;
-    if (col < 0) {
-      throw new HeatMapError(
-        `an event is ${perlNum(-rel[i]!)} ${o.unitsTime} before the first line's time: the input must be in time order`,
-      );
-    }
-    const row = Math.trunc((latency - minLat) / stepLat);
-    const k = col * stride + row;
-    const c = ++counts[k]!;
-    if (col > largestCol) largestCol = col;
-    if (c > largestCount) largestCount = c;
-  }
 
   const fs = o.fontSize;
   const box = o.boxSize;
@@ -385,6 +515,46 @@ export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions>
   }
   out.push('</svg>\n');
   return { svg: out.join(''), columns: largestCol + 1, rows: largestRow + 1, cells, largestCount };
+}
+
+/** Counts events into `counts` (column-major, `stride` rows a column); the largest column and cell count. */
+function countCells(
+  input: HeatMapInput,
+  counts: Uint32Array,
+  stride: number,
+  o: {
+    minLat: number;
+    maxLat: number;
+    stepLat: number;
+    divisor: number;
+    stepSec: number;
+    maxCol: number;
+    unit: string;
+  },
+): { largestCol: number; largestCount: number } {
+  const rel = input.times();
+  const lat = input.latencies();
+  const { minLat, maxLat, stepLat, divisor, stepSec, maxCol } = o;
+  let largestCol = 0;
+  let largestCount = 0;
+  for (let i = 0; i < rel.length; i++) {
+    const latency = lat[i]!;
+    if (latency < minLat || latency > maxLat) continue;
+    const r = rel[i]!;
+    if (r < 0 && Math.trunc(r / divisor / stepSec) < 0) {
+      throw new HeatMapError(
+        `an event is ${perlNum(-r)} ${o.unit} before the first line's time: the input must be in time order`,
+      );
+    }
+    // Columns are at most MAX_COLUMNS + 1 and rows MAX_ROWS + 1 here, so int32 truncation is exact.
+    const col = (r / divisor / stepSec) | 0;
+    if (col > maxCol) continue;
+    const k = col * stride + (((latency - minLat) / stepLat) | 0);
+    const c = ++counts[k]!;
+    if (col > largestCol) largestCol = col;
+    if (c > largestCount) largestCount = c;
+  }
+  return { largestCol, largestCount };
 }
 
 /** A rectangle as trace2heatmap.pl prints it: x and sizes with one decimal, y as a plain number. */

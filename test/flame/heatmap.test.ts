@@ -80,6 +80,24 @@ describe('heatmap against trace2heatmap.pl reference SVGs', { skip: !haveRef && 
       assert.deepEqual(svgFrame(svg), svgFrame(expected));
     });
   }
+  it('raw bytes in pieces of any size give the same map as whole lines (CRLF, tabs, extra fields, odd lines)', () => {
+    const text = readFileSync(join(ref, 'input', 'example-trace.txt'), 'utf8')
+      .split('\n')
+      .slice(0, 3000)
+      .map((l, i) => (i % 7 === 3 ? `${l}\r` : i % 11 === 5 ? `\t${l.replace(' ', '\t')}  extra field` : l))
+      .concat(['9339900000.5 300', '', '9339900001 1e3', '9339900002 0042'])
+      .join('\n');
+    const opts = { unitsTime: 'us', unitsLabel: 'us', grid: true };
+    const want = render(text.split('\n'), opts);
+    assert.ok(svgCells(want).length > 50);
+    const bytes = Buffer.from(text);
+    for (const size of [1, 7, 4096, bytes.length]) {
+      const input = new HeatMapInput();
+      for (let p = 0; p < bytes.length; p += size) input.bytes(bytes.subarray(p, p + size));
+      input.end();
+      assert.equal(renderHeatMap(input, opts).svg, want, `pieces of ${size}`);
+    }
+  });
   it('the written pictures for the docs (docs/pictures/heatmap-*.svg, when BPFSCOPE_DOCS_PICTURES is set)', () => {
     const dir = process.env.BPFSCOPE_DOCS_PICTURES;
     if (!dir) return;

@@ -12,7 +12,7 @@ import {
   type HeatMapOptions,
   renderHeatMap,
 } from '../heatmap.js';
-import { LineSplitter, readInputs } from '../input.js';
+import { readInputs } from '../input.js';
 import { floatOption, intOption, parseCommandArgs, writeOut } from './common.js';
 
 const NAME = 'heatmap';
@@ -91,16 +91,11 @@ export async function main(argv: string[]): Promise<number> {
   try {
     checkHeatMapOptions({ ...DEFAULT_HEATMAP_OPTIONS, ...opts }); // before waiting on the input
     const input = new HeatMapInput();
-    const splitter = new LineSplitter((text, start, end) => input.line(text, start, end));
-    const decoder = new TextDecoder('utf-8');
     // Perl's <> reads all the files as one stream: the header check applies to the first line of the first file.
     await readInputs(
       positionals,
-      (chunk) => splitter.push(decoder.decode(chunk, { stream: true })),
-      () => {
-        splitter.push(decoder.decode());
-        splitter.end();
-      },
+      (chunk) => input.bytes(chunk),
+      () => input.end(),
     );
     const { svg } = renderHeatMap(input, opts);
     await writeOut(svg);
