@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -97,14 +97,6 @@ describe('heatmap against trace2heatmap.pl reference SVGs', { skip: !haveRef && 
       input.end();
       assert.equal(renderHeatMap(input, opts).svg, want, `pieces of ${size}`);
     }
-  });
-  it('the written pictures for the docs (docs/pictures/heatmap-*.svg, when BPFSCOPE_DOCS_PICTURES is set)', () => {
-    const dir = process.env.BPFSCOPE_DOCS_PICTURES;
-    if (!dir) return;
-    mkdirSync(dir, { recursive: true });
-    const lines = readFileSync(join(ref, 'input', 'example-trace.txt'), 'utf8').split('\n');
-    const svg = render(lines, { unitsTime: 'us', unitsLabel: 'us', maxLat: 15000, rows: 30, grid: true });
-    writeFileSync(join(dir, 'heatmap-example.svg'), svg);
   });
 });
 
