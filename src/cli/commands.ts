@@ -24,6 +24,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'render folded stacks as an interactive SVG flame graph (FlameGraph flamegraph.pl)',
     load: async () => (await import('../flame/commands/flamegraph.js')).main,
   },
+  heatmap: {
+    summary: 'render "time latency" events as an interactive SVG latency heat map (HeatMap trace2heatmap.pl)',
+    load: async () => (await import('../flame/commands/heatmap.js')).main,
+  },
   difffolded: {
     summary: 'merge two folded profiles into differential flame graph input (FlameGraph difffolded.pl)',
     load: async () => (await import('../flame/commands/difffolded.js')).main,

@@ -1,7 +1,8 @@
 /**
  * The flame graph SVG's JavaScript in a real headless browser (Debian's chromium driven by playwright-core):
  * hover details, search (Ctrl-F prompt, regex, case toggle, "Matched: N%", highlight), click to zoom, reset zoom,
- * and the zoom/search state in the URL.
+ * and the zoom/search state in the URL; the same on a --colors chain graph (waker frames after "--"); and the latency
+ * heat map's hover details (trace2heatmap.pl's text).
  *
  * playwright-core is the project's devDependency; without node_modules it is taken from $BPFSCOPE_PLAYWRIGHT_CORE
  * (a directory holding the package) or /tmp/pw/node_modules/playwright-core. The test is skipped, saying why, when
@@ -14,6 +15,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { renderFlameGraph } from '../../src/flame/flamegraph.js';
+import { HeatMapInput, renderHeatMap } from '../../src/flame/heatmap.js';
 import { fixture, readLines, svgFrames } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -213,5 +215,54 @@ describe('flame graph SVG in headless chromium', { skip }, () => {
     assert.equal((await state('java')).cls, 'hide');
     assert.equal((await state('compute')).fill, 'rgb(230,0,230)');
     assert.equal(await text('matched'), `Matched: ${((100 * frame('compute').w) / rootWidth).toFixed(1)}%`);
+  });
+
+  it('chain graph: search finds waker frames, a click zooms to one', async () => {
+    const chainPath = join(dir, 'chain.svg');
+    const doc = renderFlameGraph(readLines(fixture('chain.folded')), { colors: 'chain', countname: 'us' }).svg;
+    writeFileSync(chainPath, doc);
+    const chainFrames = svgFrames(doc).map((f) => f.split('|'));
+    const widthOf = (title: string) => Number(chainFrames.find((f) => f[0]!.startsWith(`${title} (`))![3]);
+    await page.goto(pathToFileURL(chainPath).href);
+    // Waker frames carry "_[w]" only internally: their titles and search names are the plain function names.
+    page.once('dialog', (d: { accept: (v: string) => Promise<void> }) => d.accept('^(try_to_wake_up|timer)$'));
+    await page.click('#search');
+    await page.waitForFunction(() => !document.getElementById('matched')!.classList.contains('hide'));
+    // try_to_wake_up 30 of 50 us, timer 8: 76%.
+    assert.equal(await text('matched'), 'Matched: 76.0%');
+    assert.equal((await state('try_to_wake_up')).fill, 'rgb(230,0,230)');
+    assert.notEqual((await state('kworker')).fill, 'rgb(230,0,230)');
+    await page.click('#search');
+    await page
+      .locator('#frames > *')
+      .filter({ has: page.locator('title', { hasText: /^kworker \(/ }) })
+      .click();
+    assert.equal((await state('kworker')).width, '1180.0');
+    assert.equal((await state('try_to_wake_up')).width, '1180.0');
+    assert.equal((await state('cron')).cls, 'hide');
+    assert.equal((await state('sshd')).cls, 'parent');
+    assert.ok(widthOf('kworker') < 1180);
+  });
+
+  it('heat map: hovering a cell shows its time, range, count and column share; leaving clears it', async () => {
+    const heatPath = join(dir, 'heatmap.svg');
+    const input = new HeatMapInput();
+    for (const l of ['TIME LAT', '100 10', '100.2 30', '100.4 30', '101 40', '101.5 60', '102 80', '103 100']) {
+      input.line(l);
+    }
+    writeFileSync(heatPath, renderHeatMap(input, { rows: 4, unitsLabel: 'us', accStats: true }).svg);
+    await page.goto(pathToFileURL(heatPath).href);
+    const details = () => page.evaluate(() => document.getElementById('details')!.textContent);
+    // Column 0 (x 10): 1 event in 0-25 (y 68), 2 in 25-50 (y 60).
+    await page.hover('rect[x="10.0"][y="60"]');
+    assert.equal(await details(), 'time 0s, range 25-50us, count: 2, colpct: 66%, acc: 3, acc pct: 100%');
+    await page.hover('rect[x="10.0"][y="68"]');
+    assert.equal(await details(), 'time 0s, range 0-25us, count: 1, colpct: 33%, acc: 1, acc pct: 33%');
+    await page.mouse.move(400, 5);
+    assert.equal(await details(), ' ');
+    writeFileSync(heatPath, renderHeatMap(input, { rows: 4 }).svg);
+    await page.goto(pathToFileURL(heatPath).href);
+    await page.hover('rect[x="18.0"][y="52"]');
+    assert.equal(await details(), 'time 1s, range 50-75, count: 1, colpct: 50%');
   });
 });

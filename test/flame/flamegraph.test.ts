@@ -43,6 +43,44 @@ describe(
   },
 );
 
+/** The flat palette an "rgb(r,g,b)" fill belongs to: blue, aqua, or grey ("--" separator frames). */
+function paletteOf(fill: string): string {
+  const [r, g, b] = fill.match(/\d+/g)!.map(Number) as [number, number, number];
+  if (r === 160 && g === 160 && b === 160) return 'grey';
+  if (r === g && r >= 80 && r <= 139 && b >= 205 && b <= 254) return 'blue';
+  if (g === b && r >= 50 && r <= 109 && g >= 165 && g <= 219) return 'aqua';
+  return `other ${fill}`;
+}
+
+describe(
+  'flamegraph --colors chain against flamegraph.pl',
+  { skip: !ref && 'shared/testdata/flamegraph not found' },
+  () => {
+    it('chain/offwake-chain.svg: same frames, waker frames aqua, the others blue, "--" grey', () => {
+      const opts = { colors: 'chain', title: 'Off-Wake Time Flame Graph', countname: 'us' };
+      const { svg } = renderFlameGraph(readLines(join(ref!, 'chain', 'offwake.folded')), opts);
+      const expectedSvg = readFileSync(join(ref!, 'chain', 'offwake-chain.svg'), 'utf8');
+      // flamegraph.pl picks each shade at random inside the palette: compare the palette, everything else exactly.
+      const withPalette = (frames: string[]) =>
+        frames.map((f) => {
+          const p = f.split('|');
+          p[5] = paletteOf(p[5]!);
+          return p.join('|');
+        });
+      const expected = withPalette(svgFrames(expectedSvg));
+      const got = withPalette(svgFrames(svg));
+      assert.ok(expected.length > 60);
+      assert.deepEqual(frameDiff(expected, got), { missing: [], extra: [] });
+      const palettes = new Set(expected.map((f) => f.split('|')[5]));
+      assert.deepEqual([...palettes].sort(), ['aqua', 'blue', 'grey'], 'the reference has the three kinds');
+      // A waker frame (after "--") and an off-CPU frame, by name.
+      assert.ok(got.some((f) => f.startsWith('pipe_write (635,117 us, 17.39%)|') && f.includes('|aqua|')));
+      assert.ok(got.some((f) => f.startsWith('read (2,169,581 us, 59.40%)|') && f.includes('|blue|')));
+      assert.match(svg, />Off-Wake Time Flame Graph</);
+    });
+  },
+);
+
 describe('flamegraph options against flamegraph.pl (fixtures)', () => {
   it('default', () => {
     assertFrames('small.folded', 'default.frames');

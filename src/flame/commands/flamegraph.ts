@@ -6,6 +6,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { BpfscopeError } from '../../errors.js';
 import { PALETTES } from '../color.js';
+import { stacksToPprof } from '../export/pprof.js';
+import { type SpeedscopeUnit, stacksToSpeedscope } from '../export/speedscope.js';
+import { ExportError, readFoldedStacks } from '../export/stacks.js';
 import { FlameGraphOptionError, type FlameGraphOptions, parseNameAttr, renderFlameGraph } from '../flamegraph.js';
 import { LineSplitter, readInputs } from '../input.js';
 import { floatOption, intOption, parseCommandArgs, warnTo, writeOut } from './common.js';
@@ -46,6 +49,13 @@ differential flame graph (see difffolded).
     --factor NUM      factor to scale counts by in labels (default 1)
     --nameattr FILE   per-function attributes: "name<TAB>attr=value<TAB>..." lines
     --encoding NAME   XML encoding declaration
+    --format FORMAT   svg (default), pprof (profile.proto) or speedscope (JSON)
+    -o, --output FILE write to FILE instead of standard output
+    --kind KIND       pprof/speedscope: what the counts are: cpu (samples, default) or
+                      offcpu (time, in --unit)
+    --hz NUM          pprof cpu: sampling frequency (the sample period is 1e9/NUM ns)
+    --period NS       pprof cpu: sample period in nanoseconds (instead of --hz)
+    --unit UNIT       offcpu counts' unit: ns, us (default, as bcc's offcputime -f), ms or s
     -h, --help        this message
 
     eg,
@@ -80,6 +90,12 @@ export async function main(argv: string[]): Promise<number> {
     factor: { type: 'string' },
     nameattr: { type: 'string' },
     encoding: { type: 'string' },
+    format: { type: 'string' },
+    output: { type: 'string', short: 'o' },
+    kind: { type: 'string' },
+    hz: { type: 'string' },
+    period: { type: 'string' },
+    unit: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (v.help) {
@@ -87,6 +103,12 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const str = (k: string): string | undefined => v[k] as string | undefined;
+  const format = str('format') ?? 'svg';
+  if (!['svg', 'pprof', 'speedscope'].includes(format)) {
+    throw new BpfscopeError(`${NAME}: unknown --format "${format}"`, { hint: 'choices are: svg, pprof, speedscope' });
+  }
+  const output = str('output');
+  if (format !== 'svg') return convert(format as 'pprof' | 'speedscope', str, positionals, output);
   const colors = str('colors') ?? str('color') ?? 'hot';
   if (!(PALETTES as readonly string[]).includes(colors)) {
     throw new BpfscopeError(`${NAME}: unknown palette "${colors}"`, { hint: `choices are: ${PALETTES.join(', ')}` });
@@ -130,27 +152,107 @@ export async function main(argv: string[]): Promise<number> {
   if (v.cp) opts.paletteMap = existsSync(paletteFile) ? readPalette(paletteFile) : new Map();
 
   // Input is UTF-8 text (flamegraph.pl reads it with the :utf8 layer).
+  const lines = await readLines(positionals);
+  // The SVG goes out piece by piece as it is made (stdout writes to files and pipes complete at once on Linux).
+  const writes: Promise<void>[] = [];
+  const chunks: Buffer[] = [];
+  const sink =
+    output === undefined
+      ? (chunk: Buffer) => void writes.push(writeOut(chunk))
+      : (chunk: Buffer) => void chunks.push(Buffer.from(chunk));
+  const result = guard(() => renderFlameGraph(lines, opts, sink));
+  const warn = warnTo(NAME);
+  for (const w of result.warnings) warn(w);
+  await Promise.all(writes);
+  if (output !== undefined) writeFile(output, Buffer.concat(chunks));
+  if (opts.paletteMap) writePalette(paletteFile, opts.paletteMap);
+  if (result.error) throw new BpfscopeError(`${NAME}: ${result.error}`, { exitCode: 2 });
+  return 0;
+}
+
+/** Reads the input as text lines (UTF-8). */
+async function readLines(files: string[]): Promise<string[]> {
   const lines: string[] = [];
   const splitter = new LineSplitter((text, start, end) => {
     lines.push(text.slice(start, end));
   });
   const decoder = new TextDecoder('utf-8');
   await readInputs(
-    positionals,
+    files,
     (chunk) => splitter.push(decoder.decode(chunk, { stream: true })),
     () => {
       splitter.push(decoder.decode());
       splitter.end();
     },
   );
-  // The SVG goes out piece by piece as it is made (stdout writes to files and pipes complete at once on Linux).
-  const writes: Promise<void>[] = [];
-  const result = guard(() => renderFlameGraph(lines, opts, (chunk) => writes.push(writeOut(chunk))));
-  const warn = warnTo(NAME);
-  for (const w of result.warnings) warn(w);
-  await Promise.all(writes);
-  if (opts.paletteMap) writePalette(paletteFile, opts.paletteMap);
-  if (result.error) throw new BpfscopeError(`${NAME}: ${result.error}`, { exitCode: 2 });
+  return lines;
+}
+
+function writeFile(file: string, data: string | Uint8Array): void {
+  try {
+    writeFileSync(file, data);
+  } catch (err) {
+    throw new BpfscopeError(`${NAME}: cannot write ${file}: ${(err as Error).message}`);
+  }
+}
+
+const UNIT_NS: Record<string, number> = { ns: 1, us: 1e3, ms: 1e6, s: 1e9 };
+const SPEEDSCOPE_UNIT: Record<string, SpeedscopeUnit> = {
+  ns: 'nanoseconds',
+  us: 'microseconds',
+  ms: 'milliseconds',
+  s: 'seconds',
+};
+
+/** --format pprof|speedscope: folded input converted by src/flame/export/. */
+async function convert(
+  format: 'pprof' | 'speedscope',
+  str: (k: string) => string | undefined,
+  files: string[],
+  output: string | undefined,
+): Promise<number> {
+  const kind = str('kind') ?? 'cpu';
+  if (kind !== 'cpu' && kind !== 'offcpu') {
+    throw new BpfscopeError(`${NAME}: unknown --kind "${kind}"`, { hint: 'choices are: cpu, offcpu' });
+  }
+  const unit = str('unit') ?? 'us';
+  if (!(unit in UNIT_NS))
+    throw new BpfscopeError(`${NAME}: unknown --unit "${unit}"`, { hint: 'choices are: ns, us, ms, s' });
+  let periodNs: number | undefined;
+  if (str('hz') !== undefined && str('period') !== undefined) {
+    throw new BpfscopeError(`${NAME}: give --hz or --period, not both`);
+  }
+  if (str('hz') !== undefined) {
+    const hz = floatOption(NAME, 'hz', str('hz'), 0);
+    if (!(hz > 0)) throw new BpfscopeError(`${NAME}: --hz must be a positive number`);
+    periodNs = Math.round(1e9 / hz);
+  }
+  if (str('period') !== undefined) {
+    periodNs = intOption(NAME, 'period', str('period'), 0);
+    if (periodNs <= 0) throw new BpfscopeError(`${NAME}: --period must be a positive number of nanoseconds`);
+  }
+  const lines = await readLines(files);
+  let data: string | Uint8Array;
+  try {
+    const folded = readFoldedStacks(lines);
+    if (folded.invalidLines) warnTo(NAME)(`Ignored ${folded.invalidLines} lines with invalid format`);
+    if (folded.stacks.length === 0) throw new ExportError('no stack counts found in the input');
+    if (format === 'pprof') {
+      data = stacksToPprof(folded, { kind, periodNs, unitNs: UNIT_NS[unit] });
+    } else {
+      const doc = stacksToSpeedscope(folded, {
+        name: files.length === 1 ? files[0]! : 'bpfscope',
+        unit: kind === 'cpu' ? 'none' : SPEEDSCOPE_UNIT[unit]!,
+        exporter: 'bpfscope',
+      });
+      data = `${JSON.stringify(doc)}\n`;
+    }
+  } catch (err) {
+    if (err instanceof ExportError) throw new BpfscopeError(`${NAME}: ${err.message}`);
+    throw err;
+  }
+  if (output !== undefined) writeFile(output, data);
+  else await writeOut(data);
   return 0;
 }
 

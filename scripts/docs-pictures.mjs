@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// Renders the pictures of docs/visualisations.md into docs/pictures/ from the test data the flame graph and heat
+// map tests check against (test/flame/fixtures and ../shared/testdata), with the built library (dist/src/flame).
+// USAGE: npm run docs:pictures   (builds first; then `node scripts/docs-pictures.mjs`)
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const shared = process.env.BPFSCOPE_SHARED ?? join(root, '..', 'shared');
+const lib = join(root, 'dist', 'src', 'flame');
+if (!existsSync(join(lib, 'heatmap.js'))) {
+  console.error('docs-pictures: dist/src/flame not found: run "npm run build" first');
+  process.exit(1);
+}
+const { renderFlameGraph } = await import(join(lib, 'flamegraph.js'));
+const { HeatMapInput, renderHeatMap } = await import(join(lib, 'heatmap.js'));
+const out = join(root, 'docs', 'pictures');
+mkdirSync(out, { recursive: true });
+const lines = (file) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
+const fixture = (name) => join(root, 'test', 'flame', 'fixtures', name);
+
+function write(name, svg) {
+  writeFileSync(join(out, name), svg);
+  console.log(`docs/pictures/${name} (${svg.length} bytes)`);
+}
+
+write('flamegraph.svg', renderFlameGraph(lines(fixture('small.folded')), { title: 'Flame Graph' }).svg);
+write('icicle.svg', renderFlameGraph(lines(fixture('small.folded')), { inverted: true, colors: 'java' }).svg);
+write('differential.svg', renderFlameGraph(lines(fixture('diff.folded')), { title: 'Differential Flame Graph' }).svg);
+const offwake = join(shared, 'testdata', 'flamegraph', 'chain', 'offwake.folded');
+if (existsSync(offwake)) {
+  const opts = { colors: 'chain', title: 'Off-Wake Time Flame Graph', countname: 'us' };
+  write('chain.svg', renderFlameGraph(lines(offwake), opts).svg);
+} else console.error(`docs-pictures: ${offwake} not found: chain.svg not written`);
+const trace = join(shared, 'testdata', 'heatmap', 'input', 'example-trace.txt');
+if (existsSync(trace)) {
+  const input = new HeatMapInput();
+  input.bytes(readFileSync(trace));
+  input.end();
+  const opts = { unitsTime: 'us', unitsLabel: 'us', maxLat: 15000, rows: 30, grid: true, title: 'Block I/O latency' };
+  write('heatmap.svg', renderHeatMap(input, opts).svg);
+} else console.error(`docs-pictures: ${trace} not found: heatmap.svg not written`);

@@ -1,0 +1,107 @@
+/**
+ * `bpfscope heatmap [options] [FILE...]`: "time latency" lines to an interactive SVG latency heat map, with
+ * trace2heatmap.pl's options (HeatMap commit c7f5b8f). Reads the files in order, or stdin (so a tracing tool's
+ * output can be piped in as it runs); writes the SVG to stdout. Bad input or options: one sentence, exit status 1.
+ */
+import { BpfscopeError } from '../../errors.js';
+import {
+  checkHeatMapOptions,
+  DEFAULT_HEATMAP_OPTIONS,
+  HeatMapError,
+  HeatMapInput,
+  type HeatMapOptions,
+  renderHeatMap,
+} from '../heatmap.js';
+import { readInputs } from '../input.js';
+import { floatOption, intOption, parseCommandArgs, writeOut } from './common.js';
+
+const NAME = 'heatmap';
+
+export const USAGE = `USAGE: bpfscope ${NAME} [options] [infile...] > outfile.svg
+
+Render "TIME LATENCY" lines (one event a line, e.g. I/O completion time and latency) as an
+interactive SVG latency heat map, as HeatMap's trace2heatmap.pl does. A first line holding
+letters is taken as a header and skipped. Reads standard input when no file is named.
+
+    --title TEXT      change title text (default "Latency Heat Map")
+    --unitstime UNIT  column 1 units: "s" (default), "ms", "us", or "ns"
+    --unitslabel TEXT column 2 units (any string; used for labels)
+    --minlat NUM      minimum latency to include (default 0)
+    --maxlat NUM      maximum latency to include (default: the largest)
+    --rows NUM        number of heat map rows (default 50)
+    --steplat NUM     instead of --rows, a latency step per row (row count follows)
+    --stepsec NUM     seconds per column (fractions ok, default 1)
+    --maxcol NUM      maximum number of columns to draw (truncate)
+    --fonttype FONT   font type (default "Verdana")
+    --fontsize NUM    font size (default 12)
+    --boxsize NUM     heat map box size in pixels (default 8)
+    --accstats        show per-column accumulated statistics
+    --grid            draw grid lines
+    -h, --help        this message
+
+    eg,
+    bpfscope ${NAME} --unitstime=us --unitslabel=us --minlat=2000 --maxlat=10000 trace.txt > heatmap.svg
+`;
+
+/** Command entry point: returns the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  const { values: v, positionals } = parseCommandArgs(NAME, argv, {
+    title: { type: 'string' },
+    unitstime: { type: 'string' },
+    unitslabel: { type: 'string' },
+    minlat: { type: 'string' },
+    maxlat: { type: 'string' },
+    rows: { type: 'string' },
+    steplat: { type: 'string' },
+    stepsec: { type: 'string' },
+    maxcol: { type: 'string' },
+    fonttype: { type: 'string' },
+    fontsize: { type: 'string' },
+    boxsize: { type: 'string' },
+    accstats: { type: 'boolean' },
+    grid: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (v.help) {
+    await writeOut(USAGE);
+    return 0;
+  }
+  const str = (k: string): string | undefined => v[k] as string | undefined;
+  const int = (k: string): number | undefined => {
+    const s = str(k);
+    return s === undefined ? undefined : intOption(NAME, k, s, 0);
+  };
+  const opts: Partial<HeatMapOptions> = {
+    accStats: !!v.accstats,
+    grid: !!v.grid,
+    stepSec: floatOption(NAME, 'stepsec', str('stepsec'), 1),
+  };
+  if (str('title') !== undefined) opts.title = str('title');
+  if (str('unitstime') !== undefined) opts.unitsTime = str('unitstime');
+  if (str('unitslabel') !== undefined) opts.unitsLabel = str('unitslabel');
+  if (str('fonttype') !== undefined) opts.fontType = str('fonttype');
+  if (int('minlat') !== undefined) opts.minLat = int('minlat');
+  if (int('maxlat') !== undefined) opts.maxLat = int('maxlat');
+  if (int('rows') !== undefined) opts.rows = int('rows');
+  if (int('steplat') !== undefined) opts.stepLat = int('steplat');
+  if (int('maxcol') !== undefined) opts.maxCol = int('maxcol');
+  if (int('fontsize') !== undefined) opts.fontSize = int('fontsize');
+  if (int('boxsize') !== undefined) opts.boxSize = int('boxsize');
+
+  try {
+    checkHeatMapOptions({ ...DEFAULT_HEATMAP_OPTIONS, ...opts }); // before waiting on the input
+    const input = new HeatMapInput();
+    // Perl's <> reads all the files as one stream: the header check applies to the first line of the first file.
+    await readInputs(
+      positionals,
+      (chunk) => input.bytes(chunk),
+      () => input.end(),
+    );
+    const { svg } = renderHeatMap(input, opts);
+    await writeOut(svg);
+  } catch (err) {
+    if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
+    throw err;
+  }
+  return 0;
+}

@@ -1,0 +1,602 @@
+/**
+ * Latency heat maps: "time latency" events to an interactive SVG, compatible with trace2heatmap.pl (Brendan Gregg's
+ * HeatMap, commit c7f5b8f): same options, same geometry, colours and hover text, so a heat map made here matches one
+ * made by the Perl script cell for cell.
+ *
+ * Input (`HeatMapInput`): one event a line, "TIME LATENCY", whitespace-separated, further fields ignored. TIME is in
+ * `unitsTime` (s, ms, us or ns); LATENCY in any unit (`unitsLabel` names it). A first line holding a letter is a
+ * header and is skipped; lines with fewer than two fields are skipped; a line whose first two fields are not
+ * decimal numbers is an error (the Perl script would silently count it as time 0).
+ *
+ * Layout (as trace2heatmap.pl): column = int((time - the first event's time) / time factor / stepSec), row =
+ * int((latency - minLat) / stepLat) with stepLat = int((maxLat - minLat) / rows) unless given, and maxLat the largest
+ * latency unless given. Latencies outside [minLat, maxLat] and columns past maxCol are left out. The largest column
+ * and the top row are counted but not drawn (the Perl script's loops stop before them; kept for compatibility).
+ * A cell's colour is rgb(255, 240 - 240r, 220 - 220r), r = its count / the largest count; empty cells are not drawn.
+ * Errors are `HeatMapError`s with one sentence (the Perl script's wording where it has one).
+ */
+import { escapeAttr, escapeText } from './svg/document.js';
+import { cFixed, perlNum } from './perl.js';
+
+/** Most columns a heat map may have (trace2heatmap.pl's limit). */
+export const MAX_COLUMNS = 10000;
+/** Most rows a heat map may have (ours: the Perl script has no limit and would draw an image miles high). */
+export const MAX_ROWS = 10000;
+
+/** Time units of the first column and their divisor to seconds. */
+export const TIME_UNITS: Readonly<Record<string, number>> = { s: 1, ms: 1e3, us: 1e6, ns: 1e9 };
+
+export interface HeatMapOptions {
+  /** Heading (default "Latency Heat Map"). */
+  title: string;
+  /** Unit of the time column: "s" (default), "ms", "us" or "ns". */
+  unitsTime: string;
+  /** Unit label appended to latency ranges (default none). */
+  unitsLabel: string;
+  /** Smallest latency included (default 0). */
+  minLat: number;
+  /** Largest latency included (default, or 0: the largest in the input). */
+  maxLat?: number;
+  /** Number of latency rows (default 50); ignored when `stepLat` is given. */
+  rows: number;
+  /** Latency per row (default: int((maxLat - minLat) / rows)); must be positive. */
+  stepLat?: number;
+  /** Seconds per column (default 1; fractions allowed). */
+  stepSec: number;
+  /** Last column counted (columns after it are left out). */
+  maxCol?: number;
+  /** Cell width and height in pixels (default 8). */
+  boxSize: number;
+  /** Font family (default "Verdana"). */
+  fontType: string;
+  /** Font size in pixels (default 12). */
+  fontSize: number;
+  /** Hover text adds the accumulated count and percentage of the column below the cell. */
+  accStats: boolean;
+  /** Grid lines every 10 columns, with time labels and the minLat/maxLat labels. */
+  grid: boolean;
+}
+
+export const DEFAULT_HEATMAP_OPTIONS: HeatMapOptions = {
+  title: 'Latency Heat Map',
+  unitsTime: 's',
+  unitsLabel: '',
+  minLat: 0,
+  rows: 50,
+  stepSec: 1,
+  boxSize: 8,
+  fontType: 'Verdana',
+  fontSize: 12,
+  accStats: false,
+  grid: false,
+};
+
+/** Bad input or options: `message` is one sentence for the user. */
+export class HeatMapError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HeatMapError';
+  }
+}
+
+const MIN_WIDTH = 500;
+const XPAD = 10;
+
+/**
+ * Collects events from lines as they arrive (a pipe can feed it). Times are kept relative to the first event, exactly
+ * when both are integers (nanosecond epochs exceed 2^53), latencies as numbers.
+ */
+export class HeatMapInput {
+  /** Events so far. */
+  count = 0;
+  private rel = new Float64Array(1 << 16);
+  private lat = new Float64Array(1 << 16);
+  private lineNo = 0;
+  private start: number | undefined;
+  private startText = '';
+  private startDigits = false;
+  private sawLine = false;
+  /** Largest time offset from the first event (for the column limit). */
+  maxRel = 0;
+  /** Largest latency (0 when none is positive) and its text as written (the grid prints it). */
+  largestLatency = 0;
+  largestLatencyText = '0';
+
+  private carry: Uint8Array | null = null;
+  private readonly decoder = new TextDecoder('utf-8');
+
+  /**
+   * Takes raw input (UTF-8 text) as it arrives, in pieces of any size; call `end()` after each file. Lines of plain
+   * "DIGITS DIGITS" are parsed from the bytes; anything else goes through `line()`.
+   */
+  bytes(chunk: Uint8Array): void {
+    let pos = 0;
+    const n = chunk.length;
+    if (this.carry) {
+      const nl = chunk.indexOf(10);
+      if (nl < 0) {
+        this.carry = concat(this.carry, chunk);
+        return;
+      }
+      const joined = concat(this.carry, chunk.subarray(0, nl));
+      this.carry = null;
+      this.slowLine(joined, 0, joined.length);
+      pos = nl + 1;
+    }
+    if (this.lineNo === 0 && pos < n) {
+      // The first line (maybe a header) takes the general path.
+      const nl = chunk.indexOf(10, pos);
+      if (nl < 0) {
+        this.carry = Uint8Array.prototype.slice.call(chunk, pos); // a copy (Buffer#slice is a view)
+        return;
+      }
+      this.slowLine(chunk, pos, nl);
+      pos = nl + 1;
+    }
+    // Plain "DIGITS DIGITS[ anything]" lines, parsed in one pass; any other line goes to line().
+    let rel = this.rel;
+    let lat = this.lat;
+    let count = this.count;
+    let maxRel = this.maxRel;
+    let largest = this.largestLatency;
+    let lineNo = this.lineNo;
+    // Only whole lines: every scan below stops at their "\n", so no read goes past the chunk.
+    const limit = chunk.lastIndexOf(10) + 1;
+    while (pos < limit) {
+      if (this.start === undefined || this.startText.length > 15) {
+        this.count = count;
+        this.maxRel = maxRel;
+        this.lineNo = lineNo;
+        const nl = chunk.indexOf(10, pos);
+        this.slowLine(chunk, pos, nl);
+        pos = nl + 1;
+        ({ rel, lat, count, maxRel, lineNo } = this);
+        largest = this.largestLatency;
+        continue;
+      }
+      let i = pos;
+      let c = chunk[i]!;
+      while (c === 32 || c === 9) c = chunk[++i]!;
+      const t0 = i;
+      let time = 0;
+      while (c >= 48 && c <= 57) {
+        time = time * 10 + (c - 48);
+        c = chunk[++i]!;
+      }
+      const tl = i - t0;
+      let ok = tl > 0 && tl <= 15 && (tl === 1 || chunk[t0] !== 48) && (c === 32 || c === 9);
+      let latency = 0;
+      if (ok) {
+        while (c === 32 || c === 9) c = chunk[++i]!;
+        const l0 = i;
+        while (c >= 48 && c <= 57) {
+          latency = latency * 10 + (c - 48);
+          c = chunk[++i]!;
+        }
+        const ll = i - l0;
+        ok = ll > 0 && ll <= 15 && (ll === 1 || chunk[l0] !== 48);
+        if (ok && c !== 10) {
+          if (c === 13 && chunk[i + 1] === 10) i++;
+          else if (c === 32 || c === 9 || c === 13)
+            i = chunk.indexOf(10, i); // further fields are ignored
+          else ok = false;
+        }
+      }
+      if (!ok) {
+        const nl = chunk.indexOf(10, pos);
+        this.count = count;
+        this.maxRel = maxRel;
+        this.lineNo = lineNo;
+        this.slowLine(chunk, pos, nl);
+        ({ rel, lat, count, maxRel, lineNo } = this);
+        largest = this.largestLatency;
+        pos = nl + 1;
+        continue;
+      }
+      // i is at the newline.
+      lineNo++;
+      const r = time - this.start;
+      if (latency > largest) {
+        largest = latency;
+        this.largestLatency = latency;
+        this.largestLatencyText = String(latency);
+      }
+      if (r > maxRel) maxRel = r;
+      if (count === rel.length) {
+        this.count = count;
+        this.grow();
+        rel = this.rel;
+        lat = this.lat;
+      }
+      rel[count] = r;
+      lat[count++] = latency;
+      pos = i + 1;
+    }
+    this.count = count;
+    this.maxRel = maxRel;
+    this.lineNo = lineNo;
+    if (pos < n) this.carry = Uint8Array.prototype.slice.call(chunk, pos); // a copy (Buffer#slice is a view)
+  }
+
+  private slowLine(b: Uint8Array, s: number, e: number): void {
+    this.line(this.decoder.decode(b.subarray(s, e)));
+  }
+
+  private grow(): void {
+    const r = new Float64Array(this.rel.length * 2);
+    r.set(this.rel);
+    this.rel = r;
+    const l = new Float64Array(this.lat.length * 2);
+    l.set(this.lat);
+    this.lat = l;
+  }
+
+  /** End of one input: a last line without "\n" counts. */
+  end(): void {
+    if (this.carry) {
+      const c = this.carry;
+      this.carry = null;
+      this.slowLine(c, 0, c.length);
+    }
+  }
+
+  private push(rel: number, latency: number): void {
+    if (this.count === this.rel.length) this.grow();
+    this.rel[this.count] = rel;
+    this.lat[this.count++] = latency;
+  }
+
+  /** Takes one line (without "\n"): `text.slice(start, end)`. */
+  line(text: string, start = 0, end = text.length): void {
+    const n = ++this.lineNo;
+    // Fields as Perl's split ' ': runs of whitespace separate, leading whitespace ignored.
+    let i = start;
+    while (i < end && isSpace(text.charCodeAt(i))) i++;
+    const t0 = i;
+    while (i < end && !isSpace(text.charCodeAt(i))) i++;
+    const t1 = i;
+    while (i < end && isSpace(text.charCodeAt(i))) i++;
+    const l0 = i;
+    while (i < end && !isSpace(text.charCodeAt(i))) i++;
+    const l1 = i;
+    if (n === 1 && hasLetter(text, start, end)) return; // header
+    const first = !this.sawLine;
+    this.sawLine = true;
+    if (l0 === l1) {
+      // Fewer than two fields: skipped, as the Perl script does, unless it is a word (a message in the stream).
+      if (t0 < t1 && parseDecimal(text, t0, t1) === undefined) this.notNumbers(text, start, end, n);
+      if (first && t0 < t1) this.setStart(text, t0, t1);
+      return;
+    }
+    const time = parseDecimal(text, t0, t1);
+    const latency = parseDecimal(text, l0, l1);
+    if (time === undefined || latency === undefined) this.notNumbers(text, start, end, n);
+    if (this.start === undefined) this.setStart(text, t0, t1);
+    let rel = time! - this.start!;
+    if ((t1 - t0 > 15 || this.startText.length > 15) && this.startDigits && isDigits(text, t0, t1)) {
+      // Integers past 2^53 (nanosecond epochs): the difference exactly, as Perl's integer subtraction.
+      rel = Number(BigInt(text.slice(t0, t1)) - BigInt(this.startText));
+    }
+    if (latency! > this.largestLatency) {
+      this.largestLatency = latency!;
+      this.largestLatencyText = text.slice(l0, l1);
+    }
+    if (rel > this.maxRel) this.maxRel = rel;
+    this.push(rel, latency!);
+  }
+
+  private setStart(text: string, t0: number, t1: number): void {
+    this.start = parseDecimal(text, t0, t1);
+    this.startText = text.slice(t0, t1);
+    this.startDigits = isDigits(text, t0, t1);
+  }
+
+  private notNumbers(text: string, start: number, end: number, n: number): never {
+    let shown = text.slice(start, end);
+    if (shown.length > 60) shown = `${shown.slice(0, 57)}...`;
+    throw new HeatMapError(`line ${n} is not "TIME LATENCY" (two numbers): ${JSON.stringify(shown)}`);
+  }
+
+  /** Time offsets from the first event, in the input's time unit (a view of the first `count`). */
+  times(): Float64Array {
+    return this.rel.subarray(0, this.count);
+  }
+
+  latencies(): Float64Array {
+    return this.lat.subarray(0, this.count);
+  }
+
+  /** The line number an event came from is not kept; lines read so far. */
+  get lines(): number {
+    return this.lineNo;
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const r = new Uint8Array(a.length + b.length);
+  r.set(a);
+  r.set(b, a.length);
+  return r;
+}
+
+function isSpace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13);
+}
+
+function hasLetter(s: string, a: number, b: number): boolean {
+  for (let i = a; i < b; i++) {
+    const c = s.charCodeAt(i) | 32;
+    if (c >= 97 && c <= 122) return true;
+  }
+  return false;
+}
+
+function isDigits(s: string, a: number, b: number): boolean {
+  for (let i = a; i < b; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+const DECIMAL = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
+
+/** A decimal number (optionally signed, fraction, exponent) spanning s[a, b), or undefined. */
+function parseDecimal(s: string, a: number, b: number): number | undefined {
+  if (b - a <= 15) {
+    // Fast path: plain digits.
+    let v = 0;
+    let i = a;
+    for (; i < b; i++) {
+      const c = s.charCodeAt(i) - 48;
+      if (c < 0 || c > 9) break;
+      v = v * 10 + c;
+    }
+    if (i === b && b > a) return v;
+  }
+  const t = s.slice(a, b);
+  return DECIMAL.test(t) ? Number(t) : undefined;
+}
+
+/** What `renderHeatMap` drew, besides the SVG text. */
+export interface HeatMapResult {
+  svg: string;
+  /** Columns and rows of the map (the largest of each is not drawn). */
+  columns: number;
+  rows: number;
+  /** Cells drawn, and the largest count of any cell. */
+  cells: number;
+  largestCount: number;
+}
+
+/** Checks option values that would make no picture; throws HeatMapError. */
+export function checkHeatMapOptions(o: HeatMapOptions): void {
+  if (!(o.unitsTime in TIME_UNITS)) {
+    throw new HeatMapError(`Can't parse time units "${o.unitsTime}". Try "ms" etc.`);
+  }
+  if (o.stepLat !== undefined && o.stepLat <= 0) throw new HeatMapError('--steplat must be a positive number');
+  if (!(o.rows > 0)) throw new HeatMapError('--rows must be a positive number');
+  if (!(o.stepSec > 0)) throw new HeatMapError('--stepsec must be a positive number');
+  if (!(o.boxSize > 0)) throw new HeatMapError('--boxsize must be a positive number');
+  if (!(o.fontSize > 0)) throw new HeatMapError('--fontsize must be a positive number');
+  if (o.maxCol !== undefined && o.maxCol < 0) throw new HeatMapError('--maxcol must not be negative');
+  if (o.maxLat !== undefined && o.maxLat !== 0 && o.maxLat <= o.minLat) {
+    throw new HeatMapError('--maxlat must be larger than --minlat');
+  }
+}
+
+/** The heat map of `input` as an SVG document. Throws HeatMapError for no events or impossible dimensions. */
+export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions> = {}): HeatMapResult {
+  const o: HeatMapOptions = { ...DEFAULT_HEATMAP_OPTIONS, ...opts };
+  checkHeatMapOptions(o);
+  if (input.count === 0) throw new HeatMapError('no events in the input (expected "TIME LATENCY" lines)');
+  const timeFactor = TIME_UNITS[o.unitsTime]!;
+  if (input.maxRel / timeFactor / o.stepSec > MAX_COLUMNS) {
+    throw new HeatMapError(`Too many columns (>${MAX_COLUMNS}); try setting --unitstime ?`);
+  }
+  const minLat = o.minLat;
+  const maxLat = o.maxLat || input.largestLatency;
+  if (maxLat <= minLat) {
+    throw new HeatMapError(
+      `no latency above --minlat (${perlNum(minLat)}): the largest is ${input.largestLatencyText}`,
+    );
+  }
+  const stepLat = o.stepLat || Math.trunc((maxLat - minLat) / o.rows);
+  if (stepLat === 0) throw new HeatMapError('Row resolution too high');
+  const largestRow = Math.trunc((maxLat - minLat) / stepLat);
+  if (largestRow > MAX_ROWS) throw new HeatMapError(`Too many rows (>${MAX_ROWS}); try a larger --steplat`);
+
+  // Counting: dense, column-major with a stride of largestRow + 1 (latency == maxLat lands in row largestRow).
+  const stride = largestRow + 1;
+  let maxColumns = Math.trunc(input.maxRel / timeFactor / o.stepSec) + 1;
+  if (o.maxCol !== undefined && o.maxCol + 1 < maxColumns) maxColumns = o.maxCol + 1;
+  const counts = new Uint32Array(maxColumns * stride);
+  const { largestCol, largestCount } = countCells(input, counts, stride, {
+    minLat,
+    maxLat,
+    stepLat,
+    divisor: timeFactor,
+    stepSec: o.stepSec,
+    maxCol: o.maxCol ?? Infinity,
+    unit: o.unitsTime,
+  });
+  const stepSec = o.stepSec;
+
+  const fs = o.fontSize;
+  const box = o.boxSize;
+  const ypad1 = fs * 3;
+  let ypad2 = fs * 4.5;
+  if (o.grid) ypad2 += fs * 1.2;
+  let width = largestCol * box + XPAD * 2;
+  if (width < MIN_WIDTH) width = MIN_WIDTH;
+  const height = largestRow * box + ypad1 + ypad2;
+
+  const out: string[] = [];
+  out.push(
+    '<?xml version="1.0" standalone="no"?>\n',
+    '<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n',
+    `<svg version="1.1" width="${perlNum(width)}" height="${perlNum(height)}" onload="init(evt)" viewBox="0 0 ${perlNum(width)} ${perlNum(height)}" xmlns="http://www.w3.org/2000/svg" >\n`,
+    '<!-- Latency heat map made by bpfscope heatmap (trace2heatmap.pl-compatible). Hover a cell for its counts. -->\n',
+    '<style type="text/css">\n\trect[onmouseover]:hover { stroke:black; stroke-width:0.5; }\n</style>\n',
+    `<script type="text/ecmascript">\n<![CDATA[\n${heatMapScript(o.accStats)}]]>\n</script>\n`,
+  );
+  const white = 'rgb(255,255,255)';
+  const black = 'rgb(0,0,0)';
+  const font = escapeAttr(o.fontType);
+  const text = (color: string, size: number, x: number, y: number, str: string, anchor = 'left', extra = ''): void => {
+    out.push(
+      `<text text-anchor="${anchor}" x="${perlNum(x)}" y="${perlNum(y)}" font-size="${perlNum(size)}" font-family="${font}" fill="${color}" ${extra} >${str}</text>\n`,
+    );
+  };
+  const line = (x1: number, y1: number, x2: number, y2: number): void => {
+    out.push(
+      `<line x1="${perlNum(x1)}" y1="${perlNum(y1)}" x2="${perlNum(x2)}" y2="${perlNum(y2)}" stroke="rgb(230,230,230)" stroke-width="1" />\n`,
+    );
+  };
+  out.push(rect(0, 0, width, height, white, 'id="bkg"'));
+  text(black, fs + 5, Math.trunc(width / 2), fs * 2, escapeText(o.title), 'middle');
+  text(black, fs, Math.trunc(width / 2), height - fs - 1, 'Time');
+  text(black, fs, XPAD, height - 2.5 * fs, ' ', '', 'id="details"');
+
+  const unit = o.unitsLabel;
+  let ytop = 0;
+  let ybot = 0;
+  if (o.grid) {
+    ytop = height - (ypad2 + largestRow * box - box);
+    ybot = height - ypad2 + box;
+    line(XPAD, ybot, XPAD + largestCol * box, ybot);
+    line(XPAD, ytop, XPAD + largestCol * box, ytop);
+    for (let s = 0; s < largestCol; s += 10) {
+      const x = XPAD + s * box;
+      line(x, ybot, x, ytop);
+      text('rgb(190,190,190)', fs, x, ybot + fs, `${perlNum(s * stepSec)}s`);
+    }
+  }
+
+  // Latency range labels per row and the hover's JavaScript string quoting, computed once.
+  const rangeLabels: string[] = [];
+  for (let l = 0; l < largestRow; l++) {
+    rangeLabels.push(jsString(`${perlNum(minLat + l * stepLat)}-${perlNum(minLat + (l + 1) * stepLat)}${unit}`));
+  }
+  let cells = 0;
+  for (let s = 0; s < largestCol; s++) {
+    const base = s * stride;
+    let total = 0;
+    for (let l = 0; l < largestRow; l++) total += counts[base + l]!;
+    if (total === 0) continue;
+    let acc = 0;
+    const x1 = XPAD + s * box;
+    let tr = perlNum(s * stepSec);
+    if (stepSec > 1) tr += `-${perlNum(s * stepSec - 1 + stepSec)}`;
+    const timeLabel = jsString(tr);
+    for (let l = 0; l < largestRow; l++) {
+      const c = counts[base + l]!;
+      if (c === 0) continue;
+      acc += c;
+      const y1 = height - (ypad2 + l * box);
+      out.push(
+        rect(
+          x1,
+          y1,
+          x1 + box,
+          y1 + box,
+          cellColor(c / largestCount),
+          `onmouseover="s(${timeLabel},${rangeLabels[l]},${c},${acc},${total})" onmouseout="c()"`,
+        ),
+      );
+      cells++;
+    }
+  }
+  if (o.grid) {
+    const labelColor = 'rgb(60,60,60)';
+    text(labelColor, fs, XPAD + 5, ybot - fs + 4, escapeText(perlNum(minLat) + unit));
+    const maxText = o.maxLat ? perlNum(o.maxLat) : input.largestLatencyText;
+    text(labelColor, fs, XPAD + 5, ytop + fs + 4, escapeText(maxText + unit));
+  }
+  out.push('</svg>\n');
+  return { svg: out.join(''), columns: largestCol + 1, rows: largestRow + 1, cells, largestCount };
+}
+
+/** Counts events into `counts` (column-major, `stride` rows a column); the largest column and cell count. */
+function countCells(
+  input: HeatMapInput,
+  counts: Uint32Array,
+  stride: number,
+  o: {
+    minLat: number;
+    maxLat: number;
+    stepLat: number;
+    divisor: number;
+    stepSec: number;
+    maxCol: number;
+    unit: string;
+  },
+): { largestCol: number; largestCount: number } {
+  const rel = input.times();
+  const lat = input.latencies();
+  const { minLat, maxLat, stepLat, divisor, stepSec, maxCol } = o;
+  let largestCol = 0;
+  let largestCount = 0;
+  for (let i = 0; i < rel.length; i++) {
+    const latency = lat[i]!;
+    if (latency < minLat || latency > maxLat) continue;
+    const r = rel[i]!;
+    if (r < 0 && Math.trunc(r / divisor / stepSec) < 0) {
+      throw new HeatMapError(
+        `an event is ${perlNum(-r)} ${o.unit} before the first line's time: the input must be in time order`,
+      );
+    }
+    // Columns are at most MAX_COLUMNS + 1 and rows MAX_ROWS + 1 here, so int32 truncation is exact.
+    const col = (r / divisor / stepSec) | 0;
+    if (col > maxCol) continue;
+    const k = col * stride + (((latency - minLat) / stepLat) | 0);
+    const c = ++counts[k]!;
+    if (col > largestCol) largestCol = col;
+    if (c > largestCount) largestCount = c;
+  }
+  return { largestCol, largestCount };
+}
+
+/** A rectangle as trace2heatmap.pl prints it: x and sizes with one decimal, y as a plain number. */
+function rect(x1: number, y1: number, x2: number, y2: number, fill: string, extra: string): string {
+  const xs1 = cFixed(x1, 1);
+  const xs2 = cFixed(x2, 1);
+  const w = cFixed(Number(xs2) - Number(xs1), 1);
+  const h = cFixed(y2 - y1, 1);
+  return `<rect x="${xs1}" y="${perlNum(y1)}" width="${w}" height="${h}" fill="${fill}" ${extra} />\n`;
+}
+
+/** White (ratio 0) to red (ratio 1): rgb(255, 240 - 240r, 220 - 220r), rounded as C's %.0f. */
+export function cellColor(ratio: number): string {
+  if (ratio === 0) return 'rgb(255,255,255)';
+  return `rgb(255,${cFixed(240 - 240 * ratio, 0)},${cFixed(220 - 220 * ratio, 0)})`;
+}
+
+/** A JavaScript single-quoted string literal, escaped for an XML attribute. */
+function jsString(s: string): string {
+  const js = s.replace(/[\\']/g, (c) => `\\${c}`);
+  return `'${escapeAttr(js)}'`;
+}
+
+/**
+ * The hover script: `s(time, range, count, acc, total)` (each cell's onmouseover) writes the cell's description
+ * into the "details" text, `c()` clears it. Percentages are floored, computed as count / total * 100.
+ */
+function heatMapScript(accStats: boolean): string {
+  return `var details;
+function init(evt) {
+	details = document.getElementById("details").firstChild;
+}
+function percent(part, whole) {
+	return Math.floor(part / whole * 100) + "%";
+}
+function s(time, range, count, acc, total) {
+	var parts = ["time " + time + "s", "range " + range, "count: " + count, "colpct: " + percent(count, total)];
+	if (${accStats ? 'true' : 'false'}) parts.push("acc: " + acc, "acc pct: " + percent(acc, total));
+	details.nodeValue = parts.join(", ");
+}
+function c() {
+	details.nodeValue = " ";
+}
+`;
+}
