@@ -53,6 +53,22 @@ describe('bpfscope command line', () => {
     assert.equal(r.stderr.split('\n').length, 5, r.stderr.slice(0, 2000));
   });
 
+  it('--help lists the subcommands: flame graph commands, tools, and every tool name (issue 19)', async () => {
+    const r = await runTool('bpfscope', ['--help']);
+    assert.equal(r.code, 0);
+    const sub = r.stdout.slice(r.stdout.indexOf('\nSUBCOMMANDS:\n'));
+    for (const name of ['stackcollapse-perf', 'stackcollapse-bpftrace', 'flamegraph', 'difffolded', 'tools'])
+      assert.match(sub, new RegExp(`^    ${name} +\\S`, 'm'), name);
+    assert.match(sub, / argdist bashreadline biolatency /);
+    assert.match(sub, / tcpdrop tcplife tcpretrans threadsnoop trace vfsstat\n$/);
+  });
+
+  it('a program starting with - is taken as the program, as getopt does (no "--e" advice)', async () => {
+    const r = await runTool('bpfscope', ['-e', '-x']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, "stdin:1:3-3: ERROR: syntax: expected '{'\n-x\n  \n");
+  });
+
   it('reports a missing script file in one line', async () => {
     const r = await runTool('bpfscope', [join(tmp, 'nope.bt')]);
     assert.equal(r.code, 1);
