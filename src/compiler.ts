@@ -8,7 +8,7 @@
 
 import { FrameOverflow } from './codegen/frame.js';
 import { type GenTables, ProbeGen } from './codegen/gen.js';
-import type { IrFunction } from './codegen/ir.js';
+import { type IrFunction, isLabel } from './codegen/ir.js';
 import { planMaps } from './codegen/maps.js';
 import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
 import type { BuiltinExpr, Program } from './lang/ast.js';
@@ -89,7 +89,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     hoistBlockAggregations(ast);
     foldLiterals(ast);
     scopeVariables(ast);
-    warnings.push(...unreachableWarnings(ast));
+    for (const w of unreachableWarnings(ast)) warnings.push(w);
     cTypes = parseCDefinitions(ast.cDefinitions, source.text);
     // integer #define constants of the program and its headers read like enumerators (lang/cmacros.ts)
     for (const [name, value] of integerMacros(source.text, {
@@ -123,7 +123,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
           }
           continue;
         }
-        errors.push(...e.diagnostics);
+        for (const d of e.diagnostics) errors.push(d);
       }
     }
   });
@@ -145,7 +145,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
     throw e;
   }
-  warnings.push(...analyzer.warnings);
+  for (const w of analyzer.warnings) warnings.push(w);
   const unexpected = [...(opts.named ?? new Map()).keys()].filter((n) => !analyzer.getopts.has(n));
   if (unexpected.length) throw unexpectedOptions(unexpected, analyzer.getopts);
   const decls = checkMapDecls(ast.mapDecls, analyzer.maps);
@@ -185,6 +185,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       gen = new ProbeGen(tables, u, analyzer, kernelName, undefined, true);
       fn = gen.generate();
     }
+    checkMapCount(u, [fn, ...gen.subprogs.map((s) => s.fn)], source);
     return { fn, expanded: u.expanded, kernelName, ...(gen.subprogs.length ? { subprogs: gen.subprogs } : {}) };
   });
   return {
@@ -212,6 +213,43 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       maxCatBytes: config.maxCatBytes,
     },
   };
+}
+
+/**
+ * The kernel's limit on the distinct maps one BPF program (with its subprograms) may use: MAX_USED_MAPS in
+ * include/linux/bpf_verifier.h, reported by the verifier as "The total number of maps per program has reached the
+ * limit of 64".
+ */
+export const MAX_USED_MAPS = 64;
+
+/**
+ * Rejects a probe whose generated code uses more than {@link MAX_USED_MAPS} maps (the program's own and bpfscope's
+ * ring buffer and control maps), pointing at the first use of the map over the limit. Checked on the IR right after
+ * generation, so that nothing is allocated, created in the kernel or handed to the verifier for a program that
+ * cannot load (bpftrace leaves this to the verifier).
+ */
+function checkMapCount(u: ProbeUnit, fns: readonly IrFunction[], source: SourceFile): void {
+  const seen = new Set<string>();
+  let over: Diagnostic['pos'];
+  for (const f of fns) {
+    for (const it of f.items) {
+      if (isLabel(it) || it.mapRef === undefined || seen.has(it.mapRef)) continue;
+      seen.add(it.mapRef);
+      if (seen.size === MAX_USED_MAPS + 1) over = it.pos ?? u.probe.pos;
+    }
+  }
+  if (seen.size <= MAX_USED_MAPS) return;
+  throw new CompileError(
+    [
+      {
+        severity: 'error',
+        message: `The probe ${u.expanded.name} uses ${seen.size} maps, more than the ${MAX_USED_MAPS} the kernel allows in one BPF program (bpfscope's ring buffer and control maps count too)`,
+        ...(over ? { pos: over } : {}),
+        hint: 'use fewer maps per probe: one map with a key (@m[1], @m[2], ...) instead of many maps, or split the work across probes',
+      },
+    ],
+    source,
+  );
 }
 
 /** Kernel program name: provider initial + sanitised probe name, at most 15 characters. */

@@ -164,6 +164,15 @@ export function parseCli(argv: string[]): CliOptions {
     if (m) named.set(m[1]!, m[2] ?? true);
     else tailPositional.push(w);
   }
+  // getopt's rule: an option that takes a value takes the next word even when it starts with '-' (a program such as
+  // `-e '-1 + ...'`, a file `-o -out`); node's parseArgs calls that ambiguous, so the two words are joined first
+  for (let i = 0; i + 1 < args.length; i++) {
+    const a = args[i]!;
+    if (!args[i + 1]!.startsWith('-')) continue;
+    if (/^-[epcofdIB]$/.test(a)) args.splice(i, 2, `${a}${args[i + 1]}`);
+    else if (/^--(pid|cmd|output|debug|probe-filter|mode|no-feature|include)$/.test(a))
+      args.splice(i, 2, `${a}=${args[i + 1]}`);
+  }
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(args);

@@ -5,14 +5,14 @@
  * BPFSCOPE_DEBUG=1.
  */
 import { parseCli, USAGE, VERSION } from './args.js';
-import { COMMANDS } from './commands.js';
+import { COMMANDS, subcommandHelp } from './commands.js';
 
 async function main(argv: string[]): Promise<number> {
   const sub = argv[0] !== undefined ? COMMANDS[argv[0]] : undefined;
   if (sub) return (await sub.load())(argv.slice(1));
   const opts = parseCli(argv);
   if (opts.help) {
-    process.stdout.write(USAGE);
+    process.stdout.write(USAGE + subcommandHelp());
     return 0;
   }
   if (opts.version) {

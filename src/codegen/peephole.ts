@@ -39,7 +39,8 @@ function removeUnreachable(items: IrItem[]): { items: IrItem[]; removed: number 
   const out: IrItem[] = [];
   let removed = 0;
   for (const b of blocks) {
-    if (seen.has(b.index)) out.push(...items.slice(b.start, b.end));
+    // (element by element: a spread of a long program overflows the call stack)
+    if (seen.has(b.index)) for (let i = b.start; i < b.end; i++) out.push(items[i]!);
     else for (let i = b.start; i < b.end; i++) if (!isLabel(items[i]!)) removed++;
   }
   return { items: out, removed };
@@ -159,6 +160,7 @@ export function peephole(fn: IrFunction): PeepholeStats {
     items = d.items;
     if (total(stats) === before) break;
   }
-  fn.items.splice(0, fn.items.length, ...items);
+  fn.items.length = 0;
+  for (const it of items) fn.items.push(it);
   return stats;
 }

@@ -294,7 +294,8 @@ function spillEverywhere(
     }
     out.push(copy, ...after);
   }
-  fn.items.splice(0, fn.items.length, ...out);
+  fn.items.length = 0;
+  for (const it of out) fn.items.push(it);
 }
 
 /**
@@ -353,5 +354,6 @@ function rewrite(fn: IrFunction, colours: Map<number, number>): void {
     if (isMove64(it) && it.dst === it.src) continue;
     out.push(it);
   }
-  fn.items.splice(0, fn.items.length, ...out);
+  fn.items.length = 0;
+  for (const it of out) fn.items.push(it);
 }

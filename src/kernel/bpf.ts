@@ -607,7 +607,7 @@ export function linkCreate(
         const strs = target.syms.map(cString);
         symsBuf = Buffer.alloc(strs.length * 8);
         strs.forEach((s, i) => symsBuf!.writeBigUInt64LE(address(s), i * 8));
-        keep.push(...strs);
+        for (const s of strs) keep.push(s);
       }
       const addrs = u64Array(target.addrs);
       const cookies = u64Array(target.cookies);

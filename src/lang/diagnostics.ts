@@ -15,7 +15,8 @@
  * - single-line span: `FILE:LINE:COL-ENDCOL` (ENDCOL exclusive, so a one-character span reads `14-15`; an empty span
  *   at the end of the input reads `21-21`), then the source line (tabs expanded to 4 spaces) and a marker line: a
  *   space under every character before the span, `~` under every character of the span (4 for a tab), nothing
- *   after it, and never past the end of the line;
+ *   after it, and never past the end of the line; a line longer than 1,000 characters is shown as the 80 characters
+ *   either side of the span with `...` where it is cut (bpfscope's own: bpftrace prints the whole line);
  * - multi-line span: `FILE:LINE-ENDLINE`, then every line of the span as written and no marker line;
  * - no span: just `ERROR: message`;
  * - a span in code expanded from a macro: then `FILE:LINE:COL-ENDCOL: ERROR: expanded from` at the macro's call.
@@ -100,6 +101,11 @@ function indexOf(source: SourceFile): LineIndex {
   return idx;
 }
 
+/** Source lines longer than this are shown only around the span (with `...`), and spans beyond it are cut. */
+const LONG_LINE = 1000;
+/** Characters of a long line shown before and after the span. */
+const LONG_LINE_CONTEXT = 80;
+
 /** ANSI colours bpftrace uses for log lines on a terminal (`src/log.h` `LogColor`). */
 const RED = '\x1b[31m';
 const YELLOW = '\x1b[33m';
@@ -131,11 +137,24 @@ export function formatDiagnostic(d: Diagnostic, source: SourceFile, opts: Format
     } else {
       loc = `${source.name}:${begin.line}:${begin.col}-${end.col}`;
       if (begin.line <= idx.lineCount) {
-        const line = idx.lineText(begin.line);
-        context.push(line.replaceAll('\t', '    '));
-        let marker = '';
-        for (let x = 0; x < line.length && x < end.col - 1; x++) {
-          const m = x < begin.col - 1 ? ' ' : '~';
+        const full = idx.lineText(begin.line);
+        // a very long line (a generated program) is shown around the span, so that thousands of errors on one
+        // line cannot print (or hold in memory) the whole line each
+        let from = 0;
+        let to = full.length;
+        if (full.length > LONG_LINE) {
+          from = Math.max(0, begin.col - 1 - LONG_LINE_CONTEXT);
+          to = Math.min(
+            full.length,
+            Math.max(begin.col - 1, Math.min(end.col - 1, begin.col - 1 + LONG_LINE)) + LONG_LINE_CONTEXT,
+          );
+        }
+        const pre = from > 0 ? '...' : '';
+        const line = full.slice(from, to);
+        context.push(`${pre}${line.replaceAll('\t', '    ')}${to < full.length ? '...' : ''}`);
+        let marker = ' '.repeat(pre.length);
+        for (let x = 0; x < line.length && x + from < end.col - 1; x++) {
+          const m = x + from < begin.col - 1 ? ' ' : '~';
           marker += line[x] === '\t' ? m.repeat(4) : m;
         }
         context.push(marker);

@@ -469,7 +469,7 @@ export class Lexer {
       if (to > plainFrom) {
         const s = t.slice(plainFrom, to);
         str += s;
-        bytes.push(...utf8(s));
+        for (const b of utf8(s)) bytes.push(b);
       }
     };
     const addByte = (b: number) => {

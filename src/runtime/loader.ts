@@ -93,8 +93,9 @@ export function link(
       if (target === undefined) throw new Error(`internal: callback ${r.name} was not generated`);
       own[r.slot]!.imm = target - (base + r.slot) - 1;
     }
-    insns.push(...own);
-    positions.push(...p.out.positions);
+    // one by one: a spread of a long program overflows the call stack
+    for (const i of own) insns.push(i);
+    for (const pos of p.out.positions) positions.push(pos);
   }
   return { insns, bytes: encode(insns), positions, funcRefs: [], funcs };
 }

@@ -149,7 +149,9 @@ export class Session {
       resolver ??= new SymbolResolver();
       return resolver;
     };
-    const name = (f: { name?: string | undefined; addr: bigint }): string => f.name ?? `0x${f.addr.toString(16)}`;
+    // an address without a symbol in hex, the null address as `0` (bpftrace prints a C++ void*)
+    const name = (f: { name?: string | undefined; addr: bigint }): string =>
+      f.name ?? (f.addr === 0n ? '0' : `0x${f.addr.toString(16)}`);
     this.valueCtx = {
       stack: (t, id, pid) => this.stacks.text(t, id, pid, 8),
       ksym: (addr) => name(sym().kernel(addr)),

@@ -59,14 +59,18 @@ export function formatToolList(tools: readonly ToolInfo[] = TOOLS): string {
   return tools.map((t) => `${t.name.padEnd(width)}  ${t.summary}\n`).join('');
 }
 
-/** Entry point of `bpfscope tools`. */
-export async function main(argv: string[]): Promise<number> {
+/**
+ * Entry point of `bpfscope tools`: the tools, then (after an empty line and `Other commands:`) `others`, the
+ * subcommands that are not tools (flame graph utilities; the command line's registry passes them).
+ */
+export async function main(argv: string[], others: readonly ToolInfo[] = []): Promise<number> {
   if (argv.length && (argv[0] === '-h' || argv[0] === '--help')) {
     process.stdout.write(
-      'usage: bpfscope tools\n\nList the bcc tools bpfscope provides; run one with bpfscope TOOL [-h].\n',
+      'usage: bpfscope tools\n\nList the bcc tools and the other commands bpfscope provides; run one with bpfscope NAME [-h].\n',
     );
     return 0;
   }
   process.stdout.write(formatToolList());
+  if (others.length) process.stdout.write(`\nOther commands:\n${formatToolList(others)}`);
   return 0;
 }

@@ -599,6 +599,11 @@ export function diffCases(): DiffCase[] {
         cmd: W('getppid', 3),
       },
     ),
+    // an address without a symbol prints in hex, the null address as 0 (bpftrace 0.17: a C++ void* printed)
+    c(
+      'begin-ksym-usym-zero-and-unknown',
+      'BEGIN { printf("%s|%s|%s|%s\\n", ksym(0), usym(0), ksym(1), usym(1)); exit(); }',
+    ),
     c('begin-exit-stops-probe', 'BEGIN { printf("a\\n"); exit(); printf("b\\n"); } END { printf("end\\n"); }'),
     c(
       'interval-counter-exit',

@@ -37,6 +37,38 @@ describe('bpfscope command line', () => {
     assert.match(r.stderr, /HINT: Did you mean tracepoint:syscalls:sys_enter_openat\?/);
   });
 
+  it('8,000 maps in one probe: the 64-maps limit before anything is loaded, no internal error (issue 19)', async () => {
+    const file = join(tmp, 'maps8000.bt');
+    const stmts: string[] = [];
+    for (let i = 0; i < 8000; i++) stmts.push(`@m${i} = ${i};`);
+    writeFileSync(file, `BEGIN { ${stmts.join(' ')} exit(); }\n`);
+    const r = await runTool('bpfscope', ['--dry-run', file], { timeoutMs: 120_000 });
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.doesNotMatch(r.stderr, /internal error|verifier/);
+    assert.match(
+      r.stderr,
+      /^\S+maps8000\.bt:1:660-669: ERROR: The probe begin uses 8004 maps, more than the 64 the kernel allows in one BPF program/,
+    );
+    assert.equal(r.stderr.split('\n').length, 5, r.stderr.slice(0, 2000));
+  });
+
+  it('--help lists the subcommands: flame graph commands, tools, and every tool name (issue 19)', async () => {
+    const r = await runTool('bpfscope', ['--help']);
+    assert.equal(r.code, 0);
+    const sub = r.stdout.slice(r.stdout.indexOf('\nSUBCOMMANDS:\n'));
+    for (const name of ['stackcollapse-perf', 'stackcollapse-bpftrace', 'flamegraph', 'difffolded', 'tools'])
+      assert.match(sub, new RegExp(`^    ${name} +\\S`, 'm'), name);
+    assert.match(sub, / argdist bashreadline biolatency /);
+    assert.match(sub, / tcpdrop tcplife tcpretrans threadsnoop trace vfsstat\n$/);
+  });
+
+  it('a program starting with - is taken as the program, as getopt does (no "--e" advice)', async () => {
+    const r = await runTool('bpfscope', ['-e', '-x']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, "stdin:1:3-3: ERROR: syntax: expected '{'\n-x\n  \n");
+  });
+
   it('reports a missing script file in one line', async () => {
     const r = await runTool('bpfscope', [join(tmp, 'nope.bt')]);
     assert.equal(r.code, 1);

@@ -34,6 +34,22 @@ describe('formatDiagnostic', () => {
     );
   });
 
+  test('a line over 1,000 characters is shown 80 characters either side of the span, cut with ...', () => {
+    const text = `BEGIN { ${'$a = 1; '.repeat(200)}@x = ; ${'$b = 2; '.repeat(200)}}`;
+    const at = text.indexOf('@x = ;') + 5;
+    const d: Diagnostic = {
+      severity: 'error',
+      message: 'syntax: expected expression',
+      pos: { line: 1, col: at + 1, offset: at, end: at + 1 },
+    };
+    const shown = text.slice(at - 80, at + 1 + 80);
+    assert.equal(shown.length, 161);
+    assert.equal(
+      formatDiagnostic(d, src(text)),
+      `stdin:1:${at + 1}-${at + 2}: ERROR: syntax: expected expression\n...${shown}...\n${' '.repeat(83)}~`,
+    );
+  });
+
   test('tabs expand to 4 spaces in the line and the marker', () => {
     const at = s.text.indexOf('@y');
     const d: Diagnostic = { severity: 'error', message: 'm', pos: idx.span(at - 7, at + 2) };

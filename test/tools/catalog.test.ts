@@ -20,12 +20,18 @@ describe('tool catalog', () => {
     }
   });
 
-  it('bpfscope tools: one line per tool', async () => {
+  it('bpfscope tools: one line per tool, then the other commands (flame graphs)', async () => {
     const r = await runBpfscope(['tools']);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, formatToolList());
-    assert.equal(r.stdout.split('\n').length - 1, TOOLS.length);
+    const [tools, others] = r.stdout.split('\nOther commands:\n');
+    assert.equal(tools, formatToolList());
+    assert.equal(tools!.split('\n').length - 1, TOOLS.length);
     assert.match(r.stdout, /^biolatency +Summarize block device I\/O latency as a histogram$/m);
+    assert.deepEqual(
+      others!.split('\n').map((l) => l.split(' ')[0]),
+      ['stackcollapse-perf', 'stackcollapse-bpftrace', 'flamegraph', 'difffolded', 'tools', ''],
+    );
+    assert.match(others!, /^flamegraph +render folded stacks as an interactive SVG flame graph/m);
   });
 
   it("-h prints argparse help on stdout, exit 0; a bad flag exits 2 with argparse's message", async () => {

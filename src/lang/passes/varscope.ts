@@ -158,7 +158,7 @@ export function scopeVariables(program: Program): void {
       if (probe.predicate) s.expr(probe.predicate);
       s.block(probe.body);
     });
-    errors.push(...s.errors);
+    for (const e of s.errors) errors.push(e);
   }
   if (errors.length) throw new CompileError(errors);
 }
