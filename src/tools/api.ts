@@ -15,19 +15,33 @@
  * with a BpfscopeError (or the runtime's CompileError/ProgramRejected/KernelError).
  */
 import { BpfscopeError } from '../errors.js';
-import type { ExecRow } from './execsnoop.js';
 import { OutputSink } from '../runtime/output/sink.js';
+import type { BiolatencyInterval } from './biolatency.js';
+import type { ExecRow } from './execsnoop.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
+import type { OpenRow } from './opensnoop.js';
+import type { StackResult } from './stacktool.js';
+import type { TcpSessionRow } from './tcplife.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
+  biolatency: () => import('./biolatency.js'),
   execsnoop: () => import('./execsnoop.js'),
+  offcputime: () => import('./offcputime.js'),
+  opensnoop: () => import('./opensnoop.js'),
+  profile: () => import('./profile.js'),
+  tcplife: () => import('./tcplife.js'),
 };
 
 /** The result type of each tool (rows or intervals). */
 export interface ToolResults {
+  biolatency: BiolatencyInterval;
   execsnoop: ExecRow;
+  offcputime: StackResult;
+  opensnoop: OpenRow;
+  profile: StackResult;
+  tcplife: TcpSessionRow;
 }
 
 /** Names of the tools runTool runs. */
@@ -147,7 +161,11 @@ export async function runTool<N extends keyof ToolResults>(
   argv?: readonly string[],
   options?: RunToolOptions,
 ): Promise<ToolRun<ToolResults[N]>>;
-export async function runTool(name: string, argv?: readonly string[], options?: RunToolOptions): Promise<ToolRun<unknown>>;
+export async function runTool(
+  name: string,
+  argv?: readonly string[],
+  options?: RunToolOptions,
+): Promise<ToolRun<unknown>>;
 export async function runTool(
   name: string,
   argv: readonly string[] = [],

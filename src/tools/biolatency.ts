@@ -11,13 +11,7 @@
 import type { Tracer } from '../runtime/tracer.js';
 import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { diskOption, diskNamer } from './framework/disk.js';
-import {
-  formatLog2Hist,
-  jsonLog2Hist,
-  type Log2Bucket,
-  log2Buckets,
-  log2SlotsOf,
-} from './framework/hist.js';
+import { formatLog2Hist, jsonLog2Hist, type Log2Bucket, log2Buckets, log2SlotsOf } from './framework/hist.js';
 import { log2Sections, log2Slots, pyJson, scalarValues } from './framework/histmaps.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';

@@ -200,7 +200,14 @@ export function formatRow(row: ExecRow, o: Pick<RowOptions, 'time' | 'timestamp'
   if (o.printUid) out += pyFormat('%-6d', row.uid);
   const args = o.quote ? row.args.map((a) => `"${a.replace(/"/g, '\\"')}"`) : row.args;
   const argvText = args.join(' ').replace(/\n/g, '\\n');
-  out += pyFormat('%-16s %-7d %-7s %3d %s', row.comm, row.pid, row.ppid !== null ? String(row.ppid) : '?', row.ret, argvText);
+  out += pyFormat(
+    '%-16s %-7d %-7s %3d %s',
+    row.comm,
+    row.pid,
+    row.ppid !== null ? String(row.ppid) : '?',
+    row.ret,
+    argvText,
+  );
   return `${out}\n`;
 }
 

@@ -83,7 +83,17 @@ export interface OpensnoopOptions {
 
 /** The program's record: one per open call. */
 export const RECORDS = records({
-  open: { tsUs: 'u64', uid: 'u32', pid: 'u32', tid: 'u32', ret: 'num', flags: 'num', mode: 'u32', comm: 'str', path: 'str' },
+  open: {
+    tsUs: 'u64',
+    uid: 'u32',
+    pid: 'u32',
+    tid: 'u32',
+    ret: 'num',
+    flags: 'num',
+    mode: 'u32',
+    comm: 'str',
+    path: 'str',
+  },
 });
 export type OpenRecord = DecodedOf<typeof RECORDS.decls>;
 

@@ -15,7 +15,7 @@ import { BpfscopeError } from '../../errors.js';
 import { Tracer } from '../../runtime/tracer.js';
 import { ArgError, HelpRequested, type OptionsOf, type Parsed, type ParserSpec, parseArgs } from './argparse.js';
 import { type EventHandler, ToolOutput, ToolWriter } from './output.js';
-import type { DecodedOf, FieldDecls, RecordSet } from './record.js';
+import type { FieldDecls, RecordSet } from './record.js';
 
 /** Longest timer Node supports (ms); longer intervals (bcc's default 99999999 s) mean "only at the end". */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -174,15 +174,15 @@ export interface ToolDef<S extends ParserSpec = ParserSpec> {
   spec: S;
   /** `rows`: one object per event; `intervals`: one object per interval and one at the end. */
   results: 'rows' | 'intervals';
-  /** The run; resolves with the exit status. */
-  run(args: OptionsOf<S>, writer: ToolWriter): Promise<number>;
+  /** The run (`argv`: the arguments as given, for bcc's own checks); resolves with the exit status. */
+  run(args: OptionsOf<S>, writer: ToolWriter, argv: readonly string[]): Promise<number>;
 }
 
 /** Any tool's {@link ToolDef}, as the framework and runTool handle them (their options are opaque here). */
 export interface AnyToolDef {
   spec: ParserSpec;
   results: 'rows' | 'intervals';
-  run(args: never, writer: ToolWriter): Promise<number>;
+  run(args: never, writer: ToolWriter, argv: readonly string[]): Promise<number>;
 }
 
 /** Declare a tool (see {@link ToolDef}); the spec's option types give the body's typed options. */
@@ -217,7 +217,7 @@ export async function runToolDef(def: AnyToolDef, argv: string[], writer: ToolWr
   }
   if (args.ebpf === true && writer.mode === 'text') writer.mode = 'ebpf';
   else if (args.json === true && writer.mode === 'text' && spec !== def.spec) writer.mode = 'json';
-  return def.run(args as never, writer);
+  return def.run(args as never, writer, argv);
 }
 
 /**
