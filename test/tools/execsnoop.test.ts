@@ -66,7 +66,12 @@ describe('execsnoop options and format (bcc 0.26 tools/execsnoop.py)', () => {
     assert.ok(p.includes('$p = *uptr((uint64 *)((uint64)args.argv + $i * 8));'), p);
     assert.ok(p.includes('str(uptr((int8 *)$p), 129)'), p);
     assert.ok(p.includes('  if ($more) {\n    printf("0\\x1f%u\\x1f%s\\n", pid, "...");'), p);
-    assert.ok(p.includes('printf("1\\x1f%u\\x1f%u\\x1f%u\\x1f%d\\x1f%s\\n", pid, curtask->real_parent->tgid, uid, args.ret, comm);'), p);
+    assert.ok(
+      p.includes(
+        'printf("1\\x1f%u\\x1f%u\\x1f%u\\x1f%d\\x1f%s\\n", pid, curtask->real_parent->tgid, uid, args.ret, comm);',
+      ),
+      p,
+    );
     assert.doesNotMatch(buildProgram({ maxArgs: 20 }), /sys_enter_execve \//);
   });
 

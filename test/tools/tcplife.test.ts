@@ -46,7 +46,10 @@ describe('tcplife program (bcc tcplife.py tracepoint version)', () => {
     assert.match(p, /if \(args\.newstate < 4\) \{\n {4}@birth\[\$sk\] = nsecs;/);
     assert.match(p, /if \(args\.newstate == 2 \|\| args\.newstate == 9\) \{\n {4}@who\[\$sk\] = \(pid, comm\);/);
     assert.match(p, /if \(args\.newstate != 7\) \{\n {4}return;/);
-    assert.match(p, /args.dport, \$tp->bytes_acked, \$tp->bytes_received, \$span_us, ntop\(args.saddr\), ntop\(args.daddr\), \$comm\);/);
+    assert.match(
+      p,
+      /args.dport, \$tp->bytes_acked, \$tp->bytes_received, \$span_us, ntop\(args.saddr\), ntop\(args.daddr\), \$comm\);/,
+    );
     assert.doesNotMatch(p, /\$pid == /);
   });
 
