@@ -88,10 +88,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const binary = resolveBinary(given);
   if (!binary) throw new BpfscopeError(`bashreadline: ${given}: no such file`);
   const program = buildProgram(binary, readlineSymbol(binary));
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   return runProgram({
     tool: 'bashreadline',
     program,

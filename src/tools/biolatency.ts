@@ -9,17 +9,17 @@
  * message. `-j` prints each record as JSON (bcc prints Python dict reprs with single quotes).
  */
 import type { Tracer } from '../runtime/tracer.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { diskOption, diskNamer } from './framework/disk.js';
-import { formatLog2Hist, formatSectionedLog2Hist, jsonLog2Hist } from './framework/hist.js';
+import { formatLog2Hist, jsonLog2Hist, type Log2Bucket, log2Buckets, log2SlotsOf } from './framework/hist.js';
 import { log2Sections, log2Slots, pyJson, scalarValues } from './framework/histmaps.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { clockTime, dateTime, tracepointExists } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'biolatency',
   description: 'Summarize block device I/O latency as a histogram',
   raw: true,
@@ -49,7 +49,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 99999999 },
     { name: 'count', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface BiolatencyOptions {
   /** Start at block_io_start (OS queue) instead of block_rq_issue. */
@@ -79,6 +79,66 @@ export function buildProgram(o: BiolatencyOptions): string {
   return p;
 }
 
+/** One interval of biolatency (runTool's interval, `--json`'s object). */
+export interface BiolatencyInterval {
+  /** Wall-clock time at the end of the interval, HH:MM:SS (bcc's -T line). */
+  time: string;
+  /** `usecs` or `msecs` (-m): the unit of the buckets' bounds. */
+  unit: 'usecs' | 'msecs';
+  /** One histogram, or one per disk with -D (`disk` is its name), in device order. */
+  histograms: { disk?: string; buckets: Log2Bucket[] }[];
+  /** -e: the total and count of the interval's latencies (null without -e, or when there were none). */
+  extension: { total: bigint; count: bigint } | null;
+}
+
+/** Read one interval from the maps (bcc's loop body after the sleep). */
+export function readInterval(
+  t: Pick<Tracer, 'readMap'>,
+  o: BiolatencyOptions,
+  diskName: (dev: number) => string,
+  now: Date = new Date(),
+): BiolatencyInterval {
+  const dist = t.readMap('dist');
+  const histograms = o.disks
+    ? log2Sections(dist, (k) => diskName(Number(k))).map((s) => ({ disk: s.label, buckets: log2Buckets(s.vals) }))
+    : [{ buckets: log2Buckets(log2Slots(dist)) }];
+  let extension: BiolatencyInterval['extension'] = null;
+  if (o.extension) {
+    const total = scalarValues(t.readMap('ext_total'))[0]?.value ?? 0n;
+    const count = scalarValues(t.readMap('ext_count'))[0]?.value ?? 0n;
+    if (count > 0n) extension = { total, count };
+  }
+  return { time: clockTime(now), unit: o.milliseconds ? 'msecs' : 'usecs', histograms, extension };
+}
+
+/** What one interval prints (bcc's text, or with -j bcc's JSON records dated `now`). */
+export function formatTick(
+  i: BiolatencyInterval,
+  o: BiolatencyOptions & { timestamp: boolean; json: boolean },
+  now: Date = new Date(),
+): string {
+  const label = i.unit;
+  let out = '\n';
+  if (o.timestamp) out += pyFormat('%-8s\n', i.time);
+  if (o.json) {
+    for (const h of i.histograms) {
+      const vals = log2SlotsOf(h.buckets);
+      const extra = h.disk !== undefined ? (['disk', h.disk] as [string, string]) : undefined;
+      out += `${pyJson(jsonLog2Hist(vals, label, dateTime(now), ...(extra ? [extra] : [])))}\n`;
+    }
+    return out;
+  }
+  for (const h of i.histograms) {
+    if (h.disk !== undefined) out += `\ndisk = ${h.disk}\n`;
+    out += formatLog2Hist(log2SlotsOf(h.buckets), label);
+  }
+  if (i.extension) {
+    const { total, count } = i.extension;
+    out += `${pyFormat('\navg = %ld %s, total: %ld %s, count: %ld\n', total / count, label, total, label, count)}\n`;
+  }
+  return out;
+}
+
 /** What one interval prints (bcc's loop body after the sleep). */
 export function formatInterval(
   t: Pick<Tracer, 'readMap'>,
@@ -86,41 +146,15 @@ export function formatInterval(
   diskName: (dev: number) => string,
   now: Date = new Date(),
 ): string {
-  const label = o.milliseconds ? 'msecs' : 'usecs';
-  let out = '\n';
-  if (o.timestamp) out += pyFormat('%-8s\n', clockTime(now));
-  const dist = t.readMap('dist');
-  if (o.json) {
-    if (o.disks) {
-      for (const s of log2Sections(dist, (k) => diskName(Number(k)))) {
-        out += `${pyJson(jsonLog2Hist(s.vals, label, dateTime(now), ['disk', s.label]))}\n`;
-      }
-    } else out += `${pyJson(jsonLog2Hist(log2Slots(dist), label, dateTime(now)))}\n`;
-    return out;
-  }
-  out += o.disks
-    ? formatSectionedLog2Hist(
-        log2Sections(dist, (k) => diskName(Number(k))),
-        'disk',
-        label,
-      )
-    : formatLog2Hist(log2Slots(dist), label);
-  if (o.extension) {
-    const total = scalarValues(t.readMap('ext_total'))[0]?.value ?? 0n;
-    const count = scalarValues(t.readMap('ext_count'))[0]?.value ?? 0n;
-    if (count > 0n) {
-      out += `${pyFormat('\navg = %ld %s, total: %ld %s, count: %ld\n', total / count, label, total, label, count)}\n`;
-    }
-  }
-  return out;
+  return formatTick(readInterval(t, o, diskName, now), o, now);
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   if (a.flags && a.disks) {
     writer.line('ERROR: can only use -D or -F. Exiting.');
     return 1;
   }
-  const dev = diskOption(a.disk as string | null, writer);
+  const dev = diskOption(a.disk, writer);
   if (dev === undefined) return 1;
   if (a.flags) {
     // bcc says this when only block tracepoints are available (no blk_account_io_* kprobes), as here.
@@ -128,31 +162,28 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     return 1;
   }
   const o: BiolatencyOptions & { timestamp: boolean; json: boolean } = {
-    queued: a.queued as boolean,
-    milliseconds: a.milliseconds as boolean,
-    disks: a.disks as boolean,
-    extension: a.extension as boolean,
+    queued: a.queued,
+    milliseconds: a.milliseconds,
+    disks: a.disks,
+    extension: a.extension,
     dev,
     queuedTracepoint: tracepointExists('block', 'block_io_start') ? 'block_io_start' : 'block_bio_queue',
-    timestamp: a.timestamp as boolean,
-    json: a.json as boolean,
+    timestamp: a.timestamp,
+    json: a.json,
   };
   const program = buildProgram(o);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const diskName = diskNamer('?');
   return runProgram({
     tool: 'biolatency',
     program,
     writer,
-    interval: { seconds: a.interval as number, count: a.count as number },
+    interval: { seconds: a.interval, count: a.count },
     onStarted: () => {
       if (!o.json) writer.line('Tracing block device I/O... Hit Ctrl-C to end.');
     },
     onTick: (t) => {
-      writer.write(formatInterval(t, o, diskName));
+      const now = new Date();
+      writer.emit(readInterval(t, o, diskName, now), (i) => formatTick(i, o, now));
       t.clearMap('dist');
       if (o.extension) {
         t.clearMap('ext_total');
@@ -162,7 +193,9 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope biolatency [flags] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

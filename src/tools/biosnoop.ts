@@ -111,10 +111,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   if (dev === undefined) return 1;
   const o = { queue: a.queue as boolean, pattern: a.pattern as boolean };
   const program = buildProgram({ dev, pattern: o.pattern });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const diskName = diskNamer('<unknown>');
   const state = { startUs: 0n };
   return runProgram({

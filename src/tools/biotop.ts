@@ -196,10 +196,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     pid: a.pid as number | null,
     startTracepoint: tracepointExists('block', 'block_io_start') ? 'block_io_start' : 'block_bio_queue',
   });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const interval = a.interval as number;
   const o = { noclear: a.noclear as boolean, maxrows: a.maxrows as number };
   const diskName = diskNamer('?');

@@ -24,10 +24,6 @@ export function buildProgram(): string {
 
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const program = buildProgram();
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   return runProgram({
     tool: 'bitesize',
     program,

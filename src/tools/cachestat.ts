@@ -132,10 +132,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const probes = chooseProbes();
   if (typeof probes === 'string') throw unsupported(`cachestat: ${probes}`);
   const program = buildProgram(probes);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const count = a.count as number;
   const ts = a.timestamp as boolean;
   let ticks = 0;

@@ -11,15 +11,16 @@
  *
  * Not supported: `--cgroupmap`/`--mntnsmap` (pinned BPF maps).
  */
-import { type Parsed, type ParserSpec } from './framework/argparse.js';
+import { type OptionsOf, type ParserSpec, type ValueType } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { clockTime, readPpid, uidOfUser } from './framework/system.js';
 
 /** bcc's `parse_uid`: a number, else a user name from the password database. */
-const USER = {
+const USER: ValueType<number> = {
   name: 'parse_uid',
   convert: (t: string): number => {
     if (/^\s*[+-]?\d+(_\d+)*\s*$/.test(t)) return Number(t.trim().replace(/_/g, ''));
@@ -29,7 +30,7 @@ const USER = {
   },
 };
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'execsnoop',
   description: 'Trace exec() syscalls',
   raw: true,
@@ -68,7 +69,7 @@ export const SPEC: ParserSpec = {
     { flags: ['-P', '--ppid'], kind: 'value', help: 'trace this parent PID only' },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface ExecsnoopOptions {
   uid?: number | null;
@@ -77,8 +78,30 @@ export interface ExecsnoopOptions {
   maxArgs: number;
 }
 
-/** Event record fields, in order: kind (0 argument, 1 result), then the text last (argument or comm). */
-export const FIELDS = ['kind', 'pid', 'ppid', 'uid', 'ret', 'text'] as const;
+/** The program's records: one per argument, then the exec's result. */
+export const RECORDS = records({
+  arg: { pid: 'u32', arg: 'str' },
+  exit: { pid: 'u32', ppid: 'u32', uid: 'u32', ret: 's32', comm: 'str' },
+});
+export type ExecRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One exec (runTool's row, `--json`'s object): what bcc prints on one line. */
+export interface ExecRow {
+  /** Wall-clock time of the event, HH:MM:SS (bcc's -T column). */
+  time: string;
+  /** Seconds since tracing started (bcc's -t column). */
+  elapsed: number;
+  uid: number;
+  pid: number;
+  /** Parent PID; null when neither the kernel nor /proc gave it (bcc prints "?"). */
+  ppid: number | null;
+  /** execve()'s return: 0, or a negative errno (only with -x). */
+  ret: number;
+  /** The task's name after the exec (bcc's PCOMM). */
+  comm: string;
+  /** The file name, then the arguments (at most --max-args, then "..." when cut). */
+  args: string[];
+}
 
 /** bcc's ARGSIZE: bytes read per argument. str() counts the terminating NUL, hence one more. */
 const ARGSIZE = 128;
@@ -90,7 +113,7 @@ export function buildProgram(o: ExecsnoopOptions): string {
     o.uid !== null && o.uid !== undefined ? `uid == ${o.uid}` : null,
     o.ppid !== null && o.ppid !== undefined ? `${ppid} == ${o.ppid}` : null,
   ]);
-  const arg = (text: string): string => `printf("0\\x1f%d\\x1f0\\x1f0\\x1f0\\x1f%s\\n", pid, ${text});\n`;
+  const arg = (text: string): string => `${RECORDS.emit('arg', { pid: 'pid', arg: text })}\n`;
   let p = configBlock();
   p += `tracepoint:syscalls:sys_enter_execve${filter} {\n`;
   p += `  ${arg(`str(args.filename, ${ARGSIZE + 1})`)}`;
@@ -103,7 +126,7 @@ export function buildProgram(o: ExecsnoopOptions): string {
   p += '    $i++;\n  }\n';
   p += `  if ($more) {\n    ${arg('"..."')}  }\n}\n`;
   p += `tracepoint:syscalls:sys_exit_execve${filter} {\n`;
-  p += `  printf("1\\x1f%d\\x1f%d\\x1f%u\\x1f%d\\x1f%s\\n", pid, ${ppid}, uid, args.ret, comm);\n}\n`;
+  p += `  ${RECORDS.emit('exit', { pid: 'pid', ppid, uid: 'uid', ret: 'args.ret', comm: 'comm' })}\n}\n`;
   return p;
 }
 
@@ -134,39 +157,57 @@ export interface RowContext {
 }
 
 /**
- * bcc's `print_event` for one record (see {@link FIELDS}): an argument is added to the PID's list and gives null;
- * a result gives the line (with `\n`), or null when filtered out (`-x`, `-n`, `-l`), and forgets the list.
+ * bcc's `print_event` for one record: an argument is added to the PID's list and gives null; a result gives the
+ * exec's row, or null when filtered out (`-x`, `-n`, `-l`), and forgets the list.
  */
-export function handleEvent(
-  f: string[],
-  o: RowOptions,
+export function collect(
+  r: ExecRecord,
+  o: Pick<RowOptions, 'fails' | 'name' | 'line'>,
   argv: Map<number, string[]>,
   ctx: RowContext = {},
-): string | null {
-  const [kind, pidText, ppidText, uid, retText, text = ''] = f;
-  const pid = Number(pidText);
-  if (kind === '0') {
-    const list = argv.get(pid);
-    if (list) list.push(text);
-    else argv.set(pid, [text]);
+): ExecRow | null {
+  if (r.kind === 'arg') {
+    const list = argv.get(r.pid);
+    if (list) list.push(r.arg);
+    else argv.set(r.pid, [r.arg]);
     return null;
   }
-  let args = argv.get(pid) ?? [];
-  argv.delete(pid);
-  const ret = Number(retText);
-  if (ret !== 0 && !o.fails) return null;
-  if (o.name && !o.name.test(text)) return null;
+  const args = argv.get(r.pid) ?? [];
+  argv.delete(r.pid);
+  if (r.ret !== 0 && !o.fails) return null;
+  if (o.name && !o.name.test(r.comm)) return null;
   if (o.line && !o.line.test(args.join(' '))) return null;
-  if (o.quote) args = args.map((a) => `"${a.replace(/"/g, '\\"')}"`);
-  let out = '';
-  if (o.time) out += pyFormat('%-9s', (ctx.clock ?? clockTime)());
-  if (o.timestamp) out += pyFormat('%-8.3f', ctx.elapsedSec?.() ?? 0);
-  if (o.printUid) out += pyFormat('%-6d', Number(uid));
   // Some kernels report 0 as the parent's tgid: bcc then reads /proc/PID/status, and prints "?" if that fails.
-  let ppid = Number(ppidText);
-  if (!(ppid > 0)) ppid = (ctx.ppidOf ?? readPpid)(pid);
+  let ppid = r.ppid;
+  if (!(ppid > 0)) ppid = (ctx.ppidOf ?? readPpid)(r.pid);
+  return {
+    time: (ctx.clock ?? clockTime)(),
+    elapsed: ctx.elapsedSec?.() ?? 0,
+    uid: r.uid,
+    pid: r.pid,
+    ppid: ppid > 0 ? ppid : null,
+    ret: r.ret,
+    comm: r.comm,
+    args,
+  };
+}
+
+/** bcc's line for one exec (with `\n`). */
+export function formatRow(row: ExecRow, o: Pick<RowOptions, 'time' | 'timestamp' | 'printUid' | 'quote'>): string {
+  let out = '';
+  if (o.time) out += pyFormat('%-9s', row.time);
+  if (o.timestamp) out += pyFormat('%-8.3f', row.elapsed);
+  if (o.printUid) out += pyFormat('%-6d', row.uid);
+  const args = o.quote ? row.args.map((a) => `"${a.replace(/"/g, '\\"')}"`) : row.args;
   const argvText = args.join(' ').replace(/\n/g, '\\n');
-  out += pyFormat('%-16s %-7d %-7s %3d %s', text, pid, ppid > 0 ? String(ppid) : '?', ret, argvText);
+  out += pyFormat(
+    '%-16s %-7d %-7s %3d %s',
+    row.comm,
+    row.pid,
+    row.ppid !== null ? String(row.ppid) : '?',
+    row.ret,
+    argvText,
+  );
   return `${out}\n`;
 }
 
@@ -179,15 +220,15 @@ export function pythonRegex(src: string): RegExp | null {
   }
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   if (a.cgroupmap !== null || a.mntnsmap !== null) {
     throw unsupported(
       'execsnoop: --cgroupmap/--mntnsmap read pinned BPF maps, which bpfscope tools do not support yet',
     );
   }
-  const maxArgs = String(a.max_args).trim();
+  const maxArgs = a.max_args.trim();
   if (!/^\d+$/.test(maxArgs)) throw unsupported(`execsnoop: --max-args must be a number, not '${maxArgs}'`);
-  const ppidText = a.ppid as string | null;
+  const ppidText = a.ppid;
   if (ppidText !== null && !/^\d+$/.test(ppidText.trim())) {
     throw unsupported(`execsnoop: -P/--ppid must be a PID, not '${ppidText}'`);
   }
@@ -198,23 +239,19 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     return re;
   };
   const rowOpts: RowOptions = {
-    time: a.time as boolean,
-    timestamp: a.timestamp as boolean,
-    printUid: a.print_uid as boolean,
-    fails: a.fails as boolean,
-    quote: a.quote as boolean,
-    name: regex('-n/--name', a.name as string | null),
-    line: regex('-l/--line', a.line as string | null),
+    time: a.time,
+    timestamp: a.timestamp,
+    printUid: a.print_uid,
+    fails: a.fails,
+    quote: a.quote,
+    name: regex('-n/--name', a.name),
+    line: regex('-l/--line', a.line),
   };
   const program = buildProgram({
-    uid: a.uid as number | null,
+    uid: a.uid,
     ppid: ppidText !== null ? Number(ppidText) : null,
     maxArgs: Number(maxArgs),
   });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const argv = new Map<number, string[]>();
   let start = 0;
   const ctx: RowContext = { elapsedSec: () => (performance.now() - start) / 1000 };
@@ -222,19 +259,21 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     tool: 'execsnoop',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => {
       writer.write(header(rowOpts));
       start = performance.now();
     },
-    onEvent: (f) => {
-      const line = handleEvent(f, rowOpts, argv, ctx);
-      if (line !== null) writer.write(line);
+    records: RECORDS,
+    onRecord: (r: ExecRecord) => {
+      const row = collect(r, rowOpts, argv, ctx);
+      if (row !== null) writer.emit(row, (x) => formatRow(x, rowOpts));
     },
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope execsnoop [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

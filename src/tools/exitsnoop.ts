@@ -122,10 +122,6 @@ export function formatRow(f: string[], o: RowOptions, now: Date = new Date()): s
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const pid = a.pid as number | null;
   const program = buildProgram({ pid, perThread: a.per_thread as boolean, failed: a.failed as boolean });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const rowOpts: RowOptions = {
     timestamp: (a.timestamp as boolean) || (a.utc as boolean),
     utc: a.utc as boolean,

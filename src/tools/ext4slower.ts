@@ -112,10 +112,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     minMs,
     pid: a.pid as number | null,
   });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const csv = a.csv as boolean;
   return runProgram({
     tool: 'ext4slower',

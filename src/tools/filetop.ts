@@ -235,10 +235,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     reads: !a.write_only,
     writes: !a.read_only,
   });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const interval = a.interval as number;
   const screen = { sort: a.sort as string, maxrows: a.maxrows as number, noclear: a.noclear as boolean };
   return runProgram({

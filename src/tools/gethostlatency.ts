@@ -75,10 +75,6 @@ export function formatRow(f: string[], time: string = clockTime()): string {
 
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const program = buildProgram({ pid: a.pid as number });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   return runProgram({
     tool: 'gethostlatency',
     program,

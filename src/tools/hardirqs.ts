@@ -98,10 +98,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     return 0;
   }
   const program = buildProgram(o);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   return runProgram({
     tool: 'hardirqs',
     program,

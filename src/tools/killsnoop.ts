@@ -98,10 +98,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     signals: a.signal as number[] | null,
     failed: a.failed as boolean,
   });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const pidBytes = pidColumnWidth();
   return runProgram({
     tool: 'killsnoop',

@@ -25,7 +25,7 @@ import type { Parsed, ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 import {
   dropTracingFrames,
   exclusiveGroupError,
@@ -236,7 +236,7 @@ export function offcputimeFormat(o: { delimited: boolean; offset: boolean }): St
   return { delimiter: o.delimited, annotate: false, kernelLine: line, userLine: line };
 }
 
-async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<number> {
+async function run(a: Parsed, writer: ToolWriter, argv: readonly string[]): Promise<number> {
   const conflict = exclusiveGroupError(SPEC, argv, a, GROUPS);
   if (conflict) {
     writer.err.write(conflict.text());
@@ -269,10 +269,6 @@ async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<numbe
     return 2;
   }
   const program = buildProgram(o);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   return runStackTool({
     tool: 'offcputime',
     program,
@@ -292,7 +288,9 @@ async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<numbe
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope offcputime [flags] [duration]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, (a, w) => run(a, w, argv));
+  return toolMain(TOOL, argv);
 }

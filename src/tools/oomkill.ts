@@ -52,10 +52,6 @@ export function formatRow(
 
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const program = buildProgram();
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const pageKb = pageSizeKb();
   return runProgram({
     tool: 'oomkill',

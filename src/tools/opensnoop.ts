@@ -9,15 +9,16 @@
  * (pinned BPF maps). openat2() passes its flags in a user-space `struct open_how`, which cannot be read without
  * pointer dereference: with `-e`/`-f` openat2 calls are not traced (a note says so on stderr).
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { openFlags } from './framework/fcntl.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { onlineCpus, shellQuote, tracepointExists } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'opensnoop',
   description: 'Trace open() syscalls',
   raw: true,
@@ -65,7 +66,7 @@ export const SPEC: ParserSpec = {
       help: 'execute command (as the last parameter, supports multiple parameters, for example: --exec ls -l /tmp',
     },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface OpensnoopOptions {
   pid?: number | null;
@@ -80,8 +81,41 @@ export interface OpensnoopOptions {
   ringPages?: number;
 }
 
-/** Event record fields, in order (the path last). */
-export const FIELDS = ['ts_us', 'uid', 'pid', 'tid', 'ret', 'flags', 'mode', 'comm', 'path'] as const;
+/** The program's record: one per open call. */
+export const RECORDS = records({
+  open: {
+    tsUs: 'u64',
+    uid: 'u32',
+    pid: 'u32',
+    tid: 'u32',
+    ret: 'num',
+    flags: 'num',
+    mode: 'u32',
+    comm: 'str',
+    path: 'str',
+  },
+});
+export type OpenRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One open call (runTool's row, `--json`'s object). */
+export interface OpenRow {
+  /** Microseconds since the first open seen (bcc's -T column is this in seconds). */
+  elapsedUs: number;
+  uid: number;
+  pid: number;
+  tid: number;
+  /** The file descriptor, or -1 when the call failed. */
+  fd: number;
+  /** The errno of a failed call, else 0. */
+  err: number;
+  /** The open flags (open(2)'s O_* bits; 0 for openat2). */
+  flags: number;
+  /** The mode, when the flags have O_CREAT or O_TMPFILE (open(2) ignores it otherwise); else null. */
+  mode: number | null;
+  comm: string;
+  /** The path as passed to the call. */
+  path: string;
+}
 
 /** The bpftrace program for `o`. */
 export function buildProgram(o: OpensnoopOptions): string {
@@ -102,9 +136,18 @@ export function buildProgram(o: OpensnoopOptions): string {
   }
   const exits = o.syscalls.map((sc) => `tracepoint:syscalls:sys_exit_${sc}`).join(',\n');
   p += `${exits} {\n  $i = @info[tid];\n  if ($i.0 == 1${o.failed ? ' && args.ret < 0' : ''}) {\n`;
-  p +=
-    '    printf("%llu\\x1f%u\\x1f%d\\x1f%d\\x1f%d\\x1f%d\\x1f%u\\x1f%s\\x1f%s\\n", nsecs / 1000, uid, pid, tid, args.ret,\n';
-  p += '      $i.1, $i.2, comm, $i.3);\n  }\n  delete(@info[tid]);\n}\n';
+  const emit = RECORDS.emit('open', {
+    tsUs: 'nsecs / 1000',
+    uid: 'uid',
+    pid: 'pid',
+    tid: 'tid',
+    ret: 'args.ret',
+    flags: '$i.1',
+    mode: '$i.2',
+    comm: 'comm',
+    path: '$i.3',
+  });
+  p += `    ${emit}\n  }\n  delete(@info[tid]);\n}\n`;
   return p;
 }
 
@@ -119,34 +162,47 @@ export interface RowOptions {
 }
 
 /**
- * bcc's `print_event`, as a function of the event fields; returns the line (with `\n`) or null when the event is
- * filtered out. `state.initialTs` is bcc's `initial_ts` (µs of the first event seen).
+ * bcc's `print_event` up to the line: the row of one record, or null when it is filtered out (`-x`, `-n`).
+ * `state.initialTs` is bcc's `initial_ts` (µs of the first event seen).
  */
-export function formatRow(f: string[], o: RowOptions, state: { initialTs: bigint | null }): string | null {
-  const [tsText, uid, pid, tid, retText, flagsText, modeText, comm = '', path = ''] = f;
-  const ts = BigInt(tsText ?? '0');
-  const ret = Number(retText);
-  const fd = ret >= 0 ? ret : -1;
-  const err = ret >= 0 ? 0 : -ret;
-  if (state.initialTs === null) state.initialTs = ts;
-  if (o.failed && ret >= 0) return null;
-  if (o.name !== null && !comm.includes(o.name)) return null;
+export function toRow(
+  r: OpenRecord,
+  o: Pick<RowOptions, 'failed' | 'name' | 'machine'>,
+  state: { initialTs: bigint | null },
+): OpenRow | null {
+  if (state.initialTs === null) state.initialTs = r.tsUs;
+  if (o.failed && r.ret >= 0) return null;
+  if (o.name !== null && !r.comm.includes(o.name)) return null;
+  const O = openFlags(o.machine);
+  // bcc records the mode only when O_CREAT or O_TMPFILE is set (open(2) ignores it otherwise).
+  const withMode = (r.flags & O.O_CREAT!) !== 0 || (r.flags & O.O_TMPFILE!) === O.O_TMPFILE;
+  return {
+    elapsedUs: Number(r.tsUs - state.initialTs),
+    uid: r.uid,
+    pid: r.pid,
+    tid: r.tid,
+    fd: r.ret >= 0 ? r.ret : -1,
+    err: r.ret >= 0 ? 0 : -r.ret,
+    flags: r.flags,
+    mode: withMode ? r.mode : null,
+    comm: r.comm,
+    path: r.path,
+  };
+}
+
+/** bcc's line for one row (with `\n`). */
+export function formatRow(row: OpenRow, o: Pick<RowOptions, 'timestamp' | 'printUid' | 'tid' | 'extended'>): string {
   let out = '';
   if (o.timestamp) {
-    const delta = ts - state.initialTs;
-    out += pyFormat('%-14s', `${delta / 1000000n}.${(delta % 1000000n).toString().padStart(6, '0')}000`);
+    const d = row.elapsedUs;
+    out += pyFormat('%-14s', `${Math.floor(d / 1000000)}.${String(d % 1000000).padStart(6, '0')}000`);
   }
-  if (o.printUid) out += pyFormat('%-6d', Number(uid));
-  out += pyFormat('%-6d %-16s %4d %3d ', Number(o.tid ? tid : pid), comm, fd, err);
+  if (o.printUid) out += pyFormat('%-6d', row.uid);
+  out += pyFormat('%-6d %-16s %4d %3d ', o.tid ? row.tid : row.pid, row.comm, row.fd, row.err);
   if (o.extended) {
-    const flags = Number(flagsText);
-    const O = openFlags(o.machine);
-    // bcc records the mode only when O_CREAT or O_TMPFILE is set (open(2) ignores it otherwise).
-    const withMode = (flags & O.O_CREAT!) !== 0 || (flags & O.O_TMPFILE!) === O.O_TMPFILE;
-    const mode = withMode ? Number(modeText) : 0;
-    out += mode === 0 && !withMode ? pyFormat('%08o n/a  ', flags) : pyFormat('%08o %04o ', flags, mode);
+    out += row.mode === null ? pyFormat('%08o n/a  ', row.flags) : pyFormat('%08o %04o ', row.flags, row.mode);
   }
-  return `${out}${path}\n`;
+  return `${out}${row.path}\n`;
 }
 
 /** bcc's header line. */
@@ -159,8 +215,8 @@ export function header(o: Pick<RowOptions, 'timestamp' | 'printUid' | 'tid' | 'e
   return `${h}PATH\n`;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const exec = a.exec as string[] | null;
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const exec = a.exec;
   if (a.pid && exec) {
     writer.line('ERROR: can only use -p or --exec. Exiting.');
     return 1;
@@ -171,7 +227,7 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   }
   let flagMask: number | null = null;
   const O = openFlags();
-  for (const flag of (a.flag_filter as string[] | null) ?? []) {
+  for (const flag of a.flag_filter ?? []) {
     if (!flag.startsWith('O_') || O[flag] === undefined) {
       writer.err.write(`Bad flag: ${flag}\n`);
       return 1;
@@ -188,54 +244,52 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
       'opensnoop: --cgroupmap/--mntnsmap read pinned BPF maps, which bpfscope tools do not support yet',
     );
   }
-  const extended = a.extended_fields as boolean;
+  const extended = a.extended_fields;
   const syscalls = ['open', 'openat', 'openat2'].filter((sc) => tracepointExists('syscalls', `sys_enter_${sc}`));
   const traced = extended || flagMask !== null ? syscalls.filter((s) => s !== 'openat2') : syscalls;
-  const pages = a.buffer_pages as number;
+  const pages = a.buffer_pages;
   const program = buildProgram({
-    pid: a.pid as number | null,
-    tid: a.tid as number | null,
+    pid: a.pid,
+    tid: a.tid,
     exec: exec !== null,
-    uid: a.uid as number | null,
-    failed: a.failed as boolean,
+    uid: a.uid,
+    failed: a.failed,
     flagMask,
     syscalls: traced,
     ringPages: pages > 0 ? pages * onlineCpus() : 0,
   });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  if (traced.length < syscalls.length) {
+  if (traced.length < syscalls.length && writer.mode !== 'ebpf') {
     writer.err.write(
       'opensnoop: openat2() calls are not traced with -e/-f: their flags are in a user-space struct open_how, which needs pointer dereference\n',
     );
   }
   const rowOpts: RowOptions = {
-    timestamp: a.timestamp as boolean,
-    printUid: a.print_uid as boolean,
+    timestamp: a.timestamp,
+    printUid: a.print_uid,
     tid: Boolean(a.tid),
     extended,
-    failed: a.failed as boolean,
-    name: a.name as string | null,
+    failed: a.failed,
+    name: a.name,
   };
   const state = { initialTs: null as bigint | null };
   return runProgram({
     tool: 'opensnoop',
     program,
     writer,
-    fieldCount: FIELDS.length,
-    onEvent: (f) => {
-      const line = formatRow(f, rowOpts, state);
-      if (line !== null) writer.write(line);
+    records: RECORDS,
+    onRecord: (r: OpenRecord) => {
+      const row = toRow(r, rowOpts, state);
+      if (row !== null) writer.emit(row, (x) => formatRow(x, rowOpts));
     },
     onStarted: () => writer.write(header(rowOpts)),
-    durationSec: a.duration as number | null,
+    durationSec: a.duration,
     ...(exec !== null ? { command: shellQuote(exec) } : {}),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope opensnoop [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

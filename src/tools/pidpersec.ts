@@ -31,10 +31,6 @@ export function formatLine(count: bigint, now: Date = new Date()): string {
 
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const program = buildProgram();
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   return runProgram({
     tool: 'pidpersec',
     program,

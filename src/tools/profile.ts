@@ -26,7 +26,7 @@ import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { toolMain, unsupported } from './framework/runner.js';
+import { defineTool, toolMain, unsupported } from './framework/runner.js';
 import {
   exclusiveGroupError,
   POSITIVE_INT,
@@ -213,7 +213,7 @@ export function profileFormat(o: { delimited: boolean; annotations: boolean; add
   };
 }
 
-async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<number> {
+async function run(a: Parsed, writer: ToolWriter, argv: readonly string[]): Promise<number> {
   const conflict = exclusiveGroupError(SPEC, argv, a, GROUPS);
   if (conflict) {
     writer.err.write(conflict.text());
@@ -243,10 +243,6 @@ async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<numbe
     address: a.address as boolean,
   });
   const program = buildProgram(o);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   if (o.cpu >= 0 && !onlineCpus().includes(o.cpu)) {
     throw unsupported(`profile: CPU ${o.cpu} is not online (online: ${onlineCpus().join(',')})`);
   }
@@ -270,7 +266,9 @@ async function run(a: Parsed, writer: ToolWriter, argv: string[]): Promise<numbe
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope profile [flags] [duration]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, (a, w) => run(a, w, argv));
+  return toolMain(TOOL, argv);
 }

@@ -115,10 +115,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     timestamp: a.timestamp as boolean,
   };
   const program = buildProgram(o);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   return runProgram({
     tool: 'runqlat',
     program,

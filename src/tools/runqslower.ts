@@ -103,10 +103,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     stateField: kernelStructHasField('task_struct', '__state') ? '__state' : 'state',
   };
   const program = buildProgram(o);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   return runProgram({
     tool: 'runqslower',
     program,

@@ -120,11 +120,11 @@ function optionOrder(spec: ParserSpec, argv: string[]): Map<string, number> {
  */
 export function exclusiveGroupError(
   spec: ParserSpec,
-  argv: string[],
+  argv: readonly string[],
   parsed: Parsed,
   groups: string[][],
 ): ArgError | undefined {
-  const order = optionOrder(spec, argv);
+  const order = optionOrder(spec, [...argv]);
   const name = (dest: string): string => {
     const o = spec.options.find(
       (x) => (x.dest ?? '') === dest || x.flags.some((f) => f.replace(/^-+/, '').replace(/-/g, '_') === dest),
@@ -419,6 +419,15 @@ export class ProcessPreparer {
   }
 }
 
+/**
+ * What profile and offcputime yield as data (runTool's one interval at the end, `--json`'s object): the stacks in
+ * bcc's report order, each with its frames symbolized (innermost first) and its value (samples for profile,
+ * microseconds off CPU for offcputime).
+ */
+export interface StackResult {
+  stacks: StackEntry[];
+}
+
 /** bcc's default `--stack-storage-size` (profile and offcputime). */
 export const DEFAULT_STACK_STORAGE = 16384;
 
@@ -476,6 +485,9 @@ export async function runStackTool(r: StackToolRun): Promise<number> {
       r.beforeReport?.(resolver);
       const entries = sortEntries(symbolizeEntries(dump, r.layout, resolver, r.userPid, r.kernelFilter), fmt);
       const lines = entries.map((e) => foldedLine(e, fmt));
+      // JSON and runTool: one result with the stacks (the text forms below are left out).
+      const result: StackResult = { stacks: entries };
+      writer.emit(result, () => '');
       if (folded) for (const l of lines) writer.line(l);
       else if (!svg) for (const e of entries) writer.write(stackLines(e, fmt));
       writer.flush();

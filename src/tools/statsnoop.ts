@@ -91,10 +91,6 @@ export function formatRow(f: string[], o: RowOptions, state: { startTs: bigint }
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const syscalls = SYS_NAMES.slice(1).filter((sc) => tracepointExists('syscalls', `sys_enter_${sc}`));
   const program = buildProgram(syscalls, a.pid as number | null);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const o: RowOptions = {
     timestamp: a.timestamp as boolean,
     sysname: a.sysname as boolean,

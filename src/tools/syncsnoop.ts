@@ -49,10 +49,6 @@ export function formatRow(f: string[]): string {
 async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const syscalls = SYS_NAMES.slice(1, 7).filter((sc) => tracepointExists('syscalls', `sys_enter_${sc}`));
   const program = buildProgram(syscalls);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   return runProgram({
     tool: 'syncsnoop',
     program,

@@ -231,10 +231,6 @@ async function run(a: Parsed, writer: import('./framework/output.js').ToolWriter
     syscallNr,
   };
   const program = buildProgram(opts);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const print: PrintOptions = {
     latency: opts.latency ?? false,
     milliseconds: a.milliseconds as boolean,

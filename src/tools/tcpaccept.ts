@@ -168,10 +168,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     ipv6: a.ipv6 as boolean,
     syscalls,
   });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const rowOpts: RowOptions = { time: a.time as boolean, timestamp: a.timestamp as boolean };
   const state = { startTs: null as number | null };
   return runProgram({

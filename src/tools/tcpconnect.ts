@@ -245,10 +245,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     ipv6: a.ipv6 as boolean,
     lport: rowOpts.lport && !count,
   });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   const counts = new ConnectCounts();
   const state = { startTs: null as number | null };
   return runProgram({

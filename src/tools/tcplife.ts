@@ -12,12 +12,13 @@
  * `-L`/`-D` forget sockets on other ports at every state change, `-p` applies at SYN_SENT/LAST_ACK and CLOSE,
  * `-4`/`-6` at CLOSE, all as bcc does.
  */
-import type { Parsed, ParserSpec } from './framework/argparse.js';
+import type { OptionsOf, ParserSpec } from './framework/argparse.js';
 import { INT } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
-import { configBlock, eventPrintf } from './framework/program.js';
+import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { clockTime, tracepointExists } from './framework/system.js';
 import {
   familyFilter,
@@ -29,7 +30,7 @@ import {
   TCP,
 } from './framework/tcp.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'tcplife',
   description: 'Trace the lifespan of TCP sessions and summarize',
   raw: true,
@@ -57,7 +58,7 @@ export const SPEC: ParserSpec = {
     { flags: ['-6', '--ipv6'], kind: 'flag', group: 'family', help: 'trace IPv6 family only' },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface TcplifeOptions {
   pid?: number | null;
@@ -67,20 +68,45 @@ export interface TcplifeOptions {
   ipv6?: boolean;
 }
 
-/** Event record fields, in order (the comm last). Bytes are bytes, the span is in µs. */
-export const FIELDS = [
-  'ts_us',
-  'pid',
-  'ip',
-  'laddr',
-  'lport',
-  'raddr',
-  'rport',
-  'tx_bytes',
-  'rx_bytes',
-  'span_us',
-  'comm',
-] as const;
+/** The program's record: one per closed session. Bytes are bytes, times are µs. */
+export const RECORDS = records({
+  session: {
+    tsUs: 'u64',
+    pid: 'u32',
+    ip: 'u32',
+    laddr: 'str',
+    lport: 'u32',
+    raddr: 'str',
+    rport: 'u32',
+    txBytes: 'num',
+    rxBytes: 'num',
+    spanUs: 'num',
+    comm: 'str',
+  },
+});
+export type SessionRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One TCP session that ended (runTool's row, `--json`'s object). */
+export interface TcpSessionRow {
+  /** Wall-clock time of the close, HH:MM:SS (bcc's -T column). */
+  time: string;
+  /** Microseconds since the first session printed (bcc's -t column is this in seconds). */
+  elapsedUs: number;
+  /** The process that opened or closed the session (bcc's rules), and its name. */
+  pid: number;
+  comm: string;
+  /** 4 or 6. */
+  ip: number;
+  laddr: string;
+  lport: number;
+  raddr: string;
+  rport: number;
+  /** Bytes acknowledged by the peer (tcp_sock.bytes_acked) and received (bytes_received). */
+  txBytes: number;
+  rxBytes: number;
+  /** The session's life, in µs (bcc prints it as MS with 2 decimals). */
+  spanUs: number;
+}
 
 /** The bpftrace program for `o`. */
 export function buildProgram(o: TcplifeOptions): string {
@@ -109,19 +135,19 @@ export function buildProgram(o: TcplifeOptions): string {
   if (checks.length) p += `  if (!(${checks.join(' && ')})) {\n    return;\n  }\n`;
   p += '  $tp = (struct tcp_sock *)args.skaddr;\n';
   p += perFamily((s, d, ip) =>
-    eventPrintf([
-      ['%llu', 'nsecs / 1000'],
-      ['%d', '$pid'],
-      ['%d', String(ip)],
-      ['%s', s],
-      ['%d', 'args.sport'],
-      ['%s', d],
-      ['%d', 'args.dport'],
-      ['%llu', '$tp->bytes_acked'],
-      ['%llu', '$tp->bytes_received'],
-      ['%llu', '$span_us'],
-      ['%s', '$comm'],
-    ]),
+    RECORDS.emit('session', {
+      tsUs: 'nsecs / 1000',
+      pid: '$pid',
+      ip: String(ip),
+      laddr: s,
+      lport: 'args.sport',
+      raddr: d,
+      rport: 'args.dport',
+      txBytes: '$tp->bytes_acked',
+      rxBytes: '$tp->bytes_received',
+      spanUs: '$span_us',
+      comm: '$comm',
+    }),
   );
   return `${p}}\n`;
 }
@@ -156,44 +182,55 @@ export function header(o: RowOptions): string {
   return `${h}${pyFormat(formats(o).head, 'PID', 'COMM', ip, 'LADDR', 'LPORT', 'RADDR', 'RPORT', 'TX_KB', 'RX_KB', 'MS')}\n`;
 }
 
+/** The row of one record; `state.startTs` is bcc's `start_ts` (µs of the first session). */
+export function toRow(r: SessionRecord, state: { startTs: bigint | null }, time: string = clockTime()): TcpSessionRow {
+  if (state.startTs === null) state.startTs = r.tsUs;
+  return {
+    time,
+    elapsedUs: Number(r.tsUs - state.startTs),
+    pid: r.pid,
+    comm: r.comm,
+    ip: r.ip,
+    laddr: r.laddr,
+    lport: r.lport,
+    raddr: r.raddr,
+    rport: r.rport,
+    txBytes: r.txBytes,
+    rxBytes: r.rxBytes,
+    spanUs: r.spanUs,
+  };
+}
+
 /**
- * bcc's `print_ipv4_event`/`print_ipv6_event` for the event fields (see {@link FIELDS}): KB columns are
- * `bytes / 1024` truncated by `%d`, MS is the span in ms with 2 decimals. `state.startTs` is bcc's `start_ts`.
+ * bcc's `print_ipv4_event`/`print_ipv6_event` for one row: KB columns are `bytes / 1024` truncated by `%d`, MS is
+ * the span in ms with 2 decimals.
  */
-export function formatRow(
-  f: string[],
-  o: RowOptions,
-  state: { startTs: number | null },
-  time: string = clockTime(),
-): string {
-  const [tsText, pid, ip, laddr = '', lport, raddr = '', rport, tx, rx, span, comm = ''] = f;
+export function formatRow(row: TcpSessionRow, o: RowOptions): string {
   let out = '';
-  if (o.time) out += o.csv ? `${time},` : pyFormat('%-8s ', time);
+  if (o.time) out += o.csv ? `${row.time},` : pyFormat('%-8s ', row.time);
   if (o.timestamp) {
-    const ts = Number(tsText);
-    if (state.startTs === null) state.startTs = ts;
-    const delta = (ts - state.startTs) / 1e6;
+    const delta = row.elapsedUs / 1e6;
     out += o.csv ? pyFormat('%.6f,', delta) : pyFormat('%-9.6f ', delta);
   }
   // Python's %d of a float truncates toward zero; the byte counts are non-negative.
-  const kb = (bytes: string | undefined): number => Math.floor(Number(bytes) / 1024);
-  const row = pyFormat(
+  const kb = (bytes: number): number => Math.floor(bytes / 1024);
+  const line = pyFormat(
     formats(o).row,
-    Number(pid),
-    comm,
-    o.wide || o.csv ? String(ip) : '',
-    laddr,
-    o.wide || o.csv ? String(lport) : Number(lport),
-    raddr,
-    Number(rport),
-    kb(tx),
-    kb(rx),
-    Number(span) / 1000,
+    row.pid,
+    row.comm,
+    o.wide || o.csv ? String(row.ip) : '',
+    row.laddr,
+    o.wide || o.csv ? String(row.lport) : row.lport,
+    row.raddr,
+    row.rport,
+    kb(row.txBytes),
+    kb(row.rxBytes),
+    row.spanUs / 1000,
   );
-  return `${out}${row}\n`;
+  return `${out}${line}\n`;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   // bcc converts -D before -L.
   const lists = parsePortOptions([a.remoteport, a.localport], writer.err);
   if (!lists) return 1;
@@ -201,35 +238,22 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   if (!tracepointExists('sock', 'inet_sock_set_state')) {
     throw unsupported('tcplife: this kernel has no sock:inet_sock_set_state tracepoint (added in Linux 4.16)');
   }
-  const program = buildProgram({
-    pid: a.pid as number | null,
-    localPorts,
-    remotePorts,
-    ipv4: a.ipv4 as boolean,
-    ipv6: a.ipv6 as boolean,
-  });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  const rowOpts: RowOptions = {
-    time: a.time as boolean,
-    timestamp: a.timestamp as boolean,
-    wide: a.wide as boolean,
-    csv: a.csv as boolean,
-  };
-  const state = { startTs: null as number | null };
+  const program = buildProgram({ pid: a.pid, localPorts, remotePorts, ipv4: a.ipv4, ipv6: a.ipv6 });
+  const rowOpts: RowOptions = { time: a.time, timestamp: a.timestamp, wide: a.wide, csv: a.csv };
+  const state = { startTs: null as bigint | null };
   return runProgram({
     tool: 'tcplife',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => writer.write(header(rowOpts)),
-    onEvent: (f) => writer.write(formatRow(f, rowOpts, state)),
+    records: RECORDS,
+    onRecord: (r: SessionRecord) => writer.emit(toRow(r, state), (x) => formatRow(x, rowOpts)),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope tcplife [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

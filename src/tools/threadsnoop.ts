@@ -79,10 +79,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     throw unsupported('threadsnoop: neither libpthread nor libc defines pthread_create on this system');
   }
   const program = buildProgram(attachPoint);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
   // bcc's BPF.sym() demangles C++ names; usym() does once the demangler is loaded.
   await loadDemangler();
   const state = { startNs: null as bigint | null };

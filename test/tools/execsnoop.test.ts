@@ -7,7 +7,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { buildProgram, handleEvent, header, pythonRegex, type RowOptions, SPEC } from '../../src/tools/execsnoop.js';
+import {
+  buildProgram,
+  collect,
+  formatRow,
+  header,
+  pythonRegex,
+  type RowOptions,
+  SPEC,
+} from '../../src/tools/execsnoop.js';
 import { parseArgs } from '../../src/tools/framework/argparse.js';
 import { readPpid } from '../../src/tools/framework/system.js';
 import { assertBccHelp } from './argparse-fixture.js';
@@ -31,13 +39,13 @@ function exec(
   ret: number,
   comm: string,
   ppid = 1,
-  ctx: Parameters<typeof handleEvent>[3] = {},
+  ctx: Parameters<typeof collect>[3] = {},
 ): string | null {
   const argv = new Map<number, string[]>();
-  for (const a of args) assert.equal(handleEvent(['0', String(pid), '0', '0', '0', a], o, argv, ctx), null);
-  const line = handleEvent(['1', String(pid), String(ppid), '1000', String(ret), comm], o, argv, ctx);
+  for (const a of args) assert.equal(collect({ kind: 'arg', pid, arg: a }, o, argv, ctx), null);
+  const row = collect({ kind: 'exit', pid, ppid, uid: 1000, ret, comm }, o, argv, ctx);
   assert.equal(argv.size, 0, 'the arguments are forgotten at the result');
-  return line;
+  return row && formatRow(row, o);
 }
 
 describe('execsnoop options and format (bcc 0.26 tools/execsnoop.py)', () => {
@@ -57,8 +65,13 @@ describe('execsnoop options and format (bcc 0.26 tools/execsnoop.py)', () => {
     assert.ok(p.includes('  while ($i < 5) {\n'), p);
     assert.ok(p.includes('$p = *uptr((uint64 *)((uint64)args.argv + $i * 8));'), p);
     assert.ok(p.includes('str(uptr((int8 *)$p), 129)'), p);
-    assert.ok(p.includes('  if ($more) {\n    printf("0\\x1f%d\\x1f0\\x1f0\\x1f0\\x1f%s\\n", pid, "...");'), p);
-    assert.ok(p.includes('pid, curtask->real_parent->tgid, uid, args.ret, comm);'), p);
+    assert.ok(p.includes('  if ($more) {\n    printf("0\\x1f%u\\x1f%s\\n", pid, "...");'), p);
+    assert.ok(
+      p.includes(
+        'printf("1\\x1f%u\\x1f%u\\x1f%u\\x1f%d\\x1f%s\\n", pid, curtask->real_parent->tgid, uid, args.ret, comm);',
+      ),
+      p,
+    );
     assert.doesNotMatch(buildProgram({ maxArgs: 20 }), /sys_enter_execve \//);
   });
 

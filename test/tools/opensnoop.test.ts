@@ -7,7 +7,16 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pyFormat } from '../../src/tools/framework/pyformat.js';
-import { formatRow, header, type RowOptions } from '../../src/tools/opensnoop.js';
+import { formatRow as formatOpen, header, type RowOptions, toRow } from '../../src/tools/opensnoop.js';
+
+/** The line of one record given as its fields in text (ts_us uid pid tid ret flags mode comm path), or null. */
+function formatRow(f: string[], o: RowOptions, state: { initialTs: bigint | null }): string | null {
+  const [ts, uid, pid, tid, ret, flags, mode, comm, path] = f as [string, ...string[]];
+  const num = (t: string | undefined): number => Number(t);
+  const rec = { kind: 'open' as const, tsUs: BigInt(ts), uid: num(uid), pid: num(pid), tid: num(tid), ret: num(ret) };
+  const row = toRow({ ...rec, flags: num(flags), mode: num(mode), comm: comm!, path: path! }, o, state);
+  return row && formatOpen(row, o);
+}
 import { workloadPath } from '../helpers/workload.js';
 import { liveSkipReason, removeScratch, runBpfscope, tempDir } from './helpers.js';
 

@@ -8,7 +8,29 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pyFormat } from '../../src/tools/framework/pyformat.js';
-import { buildProgram, formatRow, header, type RowOptions, SPEC } from '../../src/tools/tcplife.js';
+import {
+  buildProgram,
+  formatRow as formatSession,
+  header,
+  type RowOptions,
+  SPEC,
+  toRow,
+} from '../../src/tools/tcplife.js';
+
+/** The line of one record given as its fields in text (see the comment on `f` below). */
+function formatRow(f: string[], o: RowOptions, state: { startTs: number | null }, time = '00:00:00'): string {
+  const [ts, pid, ip, laddr, lport, raddr, rport, tx, rx, span, comm] = f as [string, ...string[]];
+  const n = Number;
+  const st = { startTs: state.startTs === null ? null : BigInt(state.startTs) };
+  const rec = { kind: 'session' as const, tsUs: BigInt(ts), pid: n(pid), ip: n(ip), laddr: laddr!, lport: n(lport) };
+  const row = toRow(
+    { ...rec, raddr: raddr!, rport: n(rport), txBytes: n(tx), rxBytes: n(rx), spanUs: n(span), comm: comm! },
+    st,
+    time,
+  );
+  state.startTs = Number(st.startTs);
+  return formatSession(row, o);
+}
 import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, startBpfscope, type ToolRun } from './helpers.js';
 import { ipv6LoopbackSkipReason, sessionLines, type TcpSession, tcpSession } from './tcp.js';
@@ -24,7 +46,10 @@ describe('tcplife program (bcc tcplife.py tracepoint version)', () => {
     assert.match(p, /if \(args\.newstate < 4\) \{\n {4}@birth\[\$sk\] = nsecs;/);
     assert.match(p, /if \(args\.newstate == 2 \|\| args\.newstate == 9\) \{\n {4}@who\[\$sk\] = \(pid, comm\);/);
     assert.match(p, /if \(args\.newstate != 7\) \{\n {4}return;/);
-    assert.match(p, /\$tp->bytes_acked, \$tp->bytes_received, \$span_us, \$comm\);/);
+    assert.match(
+      p,
+      /args.dport, \$tp->bytes_acked, \$tp->bytes_received, \$span_us, ntop\(args.saddr\), ntop\(args.daddr\), \$comm\);/,
+    );
     assert.doesNotMatch(p, /\$pid == /);
   });
 

@@ -18,7 +18,7 @@ export type OptionKind = 'flag' | 'value' | 'append' | 'remainder' | 'optional';
 
 export interface OptionSpec {
   /** Option strings in argparse's order, e.g. `['-p', '--pid']`. */
-  flags: string[];
+  flags: readonly string[];
   kind: OptionKind;
   /** Attribute name; default as argparse: the first long option without `--`, `-` → `_` (else the short one). */
   dest?: string;
@@ -55,13 +55,13 @@ function posLabel(p: PositionalSpec): string {
 }
 
 /** A value converter: `name` is what argparse prints in "invalid NAME value" (e.g. `int`). */
-export interface ValueType {
+export interface ValueType<T = unknown> {
   name: string;
-  convert: (text: string) => unknown;
+  convert: (text: string) => T;
 }
 
 /** argparse's `type=int`: Python's `int()` syntax (surrounding whitespace, a sign, `_` between digits). */
-export const INT: ValueType = {
+export const INT: ValueType<number> = {
   name: 'int',
   convert: (text: string) => {
     const t = text.trim();
@@ -79,12 +79,57 @@ export interface ParserSpec {
   epilog?: string;
   /** true: description printed as is (RawDescriptionHelpFormatter); false: re-wrapped (HelpFormatter). */
   raw?: boolean;
-  options: OptionSpec[];
-  positionals?: PositionalSpec[];
+  options: readonly OptionSpec[];
+  positionals?: readonly PositionalSpec[];
 }
 
 /** Parsed values by dest. Flags default to false, appends to null/array, values to their default or null. */
 export type Parsed = Record<string, unknown>;
+
+/* Typed options: the type of `parseArgs(SPEC, argv)` computed from a spec declared `as const satisfies
+   ParserSpec`, with argparse's dest names (first long flag, `-` → `_`) and value types (a flag is a boolean; a
+   value is its converter's result, or the string; null when absent and without a default; an append is an array
+   or null; a remainder is a string array or null). A spec typed plainly as ParserSpec gives the loose Parsed. */
+type Snake<S extends string> = S extends `${infer A}-${infer B}` ? `${A}_${Snake<B>}` : S;
+type FirstLong<F> = F extends readonly [infer H extends string, ...infer R]
+  ? H extends `--${infer N}`
+    ? N
+    : FirstLong<R>
+  : never;
+type StripDashes<S extends string> = S extends `-${infer R}` ? StripDashes<R> : S;
+type DestName<O> = O extends { dest: infer D extends string }
+  ? D
+  : O extends { flags: infer F }
+    ? [FirstLong<F>] extends [never]
+      ? F extends readonly [infer H extends string, ...unknown[]]
+        ? Snake<StripDashes<H>>
+        : never
+      : Snake<FirstLong<F>>
+    : never;
+type Converted<O> = O extends { type: ValueType<infer T> } ? T : string;
+type Widen<T> = T extends string ? string : T extends number ? number : T extends boolean ? boolean : T;
+type OrDefault<O, T> = O extends { default: infer D } ? T | Widen<D> : T | null;
+type OptionValue<O> = O extends { kind: 'flag' }
+  ? O extends { default: infer D }
+    ? boolean | Widen<D>
+    : boolean
+  : O extends { kind: 'append' }
+    ? Converted<O>[] | null
+    : O extends { kind: 'remainder' }
+      ? string[] | null
+      : O extends { kind: 'optional' }
+        ? OrDefault<O, Converted<O> | (O extends { const: infer C } ? Widen<C> : null)>
+        : OrDefault<O, Converted<O>>;
+type PositionalValue<P> = P extends { nargs: '+' } ? Converted<P>[] : OrDefault<P, Converted<P>>;
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+/** The parsed options of spec `S` (see above). */
+export type OptionsOf<S extends ParserSpec> = ParserSpec extends S
+  ? Parsed
+  : Simplify<
+      { [O in S['options'][number] as DestName<O>]: OptionValue<O> } & {
+        [P in NonNullable<S['positionals']>[number] as P['name']]: PositionalValue<P>;
+      } & { help: boolean }
+    >;
 
 /** A usage error: print `usage` + `prog: error: message` to stderr and exit 2 (argparse's behaviour). */
 export class ArgError extends Error {
@@ -253,7 +298,7 @@ const NEGATIVE_NUMBER = /^-\d+$|^-\d*\.\d+$/;
  * Parse `argv` against `spec` as argparse's `parse_args` does.
  * @throws HelpRequested for -h/--help; ArgError for a usage error (with argparse's message text)
  */
-export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
+export function parseArgs<S extends ParserSpec>(spec: S, argv: string[]): OptionsOf<S> {
   const options = [HELP_OPTION, ...spec.options];
   const positionals = spec.positionals ?? [];
   const usage = formatUsage(spec);
@@ -416,5 +461,5 @@ export function parseArgs(spec: ParserSpec, argv: string[]): Parsed {
   const missing = positionals.slice(posValues.length).filter((p) => p.required || p.nargs === '+');
   if (missing.length) fail(`the following arguments are required: ${missing.map(posLabel).join(', ')}`);
   if (extras.length) fail(`unrecognized arguments: ${extras.join(' ')}`);
-  return result;
+  return result as OptionsOf<S>;
 }

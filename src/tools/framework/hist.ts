@@ -177,3 +177,33 @@ export function jsonLog2Hist(
   if (section) hist[section[0]] = section[1];
   return hist;
 }
+
+/** One row of a printed log2 histogram as data: values in [low, high] were counted `count` times. */
+export interface Log2Bucket {
+  low: bigint;
+  high: bigint;
+  count: bigint;
+}
+
+/**
+ * The rows bcc prints for log2 slots `vals` (slot 1 up to the highest non-empty one; none when all are empty),
+ * with bcc's bounds: slot s covers [2^(s-1), 2^s - 1] and slot 1 covers [0, 1].
+ */
+export function log2Buckets(vals: readonly bigint[]): Log2Bucket[] {
+  let top = 0;
+  for (let i = 1; i < vals.length; i++) if (vals[i]! > 0n) top = i;
+  const out: Log2Bucket[] = [];
+  for (let s = 1; s <= top; s++) {
+    out.push({ low: (1n << BigInt(s)) >> 1n, high: (1n << BigInt(s)) - 1n, count: vals[s]! });
+  }
+  return out;
+}
+
+/** The log2 slots (length {@link LOG2_SLOTS}) of buckets made by {@link log2Buckets}. */
+export function log2SlotsOf(buckets: readonly Log2Bucket[]): bigint[] {
+  const vals = new Array<bigint>(LOG2_SLOTS).fill(0n);
+  buckets.forEach((b, i) => {
+    vals[i + 1] = b.count;
+  });
+  return vals;
+}

@@ -22,10 +22,34 @@ export const FIELD_SEP = '\x1f';
 /** Receives one event's fields (see the module comment). */
 export type EventHandler = (fields: string[]) => void;
 
+/**
+ * Where a tool's results go:
+ * - `text`: bcc's text on stdout (the tool's own formatting);
+ * - `json`: one JSON object per result on stdout (the objects `runTool` yields, see {@link toJson}); the tool's
+ *   other text (headers) is left out;
+ * - `ebpf`: only the generated program (bcc's hidden `--ebpf`): nothing is run;
+ * - `api`: results go to a consumer (`runTool`), text is kept aside (for error messages), nothing is printed.
+ */
+export type ToolMode = 'text' | 'json' | 'ebpf' | 'api';
+
+/** The hooks of an `api` run (see tools/api.ts). */
+export interface ApiSink {
+  /** One result object (a row, an interval). */
+  result(value: unknown): void;
+  /** The probes are attached. */
+  started(): void;
+  /** Called by the runner with the function that ends the run early (close()). */
+  onStop(stop: () => void): void;
+}
+
 /** Text output of a tool: buffered stdout with explicit flushes, and unbuffered stderr. */
 export class ToolWriter {
   readonly out: OutputSink;
   readonly err: OutputSink;
+  mode: ToolMode = 'text';
+  api: ApiSink | null = null;
+  /** `api` mode: the text the tool wrote (its error messages), at most 64 KiB. */
+  kept = '';
   private brokenPipe: (() => void) | null = null;
 
   /** Writes to fd 1 and fd 2 unless other sinks are given (tests). */
@@ -34,20 +58,31 @@ export class ToolWriter {
     this.err = err ?? new OutputSink(2, { bufferSize: 0 });
   }
 
+  /**
+   * One result of the tool: in text mode `format(value)` is printed, in JSON mode the JSON object, in API mode
+   * the value goes to the consumer.
+   */
+  emit<T>(value: T, format: (value: T) => string): void {
+    if (this.mode === 'text') this.out.write(format(value));
+    else if (this.mode === 'json') this.out.write(`${JSON.stringify(toJson(value))}\n`);
+    else if (this.mode === 'api') this.api?.result(value);
+  }
+
   /** Call `cb` once stdout's reader has gone away (EPIPE); later writes are dropped. */
   onBrokenPipe(cb: () => void): void {
     this.brokenPipe = cb;
     if (this.out.broken) cb();
   }
 
-  /** Write `text` as is. */
+  /** Write `text` as is (text and `--ebpf` modes; kept aside in API mode, left out in JSON mode). */
   write(text: string): void {
-    this.out.write(text);
+    if (this.mode === 'text' || this.mode === 'ebpf') this.out.write(text);
+    else if (this.mode === 'api' && this.kept.length < 65536) this.kept += text;
   }
 
   /** Write `text` and a newline (Python's `print(text)`). */
   line(text = ''): void {
-    this.out.write(`${text}\n`);
+    this.write(`${text}\n`);
   }
 
   flush(): void {
@@ -55,9 +90,32 @@ export class ToolWriter {
   }
 }
 
+/**
+ * A result object as JSON data: bigints become numbers when they are safe integers (|n| <= 2^53 - 1) and decimal
+ * strings otherwise; Maps become objects; Dates ISO strings; everything else as JSON.stringify does.
+ */
+export function toJson(v: unknown): unknown {
+  if (typeof v === 'bigint') return v >= -9007199254740991n && v <= 9007199254740991n ? Number(v) : v.toString();
+  if (Array.isArray(v)) return v.map(toJson);
+  if (v instanceof Date) return v.toISOString();
+  if (v instanceof Map) return Object.fromEntries([...v].map(([k, x]) => [String(k), toJson(x)]));
+  if (v !== null && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) if (x !== undefined) out[k] = toJson(x);
+    return out;
+  }
+  return v;
+}
+
 export class ToolOutput implements Output {
   private handler: EventHandler | null = null;
+  private lineHandler: ((text: string) => void) | null = null;
   private fieldCount = 0;
+
+  /** Route every printf text to `handler` as is (typed records: record.ts decodes it). */
+  onLine(handler: (text: string) => void): void {
+    this.lineHandler = handler;
+  }
 
   constructor(readonly writer: ToolWriter) {}
 
@@ -70,6 +128,10 @@ export class ToolOutput implements Output {
   }
 
   printf(text: string): void {
+    if (this.lineHandler) {
+      this.lineHandler(text);
+      return;
+    }
     if (!this.handler) {
       this.writer.write(text);
       return;
@@ -95,7 +157,7 @@ export class ToolOutput implements Output {
   attachedProbes(_n: number): void {}
   lostEvents(n: number | bigint): void {
     this.writer.flush();
-    this.writer.err.write(`Possibly lost ${n} samples\n`);
+    if (this.writer.mode !== 'api') this.writer.err.write(`Possibly lost ${n} samples\n`);
   }
   end(): void {}
   benchmarkResult(_names: string[], _index: number, _averageNs: number, _iters: number): void {}

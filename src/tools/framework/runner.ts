@@ -14,8 +14,9 @@
 import { BpfscopeError } from '../../errors.js';
 import { requireTracingPrivileges } from '../../kernel/privileges.js';
 import { Tracer } from '../../runtime/tracer.js';
-import { ArgError, HelpRequested, type Parsed, type ParserSpec, parseArgs } from './argparse.js';
+import { ArgError, HelpRequested, type OptionsOf, type Parsed, type ParserSpec, parseArgs } from './argparse.js';
 import { type EventHandler, ToolOutput, ToolWriter } from './output.js';
+import type { FieldDecls, RecordSet } from './record.js';
 
 /** Longest timer Node supports (ms); longer intervals (bcc's default 99999999 s) mean "only at the end". */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -29,6 +30,9 @@ export interface RunOptions {
   /** Events: `printf` records split into fields (see output.ts); `fieldCount` bounds the split. */
   onEvent?: EventHandler;
   fieldCount?: number;
+  /** Typed events (record.ts): the program's records are decoded with `records` and given to `onRecord`. */
+  records?: RecordSet<Readonly<Record<string, FieldDecls>>>;
+  onRecord?: (record: never) => void;
   /** Called once the probes are attached: print the header here. */
   onStarted?: (tracer: Tracer) => void;
   /** Print every `seconds` (null or absent: only at the end); stop after `count` prints. */
@@ -75,12 +79,30 @@ function delay(ms: number, onTimer: (t: NodeJS.Timeout) => void): Promise<'tick'
  * Resolves with the exit status (0). @throws CompileError, ProgramRejected, KernelError, BpfscopeError
  */
 export async function runProgram(opts: RunOptions): Promise<number> {
-  const output = new ToolOutput(opts.writer);
+  const writer = opts.writer;
+  if (writer.mode === 'ebpf') {
+    writer.write(opts.program);
+    return 0;
+  }
+  const output = new ToolOutput(writer);
   if (opts.onEvent) output.onEvent(opts.onEvent, opts.fieldCount ?? 0);
+  if (opts.records && opts.onRecord) {
+    const { records } = opts;
+    const onRecord = opts.onRecord as (r: unknown) => void;
+    output.onLine((text) => {
+      const r = records.decode(text);
+      if (r) onRecord(r);
+    });
+  }
   let tracer: Tracer | undefined;
   let brokenPipe = false;
+  let stopRequested = false;
   opts.writer.onBrokenPipe(() => {
     brokenPipe = true;
+    tracer?.stop();
+  });
+  writer.api?.onStop(() => {
+    stopRequested = true;
     tracer?.stop();
   });
   tracer = await Tracer.start({
@@ -88,14 +110,18 @@ export async function runProgram(opts: RunOptions): Promise<number> {
     output,
     quiet: true,
     printMapsAtExit: false,
-    handleSignals: true,
+    // The one place a tool's signal handling is decided: the CLI ends on SIGINT/SIGTERM, a library run does not
+    // touch the process's signals (runTool's close() ends it).
+    handleSignals: writer.mode !== 'api',
     ...(opts.command !== undefined ? { command: opts.command } : {}),
     ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
     ...(opts.stackMapEntries !== undefined ? { stackMapEntries: opts.stackMapEntries } : {}),
   });
   try {
+    if (stopRequested) tracer.stop();
     opts.onStarted?.(tracer);
     opts.writer.flush();
+    writer.api?.started();
     let stopped = false;
     const stop = tracer.wait().then(() => {
       stopped = true;
@@ -141,15 +167,105 @@ export async function runProgram(opts: RunOptions): Promise<number> {
 }
 
 /**
- * Parse `argv` with `spec` and run `body` with the parsed options: `-h` prints the help (exit 0), a usage error
- * prints argparse's two lines to stderr (exit 2), `--ebpf` (hidden, as in bcc) is handled by the tool.
+ * A tool: its bcc argparse declaration, what it yields as data, and its body. The body builds the program and
+ * calls {@link runProgram}, giving each result to `writer.emit` (typed rows, intervals); `--ebpf`, `--json` and
+ * the API are handled by the framework.
  */
+export interface ToolDef<S extends ParserSpec = ParserSpec> {
+  spec: S;
+  /** `rows`: one object per event; `intervals`: one object per interval and one at the end. */
+  results: 'rows' | 'intervals';
+  /** The run (`argv`: the arguments as given, for bcc's own checks); resolves with the exit status. */
+  run(args: OptionsOf<S>, writer: ToolWriter, argv: readonly string[]): Promise<number>;
+}
+
+/** Any tool's {@link ToolDef}, as the framework and runTool handle them (their options are opaque here). */
+export interface AnyToolDef {
+  spec: ParserSpec;
+  results: 'rows' | 'intervals';
+  run(args: never, writer: ToolWriter, argv: readonly string[]): Promise<number>;
+}
+
+/** Declare a tool (see {@link ToolDef}); the spec's option types give the body's typed options. */
+export function defineTool<const S extends ParserSpec>(def: ToolDef<S>): ToolDef<S> {
+  return def;
+}
+
+/** The hidden `--json` option the framework adds to a {@link ToolDef} tool without its own `--json` (bcc's). */
+const JSON_OPTION = { flags: ['--json'], kind: 'flag', help: null } as const;
+
+/** `def`'s parser spec with the framework's hidden `--json` when the tool has no `--json` of its own. */
+export function toolSpec(def: AnyToolDef): ParserSpec {
+  const own = def.spec.options.some((o) => o.flags.includes('--json'));
+  return own ? def.spec : { ...def.spec, options: [...def.spec.options, JSON_OPTION] };
+}
+
+/**
+ * Run tool `def` on `argv` as the CLI does (see {@link toolMain}) with an output `writer`; `api` writers get usage
+ * errors and `-h` as a thrown BpfscopeError instead of text.
+ */
+export async function runToolDef(def: AnyToolDef, argv: string[], writer: ToolWriter): Promise<number> {
+  const spec = toolSpec(def);
+  let args: Parsed;
+  try {
+    args = parseArgs(spec, argv);
+  } catch (e) {
+    if (writer.mode === 'api') {
+      if (e instanceof HelpRequested) throw new BpfscopeError(`${spec.prog}: -h/--help asks for the help text`);
+      if (e instanceof ArgError) throw new BpfscopeError(`${spec.prog}: ${e.message}`);
+    }
+    throw e;
+  }
+  // as bcc: options first (-h and usage errors need no privileges), nor does --ebpf, which only prints the program
+  if (args.ebpf !== true) requireTracingPrivileges();
+  requireTargetProcess(spec, args);
+  if (args.ebpf === true && writer.mode === 'text') writer.mode = 'ebpf';
+  else if (args.json === true && writer.mode === 'text' && spec !== def.spec) writer.mode = 'json';
+  return def.run(args as never, writer, argv);
+}
+
+/**
+ * Parse `argv` with `spec` and run `body` with the parsed options: `-h` prints the help (exit 0), a usage error
+ * prints argparse's two lines to stderr (exit 2). With a {@link ToolDef}, `--ebpf` (hidden, as in bcc) prints the
+ * program instead of running it and `--json` prints one JSON object per result.
+ */
+export async function toolMain(def: AnyToolDef, argv: string[]): Promise<number>;
 export async function toolMain(
   spec: ParserSpec,
   argv: string[],
   body: (args: Parsed, writer: ToolWriter) => Promise<number>,
+): Promise<number>;
+export async function toolMain(
+  specOrDef: ParserSpec | AnyToolDef,
+  argv: string[],
+  body?: (args: Parsed, writer: ToolWriter) => Promise<number>,
 ): Promise<number> {
   const writer = new ToolWriter();
+  if (!('spec' in specOrDef)) return legacyMain(specOrDef, argv, body!, writer);
+  try {
+    return await runToolDef(specOrDef, argv, writer);
+  } catch (e) {
+    if (e instanceof HelpRequested) {
+      writer.write(e.help);
+      writer.flush();
+      return 0;
+    }
+    if (e instanceof ArgError) {
+      writer.err.write(e.text());
+      return 2;
+    }
+    throw e;
+  } finally {
+    writer.flush();
+  }
+}
+
+async function legacyMain(
+  spec: ParserSpec,
+  argv: string[],
+  body: (args: Parsed, writer: ToolWriter) => Promise<number>,
+  writer: ToolWriter,
+): Promise<number> {
   let args: Parsed;
   try {
     args = parseArgs(spec, argv);
@@ -168,6 +284,7 @@ export async function toolMain(
   // as bcc: options first (-h and usage errors need no privileges), nor does --ebpf, which only prints the program
   if (!args.ebpf) requireTracingPrivileges();
   requireTargetProcess(spec, args);
+  if (args.ebpf === true) writer.mode = 'ebpf';
   try {
     return await body(args, writer);
   } finally {
