@@ -7,6 +7,7 @@
  * is a `number`. The rule depends only on the storage size, so one printf argument always has the same JS type.
  */
 import type { SType } from '../lang/types.js';
+import { isAgg } from '../runtime/output/format.js';
 import { linearBucketBounds, log2BucketBounds } from '../runtime/output/hist.js';
 import type { AggValue, MapDump, Value } from '../runtime/output/model.js';
 
@@ -160,22 +161,6 @@ export function aggToJs(a: AggValue): MapValue {
 
 function sortedBuckets(m: Map<number, bigint>): [number, bigint][] {
   return [...m].filter(([, c]) => c !== 0n).sort((a, b) => a[0] - b[0]);
-}
-
-function isAgg(v: Value | AggValue): v is AggValue {
-  switch (v.kind) {
-    case 'count':
-    case 'sum':
-    case 'min':
-    case 'max':
-    case 'avg':
-    case 'stats':
-    case 'hist':
-    case 'lhist':
-      return true;
-    default:
-      return false;
-  }
 }
 
 /** A map value or `print(expr)` value as a JS value. */

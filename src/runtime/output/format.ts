@@ -36,7 +36,8 @@ export interface DisplayMap {
   entries: { key: Value | null; value: Display }[];
 }
 
-function isAgg(v: Value | AggValue): v is AggValue {
+/** Whether a decoded map value is an aggregation (count, sum, ..., hist, lhist) rather than a plain value. */
+export function isAgg(v: Value | AggValue): v is AggValue {
   switch (v.kind) {
     case 'count':
     case 'sum':

@@ -245,19 +245,24 @@ export async function toolMain(
   try {
     return await runToolDef(specOrDef, argv, writer);
   } catch (e) {
-    if (e instanceof HelpRequested) {
-      writer.write(e.help);
-      writer.flush();
-      return 0;
-    }
-    if (e instanceof ArgError) {
-      writer.err.write(e.text());
-      return 2;
-    }
-    throw e;
+    return usageExit(e, writer);
   } finally {
     writer.flush();
   }
+}
+
+/** `-h` prints the help (exit status 0), a usage error argparse's two lines on stderr (2); anything else rethrows. */
+function usageExit(e: unknown, writer: ToolWriter): number {
+  if (e instanceof HelpRequested) {
+    writer.write(e.help);
+    writer.flush();
+    return 0;
+  }
+  if (e instanceof ArgError) {
+    writer.err.write(e.text());
+    return 2;
+  }
+  throw e;
 }
 
 async function legacyMain(
@@ -270,16 +275,7 @@ async function legacyMain(
   try {
     args = parseArgs(spec, argv);
   } catch (e) {
-    if (e instanceof HelpRequested) {
-      writer.write(e.help);
-      writer.flush();
-      return 0;
-    }
-    if (e instanceof ArgError) {
-      writer.err.write(e.text());
-      return 2;
-    }
-    throw e;
+    return usageExit(e, writer);
   }
   // as bcc: options first (-h and usage errors need no privileges), nor does --ebpf, which only prints the program
   if (!args.ebpf) requireTracingPrivileges();
