@@ -17,7 +17,7 @@
  * listing is a snapshot taken over a few milliseconds, not an atomic one.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { BpfscopeError, KernelError } from '../errors.js';
+import { BpfscopeError, KernelError, PermissionError } from '../errors.js';
 import {
   type BpfObjectKind,
   enableStats,
@@ -39,10 +39,12 @@ import { ATTACH_TYPE_NAMES, enumName, LINK_TYPE_NAMES, MAP_TYPE_NAMES, PROG_TYPE
 
 export type { ProcessRecord, SessionRecord } from '../runtime/registry.js';
 
-/** Listing the system's BPF objects needs CAP_SYS_ADMIN (root); thrown without it. */
-export class BpfPermissionError extends BpfscopeError {
+/** Listing the system's BPF objects needs CAP_SYS_ADMIN (root); thrown without it (errno EPERM). */
+export class BpfPermissionError extends PermissionError {
   constructor() {
-    super('listing the BPF objects of the system needs root (CAP_SYS_ADMIN)', { hint: 'run it with sudo' });
+    super('bpf(BPF_PROG_GET_NEXT_ID)', 1, 'listing the BPF objects of the system needs root (CAP_SYS_ADMIN)', {
+      hint: 'run it with sudo',
+    });
     this.name = 'BpfPermissionError';
   }
 }

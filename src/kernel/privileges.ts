@@ -8,7 +8,7 @@
  * runs anything (src/run_bpftrace.cpp check_privileges), with one message per missing capability.
  */
 import { readFileSync } from 'node:fs';
-import { BpfscopeError } from '../errors.js';
+import { PermissionError } from '../errors.js';
 
 const CAP_SYS_ADMIN = 21n;
 const CAP_PERFMON = 38n;
@@ -51,9 +51,9 @@ export function privilegeMessage(missing: readonly string[] = missingTracingCapa
 
 /**
  * Refuse to go on without the privileges tracing needs, before anything is compiled, started or loaded.
- * @throws BpfscopeError with {@link privilegeMessage}
+ * @throws PermissionError with {@link privilegeMessage} (errno EPERM, syscall `bpf`: the call it would have failed)
  */
 export function requireTracingPrivileges(): void {
   const message = privilegeMessage();
-  if (message) throw new BpfscopeError(message);
+  if (message) throw new PermissionError('bpf', 1, message);
 }

@@ -320,7 +320,7 @@ test('without privileges EPERM becomes the one-sentence root message', (t) => {
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   for (const what of ['map', 'prog']) {
-    assert.equal(out[what].name, 'KernelError');
+    assert.equal(out[what].name, 'PermissionError');
     assert.equal(out[what].message, 'bpfscope needs root (or CAP_BPF and CAP_PERFMON): this process has neither');
     assert.equal(out[what].hint, undefined);
   }
