@@ -57,7 +57,15 @@ describe('bpfscope command line', () => {
     const r = await runTool('bpfscope', ['--help']);
     assert.equal(r.code, 0);
     const sub = r.stdout.slice(r.stdout.indexOf('\nSUBCOMMANDS:\n'));
-    for (const name of ['stackcollapse-perf', 'stackcollapse-bpftrace', 'flamegraph', 'difffolded', 'tools'])
+    for (const name of [
+      'stackcollapse-perf',
+      'stackcollapse-bpftrace',
+      'flamegraph',
+      'heatmap',
+      'difffolded',
+      'ps',
+      'tools',
+    ])
       assert.match(sub, new RegExp(`^    ${name} +\\S`, 'm'), name);
     assert.match(sub, / argdist bashreadline biolatency /);
     assert.match(sub, / tcpdrop tcplife tcpretrans threadsnoop trace vfsstat\n$/);
