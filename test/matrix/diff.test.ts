@@ -47,7 +47,7 @@ const esbuild = join(root, 'node_modules', '.bin', 'esbuild');
 /**
  * The cases run by default: those that depend on the kernel (tracepoint formats, stacks, BTF layouts, perf events,
  * -p targeting, which helper reads user memory), about 60 of the ~200, so a local `npm test` stays short (the emulated guest runs a case in ~10 s of
- * CPU). The whole suite: BPFSCOPE_GUEST_DIFF_ALL=1, which `.ci/run` sets (17 minutes here, 2026-11-22: 200 passed,
+ * CPU). The whole suite: BPFSCOPE_GUEST_DIFF_ALL=1, run by hand (17 minutes here, 2026-11-22: 200 passed,
  * 3 skipped with their reasons).
  */
 const KERNEL_SENSITIVE = /^(tp-|kstack|ustack|btf-|rawtracepoint|software|profile|pid-flag|uaddr-)/;
