@@ -2,6 +2,8 @@
  * Attach point diagnostics shared by the probe providers: a CompileError with one error positioned at the attach
  * point; the "did you mean" helpers (src/lang/suggest.ts) re-exported for the providers.
  */
+import { KernelError } from '../errors.js';
+import { Errno } from '../kernel/ffi.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { CompileError } from '../lang/diagnostics.js';
 
@@ -11,3 +13,13 @@ export function attachPointError(ap: AttachPoint, message: string, hint?: string
 }
 
 export { closestNames, didYouMean } from '../lang/suggest.js';
+
+/**
+ * Whether `e` is the kernel refusing to place a probe at an address (ENOTSUPP, EOPNOTSUPP, EINVAL: e.g. a uprobe on
+ * an instruction it cannot single-step), as opposed to a permission or resource problem.
+ */
+export function isRefusedProbe(e: unknown): boolean {
+  return (
+    e instanceof KernelError && (e.errno === Errno.ENOTSUPP || e.errno === Errno.EOPNOTSUPP || e.errno === Errno.EINVAL)
+  );
+}

@@ -199,9 +199,10 @@ export class Tracer {
           return tracer;
         }
         session.listenForSignals();
-        if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
         const go = session.runBegin();
         if (go) session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
+        // after attaching, as current bpftrace: the notice means every probe is live (tests and scripts wait on it)
+        if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
         // bpftrace's hook for its runtime test engine: one stdout line once every probe is live, before the output
         // of BEGIN (bpftrace prints BEGIN's events only then)
         if (process.env.__BPFTRACE_NOTIFY_PROBES_ATTACHED) {
