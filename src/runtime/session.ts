@@ -64,6 +64,8 @@ function userName(uid: number): string {
 
 /** Providers whose programs run newest-attached first on a shared probe point (uprobe consumers). */
 const UPROBE_PROVIDERS = new Set(['uprobe', 'uretprobe', 'usdt']);
+/** Probes above which detaching announces itself (`Detaching N probes...`, Session.finish). */
+const DETACH_NOTICE_MIN = 100;
 /** Providers whose wildcards match functions, one of which the kernel may refuse (skipped: Session.attach). */
 const FUNCTION_PROBE_PROVIDERS = new Set(['uprobe', 'uretprobe', 'kprobe', 'kretprobe']);
 
@@ -556,9 +558,20 @@ export class Session {
     r?.();
   }
 
-  /** Detach probes, run END, drain events and print every map (bpftrace's end of run). */
-  finish(opts: { printMaps?: boolean } = {}): void {
+  /**
+   * Detach probes, run END, drain events and print every map (bpftrace's end of run). With `notice`, detaching more
+   * than DETACH_NOTICE_MIN probes first prints `Detaching N probes...` (text output): the kernel synchronizes once per
+   * perf event or uprobe it removes, tens of ms each, so 700 syscall tracepoints take half a minute to detach.
+   */
+  finish(opts: { printMaps?: boolean; notice?: boolean } = {}): void {
     if (this.error) throw this.error;
+    if (opts.notice && this.attached) {
+      const n = this.attachments.reduce((k, a) => k + (a.count ?? 1), 0);
+      if (n > DETACH_NOTICE_MIN) {
+        this.opts.output.detachingProbes?.(n);
+        this.opts.output.flush();
+      }
+    }
     for (const a of this.attachments) a.close();
     this.attachments = [];
     this.drain();

@@ -264,7 +264,10 @@ export class Tracer {
   finish(): void {
     if (this.finished) return;
     this.finished = true;
-    this.session.finish({ printMaps: !this.opts.bench && !this.opts.test && (this.opts.printMapsAtExit ?? true) });
+    this.session.finish({
+      printMaps: !this.opts.bench && !this.opts.test && (this.opts.printMapsAtExit ?? true),
+      notice: !this.opts.quiet,
+    });
   }
 
   /** Set when a benchmark or a test failed (`--mode bench` / `test`): the run's exit status is then 1. */

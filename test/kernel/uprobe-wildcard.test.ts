@@ -110,4 +110,21 @@ describe('uprobe wildcards', { skip }, () => {
     assert.equal(env.code, 1);
     assert.match(env.stderr, /^ERROR: Can't attach to 2 probes because it exceeds the current limit of 1 probes\.$/m);
   });
+
+  it('detaching more than 100 probes announces itself (Detaching N probes...), a small program does not', async () => {
+    const big = await runTool('bpfscope', ['-e', 'uprobe:libc.so.6:s* { @ = count(); } interval:ms:200 { exit(); }']);
+    assert.equal(big.code, 0, describeRun(big));
+    const attached = /^Attached (\d+) probes$/m.exec(big.stderr);
+    const detaching = /^Detaching (\d+) probes\.\.\.$/m.exec(big.stderr);
+    assert.ok(attached && detaching, describeRun(big));
+    assert.ok(Number(attached[1]) > 100, `libc has more than 100 s* functions: ${attached[1]}`);
+    assert.equal(detaching[1], attached[1]);
+    assert.ok(big.stderr.indexOf('Attached') < big.stderr.indexOf('Detaching'));
+    const small = await runTool('bpfscope', [
+      '-e',
+      'tracepoint:syscalls:sys_enter_getpid { } interval:ms:200 { exit(); }',
+    ]);
+    assert.equal(small.code, 0, describeRun(small));
+    assert.equal(small.stderr, 'Attached 2 probes\n');
+  });
 });
