@@ -11,8 +11,7 @@ import { type GenTables, ProbeGen } from './codegen/gen.js';
 import { type IrFunction, isLabel } from './codegen/ir.js';
 import { planMaps } from './codegen/maps.js';
 import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
-import type { BuiltinExpr, Program } from './lang/ast.js';
-import { nodesOfKind } from './lang/astwalk.js';
+import type { Program } from './lang/ast.js';
 import { type CTypes, parseCDefinitions } from './lang/cdefs.js';
 import { HintOnlyError } from './errors.js';
 import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
@@ -108,11 +107,11 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   const units: ProbeUnit[] = [];
   const errors: Diagnostic[] = [];
   ast.probes.forEach((probe, probeIndex) => {
-    // a body that reads `probe` needs one program per match (bpftrace's full expansion), never a multi-attach link
-    const full = nodesOfKind<BuiltinExpr>(probe, 'BuiltinExpr').some((b) => b.name === 'probe');
+    // a body that reads `probe` keeps a multi-attach link: `probe` is read by attach cookie (ExpandedProbe.probeNames)
+    // where bpftrace expands to one program per match
     for (const ap of probe.attachPoints) {
       try {
-        for (const expanded of expandAttachPoint(ap, { full })) units.push({ probe, expanded, probeIndex });
+        for (const expanded of expandAttachPoint(ap)) units.push({ probe, expanded, probeIndex });
       } catch (e) {
         if (!(e instanceof CompileError)) throw e;
         // config missing_probes = warn / ignore: an attach point that matches nothing is skipped (bpftrace)
@@ -128,7 +127,29 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     }
   });
   if (errors.length) throw new CompileError(errors, source);
-  const probeNameSize = units.reduce((m, u) => Math.max(m, Buffer.byteLength(u.expanded.name) + 1), 8);
+  // bpftrace's prerun() check, with its message (src/bpftrace.cpp), before anything is generated or loaded
+  const attachCount = units.filter((u) => !u.expanded.special).length;
+  if (attachCount > config.maxProbes) {
+    throw new CompileError(
+      [
+        {
+          severity: 'error',
+          message:
+            `Can't attach to ${attachCount} probes because it exceeds the current limit of ${config.maxProbes} ` +
+            'probes.',
+          hint:
+            'You can increase the limit through the BPFTRACE_MAX_PROBES environment variable (or config = ' +
+            '{ max_probes = N }), but BE CAREFUL since a high number of probes attached can cause your system to crash.',
+        },
+      ],
+      source,
+    );
+  }
+  let probeNameSize = 8;
+  for (const u of units) {
+    for (const n of [u.expanded.name, ...(u.expanded.probeNames ?? [])])
+      probeNameSize = Math.max(probeNameSize, Buffer.byteLength(n) + 1);
+  }
   const positional = opts.positional ?? [];
   const analyzer = new Analyzer(units, {
     positional,

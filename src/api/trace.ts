@@ -38,7 +38,7 @@ export interface TraceOptions {
   /**
    * Runtime configuration, as bpftrace's `BPFTRACE_*` environment variables give it (these override the process
    * environment; a `config = { ... }` block in the program still wins): `max_strlen`, `max_map_keys`,
-   * `perf_rb_pages`, `max_cat_bytes`, `print_maps_on_exit` (keys with or without `BPFTRACE_`, any case).
+   * `perf_rb_pages`, `max_cat_bytes`, `print_maps_on_exit`, `max_probes` (keys with or without `BPFTRACE_`, any case).
    * @throws BpfscopeError from trace() for another key
    */
   config?: Readonly<Record<string, number | bigint | string>>;
@@ -57,7 +57,14 @@ export interface TraceOptions {
 }
 
 /** Config keys settable through TraceOptions.config (those `lang/passes/config.ts` reads from the environment). */
-const CONFIG_KEYS = new Set(['max_map_keys', 'perf_rb_pages', 'max_strlen', 'print_maps_on_exit', 'max_cat_bytes']);
+const CONFIG_KEYS = new Set([
+  'max_map_keys',
+  'perf_rb_pages',
+  'max_strlen',
+  'print_maps_on_exit',
+  'max_cat_bytes',
+  'max_probes',
+]);
 
 /** How a run ended (also the payload of the last event). */
 export type TraceExit = ExitEvent;

@@ -1217,6 +1217,8 @@ export class ProbeGen {
         return { kind: 'mem', off, size: 16 };
       }
       case 'probe':
+        // a multi-attach probe: the matched function's own probe name, by attach cookie
+        if (this.unit.expanded.probeNames) return this.funcFromCookie(this.unit.expanded.probeNames, sizeOf(t));
         return this.constString(this.unit.expanded.name, sizeOf(t));
       case 'probetype':
         // bpftrace's probe type names: `special` for BEGIN/END, else the provider's canonical name

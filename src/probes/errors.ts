@@ -1,8 +1,9 @@
 /**
  * Attach point diagnostics shared by the probe providers: a CompileError with one error positioned at the attach
- * point, and "did you mean" suggestions ranked by Levenshtein distance (`fastest-levenshtein`).
+ * point; the "did you mean" helpers (src/lang/suggest.ts) re-exported for the providers.
  */
-import { distance } from 'fastest-levenshtein';
+import { KernelError } from '../errors.js';
+import { Errno } from '../kernel/ffi.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { CompileError } from '../lang/diagnostics.js';
 
@@ -11,30 +12,14 @@ export function attachPointError(ap: AttachPoint, message: string, hint?: string
   return new CompileError([{ severity: 'error', message, pos: ap.pos, ...(hint ? { hint } : {}) }]);
 }
 
-/**
- * The candidates closest to `word` by edit distance: those at the smallest distance found, at most `max` of them
- * (in candidate order), and only if that distance is at most a third of `word`'s length (minimum 1, maximum 5 edits),
- * so a random name suggests nothing.
- */
-export function closestNames(word: string, candidates: Iterable<string>, max = 3): string[] {
-  const limit = Math.min(5, Math.max(1, Math.floor(word.length / 3)));
-  let best = limit + 1;
-  let out: string[] = [];
-  for (const c of candidates) {
-    // Cheap lower bound: the length difference.
-    if (Math.abs(c.length - word.length) > best) continue;
-    const d = distance(word, c);
-    if (d < best) {
-      best = d;
-      out = [c];
-    } else if (d === best && out.length < max) out.push(c);
-  }
-  return best <= limit ? out : [];
-}
+export { closestNames, didYouMean } from '../lang/suggest.js';
 
-/** `Did you mean X?` / `Did you mean one of: X, Y?`, or undefined when there is nothing to suggest. */
-export function didYouMean(names: string[]): string | undefined {
-  if (names.length === 0) return undefined;
-  if (names.length === 1) return `Did you mean ${names[0]}?`;
-  return `Did you mean one of: ${names.join(', ')}?`;
+/**
+ * Whether `e` is the kernel refusing to place a probe at an address (ENOTSUPP, EOPNOTSUPP, EINVAL: e.g. a uprobe on
+ * an instruction it cannot single-step), as opposed to a permission or resource problem.
+ */
+export function isRefusedProbe(e: unknown): boolean {
+  return (
+    e instanceof KernelError && (e.errno === Errno.ENOTSUPP || e.errno === Errno.EOPNOTSUPP || e.errno === Errno.EINVAL)
+  );
 }

@@ -121,7 +121,10 @@ export class KprobeMultiProbe extends PtRegsProbe {
   ) {
     super(attachPoint, provider);
     this.name = `${provider}:${glob}`;
+    this.probeNames = funcs.map((f) => `${provider}:${f}`);
   }
+
+  readonly probeNames: readonly string[];
 
   attach(progFd: number): AttachedProbe {
     const fd = linkCreate(progFd, 0, BPF_ATTACH_TYPE.KPROBE_MULTI, {
@@ -130,7 +133,7 @@ export class KprobeMultiProbe extends PtRegsProbe {
       syms: [...this.funcs],
       cookies: this.funcs.map((_, i) => BigInt(i)),
     });
-    return linkHandle(fd);
+    return { ...linkHandle(fd), count: this.funcs.length };
   }
 }
 

@@ -36,12 +36,22 @@ export type UsdtArg =
 /** What `attach` returns: closing it detaches the program and closes every fd the attachment opened. Idempotent. */
 export interface AttachedProbe {
   close(): void;
+  /**
+   * How many probes this attachment is, for the `Attached N probes` notice: the functions on a multi-attach link
+   * (current bpftrace's probe_count()), else 1 (absent).
+   */
+  readonly count?: number;
 }
 
 /** Options for {@link ExpandedProbe.attach}. */
 export interface AttachOptions {
   /** `-p PID`: providers that can filter by process in the kernel (profile) open their events for this pid only. */
   pid?: number;
+  /**
+   * A non-fatal attach problem (e.g. one function of a wildcard the kernel refuses, skipped): one sentence, without
+   * the `WARNING:` prefix. Default: written to stderr as `WARNING: MESSAGE`.
+   */
+  warn?: (message: string) => void;
 }
 
 /** One concrete probe an attach point expanded to; the compiler emits one BPF program per ExpandedProbe. */
@@ -84,6 +94,12 @@ export interface ExpandedProbe {
    * `i`; the `func` builtin reads the name from a table indexed by bpf_get_attach_cookie().
    */
   readonly funcs?: readonly string[];
+  /**
+   * Multi-attach probes: what the `probe` builtin gives for each function, in cookie order (the name the same match
+   * has as a probe of its own, e.g. `uprobe:/usr/lib/libc.so.6:malloc`), read like `func` by the attach cookie. So a
+   * body that reads `probe` keeps the one multi link instead of one program per match (bpftrace's full expansion).
+   */
+  readonly probeNames?: readonly string[];
   /**
    * BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`; `signal`
    * (`self:signal:SIGUSR1`): it runs the program that way each time bpfscope receives the signal; bench probes

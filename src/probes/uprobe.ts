@@ -13,12 +13,14 @@ import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { childProcess } from '../builtins.js';
 import { readLdCache } from './ldcache.js';
+import type { KernelError } from '../errors.js';
 import { linkCreate } from '../kernel/bpf.js';
+import { close as closeFd } from '../kernel/ffi.js';
 import { hasFeature } from '../kernel/features.js';
 import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { ElfFile, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
-import { attachPointError, closestNames, didYouMean } from './errors.js';
+import { attachPointError, closestNames, didYouMean, isRefusedProbe } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents, linkHandle } from './perf-attach.js';
 import { PtRegsProbe } from './regs-probe.js';
@@ -87,19 +89,60 @@ export class UprobeMultiProbe extends PtRegsProbe {
   ) {
     super(attachPoint, provider);
     this.name = `${provider}:${path}:${glob}`;
+    this.probeNames = funcs.map((f) => `${provider}:${path}:${f}`);
   }
 
-  /** With `opts.pid`, only that process's calls (the link's pid filter). */
+  readonly probeNames: readonly string[];
+
+  /**
+   * With `opts.pid`, only that process's calls (the link's pid filter). The kernel refuses a whole uprobe_multi
+   * link when it cannot place a uprobe on one of the functions (an instruction uprobes cannot single-step: ENOTSUPP,
+   * EINVAL): those functions are found by bisection, each skipped with a warning (`opts.warn`), and the link is made
+   * for the rest, keeping every function's cookie (so `func`/`probe` still name the right one).
+   * @throws KernelError when the kernel refuses every function, or for any other error.
+   */
   attach(progFd: number, opts: AttachOptions = {}): AttachedProbe {
-    const fd = linkCreate(progFd, 0, BPF_ATTACH_TYPE.UPROBE_MULTI, {
-      kind: 'uprobe_multi',
-      path: this.path,
-      offsets: this.fileOffsets.map(BigInt),
-      cookies: this.funcs.map((_, i) => BigInt(i)),
-      flags: this.retprobe ? BPF_F_UPROBE_MULTI_RETURN : 0,
-      ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
-    });
-    return linkHandle(fd);
+    const create = (indexes: readonly number[]) =>
+      linkCreate(progFd, 0, BPF_ATTACH_TYPE.UPROBE_MULTI, {
+        kind: 'uprobe_multi',
+        path: this.path,
+        offsets: indexes.map((i) => BigInt(this.fileOffsets[i]!)),
+        cookies: indexes.map((i) => BigInt(i)),
+        flags: this.retprobe ? BPF_F_UPROBE_MULTI_RETURN : 0,
+        ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
+      });
+    const all = this.funcs.map((_, i) => i);
+    try {
+      return { ...linkHandle(create(all)), count: all.length };
+    } catch (e) {
+      if (!isRefusedProbe(e)) throw e;
+      const refused = new Set(refusedIndexes(all, create));
+      const rest = all.filter((i) => !refused.has(i));
+      if (rest.length === 0) throw e;
+      const warn = opts.warn ?? ((m: string) => process.stderr.write(`WARNING: ${m}\n`));
+      for (const i of refused) {
+        warn(
+          `${this.provider}:${this.path}:${this.funcs[i]}: the kernel cannot probe this function (${(e as KernelError).message.replace(/^.*: /, '')}), skipped`,
+        );
+      }
+      return { ...linkHandle(create(rest)), count: rest.length };
+    }
+  }
+}
+
+/**
+ * The indexes whose uprobe the kernel refuses, by bisection: a set that links is closed again and has none; one that
+ * fails is split until single functions remain. About 2k·log2(n) link attempts for k refused functions of n.
+ */
+function refusedIndexes(indexes: readonly number[], create: (i: readonly number[]) => number): number[] {
+  try {
+    closeFd(create(indexes));
+    return [];
+  } catch (e) {
+    if (!isRefusedProbe(e)) throw e;
+    if (indexes.length === 1) return [...indexes];
+    const mid = indexes.length >> 1;
+    return [...refusedIndexes(indexes.slice(0, mid), create), ...refusedIndexes(indexes.slice(mid), create)];
   }
 }
 

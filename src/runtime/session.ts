@@ -13,6 +13,8 @@ import { BpfMap, MapFlags } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
 import { AsyncAction, JOIN_ARG_SIZE, JOIN_MAX_ARGS, MapKind } from '../codegen/plan.js';
+import { isRefusedProbe } from '../probes/errors.js';
+import { hasWildcard } from '../probes/glob.js';
 import type { AttachedProbe } from '../probes/types.js';
 import { formatDiagnostic, type SourceFile } from '../lang/diagnostics.js';
 import { SymbolResolver } from '../symbols/resolver.js';
@@ -62,6 +64,10 @@ function userName(uid: number): string {
 
 /** Providers whose programs run newest-attached first on a shared probe point (uprobe consumers). */
 const UPROBE_PROVIDERS = new Set(['uprobe', 'uretprobe', 'usdt']);
+/** Probes above which detaching announces itself (`Detaching N probes...`, Session.finish). */
+const DETACH_NOTICE_MIN = 100;
+/** Providers whose wildcards match functions, one of which the kernel may refuse (skipped: Session.attach). */
+const FUNCTION_PROBE_PROVIDERS = new Set(['uprobe', 'uretprobe', 'kprobe', 'kretprobe']);
 
 /** Distinct stacks kept per stack map unless SessionOptions.stackMapEntries says otherwise. */
 const STACK_MAP_ENTRIES = 4096;
@@ -83,6 +89,8 @@ export interface SessionOptions {
   source?: SourceFile;
   /** `--no-warnings`: warnf() prints nothing. */
   noWarnings?: boolean;
+  /** Attach-time warnings (a wildcard's function the kernel refuses, skipped); default: `WARNING: ...` on stderr. */
+  warn?: (message: string) => void;
   /** Distinct stacks each kstack/ustack map can hold (default 4096); later new stacks print empty. */
   stackMapEntries?: number;
   /**
@@ -301,9 +309,19 @@ export class Session {
   }
 
   /** Number of probes bpftrace would report in "Attaching N probes...". */
+  /**
+   * The `Attached N probes` count: before attach(), one per program; after it, as current bpftrace counts (src/
+   * bpftrace.cpp run()): the special probes (BEGIN, END, ...) plus each attachment's probes (every function on a
+   * multi-attach link; a function skipped because the kernel refused it is not counted).
+   */
   get probeCount(): number {
-    return this.compiled.programs.length;
+    if (!this.attached) return this.compiled.programs.length;
+    const special = this.programs.filter((p) => p.plan.expanded.special).length;
+    return this.attachments.reduce((n, a) => n + (a.count ?? 1), special);
   }
+
+  /** Whether attach() has run. */
+  private attached = false;
 
   /**
    * Run BEGIN probes; returns false if one of them called exit(). What they print stays in the ring buffer until
@@ -435,9 +453,23 @@ export class Session {
   attach(opts: { pid?: number } = {}): void {
     const events = this.programs.filter((p) => !p.plan.expanded.special);
     const lifo = (p: (typeof events)[number]) => UPROBE_PROVIDERS.has(p.plan.expanded.provider);
+    const warn = this.opts.warn ?? ((m: string) => process.stderr.write(`WARNING: ${m}\n`));
     for (const p of [...events.filter((p) => !lifo(p)), ...events.filter(lifo).reverse()]) {
-      this.attachments.push(p.plan.expanded.attach(p.prog.fd, opts.pid !== undefined ? { pid: opts.pid } : {}));
+      const e = p.plan.expanded;
+      try {
+        this.attachments.push(e.attach(p.prog.fd, { ...(opts.pid !== undefined ? { pid: opts.pid } : {}), warn }));
+      } catch (err) {
+        // one function of a uprobe wildcard the kernel cannot probe is skipped with a warning (as bpftrace's
+        // missing_probes = warn), not the whole run; a probe named without a wildcard still fails
+        if (!(FUNCTION_PROBE_PROVIDERS.has(e.provider) && hasWildcard(e.attachPoint.raw) && isRefusedProbe(err))) {
+          throw err;
+        }
+        warn(
+          `${e.name}: the kernel cannot probe this function (${(err as Error).message.replace(/^.*: /, '')}), skipped`,
+        );
+      }
     }
+    this.attached = true;
     // SIGUSR1: from now on it is handled when it arrives (one that came earlier is handled now)
     this.signalProbesArmed = true;
     for (; this.pendingSignals > 0; this.pendingSignals--) this.signalAction?.();
@@ -526,9 +558,20 @@ export class Session {
     r?.();
   }
 
-  /** Detach probes, run END, drain events and print every map (bpftrace's end of run). */
-  finish(opts: { printMaps?: boolean } = {}): void {
+  /**
+   * Detach probes, run END, drain events and print every map (bpftrace's end of run). With `notice`, detaching more
+   * than DETACH_NOTICE_MIN probes first prints `Detaching N probes...` (text output): the kernel synchronizes once per
+   * perf event or uprobe it removes, tens of ms each, so 700 syscall tracepoints take half a minute to detach.
+   */
+  finish(opts: { printMaps?: boolean; notice?: boolean } = {}): void {
     if (this.error) throw this.error;
+    if (opts.notice && this.attached) {
+      const n = this.attachments.reduce((k, a) => k + (a.count ?? 1), 0);
+      if (n > DETACH_NOTICE_MIN) {
+        this.opts.output.detachingProbes?.(n);
+        this.opts.output.flush();
+      }
+    }
     for (const a of this.attachments) a.close();
     this.attachments = [];
     this.drain();

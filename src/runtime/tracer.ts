@@ -199,9 +199,10 @@ export class Tracer {
           return tracer;
         }
         session.listenForSignals();
-        if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
         const go = session.runBegin();
         if (go) session.attach(opts.pid !== undefined ? { pid: opts.pid } : {});
+        // after attaching, as current bpftrace: the notice means every probe is live (tests and scripts wait on it)
+        if (!opts.quiet) opts.output.attachedProbes(session.probeCount);
         // bpftrace's hook for its runtime test engine: one stdout line once every probe is live, before the output
         // of BEGIN (bpftrace prints BEGIN's events only then)
         if (process.env.__BPFTRACE_NOTIFY_PROBES_ATTACHED) {
@@ -263,7 +264,10 @@ export class Tracer {
   finish(): void {
     if (this.finished) return;
     this.finished = true;
-    this.session.finish({ printMaps: !this.opts.bench && !this.opts.test && (this.opts.printMapsAtExit ?? true) });
+    this.session.finish({
+      printMaps: !this.opts.bench && !this.opts.test && (this.opts.printMapsAtExit ?? true),
+      notice: !this.opts.quiet,
+    });
   }
 
   /** Set when a benchmark or a test failed (`--mode bench` / `test`): the run's exit status is then 1. */

@@ -8,7 +8,8 @@
  *   two (bpftrace sizes its per-CPU buffers with it; we have one BPF ring buffer);
  * - `print_maps_on_exit` (default true; `0`/`1`/`true`/`false`): whether maps are printed when the run ends;
  * - `max_cat_bytes` (default 10240): bytes of a file cat() prints at most;
- * - `missing_probes` (`error` default, `warn`, `ignore`): what an attach point matching nothing does.
+ * - `missing_probes` (`error` default, `warn`, `ignore`): what an attach point matching nothing does;
+ * - `max_probes` (default 1024): the most probes a program attaches (a multi-attach link counts once).
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
  */
 import type { Program } from '../ast.js';
@@ -26,6 +27,11 @@ export interface RuntimeConfig {
   maxCatBytes: number;
   /** An attach point that matches nothing: an error, a warning and skipped, or skipped (`missing_probes`). */
   missingProbes: 'error' | 'warn' | 'ignore';
+  /**
+   * `max_probes` (`BPFTRACE_MAX_PROBES`, default 1024 as current bpftrace's config.h): the most probes a program may
+   * attach; a multi-attach link (uprobe_multi/kprobe_multi) counts as one, as it is one attachment.
+   */
+  maxProbes: number;
 }
 
 const PAGE = 4096;
@@ -33,7 +39,6 @@ const PAGE = 4096;
 const MAX_STRLEN_LIMIT = 16384;
 const KNOWN_LATER = new Set([
   'max_bpf_progs',
-  'max_probes',
   'log_size',
   'cpp_demangle',
   'lazy_symbolication',
@@ -67,6 +72,7 @@ export function resolveConfig(
     ['max_strlen', env.BPFTRACE_MAX_STRLEN],
     ['print_maps_on_exit', env.BPFTRACE_PRINT_MAPS_ON_EXIT],
     ['max_cat_bytes', env.BPFTRACE_MAX_CAT_BYTES],
+    ['max_probes', env.BPFTRACE_MAX_PROBES],
   ] as const) {
     if (v !== undefined && /^\d+$/.test(v)) values.set(k, BigInt(v));
   }
@@ -75,7 +81,13 @@ export function resolveConfig(
   let missingProbes: RuntimeConfig['missingProbes'] = 'error';
   for (const item of program.config) {
     const key = item.key.replace(/^BPFTRACE_/i, '').toLowerCase();
-    if (key === 'max_map_keys' || key === 'perf_rb_pages' || key === 'max_strlen' || key === 'max_cat_bytes') {
+    if (
+      key === 'max_map_keys' ||
+      key === 'perf_rb_pages' ||
+      key === 'max_strlen' ||
+      key === 'max_cat_bytes' ||
+      key === 'max_probes'
+    ) {
       if (typeof item.value !== 'bigint' || item.value <= 0n) {
         errors.push({
           severity: 'error',
@@ -137,6 +149,7 @@ export function resolveConfig(
       ringbufSize: pow2AtLeast(pages * PAGE),
       printMapsOnExit: values.get('print_maps_on_exit') !== 0n,
       maxCatBytes: Number(values.get('max_cat_bytes') ?? 10240n),
+      maxProbes: Number(values.get('max_probes') ?? 1024n),
       missingProbes,
     },
     warnings,

@@ -33,6 +33,7 @@ import {
 } from '../btf-types.js';
 import type { CTypes } from '../cdefs.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
+import { closestNames, didYouMean } from '../suggest.js';
 import { userVarName } from './varscope.js';
 import {
   type AddrSpace,
@@ -170,6 +171,19 @@ function kernelEnumerator(name: string): { value: bigint; type: SType } | undefi
 /** The largest struct copied as a value onto the BPF stack, bytes. */
 const MAX_STRUCT_VALUE = 256;
 
+/**
+ * Every function name the analyser accepts (`call()`'s cases, the void functions and the aggregations): the
+ * candidates of "Did you mean" after "Unknown function". test/lang/suggest.test.ts checks each one is accepted.
+ */
+export const FUNCTION_NAMES: readonly string[] = [
+  ...['bswap', 'buf', 'cat', 'cgroup_path', 'cgroupid', 'clear', 'debugf', 'delete', 'errorf', 'exit', 'getopt'],
+  ...['has_key', 'join', 'kaddr', 'kptr', 'kstack', 'ksym', 'len', 'macaddr', 'nsecs', 'ntop', 'path'],
+  ...['percpu_kaddr', 'pid', 'print', 'printf', 'pton', 'reg', 'signal', 'signal_name', 'socket_cookie', 'str'],
+  ...['strcontains', 'strerror', 'strftime', 'strlen', 'strncmp', 'syscall_name', 'system', 'tid', 'time'],
+  ...['uaddr', 'uptr', 'ustack', 'usym', 'warnf', 'zero', 'count', 'sum', 'avg', 'min', 'max', 'stats', 'hist'],
+  'lhist',
+];
+
 const VOID_FUNCS = new Set(['printf', 'errorf', 'warnf', 'debugf', 'exit', 'delete', 'clear', 'zero', 'print', 'time']);
 
 /** A tuple type, a record when `names` is given. */
@@ -293,9 +307,10 @@ export class Analyzer {
   /** Each unit's variable types from its previous typing: a `let $x;` read before its assignment takes them. */
   private readonly varMemo = new Map<ProbeUnit, Map<string, SType>>();
 
-  private error(pos: Span | undefined, message: string): void {
+  /** Records an error (on the final typing only); `hint` is printed after the source marker ("Did you mean"). */
+  private error(pos: Span | undefined, message: string, hint?: string): void {
     if (!this.final) return;
-    this.diags.push(pos ? { severity: 'error', message, pos } : { severity: 'error', message });
+    this.diags.push({ severity: 'error', message, ...(pos ? { pos } : {}), ...(hint ? { hint } : {}) });
   }
 
   private warn(pos: Span, message: string): void {
@@ -863,7 +878,7 @@ export class Analyzer {
         const keys = this.mapKeyTypes(e);
         const m = this.maps.get(e.name);
         if (!m) {
-          this.error(e.pos, `Undefined map: ${e.name === '' ? '@' : `@${e.name}`}`);
+          this.error(e.pos, `Undefined map: ${e.name === '' ? '@' : `@${e.name}`}`, this.mapHint(e.name));
           return null;
         }
         if (keys && (keys.length !== m.keyTypes.length || !keys.every((k, i) => sameShape(k, m.keyTypes[i]!)))) {
@@ -1235,6 +1250,7 @@ export class Analyzer {
         NOT_YET_BUILTINS.has(name)
           ? `${name} is a bpftrace builtin bpfscope does not support yet (see docs/language.md)`
           : `Unknown identifier: '${name}'`,
+        NOT_YET_BUILTINS.has(name) ? undefined : didYouMean(closestNames(name, Object.keys(BUILTIN_TYPES))),
       );
       return null;
     }
@@ -1247,7 +1263,11 @@ export class Analyzer {
     if (t.kind === 'tuple' && t.names) {
       const i = t.names.indexOf(e.field);
       if (i < 0) {
-        this.error(e.pos, `Record does not contain a field named '${e.field}'`);
+        this.error(
+          e.pos,
+          `Record does not contain a field named '${e.field}'`,
+          didYouMean(closestNames(e.field, t.names)),
+        );
         return null;
       }
       return t.elems[i]!;
@@ -1285,6 +1305,12 @@ export class Analyzer {
         this.error(
           e.pos,
           `Can't find field '${e.field}' in ${e.object.kind === 'BuiltinExpr' && e.object.name === 'args' ? `args of ${what}` : what}`,
+          didYouMean(
+            closestNames(
+              e.field,
+              fields.map((x) => x.name),
+            ),
+          ),
         );
         return null;
       }
@@ -1829,7 +1855,7 @@ export class Analyzer {
     if (VOID_FUNCS.has(c.name)) return { kind: 'none' };
     if (NOT_YET_FUNCTIONS.has(c.name) || BUILTIN_TYPES[c.name]) {
       this.error(c.pos, `${c.name}() is a bpftrace function bpfscope does not support yet (see docs/language.md)`);
-    } else this.error(c.pos, `Unknown function: '${c.name}'`);
+    } else this.error(c.pos, `Unknown function: '${c.name}'`, didYouMean(closestNames(c.name, FUNCTION_NAMES)));
     args.forEach((a) => this.expr(a));
     return null;
   }
@@ -1902,7 +1928,18 @@ export class Analyzer {
         const f: RecordField | undefined =
           cur.kind === 'record' ? recordFields(kernelBtf(), cur).find((x) => x.name === name) : undefined;
         if (!f) {
-          this.error(e.pos, `'${typeName(cur)}' has no field named '${name}'`);
+          this.error(
+            e.pos,
+            `'${typeName(cur)}' has no field named '${name}'`,
+            cur.kind === 'record'
+              ? didYouMean(
+                  closestNames(
+                    name,
+                    recordFields(kernelBtf(), cur).map((x) => x.name),
+                  ),
+                )
+              : undefined,
+          );
           return null;
         }
         off += f.offset;
@@ -1985,7 +2022,20 @@ export class Analyzer {
   }
 
   private checkMapExists(m: MapExpr): void {
-    if (!this.maps.has(m.name)) this.error(m.pos, `Undefined map: ${m.name === '' ? '@' : `@${m.name}`}`);
+    if (!this.maps.has(m.name)) {
+      this.error(m.pos, `Undefined map: ${m.name === '' ? '@' : `@${m.name}`}`, this.mapHint(m.name));
+    }
+  }
+
+  /** "Did you mean @x?" among the program's maps, for an undefined map `@name`. */
+  private mapHint(name: string): string | undefined {
+    if (name === '') return undefined;
+    return didYouMean(
+      closestNames(
+        name,
+        [...this.maps.keys()].filter((k) => k !== ''),
+      ).map((k) => `@${k}`),
+    );
   }
 }
 

@@ -10,6 +10,7 @@
  */
 import type { Block, Expr, Program, Stmt, VarExpr } from '../ast.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
+import { closestNames, didYouMean } from '../suggest.js';
 
 /** A variable's name as the user wrote it (without the suffix this pass or macro expansion added). */
 export function userVarName(name: string): string {
@@ -42,10 +43,13 @@ class Scoper {
   private use(v: VarExpr): void {
     const u = this.find(v.name);
     if (u === undefined) {
+      const visible = new Set(this.scopes.flatMap((m) => [...m.keys()]));
+      const hint = didYouMean(closestNames(v.name, visible).map((n) => `$${userVarName(n)}`));
       this.errors.push({
         severity: 'error',
         message: `Undefined or undeclared variable: $${userVarName(v.name)}`,
         pos: v.pos,
+        ...(hint ? { hint } : {}),
       });
       return;
     }

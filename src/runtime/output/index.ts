@@ -33,6 +33,8 @@ export interface Output {
   syscall(text: string): void;
   /** After attaching: text prints `Attached N probe(s)` to stderr, JSON an attached_probes record to the output. */
   attachedProbes(n: number): void;
+  /** `Detaching N probes...` before a detach that will take long (text output only; optional). */
+  detachingProbes?(n: number): void;
   /** Ring buffer records lost since the last report: text `Lost N events` on stderr, JSON a lost_events record. */
   lostEvents(n: number | bigint): void;
   /** End of the run without printing maps: text prints two newlines, JSON nothing. */

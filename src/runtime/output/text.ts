@@ -213,6 +213,13 @@ export class TextOutput {
     this.err.flush();
   }
 
+  /** `Detaching N probes...` on stderr (bpfscope's own notice: detaching hundreds of probes takes seconds). */
+  detachingProbes(n: number): void {
+    this.out.flush();
+    this.err.write(`Detaching ${n} probes...\n`);
+    this.err.flush();
+  }
+
   /** `Lost N events` on stderr. */
   lostEvents(n: number | bigint): void {
     this.out.flush();
