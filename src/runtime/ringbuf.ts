@@ -251,7 +251,7 @@ export class RingBufConsumer {
    */
   drain(limit = Infinity): number {
     this.cutShort = false;
-    if (this.state === 'closed' || this.inDrain) return 0;
+    if (this.state === 'closed' || this.inDrain || !(limit > 0)) return 0;
     this.inDrain = true;
     const start = this.stats.records;
     const stopAt = start + limit;

@@ -162,6 +162,8 @@ test(
     });
     try {
       for (let i = 0; i < N; i++) run(p, BigInt(i));
+      assert.equal(c.drain(0), 0, 'a limit of 0 delivers nothing');
+      assert.equal(c.pending(), N * 16);
       c.start();
       await all;
       assert.deepEqual(
