@@ -10,7 +10,7 @@
  * sentence from the feature probe, pointing at the kprobe or tracepoint alternative.
  */
 import { Btf, BtfKind } from '../kernel/btf.js';
-import { features } from '../kernel/features.js';
+import { hasFeature } from '../kernel/features.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { btfType } from '../lang/btf-types.js';
 import type { RecordField, SType } from '../lang/types.js';
@@ -73,7 +73,7 @@ export class FentryProvider implements ProbeProvider {
     if (ap.parts.length < 1 || ap.parts.length > 2 || ap.parts.some((p) => p === '')) {
       throw attachPointError(ap, `${this.kind} probe type requires 1 or 2 arguments: ${this.kind}:[MODULE:]FUNCTION`);
     }
-    if (!features().fentry) {
+    if (!hasFeature('fentry')) {
       throw attachPointError(
         ap,
         `${this.kind} probes are not available: this kernel refuses BPF trampoline programs (fentry/fexit)`,
@@ -106,7 +106,7 @@ export class FentryProvider implements ProbeProvider {
   }
 
   list(search: string, verbose: boolean): string[] {
-    if (!features().fentry) return [];
+    if (!hasFeature('fentry')) return [];
     const re = globToRegExp(search || '*');
     const btf = Btf.vmlinux();
     const out: string[] = [];

@@ -70,6 +70,13 @@ export interface RingBufOptions {
   /** Called after each background poll that delivered records (e.g. to flush buffered output). */
   onBatch?: () => void;
   /**
+   * Records the next background poll may deliver at most (asked before each poll; default: no limit). A poll cut
+   * short by it is followed by the next one at once (`setImmediate`, after the promise jobs the delivered records
+   * started), not after `pollIntervalMs`: how an asynchronous reader downstream gets to run between batches
+   * instead of after the ring is empty, which at full rate is never.
+   */
+  batchLimit?: () => number;
+  /**
    * Zero-allocation delivery for hot paths: called instead of the record callback with the Buffer over the whole
    * producer mapping and the record's byte offset and length in it (valid only during the call). Saves creating a
    * Buffer view per record (roughly half the per-record cost).
@@ -135,8 +142,13 @@ export class RingBufConsumer {
   private closeRequested = false;
   private timer: NodeJS.Timeout | undefined;
   private emptyPolls = 0;
-  private readonly opt: Required<Omit<RingBufOptions, 'onError' | 'rawRecord' | 'onBatch' | 'wakeControl'>> &
-    Pick<RingBufOptions, 'onError' | 'rawRecord' | 'onBatch'>;
+  private readonly opt: Required<
+    Omit<RingBufOptions, 'onError' | 'rawRecord' | 'onBatch' | 'wakeControl' | 'batchLimit'>
+  > &
+    Pick<RingBufOptions, 'onError' | 'rawRecord' | 'onBatch' | 'batchLimit'>;
+  /** The last drain stopped at its limit with records left. */
+  private cutShort = false;
+  private immediate: NodeJS.Immediate | undefined;
   private waiterKind: 'uv' | 'thread' | undefined;
   private poller: FdPoller | undefined;
   private pollerActive = false;
@@ -167,6 +179,7 @@ export class RingBufConsumer {
       onError: opts.onError,
       onBatch: opts.onBatch,
       rawRecord: opts.rawRecord,
+      batchLimit: opts.batchLimit,
     };
     this.size = map.maxEntries;
     this.page = pageSize();
@@ -232,13 +245,16 @@ export class RingBufConsumer {
   }
 
   /**
-   * Consumes every committed record now, synchronously (also used at exit). Returns the number of records delivered.
-   * Exceptions from the callback propagate after consumer_pos is stored (the throwing record counts as consumed).
+   * Consumes every committed record now (at most `limit` delivered ones), synchronously (also used at exit). Returns
+   * the number of records delivered. Exceptions from the callback propagate after consumer_pos is stored (the
+   * throwing record counts as consumed).
    */
-  drain(): number {
-    if (this.state === 'closed' || this.inDrain) return 0;
+  drain(limit = Infinity): number {
+    this.cutShort = false;
+    if (this.state === 'closed' || this.inDrain || !(limit > 0)) return 0;
     this.inDrain = true;
     const start = this.stats.records;
+    const stopAt = start + limit;
     const dataOff = this.page;
     const commitEvery = this.opt.commitEvery;
     const commitBytes = this.size >>> 2;
@@ -265,6 +281,10 @@ export class RingBufConsumer {
             if (raw) raw(this.bytes, hdr + HDR_SIZE, n);
             else this.cb(this.bytes.subarray(hdr + HDR_SIZE, hdr + HDR_SIZE + n));
             if (this.closeRequested) break outer;
+            if (this.stats.records >= stopAt) {
+              this.cutShort = cons < Number(Atomics.load(this.prodPos, 0));
+              break outer;
+            }
           }
           if (++sinceCommit >= commitEvery || cons - lastCommitPos >= commitBytes) {
             Atomics.store(this.consPos, 0, BigInt(cons));
@@ -352,7 +372,7 @@ export class RingBufConsumer {
     let err: unknown;
     let failed = false;
     try {
-      got = this.drain();
+      got = this.drain(this.opt.batchLimit?.() ?? Infinity);
       if (got > 0) this.opt.onBatch?.();
     } catch (e) {
       failed = true;
@@ -378,17 +398,29 @@ export class RingBufConsumer {
       } else if (this.state === 'polling' || got > 0) {
         if (this.state !== 'polling') this.setWake(false);
         this.state = 'polling';
-        this.timer = setTimeout(() => {
-          this.timer = undefined;
-          this.pollTick();
-        }, this.opt.pollIntervalMs);
-        if (!this.opt.keepAlive) this.timer.unref();
+        if (this.cutShort && got > 0) {
+          this.immediate = setImmediate(() => {
+            this.immediate = undefined;
+            this.pollTick();
+          });
+          if (!this.opt.keepAlive) this.immediate.unref();
+        } else {
+          this.schedulePoll();
+        }
       }
     }
     if (failed) {
       if (this.opt.onError) this.opt.onError(err);
       else throw err;
     }
+  }
+
+  private schedulePoll(): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.pollTick();
+    }, this.opt.pollIntervalMs);
+    if (!this.opt.keepAlive) this.timer.unref();
   }
 
   private armWait(): void {
@@ -469,6 +501,10 @@ export class RingBufConsumer {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = undefined;
+    }
+    if (this.immediate) {
+      clearImmediate(this.immediate);
+      this.immediate = undefined;
     }
     if (this.poller) {
       this.poller.close();

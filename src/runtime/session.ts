@@ -112,6 +112,8 @@ export interface SessionOptions {
 export interface PrintfHook {
   raw(id: number, buf: Buffer, off: number): boolean;
   values(id: number, args: Value[]): void;
+  /** Records the next background read of the ring buffer may deliver at most (RingBufOptions.batchLimit). */
+  batchLimit?(): number;
 }
 
 export class Session {
@@ -294,6 +296,7 @@ export class Session {
       // records are read in place: the integer-only printf fast path needs no Buffer view per event
       rawRecord: (buf, off, len) => this.onRawRecord(buf, off, len),
       wakeControl: wake,
+      ...(this.opts.printfHook?.batchLimit ? { batchLimit: () => this.opts.printfHook!.batchLimit!() } : {}),
       // bpftrace writes each line as it is printed (line buffered): flush after every batch of events
       onBatch: () => this.opts.output.flush(),
       onError: (err) => {

@@ -14,7 +14,7 @@
 import { existsSync, lstatSync } from 'node:fs';
 import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
 import { keyPart } from './framework/histmaps.js';
-import { kfuncKind } from './framework/kfunc.js';
+import { hasFeature } from '../kernel/features.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
@@ -228,7 +228,7 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     writer.line(`Tracing directory: ${dir} (Inode: ${dirInode})`);
   }
   const program = buildProgram({
-    probe: kfuncKind() === 'kprobe' ? 'kprobe' : 'tracepoint',
+    probe: hasFeature('kprobe') ? 'kprobe' : 'tracepoint',
     tgid: a.tgid as number | null,
     allFiles: a.all_files as boolean,
     dirInode,

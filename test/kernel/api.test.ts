@@ -184,6 +184,64 @@ describe('trace() on the live kernel', () => {
     assert.deepEqual(kinds, [...Array(10).fill('printf'), 'lost consumer 91', 'exit']);
   });
 
+  it('events() at full rate: every call is a printf event or counted in a lost event, exactly', async () => {
+    const N = 200_000;
+    await using t = await trace(
+      `tracepoint:syscalls:sys_enter_getppid /comm == "bpfs_api7"/ { printf("%d %d\\n", tid, nsecs); }`,
+      { command: workloadCommand('comm', 'bpfs_api7', 'getppid', N) },
+    );
+    let printfs = 0;
+    const lost = { kernel: 0, consumer: 0 };
+    let tid: unknown;
+    let last: TraceEvent | undefined;
+    for await (const ev of t.events()) {
+      last = ev;
+      if (ev.kind === 'printf') {
+        printfs++;
+        tid ??= ev.values[0];
+        assert.equal(ev.values[0], tid);
+        assert.equal(typeof ev.values[1], 'bigint');
+      } else if (ev.kind === 'lost') {
+        lost[ev.source] += ev.count;
+      }
+    }
+    assert.equal(printfs + lost.kernel + lost.consumer, N, `${printfs} events, lost ${JSON.stringify(lost)}`);
+    assert.deepEqual(last, { kind: 'exit', code: 0, reason: 'command' });
+  });
+
+  it('a reader slower than the events: what it misses is counted in lost events, exactly', async () => {
+    const N = 20_000;
+    await using t = await trace(`tracepoint:syscalls:sys_enter_getppid /comm == "bpfs_api8"/ { printf("%d\\n", 1); }`, {
+      command: workloadCommand('comm', 'bpfs_api8', 'getppid', N),
+      bufferEvents: 50,
+    });
+    let printfs = 0;
+    let lost = 0;
+    for await (const ev of t.events()) {
+      if (ev.kind === 'printf') printfs++;
+      else if (ev.kind === 'lost') lost += ev.count;
+      // a macrotask per event: the ring buffer is read in the meantime
+      if (printfs % 16 === 0) await new Promise((r) => setImmediate(r));
+    }
+    assert.equal(printfs + lost, N, `${printfs} events, ${lost} lost`);
+  });
+
+  it('a single event of an idle run arrives without waiting for more (each of two, one after the other)', async () => {
+    await using t = await trace(`tracepoint:syscalls:sys_enter_getppid /comm == "bpfs_api9"/ { printf("%d\\n", 9); }`);
+    const it = t.events();
+    for (let i = 0; i < 2; i++) {
+      spawnSync(workloadPath(), ['comm', 'bpfs_api9', 'getppid', '1']);
+      const r = await it.next();
+      assert.equal(r.done, false);
+      assert.ok(r.value.kind === 'printf');
+      assert.deepEqual(r.value.values, [9n]);
+    }
+    assert.deepEqual(await t.stop(), { kind: 'exit', code: 0, reason: 'stopped' });
+    const rest: string[] = [];
+    for await (const ev of it) rest.push(ev.kind);
+    assert.deepEqual(rest, ['exit']);
+  });
+
   it('print(), time() and the end of a program that calls exit() reach events() typed', async () => {
     await using t = await trace(`BEGIN { @x[1] = 5; @x[2] = 6; print(@x); print((1, "a")); time("%Y\\n"); exit(3); }`);
     const evs: TraceEvent[] = [];

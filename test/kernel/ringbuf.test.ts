@@ -135,6 +135,51 @@ test('rawRecord delivers offsets into the ring instead of per-record Buffers', (
   }
 });
 
+test(
+  'batchLimit: a background poll delivers at most the limit; the rest follow without waiting a poll interval',
+  { timeout: 60_000 },
+  async () => {
+    const rb = BpfMap.create({ type: MapType.RINGBUF, keySize: 0, valueSize: 0, maxEntries: 16384, name: 'rb_limit' });
+    const errs = BpfMap.create({ type: MapType.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'rb_errs' });
+    const p = outputProgram(rb, errs);
+    const got: bigint[] = [];
+    const perPoll: number[] = [];
+    let inPoll = 0;
+    let done: () => void = () => {};
+    const all = new Promise<void>((resolve) => (done = resolve));
+    const N = 95;
+    // a poll interval far beyond the test's timeout: only the at-once continuation after a cut-short poll can deliver
+    // the records beyond the first batch
+    const c = new RingBufConsumer(rb, (d) => got.push(d.readBigUInt64LE(0)), {
+      pollIntervalMs: 3_600_000,
+      keepAlive: true,
+      batchLimit: () => 10,
+      onBatch: () => {
+        perPoll.push(got.length - inPoll);
+        inPoll = got.length;
+        if (got.length === N) done();
+      },
+    });
+    try {
+      for (let i = 0; i < N; i++) run(p, BigInt(i));
+      assert.equal(c.drain(0), 0, 'a limit of 0 delivers nothing');
+      assert.equal(c.pending(), N * 16);
+      c.start();
+      await all;
+      assert.deepEqual(
+        got,
+        Array.from({ length: N }, (_, i) => BigInt(i)),
+      );
+      assert.deepEqual(perPoll, [10, 10, 10, 10, 10, 10, 10, 10, 10, 5]);
+    } finally {
+      c.close();
+      p.close();
+      rb.close();
+      errs.close();
+    }
+  },
+);
+
 test('a burst larger than the ring: the program sees the drops, the consumer gets the rest', () => {
   const rb = BpfMap.create({ type: MapType.RINGBUF, keySize: 0, valueSize: 0, maxEntries: 4096, name: 'rb_burst' });
   const errs = BpfMap.create({ type: MapType.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'rb_errs' });
