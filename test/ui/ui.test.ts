@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -68,7 +68,14 @@ const skip =
   bpftoolSkipReason() ??
   (!pw ? 'playwright-core is not installed' : !existsSync(CHROMIUM) ? `${CHROMIUM} is not installed` : undefined);
 
-describe('bpfscope ui: server refusals', { skip: liveSkipReason() }, () => {
+/** GET `path` of the server with the token, as JSON. */
+async function getJson(origin: string, token: string, path: string): Promise<any> {
+  const r = await fetch(`${origin}${path}`, { headers: { 'X-Bpfscope-Token': token } });
+  assert.equal(r.status, 200, path);
+  return r.json();
+}
+
+describe('bpfscope ui: server without a browser', { skip: liveSkipReason() }, () => {
   it('--listen 0.0.0.0:PORT without --token-file refuses to start', async () => {
     const r = await startBpfscope(['ui', '--listen', '0.0.0.0:0']).done;
     assert.equal(r.code, 1);
@@ -78,6 +85,51 @@ describe('bpfscope ui: server refusals', { skip: liveSkipReason() }, () => {
       'ERROR: ui: refusing to listen on 0.0.0.0 without --token-file\n' +
         'HINT: another address than loopback is reachable by others: give a token with --token-file FILE\n',
     );
+  });
+
+  it("--token-file: the token is the file's; a session nobody watches ends after --idle-timeout", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bpfscope-ui-token-'));
+    const token = 'bpfs-test-token-0123456789';
+    writeFileSync(join(dir, 'token'), `${token}\n`);
+    const server = startBpfscope([
+      'ui',
+      '--listen',
+      '127.0.0.1:0',
+      '--token-file',
+      join(dir, 'token'),
+      '--idle-timeout',
+      '1',
+    ]);
+    try {
+      assert.ok(await server.waitFor(/serving http:\S+\n/, 30_000), server.stderr());
+      const url = new URL(/serving (http:\S+)\n/.exec(server.stdout())![1]!);
+      assert.equal(url.searchParams.get('token'), token);
+      const ws = new WebSocket(`ws://${url.host}/ws?token=${token}`);
+      const replies: any[] = [];
+      ws.on('message', (d) => replies.push(JSON.parse(String(d))));
+      await new Promise((r) => ws.once('open', r));
+      ws.send(JSON.stringify({ id: 1, type: 'start', tool: 'execsnoop', args: [] }));
+      while (!replies.some((m) => m.id === 1)) await new Promise((r) => ws.once('message', r));
+      const started = replies.find((m) => m.id === 1);
+      assert.equal(started.ok, true, JSON.stringify(started));
+      assert.ok(idCount(fdHeldIds(server.pid)) > 0);
+      ws.close();
+      // nobody watches it now: it ends by itself after about a second
+      let info: any;
+      for (;;) {
+        info = (await getJson(url.origin, token, '/api/sessions')).find((s: any) => s.id === started.session.id);
+        if (!info || info.state === 'ended') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(info?.ended ?? 'removed', 'idle timeout');
+      assert.equal(idCount(fdHeldIds(server.pid)), 0);
+    } finally {
+      server.child.kill('SIGINT');
+      const r = await server.done;
+      rmSync(dir, { recursive: true, force: true });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /\nbpfscope ui: stopping every session\.\.\.\n$/);
+    }
   });
 });
 
@@ -262,8 +314,22 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
         const svg = await fetch(`${origin}/api/sessions/${sid}/flame.svg?token=${token}`);
         assert.equal(svg.headers.get('content-type'), 'image/svg+xml');
         assert.match(await svg.text(), /bpfs_user_burn/);
-        const ss = await fetch(`${origin}/t/${token}/speedscope/index.html`);
-        assert.equal(ss.status, 200);
+        // "open in speedscope": speedscope's own page, served here, loads the capture
+        const [ss] = await Promise.all([context.waitForEvent('page'), page.click('#open-speedscope')]);
+        const ssErrors: string[] = [];
+        ss.on('console', (m: any) => {
+          if (m.type() === 'error') ssErrors.push(m.text());
+        });
+        await ss.waitForLoadState();
+        // speedscope draws frames on a canvas: its toolbar (Time Order, ...) and the profile's name show once loaded
+        await ss.waitForFunction(() => /Time Order/.test(document.body.innerText), null, { timeout: 20_000 });
+        assert.match(
+          await ss.evaluate(() => document.body.innerText),
+          /\nprofile --pid \d+ --user-stacks-only --frequency 99 3\n/,
+        );
+        assert.deepEqual(ssErrors, []);
+        await shot('speedscope', ss);
+        await ss.close();
       } finally {
         child.kill('SIGKILL');
       }

@@ -214,7 +214,7 @@ function classify(src: string): Cls[] {
 /** Runs of `src` with their class, `errors` (offset ranges, end exclusive) marked. */
 export function highlight(src: string, errors: readonly { offset: number; end: number }[] = []): Run[] {
   // a program larger than the server compiles is not worth colouring
-  if (src.length > 65536) return [{ text: src, cls: 'plain', error: false }];
+  if (src.length > 65536) return [{ text: `${src.slice(0, 65536)}…`, cls: 'plain', error: false }];
   const cls = classify(src);
   const err = new Array<boolean>(src.length).fill(false);
   for (const e of errors) {
