@@ -330,6 +330,32 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
         assert.deepEqual(ssErrors, []);
         await shot('speedscope', ss);
         await ss.close();
+        // a second capture: the differential view against the first one colours frames by their change
+        await openTool('profile');
+        await page.fill('#opt-pid', String(child.pid));
+        await page.check('#opt-user_stacks_only');
+        await page.fill('#opt-frequency', '99');
+        await page.fill('#opt-duration', '3');
+        await page.click('#start');
+        await page.waitForFunction(() => Number(document.querySelector('#flame')?.dataset.stacks) > 0, null, {
+          timeout: 60_000,
+        });
+        const normal: string[] = await page.$$eval('#flame rect', (rs: any[]) => rs.map((r) => r.getAttribute('fill')));
+        await page.check('#flame-diff');
+        // d3-flame-graph's differential colours: grey rgb(220,220,220) for no change, r=220 (growth: less blue and
+        // green), b=220 (shrinking: less red and green), rgb(255,190,90) for frames new in this capture
+        const DIFF = /^rgb\((220,\d+,\d+|\d+,\d+,220|255,190,90)\)$/;
+        await page.waitForFunction(
+          (re: string) =>
+            [...document.querySelectorAll('#flame rect')].every((r: any) =>
+              new RegExp(re).test(r.getAttribute('fill')),
+            ),
+          DIFF.source,
+        );
+        const diff: string[] = await page.$$eval('#flame rect', (rs: any[]) => rs.map((r) => r.getAttribute('fill')));
+        assert.ok(diff.length > 0 && diff.every((f) => DIFF.test(f)), diff.join(' '));
+        assert.ok(!normal.every((f) => DIFF.test(f)), normal.join(' '));
+        await shot('profile-differential');
       } finally {
         child.kill('SIGKILL');
       }

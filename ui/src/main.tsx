@@ -239,7 +239,8 @@ function SessionView({ id }: { id: string }) {
       </h2>
       <p class="session-state">
         <span id="session-state">{info.state === 'running' ? 'running' : `ended: ${info.ended ?? ''}`}</span> · since{' '}
-        {new Date(info.startedAt).toLocaleTimeString()} · {Math.max(info.results, data?.produced ?? 0)} results · lost {info.lost}{' '}
+        {new Date(info.startedAt).toLocaleTimeString()} · {Math.max(info.results, data?.produced ?? 0)} results · lost{' '}
+        {info.lost}{' '}
         {info.state === 'running' && (
           <button id="stop" onClick={() => void conn.request({ type: 'stop', session: id })}>
             Stop
