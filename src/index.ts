@@ -50,4 +50,4 @@ export { createOutput, type Output } from './runtime/output/index.js';
 export type { AggValue, MapDump, MapEntry, Value } from './runtime/output/model.js';
 export { OutputSink } from './runtime/output/sink.js';
 export { Tracer, type TracerOptions } from './runtime/tracer.js';
-export { apiTools, runTool, type RunToolOptions, type ToolResults, type ToolRun } from './tools/api.js';
+export { apiTools, runTool, type RunToolOptions, toolOptions, type ToolResults, type ToolRun } from './tools/api.js';

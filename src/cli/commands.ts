@@ -38,6 +38,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: "list the system's BPF programs by process, with attach points and run statistics (bcc's bpflist)",
     load: async () => (await import('../inspect/ps.js')).main,
   },
+  ui: {
+    summary: 'serve the web UI on this host: tools, one-liners, live histograms, heat maps, flame graphs',
+    load: async () => (await import('../ui/main.js')).main,
+  },
   tools: {
     summary: 'list the bcc tools and the other commands bpfscope provides, one line each',
     load: async () => {

@@ -18,6 +18,7 @@ import { BpfscopeError } from '../errors.js';
 import { OutputSink } from '../runtime/output/sink.js';
 import type { BiolatencyInterval } from './biolatency.js';
 import type { ExecRow } from './execsnoop.js';
+import type { ParserSpec } from './framework/argparse.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
 import type { OpenRow } from './opensnoop.js';
@@ -47,6 +48,21 @@ export interface ToolResults {
 /** Names of the tools runTool runs. */
 export function apiTools(): string[] {
   return Object.keys(TOOLS);
+}
+
+/**
+ * What tool `name` accepts and yields, without running it: its option declarations (the argparse-style `SPEC` its
+ * `-h` is made from: flags, kinds, defaults, help; hidden options have `help: null`) and whether runTool gives
+ * `rows` or `intervals`. For front ends that build a form from the options (`bpfscope ui`).
+ * @throws BpfscopeError for a tool runTool does not run
+ */
+export async function toolOptions(name: string): Promise<{ spec: ParserSpec; results: 'rows' | 'intervals' }> {
+  const load = Object.hasOwn(TOOLS, name) ? TOOLS[name] : undefined;
+  if (!load) {
+    throw new BpfscopeError(`runTool: unknown tool '${name}' (runTool runs: ${apiTools().join(', ')})`);
+  }
+  const def = (await load()).TOOL;
+  return { spec: def.spec, results: def.results };
 }
 
 export interface RunToolOptions {

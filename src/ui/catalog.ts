@@ -1,0 +1,120 @@
+/**
+ * The UI's catalogue: every bcc tool of bpfscope (src/tools/catalog.ts) grouped like Brendan Gregg's bcc tool map
+ * (CPU, memory, file systems, disks, network, scheduler, languages; plus the multi-purpose tracers), with, for the
+ * tools `runTool()` runs, the option declarations (`SPEC`) the page turns into a form, and which view shows their
+ * results: a table (rows), a histogram with a heat map (log2 histograms per interval), or a flame graph (stacks).
+ */
+import { apiTools, toolOptions } from '../tools/api.js';
+import { TOOLS } from '../tools/catalog.js';
+import type { ParserSpec } from '../tools/framework/argparse.js';
+
+export type ToolView = 'table' | 'histogram' | 'flame';
+
+/** One option of a tool's form: what argparse declares, reduced to what a form needs (JSON). */
+export interface FormOption {
+  /** Option strings, e.g. `['-p', '--pid']`; positionals have none and a `name`. */
+  flags: string[];
+  name: string;
+  kind: 'flag' | 'value' | 'append' | 'remainder' | 'optional' | 'positional';
+  help: string;
+  metavar?: string;
+  /** The default as text (absent when none). */
+  default?: string;
+  /** The value type's name (`int`, ...) when the tool converts the text. */
+  type?: string;
+}
+
+export interface CatalogTool {
+  name: string;
+  summary: string;
+  group: string;
+  /** false: listed but not yet runnable from the UI (runTool does not run it yet). */
+  available: boolean;
+  view?: ToolView;
+  options?: FormOption[];
+}
+
+export interface CatalogGroup {
+  name: string;
+  tools: CatalogTool[];
+}
+
+/** Groups in the tool map's order; a tool not listed here goes to "tracing (any layer)". */
+const GROUPS: readonly (readonly [string, readonly string[]])[] = [
+  [
+    'CPU',
+    [
+      'profile',
+      'cpudist',
+      'llcstat',
+      'hardirqs',
+      'softirqs',
+      'execsnoop',
+      'exitsnoop',
+      'threadsnoop',
+      'pidpersec',
+      'syscount',
+    ],
+  ],
+  ['memory', ['memleak', 'oomkill', 'slabratetop']],
+  ['file systems', ['opensnoop', 'statsnoop', 'syncsnoop', 'filetop', 'vfsstat', 'cachestat', 'ext4slower']],
+  ['disks', ['biolatency', 'biosnoop', 'biotop', 'bitesize', 'biopattern']],
+  ['network', ['tcplife', 'tcpconnect', 'tcpaccept', 'tcpretrans', 'tcpdrop', 'gethostlatency']],
+  ['scheduler', ['runqlat', 'runqlen', 'runqslower', 'offcputime']],
+  ['languages', ['bashreadline']],
+  ['tracing (any layer)', ['trace', 'argdist', 'funccount', 'funclatency', 'stackcount', 'capable', 'killsnoop']],
+];
+
+/** Tools whose interval result is a set of stacks (`StackResult`): shown as a flame graph. */
+const STACK_TOOLS = new Set(['profile', 'offcputime']);
+
+function formOptions(spec: ParserSpec): FormOption[] {
+  const out: FormOption[] = [];
+  for (const o of spec.options) {
+    if (o.help === null) continue; // hidden (argparse.SUPPRESS), e.g. --ebpf
+    const long = o.flags.find((f) => f.startsWith('--'));
+    const opt: FormOption = {
+      flags: [...o.flags],
+      name: o.dest ?? (long ?? o.flags[0]!).replace(/^-+/, '').replace(/-/g, '_'),
+      kind: o.kind,
+      help: o.help,
+    };
+    if (o.metavar) opt.metavar = o.metavar;
+    if (o.default !== undefined && o.default !== null && o.kind !== 'flag') opt.default = String(o.default);
+    if (o.type) opt.type = o.type.name;
+    out.push(opt);
+  }
+  for (const p of spec.positionals ?? []) {
+    const opt: FormOption = { flags: [], name: p.metavar ?? p.name, kind: 'positional', help: p.help };
+    if (p.default !== undefined && p.default !== null) opt.default = String(p.default);
+    if (p.type) opt.type = p.type.name;
+    out.push(opt);
+  }
+  return out;
+}
+
+/** The catalogue (loads the SPEC of each tool runTool runs). */
+export async function loadCatalog(): Promise<CatalogGroup[]> {
+  const runnable = new Set(apiTools());
+  const summaries = new Map(TOOLS.map((t) => [t.name, t.summary]));
+  const placed = new Set(GROUPS.flatMap(([, names]) => names));
+  const groups = GROUPS.map(([name, names]) => ({ name, names: [...names] }));
+  for (const t of TOOLS) if (!placed.has(t.name)) groups[groups.length - 1]!.names.push(t.name);
+  const out: CatalogGroup[] = [];
+  for (const g of groups) {
+    const tools: CatalogTool[] = [];
+    for (const name of g.names) {
+      const summary = summaries.get(name);
+      if (summary === undefined) continue;
+      const tool: CatalogTool = { name, summary, group: g.name, available: runnable.has(name) };
+      if (tool.available) {
+        const def = await toolOptions(name);
+        tool.options = formOptions(def.spec);
+        tool.view = STACK_TOOLS.has(name) ? 'flame' : def.results === 'rows' ? 'table' : 'histogram';
+      }
+      tools.push(tool);
+    }
+    out.push({ name: g.name, tools });
+  }
+  return out;
+}
