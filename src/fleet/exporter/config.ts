@@ -166,7 +166,7 @@ function validate(raw: unknown): ErrorObject[] {
 /** Parse and validate `text` (the YAML of config `name` at `file`); the program is read from `btFile` if needed. */
 export function parseConfig(name: string, file: string, text: string, btFile?: string): ExporterConfig {
   const lc = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lc, uniqueKeys: true, prettyErrors: false });
+  const doc = parseDocument(text, { lineCounter: lc, uniqueKeys: true, prettyErrors: true });
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
     const msg = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');

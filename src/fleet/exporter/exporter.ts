@@ -143,6 +143,7 @@ export class Exporter {
         if (counting()) for (const s of stats) this.inc({ id: String(s.id) }, Number(s.runCnt));
       },
     });
+    this.rememberNames();
   }
 
   private programStats(): ProgramStat[] {
@@ -167,6 +168,13 @@ export class Exporter {
       }
     }
     return out;
+  }
+
+  /** Each registered metric's name as registered. */
+  private readonly names = new Map<object, string>();
+
+  private rememberNames(): void {
+    for (const m of this.registry.getMetricsAsArray()) this.names.set(m, (m as unknown as { name: string }).name);
   }
 
   /** The config metrics now. */
@@ -270,6 +278,9 @@ export class Exporter {
     const run = this.chain.then(async () => {
       const families = await this.families();
       this.registry.setContentType(openMetrics ? Registry.OPENMETRICS_CONTENT_TYPE : Registry.PROMETHEUS_CONTENT_TYPE);
+      // prom-client's OpenMetrics output renames counters in place (drops `_total` from metric.name): put the
+      // names back so the next text-format scrape has them
+      for (const [metric, name] of this.names) (metric as { name: string }).name = name;
       let builtin = await this.registry.metrics();
       if (openMetrics) builtin = builtin.replace(/# EOF\n?$/, '');
       const mine = expose(families, openMetrics);
