@@ -34,13 +34,13 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'merge two folded profiles into differential flame graph input (FlameGraph difffolded.pl)',
     load: async () => (await import('../flame/commands/difffolded.js')).main,
   },
-  exporter: {
-    summary: "Prometheus exporter of bpftrace programs with ebpf_exporter's flags and config schema",
-    load: async () => (await import('../fleet/exporter/main.js')).main,
-  },
   ps: {
     summary: "list the system's BPF programs by process, with attach points and run statistics (bcc's bpflist)",
     load: async () => (await import('../inspect/ps.js')).main,
+  },
+  exporter: {
+    summary: "Prometheus exporter of bpftrace programs with ebpf_exporter's flags and config schema",
+    load: async () => (await import('../fleet/exporter/main.js')).main,
   },
   tools: {
     summary: 'list the bcc tools and the other commands bpfscope provides, one line each',

@@ -106,12 +106,32 @@ program: |
   }
 `,
     );
+    writeFileSync(
+      join(cfg, 'guard.yaml'),
+      `metrics:
+  counters:
+    - name: guard_writes_total
+      help: write() calls of the test workload by size, at most 3 sizes
+      max_series: 3
+      labels:
+        - name: bytes
+          decoders:
+            - name: uint
+program: |
+  tracepoint:syscalls:sys_enter_write /comm == "${COMM}"/ { @guard_writes_total[args.count] = count(); }
+`,
+    );
     copyFileSync('/usr/bin/dd', join(dir, COMM));
     chmodSync(join(dir, COMM), 0o755);
 
     exporter = startTool(
       'bpfscope',
-      ['exporter', `--config.dir=${cfg}`, '--config.names=biolatency,syscalls,wl', '--web.listen-address=127.0.0.1:0'],
+      [
+        'exporter',
+        `--config.dir=${cfg}`,
+        '--config.names=biolatency,syscalls,wl,guard',
+        '--web.listen-address=127.0.0.1:0',
+      ],
       { timeoutMs: 300_000 },
     );
     assert.ok(await exporter.waitFor(/^Listening on /m, 120_000), exporter.stderr());
@@ -224,7 +244,7 @@ program: |
       assert.ok(v > 0 && v < 1000, `bio median ${v}`);
     }
     const enabled = await query('ebpf_exporter_enabled_configs');
-    assert.deepEqual(enabled.map((x) => x.metric.name).sort(), ['biolatency', 'syscalls', 'wl']);
+    assert.deepEqual(enabled.map((x) => x.metric.name).sort(), ['biolatency', 'guard', 'syscalls', 'wl']);
   });
 
   test('promtool check metrics passes; OpenMetrics by content negotiation', async () => {
@@ -241,10 +261,41 @@ program: |
     assert.equal(plain.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
   });
 
+  test('max_series: an LRU map of that size in the kernel, evictions counted', async () => {
+    // the map's kernel name is AT_ and the first 12 characters of its name (codegen/maps.ts)
+    const maps = JSON.parse(execFileSync('bpftool', ['-j', 'map', 'show'], { encoding: 'utf8' })) as {
+      name?: string;
+      type: string;
+      max_entries: number;
+    }[];
+    const guard = maps.filter((m) => m.name === 'AT_guard_writes');
+    assert.deepEqual(
+      guard.map((m) => [m.type, m.max_entries]),
+      [['lru_percpu_hash', 3]],
+    );
+    // 8 sizes, each written once (the sizes written before are counted too: 4096), a scrape after each
+    const seen = new Set<string>();
+    const series = (text: string): string[] =>
+      [...text.matchAll(/^ebpf_exporter_guard_writes_total\{bytes="(\d+)"\} \d+$/gm)].map((m) => m[1]!);
+    for (let size = 1; size <= 8; size++) {
+      execFileSync(join(dir, COMM), ['if=/dev/zero', 'of=/dev/null', `bs=${size}`, 'count=1', 'status=none']);
+      for (const s of series(await (await fetch(exporterUrl)).text())) seen.add(s);
+    }
+    const text = await (await fetch(exporterUrl)).text();
+    const last = series(text);
+    assert.ok(last.length >= 1 && last.length <= 3, text);
+    const evicted = Number(
+      /^ebpf_exporter_evicted_series_total\{config="guard",metric="guard_writes_total"\} (\d+)$/m.exec(text)![1],
+    );
+    // every size seen at one of these scrapes and gone at the last was counted (Prometheus's scrapes may count more)
+    assert.ok(evicted >= seen.size - last.length && evicted <= 9, `evicted ${evicted}, seen ${seen.size}`);
+    assert.ok(seen.size - last.length >= 1, `seen ${[...seen].join(',')}`);
+  });
+
   test('SIGTERM: exit 0, its programs gone', async () => {
     const text = await (await fetch(exporterUrl)).text();
     const ids = [...text.matchAll(/^ebpf_exporter_ebpf_program_info\{[^}]*id="(\d+)"\} 1$/gm)].map((m) => m[1]!);
-    assert.equal(ids.length, 4, text); // biolatency 2, syscalls 1, wl 1
+    assert.equal(ids.length, 5, text); // biolatency 2, syscalls 1, wl 1, guard 1
     exporter!.signal('SIGTERM');
     const r = await exporter!.done;
     assert.equal(r.code, 0, r.stderr);
