@@ -38,6 +38,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: "list the system's BPF programs by process, with attach points and run statistics (bcc's bpflist)",
     load: async () => (await import('../inspect/ps.js')).main,
   },
+  exporter: {
+    summary: "Prometheus exporter of bpftrace programs with ebpf_exporter's flags and config schema",
+    load: async () => (await import('../fleet/exporter/main.js')).main,
+  },
   ui: {
     summary: 'serve the web UI on this host: tools, one-liners, live histograms, heat maps, flame graphs',
     load: async () => (await import('../ui/main.js')).main,

@@ -64,6 +64,7 @@ describe('bpfscope command line', () => {
       'heatmap',
       'difffolded',
       'ps',
+      'exporter',
       'ui',
       'tools',
     ])

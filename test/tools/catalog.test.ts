@@ -29,7 +29,18 @@ describe('tool catalog', () => {
     assert.match(r.stdout, /^biolatency +Summarize block device I\/O latency as a histogram$/m);
     assert.deepEqual(
       others!.split('\n').map((l) => l.split(' ')[0]),
-      ['stackcollapse-perf', 'stackcollapse-bpftrace', 'flamegraph', 'heatmap', 'difffolded', 'ps', 'ui', 'tools', ''],
+      [
+        'stackcollapse-perf',
+        'stackcollapse-bpftrace',
+        'flamegraph',
+        'heatmap',
+        'difffolded',
+        'ps',
+        'exporter',
+        'ui',
+        'tools',
+        '',
+      ],
     );
     assert.match(others!, /^flamegraph +render folded stacks as an interactive SVG flame graph/m);
   });
