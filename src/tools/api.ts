@@ -16,32 +16,47 @@
  */
 import { BpfscopeError } from '../errors.js';
 import { OutputSink } from '../runtime/output/sink.js';
+import type { BashLineRow } from './bashreadline.js';
 import type { BiolatencyInterval } from './biolatency.js';
 import type { ExecRow } from './execsnoop.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
+import type { KillRow } from './killsnoop.js';
+import type { OomKillRow } from './oomkill.js';
 import type { OpenRow } from './opensnoop.js';
 import type { StackResult } from './stacktool.js';
+import type { SyncRow } from './syncsnoop.js';
 import type { TcpSessionRow } from './tcplife.js';
+import type { ThreadRow } from './threadsnoop.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
+  bashreadline: () => import('./bashreadline.js'),
   biolatency: () => import('./biolatency.js'),
   execsnoop: () => import('./execsnoop.js'),
+  killsnoop: () => import('./killsnoop.js'),
   offcputime: () => import('./offcputime.js'),
+  oomkill: () => import('./oomkill.js'),
   opensnoop: () => import('./opensnoop.js'),
   profile: () => import('./profile.js'),
+  syncsnoop: () => import('./syncsnoop.js'),
   tcplife: () => import('./tcplife.js'),
+  threadsnoop: () => import('./threadsnoop.js'),
 };
 
 /** The result type of each tool (rows or intervals). */
 export interface ToolResults {
+  bashreadline: BashLineRow;
   biolatency: BiolatencyInterval;
   execsnoop: ExecRow;
+  killsnoop: KillRow;
   offcputime: StackResult;
+  oomkill: OomKillRow;
   opensnoop: OpenRow;
   profile: StackResult;
+  syncsnoop: SyncRow;
   tcplife: TcpSessionRow;
+  threadsnoop: ThreadRow;
 }
 
 /** Names of the tools runTool runs. */
