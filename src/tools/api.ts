@@ -19,12 +19,16 @@ import { OutputSink } from '../runtime/output/sink.js';
 import type { BashLineRow } from './bashreadline.js';
 import type { BiolatencyInterval } from './biolatency.js';
 import type { ExecRow } from './execsnoop.js';
+import type { ExitRow } from './exitsnoop.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
+import type { LookupRow } from './gethostlatency.js';
 import type { KillRow } from './killsnoop.js';
 import type { OomKillRow } from './oomkill.js';
 import type { OpenRow } from './opensnoop.js';
+import type { WaitRow } from './runqslower.js';
 import type { StackResult } from './stacktool.js';
+import type { StatRow } from './statsnoop.js';
 import type { SyncRow } from './syncsnoop.js';
 import type { TcpSessionRow } from './tcplife.js';
 import type { ThreadRow } from './threadsnoop.js';
@@ -34,11 +38,15 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   bashreadline: () => import('./bashreadline.js'),
   biolatency: () => import('./biolatency.js'),
   execsnoop: () => import('./execsnoop.js'),
+  exitsnoop: () => import('./exitsnoop.js'),
+  gethostlatency: () => import('./gethostlatency.js'),
   killsnoop: () => import('./killsnoop.js'),
   offcputime: () => import('./offcputime.js'),
   oomkill: () => import('./oomkill.js'),
   opensnoop: () => import('./opensnoop.js'),
   profile: () => import('./profile.js'),
+  runqslower: () => import('./runqslower.js'),
+  statsnoop: () => import('./statsnoop.js'),
   syncsnoop: () => import('./syncsnoop.js'),
   tcplife: () => import('./tcplife.js'),
   threadsnoop: () => import('./threadsnoop.js'),
@@ -49,11 +57,15 @@ export interface ToolResults {
   bashreadline: BashLineRow;
   biolatency: BiolatencyInterval;
   execsnoop: ExecRow;
+  exitsnoop: ExitRow;
+  gethostlatency: LookupRow;
   killsnoop: KillRow;
   offcputime: StackResult;
   oomkill: OomKillRow;
   opensnoop: OpenRow;
   profile: StackResult;
+  runqslower: WaitRow;
+  statsnoop: StatRow;
   syncsnoop: SyncRow;
   tcplife: TcpSessionRow;
   threadsnoop: ThreadRow;
