@@ -18,6 +18,7 @@ import { BpfscopeError } from '../errors.js';
 import { OutputSink } from '../runtime/output/sink.js';
 import type { BashLineRow } from './bashreadline.js';
 import type { BiolatencyInterval } from './biolatency.js';
+import type { CapCheckRow } from './capable.js';
 import type { ExecRow } from './execsnoop.js';
 import type { ExitRow } from './exitsnoop.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
@@ -37,6 +38,7 @@ import type { ThreadRow } from './threadsnoop.js';
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   bashreadline: () => import('./bashreadline.js'),
   biolatency: () => import('./biolatency.js'),
+  capable: () => import('./capable.js'),
   execsnoop: () => import('./execsnoop.js'),
   exitsnoop: () => import('./exitsnoop.js'),
   gethostlatency: () => import('./gethostlatency.js'),
@@ -56,6 +58,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
 export interface ToolResults {
   bashreadline: BashLineRow;
   biolatency: BiolatencyInterval;
+  capable: CapCheckRow;
   execsnoop: ExecRow;
   exitsnoop: ExitRow;
   gethostlatency: LookupRow;
