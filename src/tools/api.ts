@@ -31,6 +31,8 @@ import type { WaitRow } from './runqslower.js';
 import type { StackResult } from './stacktool.js';
 import type { StatRow } from './statsnoop.js';
 import type { SyncRow } from './syncsnoop.js';
+import type { AcceptRow } from './tcpaccept.js';
+import type { ConnectCountRow, ConnectRow } from './tcpconnect.js';
 import type { TcpSessionRow } from './tcplife.js';
 import type { ThreadRow } from './threadsnoop.js';
 
@@ -50,6 +52,8 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   runqslower: () => import('./runqslower.js'),
   statsnoop: () => import('./statsnoop.js'),
   syncsnoop: () => import('./syncsnoop.js'),
+  tcpaccept: () => import('./tcpaccept.js'),
+  tcpconnect: () => import('./tcpconnect.js'),
   tcplife: () => import('./tcplife.js'),
   threadsnoop: () => import('./threadsnoop.js'),
 };
@@ -70,6 +74,8 @@ export interface ToolResults {
   runqslower: WaitRow;
   statsnoop: StatRow;
   syncsnoop: SyncRow;
+  tcpaccept: AcceptRow;
+  tcpconnect: ConnectRow | ConnectCountRow;
   tcplife: TcpSessionRow;
   threadsnoop: ThreadRow;
 }
