@@ -16,33 +16,69 @@
  */
 import { BpfscopeError } from '../errors.js';
 import { OutputSink } from '../runtime/output/sink.js';
+import type { BashLineRow } from './bashreadline.js';
 import type { BiolatencyInterval } from './biolatency.js';
+import type { CapCheckRow } from './capable.js';
 import type { ExecRow } from './execsnoop.js';
+import type { ExitRow } from './exitsnoop.js';
 import type { ParserSpec } from './framework/argparse.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
+import type { LookupRow } from './gethostlatency.js';
+import type { KillRow } from './killsnoop.js';
+import type { OomKillRow } from './oomkill.js';
 import type { OpenRow } from './opensnoop.js';
+import type { WaitRow } from './runqslower.js';
 import type { StackResult } from './stacktool.js';
+import type { StatRow } from './statsnoop.js';
+import type { SyncRow } from './syncsnoop.js';
+import type { AcceptRow } from './tcpaccept.js';
+import type { ConnectCountRow, ConnectRow } from './tcpconnect.js';
 import type { TcpSessionRow } from './tcplife.js';
+import type { ThreadRow } from './threadsnoop.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
+  bashreadline: () => import('./bashreadline.js'),
   biolatency: () => import('./biolatency.js'),
+  capable: () => import('./capable.js'),
   execsnoop: () => import('./execsnoop.js'),
+  exitsnoop: () => import('./exitsnoop.js'),
+  gethostlatency: () => import('./gethostlatency.js'),
+  killsnoop: () => import('./killsnoop.js'),
   offcputime: () => import('./offcputime.js'),
+  oomkill: () => import('./oomkill.js'),
   opensnoop: () => import('./opensnoop.js'),
   profile: () => import('./profile.js'),
+  runqslower: () => import('./runqslower.js'),
+  statsnoop: () => import('./statsnoop.js'),
+  syncsnoop: () => import('./syncsnoop.js'),
+  tcpaccept: () => import('./tcpaccept.js'),
+  tcpconnect: () => import('./tcpconnect.js'),
   tcplife: () => import('./tcplife.js'),
+  threadsnoop: () => import('./threadsnoop.js'),
 };
 
 /** The result type of each tool (rows or intervals). */
 export interface ToolResults {
+  bashreadline: BashLineRow;
   biolatency: BiolatencyInterval;
+  capable: CapCheckRow;
   execsnoop: ExecRow;
+  exitsnoop: ExitRow;
+  gethostlatency: LookupRow;
+  killsnoop: KillRow;
   offcputime: StackResult;
+  oomkill: OomKillRow;
   opensnoop: OpenRow;
   profile: StackResult;
+  runqslower: WaitRow;
+  statsnoop: StatRow;
+  syncsnoop: SyncRow;
+  tcpaccept: AcceptRow;
+  tcpconnect: ConnectRow | ConnectCountRow;
   tcplife: TcpSessionRow;
+  threadsnoop: ThreadRow;
 }
 
 /** Names of the tools runTool runs. */

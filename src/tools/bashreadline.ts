@@ -10,11 +10,12 @@
 import { BpfscopeError } from '../errors.js';
 import { resolveBinary } from '../probes/uprobe.js';
 import { ElfFile } from '../symbols/elf.js';
-import type { Parsed, ParserSpec } from './framework/argparse.js';
+import type { OptionsOf, ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 
 /** bcc's `const` of `-s` given without a path. */
@@ -24,7 +25,7 @@ export const DEFAULT_BINARY = '/bin/bash';
 /** bcc's `struct str_t { ...; char str[80]; }`: bytes of the line that are copied. */
 export const LINE_BYTES = 80;
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'bashreadline',
   description: 'Print entered bash commands from all running shells',
   raw: true,
@@ -37,7 +38,21 @@ export const SPEC: ParserSpec = {
     },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
+
+/** The program's record: one per line read. */
+export const RECORDS = records({ line: { pid: 'u32', command: 'str' } });
+export type LineRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One line entered in a shell (runTool's row, `--json`'s object). */
+export interface BashLineRow {
+  /** Wall-clock time when the line was printed, HH:MM:SS. */
+  time: string;
+  /** The shell's PID. */
+  pid: number;
+  /** The line, at most {@link LINE_BYTES} bytes of it. */
+  command: string;
+}
 
 /**
  * bcc's `get_sym()`: `readline_internal_teardown` if `path`'s `.dynsym` defines it, else `readline`.
@@ -68,7 +83,7 @@ export function readlineSymbol(path: string): string {
 export function buildProgram(binary: string, symbol: string): string {
   let p = configBlock();
   p += `uretprobe:${binary}:${symbol} /retval != 0 && comm == "bash"/ {\n`;
-  p += `  printf("%d\\x1f%s\\n", pid, str(retval, ${LINE_BYTES + 1}));\n}\n`;
+  p += `  ${RECORDS.emit('line', { pid: 'pid', command: `str(retval, ${LINE_BYTES + 1})` })}\n}\n`;
   return p;
 }
 
@@ -77,14 +92,18 @@ export function header(): string {
   return `${pyFormat('%-9s %-7s %s', 'TIME', 'PID', 'COMMAND')}\n`;
 }
 
-/** One output line for an event's fields `[pid, line]`. */
-export function formatRow(f: string[], time: string = clockTime()): string {
-  const [pid, line = ''] = f;
-  return `${pyFormat('%-9s %-7d %s', time, Number(pid), line)}\n`;
+/** The row of one record. */
+export function toRow(r: LineRecord, time: string = clockTime()): BashLineRow {
+  return { time, pid: r.pid, command: r.command };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const given = (a.shared as string | null) ?? DEFAULT_BINARY;
+/** bcc's line for one row. */
+export function formatRow(row: BashLineRow): string {
+  return `${pyFormat('%-9s %-7d %s', row.time, row.pid, row.command)}\n`;
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const given = a.shared ?? DEFAULT_BINARY;
   const binary = resolveBinary(given);
   if (!binary) throw new BpfscopeError(`bashreadline: ${given}: no such file`);
   const program = buildProgram(binary, readlineSymbol(binary));
@@ -92,13 +111,15 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     tool: 'bashreadline',
     program,
     writer,
-    fieldCount: 2,
     onStarted: () => writer.write(header()),
-    onEvent: (f) => writer.write(formatRow(f)),
+    records: RECORDS,
+    onRecord: (r: LineRecord) => writer.emit(toRow(r), formatRow),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope bashreadline [-s [SHARED]]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

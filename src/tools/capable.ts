@@ -12,15 +12,16 @@
  * `(opts & CAP_OPT_NOAUDIT) == 0` and INSETID `(opts & CAP_OPT_INSETID) != 0` (include/linux/security.h), as bcc.
  */
 import { CAPABILITIES } from './data/capabilities.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { kfuncKind, noKfuncError } from './framework/kfunc.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { clockTime, tracepointExists } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'capable',
   description: 'Trace security capability checks',
   raw: true,
@@ -46,7 +47,7 @@ export const SPEC: ParserSpec = {
     { flags: ['--unique'], kind: 'flag', help: "don't repeat stacks for the same pid or cgroup" },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface CapableOptions {
   /** `tracepoint`: capability:cap_capable; `kprobe`: kprobe:cap_capable (arg2 = cap, arg3 = opts). */
@@ -60,8 +61,44 @@ export interface CapableOptions {
   selfPid: number;
 }
 
-/** Event record fields, in order; kstack/ustack follow when requested. audit/insetid are -1 when unknown. */
-export const FIELDS = ['uid', 'pid', 'tid', 'cap', 'audit', 'insetid', 'comm'] as const;
+/**
+ * The program's record: one per check. audit/insetid are -1 when unknown (the tracepoint); the stacks are bpftrace's
+ * kstack/ustack text, empty when not requested.
+ */
+export const RECORDS = records({
+  check: {
+    uid: 'u32',
+    pid: 'u32',
+    tid: 'u32',
+    cap: 's32',
+    audit: 's32',
+    insetid: 's32',
+    comm: 'str',
+    kstack: 'str',
+    ustack: 'str',
+  },
+});
+export type CheckRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One capability check (runTool's row, `--json`'s object). */
+export interface CapCheckRow {
+  /** Wall-clock time when the line was printed, HH:MM:SS. */
+  time: string;
+  uid: number;
+  pid: number;
+  tid: number;
+  comm: string;
+  /** The capability's number, and its name (linux/capability.h; `?` when unknown). */
+  cap: number;
+  name: string;
+  /** Whether the check is audited (1/0), null when the probe cannot tell (the tracepoint: bcc's AUDIT prints N/A). */
+  audit: number | null;
+  /** Whether CAP_OPT_INSETID was set (1/0), null when the probe cannot tell (bcc's -x INSETID column). */
+  insetid: number | null;
+  /** `-K`/`-U`: the kernel and user stacks, innermost frame first (symbol+offset as bpftrace prints them); else null. */
+  kernelStack: string[] | null;
+  userStack: string[] | null;
+}
 
 /** The bpftrace program for `o`. */
 export function buildProgram(o: CapableOptions): string {
@@ -81,8 +118,18 @@ export function buildProgram(o: CapableOptions): string {
   }
   const audit = tp ? '-1' : '(arg3 & 2) == 0 ? 1 : 0';
   const insetid = tp ? '-1' : '(arg3 & 4) != 0 ? 1 : 0';
-  const fmt = ['%u', '%d', '%d', '%d', '%d', '%d', '%s', ...stacks.map(() => '%s')].join('\\x1f');
-  p += `${indent}printf("${fmt}\\n", uid, pid, tid, ${cap}, ${audit}, ${insetid}, comm${stacks.map((s) => `, ${s}`).join('')});\n`;
+  const emit = RECORDS.emit('check', {
+    uid: 'uid',
+    pid: 'pid',
+    tid: 'tid',
+    cap,
+    audit,
+    insetid,
+    comm: 'comm',
+    kstack: o.kernelStack ? 'kstack' : '""',
+    ustack: o.userStack ? 'ustack' : '""',
+  });
+  p += `${indent}${emit}\n`;
   if (o.unique) p += '  }\n';
   p += '}\n';
   return p;
@@ -100,73 +147,98 @@ export function capName(cap: number): string {
   return CAPABILITIES[cap] ?? '?';
 }
 
-/**
- * One event (see {@link FIELDS}) as bcc prints it, stacks included (bpftrace's kstack/ustack text, one frame a
- * line). An unknown AUDIT or INSETID prints `N/A`.
- */
-export function formatRow(f: string[], extra: boolean, time: string = clockTime()): string {
-  const [uid, pid, tid, capText, audit, insetid, comm = '', ...stacks] = f;
-  const cap = Number(capText);
-  const a = audit === '-1' ? 'N/A' : String(Number(audit));
-  const row = extra
-    ? pyFormat(
-        '%-9s %-6d %-6d %-6d %-16s %-4d %-20s %-6s %s',
-        time,
-        Number(uid),
-        Number(pid),
-        Number(tid),
-        comm,
-        cap,
-        capName(cap),
-        a,
-        insetid === '-1' ? 'N/A' : String(Number(insetid)),
-      )
-    : pyFormat('%-9s %-6d %-6d %-16s %-4d %-20s %-6s', time, Number(uid), Number(pid), comm, cap, capName(cap), a);
-  return `${row}\n${stacks
-    .map((s) => s.replace(/^\n/, '').replace(/\n$/, ''))
-    .filter((s) => s !== '')
-    .map((s) => `${s}\n`)
-    .join('')}`;
+/** bpftrace's stack text (`\n` then one frame a line, indented by 8 spaces) as frames; null when not requested. */
+function frames(text: string, requested: boolean): string[] | null {
+  if (!requested) return null;
+  return text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => (l.startsWith(STACK_INDENT) ? l.slice(STACK_INDENT.length) : l.trimStart()));
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+/** How bpftrace (and bcc's capable) indents a stack frame. */
+const STACK_INDENT = ' '.repeat(8);
+
+/** The row of one record; `stacks` says which stacks the program sends (`-K`, `-U`). */
+export function toRow(
+  r: CheckRecord,
+  stacks: { kernel: boolean; user: boolean },
+  time: string = clockTime(),
+): CapCheckRow {
+  return {
+    time,
+    uid: r.uid,
+    pid: r.pid,
+    tid: r.tid,
+    comm: r.comm,
+    cap: r.cap,
+    name: capName(r.cap),
+    audit: r.audit === -1 ? null : r.audit,
+    insetid: r.insetid === -1 ? null : r.insetid,
+    kernelStack: frames(r.kstack, stacks.kernel),
+    userStack: frames(r.ustack, stacks.user),
+  };
+}
+
+/** One check as bcc prints it, stacks included (one frame a line). An unknown AUDIT or INSETID prints `N/A`. */
+export function formatRow(row: CapCheckRow, extra: boolean): string {
+  const a = row.audit === null ? 'N/A' : String(row.audit);
+  const line = extra
+    ? pyFormat(
+        '%-9s %-6d %-6d %-6d %-16s %-4d %-20s %-6s %s',
+        row.time,
+        row.uid,
+        row.pid,
+        row.tid,
+        row.comm,
+        row.cap,
+        row.name,
+        a,
+        row.insetid === null ? 'N/A' : String(row.insetid),
+      )
+    : pyFormat('%-9s %-6d %-6d %-16s %-4d %-20s %-6s', row.time, row.uid, row.pid, row.comm, row.cap, row.name, a);
+  const stack = [...(row.kernelStack ?? []), ...(row.userStack ?? [])];
+  return `${line}\n${stack.map((f) => `${STACK_INDENT}${f}\n`).join('')}`;
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   if (a.cgroupmap !== null || a.mntnsmap !== null) {
     throw unsupported('capable: --cgroupmap/--mntnsmap read pinned BPF maps, which bpfscope tools do not support yet');
   }
   const hasTp = tracepointExists('capability', 'cap_capable');
   const opts: CapableOptions = {
     probe: hasTp ? 'tracepoint' : 'kprobe',
-    verbose: a.verbose as boolean,
-    pid: a.pid as number | null,
-    kernelStack: a.kernel_stack as boolean,
-    userStack: a.user_stack as boolean,
-    unique: a.unique as boolean,
+    verbose: a.verbose,
+    pid: a.pid,
+    kernelStack: a.kernel_stack,
+    userStack: a.user_stack,
+    unique: a.unique,
     selfPid: process.pid,
   };
   const program = buildProgram(opts);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  if (!hasTp && kfuncKind() !== 'kprobe') {
+  // --ebpf prints the kprobe program even where kprobes are missing
+  if (!hasTp && kfuncKind() !== 'kprobe' && writer.mode !== 'ebpf') {
     throw noKfuncError(
       'capable',
       'tracing cap_capable() on a kernel without the capability:cap_capable tracepoint',
       false,
     );
   }
-  const extra = a.extra as boolean;
+  const extra = a.extra;
+  const stacks = { kernel: a.kernel_stack, user: a.user_stack };
   return runProgram({
     tool: 'capable',
     program,
     writer,
-    fieldCount: FIELDS.length + (opts.kernelStack ? 1 : 0) + (opts.userStack ? 1 : 0),
     onStarted: () => writer.write(header(extra)),
-    onEvent: (f) => writer.write(formatRow(f, extra)),
+    records: RECORDS,
+    onRecord: (r: CheckRecord) => writer.emit(toRow(r, stacks), (x) => formatRow(x, extra)),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope capable [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -7,16 +7,17 @@
  *
  * Like bcc, `-p PID` ends the run once that process has exited.
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { timeZoneAbbreviation } from './framework/system.js';
 import { PYTHON_SIGNAL_NAMES } from './data/signals.js';
 import type { Tracer } from '../runtime/tracer.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'exitsnoop',
   description: 'Trace all process termination (exit, fatal signal)',
   raw: true,
@@ -40,7 +41,7 @@ export const SPEC: ParserSpec = {
     // bcc's RHEL 7.6 switch (task->start_time as a struct timespec); BTF gives the type, so it changes nothing.
     { flags: ['--timespec'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface ExitsnoopOptions {
   pid?: number | null;
@@ -48,8 +49,29 @@ export interface ExitsnoopOptions {
   failed?: boolean;
 }
 
-/** Event record fields, in order: age in ns, tgid, tid, parent tgid, task->exit_code, comm (last). */
-export const FIELDS = ['age_ns', 'pid', 'tid', 'ppid', 'exit_code', 'comm'] as const;
+/** The program's record: one per exit (age in ns, task->exit_code as the kernel keeps it). */
+export const RECORDS = records({
+  exit: { ageNs: 'num', pid: 'u32', tid: 'u32', ppid: 'u32', exitCode: 's32', comm: 'str' },
+});
+export type ExitRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One process (or thread) that ended (runTool's row, `--json`'s object). */
+export interface ExitRow {
+  /** When the line was printed, HH:MM:SS.mmm, local time or UTC with --utc (bcc's -t column). */
+  time: string;
+  /** `--label`'s text (`exit` when given empty); null without --label. */
+  label: string | null;
+  comm: string;
+  pid: number;
+  ppid: number;
+  tid: number;
+  /** How long the task lived, in ns (bcc's AGE(s) is this in seconds). */
+  ageNs: number;
+  /** task->exit_code as wait(2) reports it: exit code in bits 8-15, signal in bits 0-6, core dump flag 0x80. */
+  exitCode: number;
+  /** bcc's EXIT_CODE text: `0`, `code N`, `signal N (NAME)`, `, core dumped `. */
+  exit: string;
+}
 
 /**
  * The bpftrace program for `o`. As bcc: without `--per-thread` only a process's main thread (tid == tgid) is
@@ -64,8 +86,15 @@ export function buildProgram(o: ExitsnoopOptions): string {
   ];
   let p = configBlock();
   p += `tracepoint:sched:sched_process_exit${predicate(conds)} {\n`;
-  p += '  printf("%llu\\x1f%d\\x1f%d\\x1f%d\\x1f%d\\x1f%s\\n", nsecs - curtask->start_time, pid, tid,\n';
-  p += '    curtask->real_parent->tgid, curtask->exit_code, comm);\n}\n';
+  const emit = RECORDS.emit('exit', {
+    ageNs: 'nsecs - curtask->start_time',
+    pid: 'pid',
+    tid: 'tid',
+    ppid: 'curtask->real_parent->tgid',
+    exitCode: 'curtask->exit_code',
+    comm: 'comm',
+  });
+  p += `  ${emit}\n}\n`;
   return p;
 }
 
@@ -108,44 +137,56 @@ export function exitDescription(exitCode: number): string {
   return out;
 }
 
-/** One output line (with `\n`) for the event fields (see {@link FIELDS}). */
-export function formatRow(f: string[], o: RowOptions, now: Date = new Date()): string {
-  const [ageNs, pid, tid, ppid, exitCode, comm = ''] = f;
-  let out = '';
-  if (o.timestamp) out += pyFormat('%-13s', clockTimeMs(now, o.utc));
-  if (o.label !== null) out += pyFormat('%-6s', o.label.length ? o.label : 'exit');
-  const age = Number(BigInt(ageNs ?? '0')) / 1e9;
-  out += pyFormat('%-16s %-7d %-7d %-7d %-7.2f ', comm, Number(pid), Number(ppid), Number(tid), age);
-  return `${out}${exitDescription(Number(exitCode))}\n`;
+/** The row of one record. */
+export function toRow(r: ExitRecord, o: Pick<RowOptions, 'utc' | 'label'>, now: Date = new Date()): ExitRow {
+  return {
+    time: clockTimeMs(now, o.utc),
+    label: o.label === null ? null : o.label.length ? o.label : 'exit',
+    comm: r.comm,
+    pid: r.pid,
+    ppid: r.ppid,
+    tid: r.tid,
+    ageNs: r.ageNs,
+    exitCode: r.exitCode,
+    exit: exitDescription(r.exitCode),
+  };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const pid = a.pid as number | null;
-  const program = buildProgram({ pid, perThread: a.per_thread as boolean, failed: a.failed as boolean });
-  const rowOpts: RowOptions = {
-    timestamp: (a.timestamp as boolean) || (a.utc as boolean),
-    utc: a.utc as boolean,
-    label: a.label as string | null,
-  };
+/** bcc's line for one row (with `\n`). */
+export function formatRow(row: ExitRow, o: Pick<RowOptions, 'timestamp'>): string {
+  let out = '';
+  if (o.timestamp) out += pyFormat('%-13s', row.time);
+  if (row.label !== null) out += pyFormat('%-6s', row.label);
+  const age = row.ageNs / 1e9;
+  out += pyFormat('%-16s %-7d %-7d %-7d %-7.2f ', row.comm, row.pid, row.ppid, row.tid, age);
+  return `${out}${row.exit}\n`;
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const pid = a.pid;
+  const program = buildProgram({ pid, perThread: a.per_thread, failed: a.failed });
+  const rowOpts: RowOptions = { timestamp: a.timestamp || a.utc, utc: a.utc, label: a.label };
   let tracer: Tracer | undefined;
   return runProgram({
     tool: 'exitsnoop',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: (t) => {
       tracer = t;
       writer.write(header(rowOpts));
     },
-    onEvent: (f) => {
-      writer.write(formatRow(f, rowOpts));
+    records: RECORDS,
+    onRecord: (r: ExitRecord) => {
+      writer.emit(toRow(r, rowOpts), (x) => formatRow(x, rowOpts));
       // bcc returns after the poll that delivered the traced PID's exit.
       if (pid !== null) tracer?.stop();
     },
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope exitsnoop [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

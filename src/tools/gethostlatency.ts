@@ -5,14 +5,15 @@
  * process, comm and host name (up to 79 bytes) are taken at entry, keyed by thread, and a lookup is printed when
  * its function returns.
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
-import { configBlock, eventPrintf, predicate } from './framework/program.js';
+import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'gethostlatency',
   description: 'Show latency for getaddrinfo/gethostbyname[2] calls',
   raw: true,
@@ -24,7 +25,7 @@ export const SPEC: ParserSpec = {
     { flags: ['-p', '--pid'], kind: 'value', type: INT, default: -1, help: 'trace this PID only' },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** The libc functions bcc traces (each takes the host name as its first argument). */
 export const FUNCTIONS = ['getaddrinfo', 'gethostbyname', 'gethostbyname2'] as const;
@@ -39,8 +40,21 @@ export interface GethostlatencyOptions {
   library?: string;
 }
 
-/** Event record fields, in order (the host name last: it may contain anything). */
-export const FIELDS = ['pid', 'delta_ns', 'comm', 'host'] as const;
+/** The program's record: one per lookup (the host name last: it may contain anything). */
+export const RECORDS = records({ lookup: { pid: 'u32', deltaNs: 'num', comm: 'str', host: 'str' } });
+export type LookupRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One host name lookup (runTool's row, `--json`'s object). */
+export interface LookupRow {
+  /** Wall-clock time when the line was printed, HH:MM:SS. */
+  time: string;
+  pid: number;
+  comm: string;
+  /** The call's latency in ns (bcc's LATms is this in ms). */
+  latencyNs: number;
+  /** The host name looked up (at most 79 bytes). */
+  host: string;
+}
 
 /** The bpftrace program for `o`. */
 export function buildProgram(o: GethostlatencyOptions = {}): string {
@@ -52,12 +66,7 @@ export function buildProgram(o: GethostlatencyOptions = {}): string {
   p += `  @start[tid] = (nsecs, pid, comm, str(arg0, ${HOST_BYTES}));\n}\n`;
   p += `${points('uretprobe')}${predicate(['has_key(@start, tid)'])} {\n`;
   p += '  $v = @start[tid];\n';
-  p += `  ${eventPrintf([
-    ['%d', '$v.1'],
-    ['%llu', 'nsecs - $v.0'],
-    ['%s', '$v.2'],
-    ['%s', '$v.3'],
-  ])}\n`;
+  p += `  ${RECORDS.emit('lookup', { pid: '$v.1', deltaNs: 'nsecs - $v.0', comm: '$v.2', host: '$v.3' })}\n`;
   p += '  delete(@start, tid);\n}\n';
   return p;
 }
@@ -67,25 +76,31 @@ export function header(): string {
   return `${pyFormat('%-9s %-7s %-16s %10s %s', 'TIME', 'PID', 'COMM', 'LATms', 'HOST')}\n`;
 }
 
-/** One output line for the event fields (see {@link FIELDS}); the latency is printed in ms with 2 decimals. */
-export function formatRow(f: string[], time: string = clockTime()): string {
-  const [pid, delta, comm = '', host = ''] = f;
-  return `${pyFormat('%-9s %-7d %-16s %10.2f %s', time, Number(pid), comm, Number(delta) / 1e6, host)}\n`;
+/** The row of one record. */
+export function toRow(r: LookupRecord, time: string = clockTime()): LookupRow {
+  return { time, pid: r.pid, comm: r.comm, latencyNs: r.deltaNs, host: r.host };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const program = buildProgram({ pid: a.pid as number });
+/** bcc's line for one row; the latency is printed in ms with 2 decimals. */
+export function formatRow(row: LookupRow): string {
+  return `${pyFormat('%-9s %-7d %-16s %10.2f %s', row.time, row.pid, row.comm, row.latencyNs / 1e6, row.host)}\n`;
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const program = buildProgram({ pid: a.pid });
   return runProgram({
     tool: 'gethostlatency',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => writer.write(header()),
-    onEvent: (f) => writer.write(formatRow(f)),
+    records: RECORDS,
+    onRecord: (r: LookupRecord) => writer.emit(toRow(r), formatRow),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope gethostlatency [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

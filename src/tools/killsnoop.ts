@@ -3,14 +3,15 @@
  * header with PID columns sized from `pid_max`, `%-9s %-*d %-16s %-4d %-*d %d` rows with the local time) on the
  * `syscalls:sys_enter_kill`/`sys_exit_kill` tracepoints instead of kprobes.
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { clockTime, pidMaxText } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'killsnoop',
   description: 'Trace signals issued by the kill() syscall',
   raw: true,
@@ -36,7 +37,7 @@ export const SPEC: ParserSpec = {
       kind: 'value',
       type: {
         name: 'signal list',
-        convert: (t) => {
+        convert: (t: string): number[] => {
           const sigs = t.split(',').map((s) => s.trim());
           if (sigs.some((s) => !/^\d+$/.test(s))) throw new Error(`argparse: invalid signal list: '${t}'`);
           return sigs.map(Number);
@@ -46,7 +47,7 @@ export const SPEC: ParserSpec = {
     },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface KillsnoopOptions {
   pid?: number | null;
@@ -55,8 +56,24 @@ export interface KillsnoopOptions {
   failed?: boolean;
 }
 
-/** Event record fields, in order. */
-export const FIELDS = ['pid', 'sig', 'tpid', 'ret', 'comm'] as const;
+/** The program's record: one per kill() call (sender, signal, target, result). */
+export const RECORDS = records({ kill: { pid: 'u32', sig: 's32', tpid: 's32', ret: 's32', comm: 'str' } });
+export type KillRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One kill() call (runTool's row, `--json`'s object). */
+export interface KillRow {
+  /** Wall-clock time when the line was printed, HH:MM:SS. */
+  time: string;
+  /** The sender and its name. */
+  pid: number;
+  comm: string;
+  /** The signal number (0: a permission/existence check). */
+  sig: number;
+  /** kill()'s pid argument: the target (negative: a process group, -1: every process). */
+  tpid: number;
+  /** kill()'s return: 0, or a negative errno. */
+  ret: number;
+}
 
 /** The bpftrace program for `o`. The pid and sig arguments are C ints, as in bcc's kprobe signature. */
 export function buildProgram(o: KillsnoopOptions): string {
@@ -70,7 +87,7 @@ export function buildProgram(o: KillsnoopOptions): string {
   p += '  @tpid[tid] = (int32)args.pid;\n  @sig[tid] = (int32)args.sig;\n  @seen[tid] = 1;\n}\n';
   p += 'tracepoint:syscalls:sys_exit_kill {\n';
   p += `  if (@seen[tid]${o.failed ? ' && args.ret < 0' : ''}) {\n`;
-  p += '    printf("%d\\x1f%d\\x1f%d\\x1f%d\\x1f%s\\n", pid, @sig[tid], @tpid[tid], args.ret, comm);\n  }\n';
+  p += `    ${RECORDS.emit('kill', { pid: 'pid', sig: '@sig[tid]', tpid: '@tpid[tid]', ret: 'args.ret', comm: 'comm' })}\n  }\n`;
   p += '  delete(@tpid[tid]);\n  delete(@sig[tid]);\n  delete(@seen[tid]);\n}\n';
   return p;
 }
@@ -85,31 +102,32 @@ export function header(pidBytes: number): string {
   return `${pyFormat('%-9s %-*s %-16s %-4s %-*s %s', 'TIME', pidBytes, 'PID', 'COMM', 'SIG', pidBytes, 'TPID', 'RESULT')}\n`;
 }
 
-/** One output line for the event fields (see {@link FIELDS}). */
-export function formatRow(f: string[], pidBytes: number, time: string = clockTime()): string {
-  const [pid, sig, tpid, ret, comm = ''] = f;
-  return `${pyFormat('%-9s %-*d %-16s %-4d %-*d %d', time, pidBytes, Number(pid), comm, Number(sig), pidBytes, Number(tpid), Number(ret))}\n`;
+/** The row of one record. */
+export function toRow(r: KillRecord, time: string = clockTime()): KillRow {
+  return { time, pid: r.pid, comm: r.comm, sig: r.sig, tpid: r.tpid, ret: r.ret };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const program = buildProgram({
-    pid: a.pid as number | null,
-    tpid: a.tpid as number | null,
-    signals: a.signal as number[] | null,
-    failed: a.failed as boolean,
-  });
+/** bcc's line for one row. */
+export function formatRow(row: KillRow, pidBytes: number): string {
+  return `${pyFormat('%-9s %-*d %-16s %-4d %-*d %d', row.time, pidBytes, row.pid, row.comm, row.sig, pidBytes, row.tpid, row.ret)}\n`;
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const program = buildProgram({ pid: a.pid, tpid: a.tpid, signals: a.signal, failed: a.failed });
   const pidBytes = pidColumnWidth();
   return runProgram({
     tool: 'killsnoop',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => writer.write(header(pidBytes)),
-    onEvent: (f) => writer.write(formatRow(f, pidBytes)),
+    records: RECORDS,
+    onRecord: (r: KillRecord) => writer.emit(toRow(r), (x) => formatRow(x, pidBytes)),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope killsnoop [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -8,62 +8,94 @@
  * killer chose from: not in the tracepoint); bcc's newest version follows each line with the trigger's user
  * stack, which is left out (as bcc 0.26 prints).
  */
-import type { Parsed, ParserSpec } from './framework/argparse.js';
+import type { ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { clockTime, loadAvg, pageSizeKb } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'oomkill',
   description: 'Trace the out-of-memory killer',
   options: [{ flags: ['--ebpf'], kind: 'flag', help: null }],
-};
+} as const satisfies ParserSpec;
 
-/** Event record fields, in order (the victim's comm last). */
-export const FIELDS = ['fpid', 'total_vm_kb', 'tpid', 'fcomm', 'tcomm'] as const;
+/** The program's record: one per OOM victim (`f`: the task that triggered the kill, `t`: the victim). */
+export const RECORDS = records({
+  kill: { fpid: 'u32', totalVmKb: 'num', tpid: 'u32', fcomm: 'str', tcomm: 'str' },
+});
+export type KillRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One OOM kill (runTool's row, `--json`'s object). */
+export interface OomKillRow {
+  /** Wall-clock time when the line was printed, HH:MM:SS. */
+  time: string;
+  /** The process that triggered the OOM killer (the task running it), and its name. */
+  fpid: number;
+  fcomm: string;
+  /** The process killed, and its name. */
+  tpid: number;
+  tcomm: string;
+  /** The victim's total VM size in pages (mark_victim's `total_vm` kB / the page size; see the module comment). */
+  pages: number;
+  /** /proc/loadavg's text when the line was printed. */
+  loadavg: string;
+}
 
 /** The bpftrace program. The task running the OOM killer (current) is bcc's "triggered by" process. */
 export function buildProgram(): string {
-  return `${configBlock()}tracepoint:oom:mark_victim {\n  printf("%d\\x1f%llu\\x1f%d\\x1f%s\\x1f%s\\n", pid, args.total_vm, args.pid, comm, str(args.comm));\n}\n`;
+  const emit = RECORDS.emit('kill', {
+    fpid: 'pid',
+    totalVmKb: 'args.total_vm',
+    tpid: 'args.pid',
+    fcomm: 'comm',
+    tcomm: 'str(args.comm)',
+  });
+  return `${configBlock()}tracepoint:oom:mark_victim {\n  ${emit}\n}\n`;
 }
 
-/** bcc's line for the event fields; `pageKb` is the page size in kB. */
-export function formatRow(
-  f: string[],
+/** The row of one record; `pageKb` is the page size in kB. */
+export function toRow(
+  r: KillRecord,
   pageKb: number,
   time: string = clockTime(),
   loadavg: string = loadAvg(),
-): string {
-  const [fpid, totalVmKb, tpid, fcomm = '', tcomm = ''] = f;
-  const pages = BigInt(totalVmKb ?? '0') / BigInt(pageKb);
+): OomKillRow {
+  const pages = Math.floor(r.totalVmKb / pageKb);
+  return { time, fpid: r.fpid, fcomm: r.fcomm, tpid: r.tpid, tcomm: r.tcomm, pages, loadavg };
+}
+
+/** bcc's line for one row. */
+export function formatRow(row: OomKillRow): string {
   return `${pyFormat(
     '%s Triggered by PID %d ("%s"), OOM kill of PID %d ("%s"), %d pages, loadavg: %s',
-    time,
-    Number(fpid),
-    fcomm,
-    Number(tpid),
-    tcomm,
-    pages,
-    loadavg,
+    row.time,
+    row.fpid,
+    row.fcomm,
+    row.tpid,
+    row.tcomm,
+    row.pages,
+    row.loadavg,
   )}\n`;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const program = buildProgram();
+async function run(_a: unknown, writer: ToolWriter): Promise<number> {
   const pageKb = pageSizeKb();
   return runProgram({
     tool: 'oomkill',
-    program,
+    program: buildProgram(),
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => writer.line('Tracing OOM kills... Ctrl-C to stop.'),
-    onEvent: (f) => writer.write(formatRow(f, pageKb)),
+    records: RECORDS,
+    onRecord: (r: KillRecord) => writer.emit(toRow(r, pageKb), formatRow),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope oomkill`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

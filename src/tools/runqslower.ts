@@ -11,15 +11,16 @@
  * prints; here the start is deleted at every switch-in (a hash map cannot be pid_max large), so a task switched
  * in twice without a wakeup in between is not reported the second time with a stale start.
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { kernelStructHasField } from './framework/kstruct.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'runqslower',
   description: 'Trace high run queue latency',
   raw: true,
@@ -39,7 +40,7 @@ export const SPEC: ParserSpec = {
   positionals: [
     { name: 'min_us', help: 'minimum run queue latency to trace, in us (default 10000)', type: INT, default: 10000 },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface RunqslowerOptions {
   /** Print waits longer than this (µs); 0 prints every wait. */
@@ -51,8 +52,25 @@ export interface RunqslowerOptions {
   stateField?: string;
 }
 
-/** Fields of an event record, in order (the next task's comm last). */
-export const FIELDS = ['tid', 'delta_us', 'prev_tid', 'prev_comm', 'comm'] as const;
+/** The program's record: one per wait printed (the task switched in, its wait in µs, the task switched out). */
+export const RECORDS = records({
+  wait: { tid: 'u32', deltaUs: 'num', prevTid: 'u32', prevComm: 'str', comm: 'str' },
+});
+export type WaitRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One run queue wait longer than the threshold (runTool's row, `--json`'s object). */
+export interface WaitRow {
+  /** Wall-clock time when the line was printed, HH:MM:SS. */
+  time: string;
+  /** The task that waited (bcc's COMM and TID: a thread ID). */
+  comm: string;
+  tid: number;
+  /** How long it waited on the run queue, in µs. */
+  latencyUs: number;
+  /** The task it replaced on the CPU (bcc's -P columns). */
+  prevComm: string;
+  prevTid: number;
+}
 
 /** The bpftrace program: `@start[tid]` holds each waiting task's enqueue time (ns); switch-ins print events. */
 export function buildProgram(o: RunqslowerOptions): string {
@@ -72,8 +90,14 @@ export function buildProgram(o: RunqslowerOptions): string {
   p += `  if (args.prev->${state} == 0 && ${enqueueOk('args.prev')}) {\n    @start[args.prev->pid] = nsecs;\n  }\n`;
   p += '  $tid = args.next->pid;\n  $s = @start[$tid];\n  if ($s != 0) {\n';
   p += '    $d = (nsecs - $s) / 1000;\n';
-  const print =
-    '      printf("%d\\x1f%llu\\x1f%d\\x1f%s\\x1f%s\\n", $tid, $d, args.prev->pid, args.prev->comm, args.next->comm);\n';
+  const emit = RECORDS.emit('wait', {
+    tid: '$tid',
+    deltaUs: '$d',
+    prevTid: 'args.prev->pid',
+    prevComm: 'args.prev->comm',
+    comm: 'args.next->comm',
+  });
+  const print = `      ${emit}\n`;
   p += o.minUs ? `    if ($d > ${o.minUs}) {\n${print}    }\n` : print.slice(2);
   p += '    delete(@start[$tid]);\n  }\n}\n';
   return p;
@@ -86,20 +110,31 @@ export function header(previous: boolean): string {
     : `${pyFormat('%-8s %-16s %-6s %14s', 'TIME', 'COMM', 'TID', 'LAT(us)')}\n`;
 }
 
-/** bcc's `print_event` for an event's fields (see {@link FIELDS}); the time is when the line is printed. */
-export function formatEvent(f: string[], previous: boolean, now: Date = new Date()): string {
-  const [tid = '', delta = '', prevTid = '', prevComm = '', comm = ''] = f;
-  return previous
-    ? `${pyFormat('%-8s %-16s %-6s %14s %-16s %-6s', clockTime(now), comm, tid, delta, prevComm, prevTid)}\n`
-    : `${pyFormat('%-8s %-16s %-6s %14s', clockTime(now), comm, tid, delta)}\n`;
+/** The row of one record; the time is when the line is printed. */
+export function toRow(r: WaitRecord, now: Date = new Date()): WaitRow {
+  return {
+    time: clockTime(now),
+    comm: r.comm,
+    tid: r.tid,
+    latencyUs: r.deltaUs,
+    prevComm: r.prevComm,
+    prevTid: r.prevTid,
+  };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+/** bcc's `print_event` line for one row. */
+export function formatRow(row: WaitRow, previous: boolean): string {
+  return previous
+    ? `${pyFormat('%-8s %-16s %-6d %14d %-16s %-6d', row.time, row.comm, row.tid, row.latencyUs, row.prevComm, row.prevTid)}\n`
+    : `${pyFormat('%-8s %-16s %-6d %14d', row.time, row.comm, row.tid, row.latencyUs)}\n`;
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const o: RunqslowerOptions = {
-    minUs: a.min_us as number,
-    previous: a.previous as boolean,
-    pid: a.pid as number | null,
-    tid: a.tid as number | null,
+    minUs: a.min_us,
+    previous: a.previous,
+    pid: a.pid,
+    tid: a.tid,
     stateField: kernelStructHasField('task_struct', '__state') ? '__state' : 'state',
   };
   const program = buildProgram(o);
@@ -107,16 +142,18 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     tool: 'runqslower',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => {
       writer.line(pyFormat('Tracing run queue latency higher than %d us', o.minUs));
       writer.write(header(o.previous));
     },
-    onEvent: (f) => writer.write(formatEvent(f, o.previous)),
+    records: RECORDS,
+    onRecord: (r: WaitRecord) => writer.emit(toRow(r), (x) => formatRow(x, o.previous)),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope runqslower [-P] [-p PID | -t TID] [min_us]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -12,11 +12,12 @@
  * Not seen (bcc sees them): sockets accepted without the accept system calls (io_uring, in-kernel users), and
  * TCP Fast Open sockets accepted before their handshake ends. Not supported: `--cgroupmap`/`--mntnsmap`.
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
-import { configBlock, eventPrintf, predicate } from './framework/program.js';
+import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { clockTime, tracepointExists } from './framework/system.js';
 import {
   familyFilter,
@@ -28,7 +29,7 @@ import {
   TCP,
 } from './framework/tcp.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'tcpaccept',
   description: 'Trace TCP accepts',
   raw: true,
@@ -53,7 +54,7 @@ export const SPEC: ParserSpec = {
     { flags: ['--mntnsmap'], kind: 'value', help: 'trace mount namespaces in this BPF map only' },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface TcpacceptOptions {
   pid?: number | null;
@@ -65,8 +66,38 @@ export interface TcpacceptOptions {
   syscalls: string[];
 }
 
-/** Event record fields, in order (the comm last). */
-export const FIELDS = ['ts_us', 'pid', 'ip', 'raddr', 'rport', 'laddr', 'lport', 'comm'] as const;
+/** The program's record: one per accepted connection (the comm last). */
+export const RECORDS = records({
+  accept: {
+    tsUs: 'num',
+    pid: 'u32',
+    ip: 'u32',
+    raddr: 'str',
+    rport: 'u32',
+    laddr: 'str',
+    lport: 'u32',
+    comm: 'str',
+  },
+});
+export type AcceptRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One accepted TCP connection (runTool's row, `--json`'s object). */
+export interface AcceptRow {
+  /** Wall-clock time when the line was printed, HH:MM:SS (bcc's -T column). */
+  time: string;
+  /** Microseconds since the first connection printed (bcc's -t column is this in seconds). */
+  elapsedUs: number;
+  /** The accepting process and its name. */
+  pid: number;
+  comm: string;
+  /** 4 or 6. */
+  ip: number;
+  /** The remote (connecting) end and the local (listening) end. */
+  raddr: string;
+  rport: number;
+  laddr: string;
+  lport: number;
+}
 
 /** The bpftrace program for `o`. */
 export function buildProgram(o: TcpacceptOptions): string {
@@ -90,16 +121,17 @@ export function buildProgram(o: TcpacceptOptions): string {
   p += '  $file = (struct file *)*(uint64 *)((uint64)curtask->files->fdt->fd + args.ret * 8);\n';
   p += '  $sk = (uint64)((struct socket *)$file->private_data)->sk;\n';
   p += '  if (has_key(@acc, $sk)) {\n    $a = @acc[$sk];\n';
-  p += `    ${eventPrintf([
-    ['%llu', 'nsecs / 1000'],
-    ['%d', 'pid'],
-    ['%d', '$a.0'],
-    ['%s', '$a.1'],
-    ['%d', '$a.2'],
-    ['%s', '$a.3'],
-    ['%d', '$a.4'],
-    ['%s', 'comm'],
-  ])}\n`;
+  const emit = RECORDS.emit('accept', {
+    tsUs: 'nsecs / 1000',
+    pid: 'pid',
+    ip: '$a.0',
+    raddr: '$a.1',
+    rport: '$a.2',
+    laddr: '$a.3',
+    lport: '$a.4',
+    comm: 'comm',
+  });
+  p += `    ${emit}\n`;
   p += '    delete(@acc, $sk);\n  }\n}\n';
   return p;
 }
@@ -117,35 +149,41 @@ export function header(o: RowOptions): string {
   return `${h}${pyFormat('%-7s %-12s %-2s %-16s %-5s %-16s %-5s', 'PID', 'COMM', 'IP', 'RADDR', 'RPORT', 'LADDR', 'LPORT')}\n`;
 }
 
-/** bcc's `print_ipv4_event`/`print_ipv6_event` for the event fields (see {@link FIELDS}). */
-export function formatRow(
-  f: string[],
-  o: RowOptions,
-  state: { startTs: number | null },
-  time: string = clockTime(),
-): string {
-  const [tsText, pid, ip, raddr = '', rport, laddr = '', lport, comm = ''] = f;
+/** The row of one record; `state.startTs` is bcc's `start_ts` (µs of the first connection). */
+export function toRow(r: AcceptRecord, state: { startTs: number | null }, time: string = clockTime()): AcceptRow {
+  if (state.startTs === null) state.startTs = r.tsUs;
+  return {
+    time,
+    elapsedUs: r.tsUs - state.startTs,
+    pid: r.pid,
+    comm: r.comm,
+    ip: r.ip,
+    raddr: r.raddr,
+    rport: r.rport,
+    laddr: r.laddr,
+    lport: r.lport,
+  };
+}
+
+/** bcc's `print_ipv4_event`/`print_ipv6_event` line for one row. */
+export function formatRow(row: AcceptRow, o: RowOptions): string {
   let out = '';
-  if (o.time) out += pyFormat('%-9s', time);
-  if (o.timestamp) {
-    const ts = Number(tsText);
-    if (state.startTs === null) state.startTs = ts;
-    out += pyFormat('%-9.3f', (ts - state.startTs) / 1e6);
-  }
+  if (o.time) out += pyFormat('%-9s', row.time);
+  if (o.timestamp) out += pyFormat('%-9.3f', row.elapsedUs / 1e6);
   out += pyFormat(
     '%-7d %-12.12s %-2d %-16s %-5d %-16s %-5d',
-    Number(pid),
-    comm,
-    Number(ip),
-    raddr,
-    Number(rport),
-    laddr,
-    Number(lport),
+    row.pid,
+    row.comm,
+    row.ip,
+    row.raddr,
+    row.rport,
+    row.laddr,
+    row.lport,
   );
   return `${out}\n`;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const lists = parsePortOptions([a.port], writer.err);
   if (!lists) return 1;
   const [ports] = lists;
@@ -161,26 +199,22 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   if (!tracepointExists('sock', 'inet_sock_set_state')) {
     throw unsupported('tcpaccept: this kernel has no sock:inet_sock_set_state tracepoint (added in Linux 4.16)');
   }
-  const program = buildProgram({
-    pid: a.pid as number | null,
-    ports,
-    ipv4: a.ipv4 as boolean,
-    ipv6: a.ipv6 as boolean,
-    syscalls,
-  });
-  const rowOpts: RowOptions = { time: a.time as boolean, timestamp: a.timestamp as boolean };
+  const program = buildProgram({ pid: a.pid, ports, ipv4: a.ipv4, ipv6: a.ipv6, syscalls });
+  const rowOpts: RowOptions = { time: a.time, timestamp: a.timestamp };
   const state = { startTs: null as number | null };
   return runProgram({
     tool: 'tcpaccept',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => writer.write(header(rowOpts)),
-    onEvent: (f) => writer.write(formatRow(f, rowOpts, state)),
+    records: RECORDS,
+    onRecord: (r: AcceptRecord) => writer.emit(toRow(r, state), (x) => formatRow(x, rowOpts)),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope tcpaccept [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

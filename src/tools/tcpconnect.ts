@@ -10,11 +10,12 @@
  * (handshake done, refused or given up), with the port then known. Not supported: `-d` (kprobes on
  * udp_recvmsg), `--cgroupmap`/`--mntnsmap` (pinned BPF maps).
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
-import { configBlock, eventPrintf, predicate } from './framework/program.js';
+import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { tracepointExists } from './framework/system.js';
 import {
   familyFilter,
@@ -26,7 +27,7 @@ import {
   TCP,
 } from './framework/tcp.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'tcpconnect',
   description: 'Trace TCP connects',
   raw: true,
@@ -61,7 +62,7 @@ export const SPEC: ParserSpec = {
     { flags: ['-d', '--dns'], kind: 'flag', help: 'include likely DNS query associated with each connect' },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface TcpconnectOptions {
   pid?: number | null;
@@ -74,8 +75,47 @@ export interface TcpconnectOptions {
   lport?: boolean;
 }
 
-/** Event record fields, in order (the comm last). */
-export const FIELDS = ['ts_us', 'pid', 'uid', 'ip', 'saddr', 'daddr', 'lport', 'dport', 'comm'] as const;
+/** The program's record: one per connect (the local port is 0 without -L; the comm last). */
+export const RECORDS = records({
+  connect: {
+    tsUs: 'num',
+    pid: 'u32',
+    uid: 'u32',
+    ip: 'u32',
+    saddr: 'str',
+    daddr: 'str',
+    lport: 'u32',
+    dport: 'u32',
+    comm: 'str',
+  },
+});
+export type ConnectRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One connect (runTool's row, `--json`'s object), without `-c`. */
+export interface ConnectRow {
+  /** Microseconds since the first connect printed (bcc's -t column is this in seconds). */
+  elapsedUs: number;
+  /** The connecting process, its UID and name. */
+  pid: number;
+  uid: number;
+  comm: string;
+  /** 4 or 6. */
+  ip: number;
+  saddr: string;
+  /** The local port with -L (known once the socket left SYN_SENT), else null. */
+  lport: number | null;
+  daddr: string;
+  dport: number;
+}
+
+/** With `-c`: one row per (IP version, source, destination, destination port) when the run ends, largest first. */
+export interface ConnectCountRow {
+  ip: number;
+  laddr: string;
+  raddr: string;
+  rport: number;
+  connects: number;
+}
 
 /** The bpftrace program for `o`. */
 export function buildProgram(o: TcpconnectOptions): string {
@@ -91,17 +131,17 @@ export function buildProgram(o: TcpconnectOptions): string {
   p += `${SET_STATE_PROBE}${predicate(conds)} {\n`;
   if (!o.lport) {
     p += perFamily((s, d, ip) =>
-      eventPrintf([
-        ['%llu', 'nsecs / 1000'],
-        ['%d', 'pid'],
-        ['%u', 'uid'],
-        ['%d', String(ip)],
-        ['%s', s],
-        ['%s', d],
-        ['%d', '0'],
-        ['%d', 'args.dport'],
-        ['%s', 'comm'],
-      ]),
+      RECORDS.emit('connect', {
+        tsUs: 'nsecs / 1000',
+        pid: 'pid',
+        uid: 'uid',
+        ip: String(ip),
+        saddr: s,
+        daddr: d,
+        lport: '0',
+        dport: 'args.dport',
+        comm: 'comm',
+      }),
     );
     return `${p}}\n`;
   }
@@ -113,17 +153,17 @@ export function buildProgram(o: TcpconnectOptions): string {
   p += '  if (has_key(@conn, $sk) && args.sport != 0) {\n    $c = @conn[$sk];\n';
   p += perFamily(
     (s, d, ip) =>
-      eventPrintf([
-        ['%llu', '$c.0'],
-        ['%d', '$c.1'],
-        ['%u', '$c.2'],
-        ['%d', String(ip)],
-        ['%s', s],
-        ['%s', d],
-        ['%d', 'args.sport'],
-        ['%d', 'args.dport'],
-        ['%s', '$c.3'],
-      ]),
+      RECORDS.emit('connect', {
+        tsUs: '$c.0',
+        pid: '$c.1',
+        uid: '$c.2',
+        ip: String(ip),
+        saddr: s,
+        daddr: d,
+        lport: 'args.sport',
+        dport: 'args.dport',
+        comm: '$c.3',
+      }),
     '    ',
   );
   p += '  }\n  delete(@conn, $sk);\n}\n';
@@ -148,38 +188,52 @@ export function header(o: RowOptions): string {
 }
 
 /**
- * bcc's `print_ipv4_event`/`print_ipv6_event` for the event fields (see {@link FIELDS}); `state.startTs` is
- * bcc's `start_ts` (µs of the first event). The line ends with bcc's empty QUERY column: a space, then `\n`.
+ * The row of one record; `state.startTs` is bcc's `start_ts` (µs of the first connect); `lport`: whether the
+ * program sends the local port (-L).
  */
-export function formatRow(f: string[], o: RowOptions, state: { startTs: number | null }): string {
-  const [tsText, pid, uid, ip, saddr = '', daddr = '', lport, dport, comm = ''] = f;
-  const ts = Number(tsText);
+export function toRow(r: ConnectRecord, state: { startTs: number | null }, lport: boolean): ConnectRow {
+  if (state.startTs === null) state.startTs = r.tsUs;
+  return {
+    elapsedUs: r.tsUs - state.startTs,
+    pid: r.pid,
+    uid: r.uid,
+    comm: r.comm,
+    ip: r.ip,
+    saddr: r.saddr,
+    lport: lport ? r.lport : null,
+    daddr: r.daddr,
+    dport: r.dport,
+  };
+}
+
+/**
+ * bcc's `print_ipv4_event`/`print_ipv6_event` line for one row. The line ends with bcc's empty QUERY column: a
+ * space, then `\n`.
+ */
+export function formatRow(row: ConnectRow, o: RowOptions): string {
   let out = '';
-  if (o.timestamp) {
-    if (state.startTs === null) state.startTs = ts;
-    out += pyFormat('%-9.3f', (ts - state.startTs) / 1e6);
-  }
-  if (o.printUid) out += pyFormat('%-6d', Number(uid));
+  if (o.timestamp) out += pyFormat('%-9.3f', row.elapsedUs / 1e6);
+  if (o.printUid) out += pyFormat('%-6d', row.uid);
   out += o.lport
     ? pyFormat(
         '%-7d %-12.12s %-2d %-16s %-6d %-16s %-6d %s',
-        Number(pid),
-        comm,
-        Number(ip),
-        saddr,
-        Number(lport),
-        daddr,
-        Number(dport),
+        row.pid,
+        row.comm,
+        row.ip,
+        row.saddr,
+        row.lport ?? 0,
+        row.daddr,
+        row.dport,
         '',
       )
     : pyFormat(
         '%-7d %-12.12s %-2d %-16s %-16s %-6d %s',
-        Number(pid),
-        comm,
-        Number(ip),
-        saddr,
-        daddr,
-        Number(dport),
+        row.pid,
+        row.comm,
+        row.ip,
+        row.saddr,
+        row.daddr,
+        row.dport,
         '',
       );
   return `${out}\n`;
@@ -187,30 +241,40 @@ export function formatRow(f: string[], o: RowOptions, state: { startTs: number |
 
 /** `-c`: connects counted per (IP version, source address, destination address, destination port). */
 export class ConnectCounts {
-  private readonly counts = new Map<string, { ip: number; saddr: string; daddr: string; dport: number; n: number }>();
+  private readonly counts = new Map<string, ConnectCountRow>();
 
-  /** Count one event (fields as {@link FIELDS}). */
-  add(f: string[]): void {
-    const [, , , ip, saddr = '', daddr = '', , dport] = f;
-    const key = [ip, saddr, daddr, dport].join(' ');
+  /** Count one connect. */
+  add(r: Pick<ConnectRecord, 'ip' | 'saddr' | 'daddr' | 'dport'>): void {
+    const key = [r.ip, r.saddr, r.daddr, r.dport].join(' ');
     const e = this.counts.get(key);
-    if (e) e.n++;
-    else this.counts.set(key, { ip: Number(ip), saddr, daddr, dport: Number(dport), n: 1 });
+    if (e) e.connects++;
+    else this.counts.set(key, { ip: r.ip, laddr: r.saddr, raddr: r.daddr, rport: r.dport, connects: 1 });
   }
 
-  /** bcc's report: an empty line, the header, then IPv4 rows and IPv6 rows, each by count, largest first. */
+  /** The report's rows in bcc's order: IPv4 rows, then IPv6 rows, each by count, largest first. */
+  rows(): ConnectCountRow[] {
+    return [4, 6].flatMap((ip) =>
+      [...this.counts.values()].filter((e) => e.ip === ip).sort((a, b) => b.connects - a.connects),
+    );
+  }
+
+  /** bcc's report header: an empty line, then the column names. */
+  static header(): string {
+    return `\n${pyFormat('%-25s %-25s %-20s %-10s', 'LADDR', 'RADDR', 'RPORT', 'CONNECTS')}\n`;
+  }
+
+  /** bcc's report line for one row. */
+  static formatRow(e: ConnectCountRow): string {
+    return `${pyFormat('%-25s %-25s %-20s', e.laddr, e.raddr, String(e.rport))} ${pyFormat('%-10d', e.connects)}\n`;
+  }
+
+  /** bcc's whole report. */
   format(): string {
-    let out = `\n${pyFormat('%-25s %-25s %-20s %-10s', 'LADDR', 'RADDR', 'RPORT', 'CONNECTS')}\n`;
-    for (const ip of [4, 6]) {
-      const rows = [...this.counts.values()].filter((e) => e.ip === ip).sort((a, b) => b.n - a.n);
-      for (const e of rows)
-        out += `${pyFormat('%-25s %-25s %-20s', e.saddr, e.daddr, String(e.dport))} ${pyFormat('%-10d', e.n)}\n`;
-    }
-    return out;
+    return ConnectCounts.header() + this.rows().map(ConnectCounts.formatRow).join('');
   }
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   if (a.count && a.dns) {
     writer.line('Error: you may not specify -d/--dns with -c/--count.');
     return 0;
@@ -231,18 +295,14 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   if (!tracepointExists('sock', 'inet_sock_set_state')) {
     throw unsupported('tcpconnect: this kernel has no sock:inet_sock_set_state tracepoint (added in Linux 4.16)');
   }
-  const rowOpts: RowOptions = {
-    timestamp: a.timestamp as boolean,
-    printUid: a.print_uid as boolean,
-    lport: a.lport as boolean,
-  };
-  const count = a.count as boolean;
+  const rowOpts: RowOptions = { timestamp: a.timestamp, printUid: a.print_uid, lport: a.lport };
+  const count = a.count;
   const program = buildProgram({
-    pid: a.pid as number | null,
-    uid: a.uid as number | null,
+    pid: a.pid,
+    uid: a.uid,
     ports,
-    ipv4: a.ipv4 as boolean,
-    ipv6: a.ipv6 as boolean,
+    ipv4: a.ipv4,
+    ipv6: a.ipv6,
     lport: rowOpts.lport && !count,
   });
   const counts = new ConnectCounts();
@@ -251,20 +311,30 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     tool: 'tcpconnect',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => {
       writer.line('Tracing connect ... Hit Ctrl-C to end');
       if (!count) writer.write(header(rowOpts));
     },
-    onEvent: (f) => {
-      if (count) counts.add(f);
-      else writer.write(formatRow(f, rowOpts, state));
+    records: RECORDS,
+    onRecord: (r: ConnectRecord) => {
+      if (count) counts.add(r);
+      else writer.emit(toRow(r, state, rowOpts.lport), (x) => formatRow(x, rowOpts));
     },
-    ...(count ? { onTick: (_t, last) => last && writer.write(counts.format()) } : {}),
+    ...(count
+      ? {
+          onTick: (_t, last) => {
+            if (!last) return;
+            writer.write(ConnectCounts.header());
+            for (const e of counts.rows()) writer.emit(e, ConnectCounts.formatRow);
+          },
+        }
+      : {}),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope tcpconnect [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

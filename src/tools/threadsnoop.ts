@@ -7,15 +7,16 @@
  * The start routine is named (and C++ names demangled) when the event is printed, from the process's mappings, as
  * bcc does: a process that has already exited by then shows the address.
  */
-import type { Parsed, ParserSpec } from './framework/argparse.js';
+import type { ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { matchTargets, parseProbeSpec, toAttachPoint } from './framework/probespec.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { loadDemangler } from '../symbols/demangle.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'threadsnoop',
   description: '\nList new thread creation.\n',
   raw: true,
@@ -24,10 +25,26 @@ export const SPEC: ParserSpec = {
 `,
   // bcc's threadsnoop has no options; --ebpf (hidden) prints the generated program, as in the other tools.
   options: [{ flags: ['--ebpf'], kind: 'flag', help: null }],
-};
+} as const satisfies ParserSpec;
 
-/** Event record fields, in order: time (ns), tgid, start routine address, its name, comm (last). */
-export const FIELDS = ['ts_ns', 'pid', 'start', 'func', 'comm'] as const;
+/** The program's record: one per pthread_create() call (time in ns, the start routine's address and name). */
+export const RECORDS = records({
+  thread: { tsNs: 'u64', pid: 'u32', start: 'u64', func: 'str', comm: 'str' },
+});
+export type ThreadRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One new thread (runTool's row, `--json`'s object). */
+export interface ThreadRow {
+  /** Milliseconds since the first thread seen (bcc's TIME(ms), truncated). */
+  elapsedMs: number;
+  /** The creating process and its name. */
+  pid: number;
+  comm: string;
+  /** The start routine: its name, or its address in hex (Python's `hex()`) when it could not be named. */
+  func: string;
+  /** The start routine's address. */
+  start: bigint;
+}
 
 /**
  * bcc's library choice: the `pthread_create` of libpthread, else of libc, as a bpftrace attach point
@@ -50,7 +67,7 @@ export function pthreadCreateProbe(libraries: readonly string[] = ['pthread', 'c
 export function buildProgram(attachPoint: string): string {
   let p = configBlock();
   p += `${attachPoint} {\n`;
-  p += '  printf("%llu\\x1f%d\\x1f%llu\\x1f%s\\x1f%s\\n", nsecs, pid, arg2, usym(arg2), comm);\n}\n';
+  p += `  ${RECORDS.emit('thread', { tsNs: 'nsecs', pid: 'pid', start: 'arg2', func: 'usym(arg2)', comm: 'comm' })}\n}\n`;
   return p;
 }
 
@@ -60,20 +77,23 @@ export function header(): string {
 }
 
 /**
- * One output line (with `\n`) for the event fields (see {@link FIELDS}); `state.startNs` is bcc's `start_ts`
- * (the first event's time). An address `usym` could not name prints as Python's `hex()`.
+ * The row of one record; `state.startNs` is bcc's `start_ts` (the first event's time). An address `usym` could not
+ * name becomes Python's `hex()` of it.
  */
-export function formatRow(f: string[], state: { startNs: bigint | null }): string {
-  const [tsText, pid, startText, func = '', comm = ''] = f;
-  const ts = BigInt(tsText ?? '0');
-  if (state.startNs === null) state.startNs = ts;
-  const start = BigInt(startText ?? '0');
-  const hex = `0x${start.toString(16)}`;
-  const name = func === '' || func === '[unknown]' || func.toLowerCase() === hex ? hex : func;
-  return `${pyFormat('%-10d %-7d %-16s %s', Number((ts - state.startNs) / 1000000n), Number(pid), comm, name)}\n`;
+export function toRow(r: ThreadRecord, state: { startNs: bigint | null }): ThreadRow {
+  if (state.startNs === null) state.startNs = r.tsNs;
+  const hex = `0x${r.start.toString(16)}`;
+  const f = r.func;
+  const func = f === '' || f === '[unknown]' || f.toLowerCase() === hex ? hex : f;
+  return { elapsedMs: Number((r.tsNs - state.startNs) / 1000000n), pid: r.pid, comm: r.comm, func, start: r.start };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+/** bcc's line for one row (with `\n`). */
+export function formatRow(row: ThreadRow): string {
+  return `${pyFormat('%-10d %-7d %-16s %s', row.elapsedMs, row.pid, row.comm, row.func)}\n`;
+}
+
+async function run(_a: unknown, writer: ToolWriter): Promise<number> {
   const attachPoint = pthreadCreateProbe();
   if (attachPoint === undefined) {
     throw unsupported('threadsnoop: neither libpthread nor libc defines pthread_create on this system');
@@ -86,13 +106,15 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     tool: 'threadsnoop',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => writer.write(header()),
-    onEvent: (f) => writer.write(formatRow(f, state)),
+    records: RECORDS,
+    onRecord: (r: ThreadRecord) => writer.emit(toRow(r, state), formatRow),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope threadsnoop`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

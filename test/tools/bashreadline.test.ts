@@ -7,10 +7,21 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { buildProgram, DEFAULT_SHARED, formatRow, header, readlineSymbol, SPEC } from '../../src/tools/bashreadline.js';
+import { runTool } from '../../src/index.js';
+import {
+  type BashLineRow,
+  buildProgram,
+  DEFAULT_SHARED,
+  formatRow,
+  header,
+  readlineSymbol,
+  SPEC,
+  toRow,
+} from '../../src/tools/bashreadline.js';
 import { parseArgs } from '../../src/tools/framework/argparse.js';
 import { argparseFixtureTests, loadArgparseFixture } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope, startBpfscope } from './helpers.js';
+import { apiRows, jsonRows } from './jsonrun.js';
 
 const fixture = loadArgparseFixture('bcc-help-bashreadline-memleak');
 
@@ -40,14 +51,16 @@ describe('bashreadline program and output', () => {
       buildProgram('/bin/bash', 'readline'),
       'config = { max_map_keys = 10240 }\n' +
         'uretprobe:/bin/bash:readline /retval != 0 && comm == "bash"/ {\n' +
-        '  printf("%d\\x1f%s\\n", pid, str(retval, 81));\n}\n',
+        '  printf("0\\x1f%u\\x1f%s\\n", pid, str(retval, 81));\n}\n',
     );
   });
 
   it('header and rows: "%-9s %-7d %s"', () => {
     assert.equal(header(), 'TIME      PID     COMMAND\n');
-    assert.equal(formatRow(['21176', 'ls -l'], '05:28:25'), '05:28:25  21176   ls -l\n');
-    assert.equal(formatRow(['12345678', ''], '05:28:25'), '05:28:25  12345678 \n');
+    const row = toRow({ kind: 'line', pid: 21176, command: 'ls -l' }, '05:28:25');
+    assert.deepEqual(row, { time: '05:28:25', pid: 21176, command: 'ls -l' });
+    assert.equal(formatRow(row), '05:28:25  21176   ls -l\n');
+    assert.equal(formatRow(toRow({ kind: 'line', pid: 12345678, command: '' }, '05:28:25')), '05:28:25  12345678 \n');
   });
 
   it('a missing -s library is an error naming it (exit 1)', async () => {
@@ -70,22 +83,7 @@ describe('bashreadline on the live kernel', () => {
     const run = startBpfscope(['bashreadline']);
     assert.ok(await run.waitFor(/COMMAND\n/, 20_000), run.stderr());
     const marker = `bpfs_rl_${process.pid}_${Date.now()}`;
-    // bash reads lines with readline only on a terminal: script(1) gives it a pseudo-terminal.
-    const sh = spawn('script', ['-qec', 'bash --norc --noprofile -i', '/dev/null'], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, PS1: '$ ', TERM: 'dumb' },
-    });
-    let shOut = '';
-    sh.stdout.on('data', (b: Buffer) => {
-      shOut += b.toString();
-    });
-    const shDone = new Promise<number | null>((resolve) => sh.on('close', (c) => resolve(c)));
-    // The command line names the shell's own PID in its output ($$ is expanded after readline returns it).
-    sh.stdin.write(`echo ${marker}=$$\nexit\n`);
-    sh.stdin.end();
-    assert.equal(await shDone, 0, shOut);
-    const bashPid = new RegExp(`^${marker}=(\\d+)\\r?$`, 'm').exec(shOut)?.[1];
-    assert.ok(bashPid, shOut);
+    const bashPid = String(await interactiveBash(marker));
     assert.ok(await run.waitFor(new RegExp(`^\\S+ +${bashPid} +exit$`, 'm'), 10_000), run.stdout());
     run.child.kill('SIGINT');
     const r = await run.done;
@@ -100,4 +98,57 @@ describe('bashreadline on the live kernel', () => {
     );
     for (const l of mine) assert.match(l, /^\d\d:\d\d:\d\d {2}/);
   });
+
+  /** The facts the text test checks: the shell's two lines, with its PID. */
+  function assertLines(rows: BashLineRow[], marker: string, bashPid: number): void {
+    assert.deepEqual(
+      rows.filter((r) => r.pid === bashPid).map((r) => r.command),
+      [`echo ${marker}=$$`, 'exit'],
+      JSON.stringify(rows),
+    );
+    for (const r of rows) assert.match(r.time, /^\d\d:\d\d:\d\d$/);
+  }
+
+  it('--json: the same two lines as objects', { skip }, async () => {
+    const marker = `bpfs_rlj_${process.pid}_${Date.now()}`;
+    let bashPid = 0;
+    const rows = await jsonRows<BashLineRow>(
+      ['bashreadline'],
+      1,
+      async () => {
+        bashPid = await interactiveBash(marker);
+      },
+      (r) => r.some((x) => x.pid === bashPid && x.command === 'exit'),
+    );
+    assertLines(rows, marker, bashPid);
+  });
+
+  it('runTool: the same two lines as rows', { skip }, async () => {
+    const marker = `bpfs_rla_${process.pid}_${Date.now()}`;
+    const run = await runTool('bashreadline');
+    const bashPid = await interactiveBash(marker);
+    const rows = await apiRows(run, (r) => r.some((x) => x.pid === bashPid && x.command === 'exit'));
+    assertLines(rows, marker, bashPid);
+  });
 });
+
+/** Type `echo MARKER=$$` and `exit` into an interactive bash; resolves with the shell's PID. */
+async function interactiveBash(marker: string): Promise<number> {
+  // bash reads lines with readline only on a terminal: script(1) gives it a pseudo-terminal.
+  const sh = spawn('script', ['-qec', 'bash --norc --noprofile -i', '/dev/null'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, PS1: '$ ', TERM: 'dumb' },
+  });
+  let shOut = '';
+  sh.stdout.on('data', (b: Buffer) => {
+    shOut += b.toString();
+  });
+  const shDone = new Promise<number | null>((resolve) => sh.on('close', (c) => resolve(c)));
+  // The command line names the shell's own PID in its output ($$ is expanded after readline returns it).
+  sh.stdin.write(`echo ${marker}=$$\nexit\n`);
+  sh.stdin.end();
+  assert.equal(await shDone, 0, shOut);
+  const bashPid = new RegExp(`^${marker}=(\\d+)\\r?$`, 'm').exec(shOut)?.[1];
+  assert.ok(bashPid, shOut);
+  return Number(bashPid);
+}

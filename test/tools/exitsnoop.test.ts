@@ -15,10 +15,14 @@ import {
   header,
   type RowOptions,
   SPEC,
+  type ExitRow,
+  toRow,
 } from '../../src/tools/exitsnoop.js';
+import { runTool } from '../../src/index.js';
 import { ccSkipReason } from '../helpers/compile.js';
 import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, startBpfscope } from './helpers.js';
+import { apiRows, jsonRows } from './jsonrun.js';
 import { startThreadsProg, THREADS_COMM } from './threadsprog.js';
 
 const plain: RowOptions = { timestamp: false, utc: false, label: null };
@@ -30,8 +34,8 @@ describe('exitsnoop options and format (bcc tools/exitsnoop.py)', () => {
 
   it('filters: main threads only unless --per-thread; -p; -x drops exit code 0', () => {
     const body =
-      '  printf("%llu\\x1f%d\\x1f%d\\x1f%d\\x1f%d\\x1f%s\\n", nsecs - curtask->start_time, pid, tid,\n' +
-      '    curtask->real_parent->tgid, curtask->exit_code, comm);\n}\n';
+      '  printf("0\\x1f%ld\\x1f%u\\x1f%u\\x1f%u\\x1f%d\\x1f%s\\n", nsecs - curtask->start_time, pid, tid, ' +
+      'curtask->real_parent->tgid, curtask->exit_code, comm);\n}\n';
     const head = 'config = { max_map_keys = 10240 }\ntracepoint:sched:sched_process_exit';
     assert.equal(buildProgram({}), `${head} /tid == pid/ {\n${body}`);
     assert.equal(buildProgram({ perThread: true }), `${head} {\n${body}`);
@@ -60,19 +64,31 @@ describe('exitsnoop options and format (bcc tools/exitsnoop.py)', () => {
       'TIME-CEST    LABEL PCOMM            PID     PPID    TID     AGE(s)  EXIT_CODE \n',
     );
     assert.equal(header({ timestamp: true, utc: true, label: null }, 'CEST').slice(0, 13), 'TIME-UTC     ');
-    // fields: age_ns pid tid ppid exit_code comm
-    assert.equal(
-      formatRow(['1234567890', '181', '181', '1', '512', 'sh'], plain),
-      'sh               181     1       181     1.23    code 2\n',
-    );
+    const rec = (ageNs: number, pid: number, tid: number, ppid: number, exitCode: number, comm: string) =>
+      ({ kind: 'exit', ageNs, pid, tid, ppid, exitCode, comm }) as const;
     const d = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 67));
+    const first = toRow(rec(1234567890, 181, 181, 1, 512, 'sh'), { utc: true, label: null }, d);
+    assert.deepEqual(first, {
+      time: '03:04:05.067',
+      label: null,
+      comm: 'sh',
+      pid: 181,
+      ppid: 1,
+      tid: 181,
+      ageNs: 1234567890,
+      exitCode: 512,
+      exit: 'code 2',
+    });
+    assert.equal(formatRow(first, plain), 'sh               181     1       181     1.23    code 2\n');
     assert.equal(clockTimeMs(d, true), '03:04:05.067');
+    const utc = { timestamp: true, utc: true, label: '' };
     assert.equal(
-      formatRow(['5000000', '9', '10', '2', '15', 'worker'], { timestamp: true, utc: true, label: '' }, d),
+      formatRow(toRow(rec(5000000, 9, 10, 2, 15, 'worker'), utc, d), utc),
       '03:04:05.067 exit  worker           9       2       10      0.01    signal 15 (TERM)\n',
     );
+    const gone = { ...plain, label: 'gone' };
     assert.equal(
-      formatRow(['0', '9', '9', '2', '0', 'x'], { ...plain, label: 'gone' }),
+      formatRow(toRow(rec(0, 9, 9, 2, 0, 'x'), gone), gone),
       'gone  x                9       2       9       0.00    0\n',
     );
   });
@@ -152,4 +168,40 @@ describe('exitsnoop on the live kernel', () => {
       assert.deepEqual(rowsOf(p.stdout), [[String(pid), '0']]);
     },
   );
+
+  /** The facts the first text test checks: this test's two children, code 3 and SIGTERM. */
+  function assertExits(rows: ExitRow[], a: number, b: number): void {
+    const ra = rows.find((r) => r.pid === a);
+    const rb = rows.find((r) => r.pid === b);
+    assert.ok(ra && rb, JSON.stringify(rows));
+    assert.deepEqual([ra.comm, ra.ppid, ra.tid, ra.exitCode, ra.exit], ['sh', process.pid, a, 3 << 8, 'code 3']);
+    assert.deepEqual([rb.comm, rb.ppid, rb.tid, rb.exitCode, rb.exit], ['sh', process.pid, b, 15, 'signal 15 (TERM)']);
+    assert.ok(ra.ageNs > 0 && ra.ageNs < 60e9, String(ra.ageNs));
+  }
+  const children = (): [number, number] => {
+    const a = spawnSync('/bin/sh', ['-c', 'exit 3']);
+    const b = spawnSync('/bin/sh', ['-c', 'kill -TERM $$']);
+    assert.equal(a.status, 3);
+    assert.equal(b.signal, 'SIGTERM');
+    return [a.pid, b.pid];
+  };
+
+  it('--json: the same two exits as objects', { skip }, async () => {
+    let pids: [number, number] = [0, 0];
+    const rows = await jsonRows<ExitRow>(
+      ['exitsnoop'],
+      1,
+      () => {
+        pids = children();
+      },
+      (r) => r.some((x) => x.pid === pids[1]),
+    );
+    assertExits(rows, ...pids);
+  });
+
+  it('runTool: the same two exits as rows', { skip }, async () => {
+    const run = await runTool('exitsnoop');
+    const pids = children();
+    assertExits(await apiRows(run, (r) => r.some((x) => x.pid === pids[1])), ...pids);
+  });
 });

@@ -6,8 +6,10 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { formatHelp } from '../../src/tools/framework/argparse.js';
-import { buildProgram, formatRow, header, SPEC } from '../../src/tools/gethostlatency.js';
+import { runTool } from '../../src/index.js';
+import { buildProgram, formatRow, header, type LookupRow, SPEC, toRow } from '../../src/tools/gethostlatency.js';
 import { liveSkipReason, startBpfscope } from './helpers.js';
+import { apiRows, jsonRows } from './jsonrun.js';
 
 describe('gethostlatency interface (bcc tools/gethostlatency.py)', () => {
   it("-h is argparse's help for bcc's parser", () => {
@@ -30,12 +32,16 @@ examples:
 
   it('header and rows: "%-9s %-7d %-16s %10.2f %s", latency in ms', () => {
     assert.equal(header(), 'TIME      PID     COMM                  LATms HOST\n');
+    const row = toRow({ kind: 'lookup', pid: 3340, deltaNs: 3551234, comm: 'getent', host: 'localhost' }, '04:08:43');
+    assert.deepEqual(row, { time: '04:08:43', pid: 3340, comm: 'getent', latencyNs: 3551234, host: 'localhost' });
+    assert.equal(formatRow(row), '04:08:43  3340    getent                 3.55 localhost\n');
     assert.equal(
-      formatRow(['3340', '3551234', 'getent', 'localhost'], '04:08:43'),
-      '04:08:43  3340    getent                 3.55 localhost\n',
-    );
-    assert.equal(
-      formatRow(['12', '1234567890', 'a-very-long-comm', 'x.example'], '23:59:59'),
+      formatRow(
+        toRow(
+          { kind: 'lookup', pid: 12, deltaNs: 1234567890, comm: 'a-very-long-comm', host: 'x.example' },
+          '23:59:59',
+        ),
+      ),
       '23:59:59  12      a-very-long-comm    1234.57 x.example\n',
     );
   });
@@ -103,5 +109,39 @@ describe('gethostlatency on the live kernel', () => {
     assert.ok(pids.length >= 1, r.stdout);
     assert.ok(!pids.includes(other), r.stdout);
     assert.deepEqual(new Set(pids), new Set([target.pid]), r.stdout);
+  });
+
+  /** The facts the first text test checks: getent's lookup of localhost, in its own process. */
+  function assertLookups(rows: LookupRow[], pid: number): void {
+    const mine = rows.filter((r) => r.pid === pid);
+    assert.ok(mine.length >= 1, JSON.stringify(rows));
+    for (const r of mine) {
+      assert.deepEqual([r.comm, r.host], ['getent', 'localhost']);
+      assert.ok(r.latencyNs > 0, String(r.latencyNs));
+    }
+  }
+  const getent = (): number => {
+    const g = spawnSync('getent', ['hosts', 'localhost'], { encoding: 'utf8' });
+    assert.equal(g.status, 0, g.stderr);
+    return g.pid;
+  };
+
+  it('--json: the same lookup as objects', { skip }, async () => {
+    let pid = 0;
+    const rows = await jsonRows<LookupRow>(
+      ['gethostlatency'],
+      6, // a uprobe and a uretprobe link for each of the three functions
+      () => {
+        pid = getent();
+      },
+      (r) => r.some((x) => x.pid === pid),
+    );
+    assertLookups(rows, pid);
+  });
+
+  it('runTool: the same lookup as rows', { skip }, async () => {
+    const run = await runTool('gethostlatency');
+    const pid = getent();
+    assertLookups(await apiRows(run, (r) => r.some((x) => x.pid === pid)), pid);
   });
 });

@@ -5,9 +5,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { buildProgram, formatRow, header, pidColumnWidth } from '../../src/tools/killsnoop.js';
+import { runTool } from '../../src/index.js';
+import { buildProgram, formatRow, header, type KillRow, pidColumnWidth, toRow } from '../../src/tools/killsnoop.js';
 import { workloadPath } from '../helpers/workload.js';
 import { liveSkipReason, startBpfscope } from './helpers.js';
+import { apiRows, jsonRows } from './jsonrun.js';
 
 describe('killsnoop output format (bcc tools/killsnoop.py)', () => {
   it('the PID column is len(pid_max) + 1 wide', () => {
@@ -19,12 +21,11 @@ describe('killsnoop output format (bcc tools/killsnoop.py)', () => {
   it('header and rows: "%-9s %-*d %-16s %-4d %-*d %d"', () => {
     assert.equal(header(6), 'TIME      PID    COMM             SIG  TPID   RESULT\n');
     assert.equal(header(8), 'TIME      PID      COMM             SIG  TPID     RESULT\n');
+    const row = toRow({ kind: 'kill', pid: 181, sig: 9, tpid: 182, ret: 0, comm: 'bash' }, '09:41:02');
+    assert.deepEqual(row, { time: '09:41:02', pid: 181, comm: 'bash', sig: 9, tpid: 182, ret: 0 });
+    assert.equal(formatRow(row, 6), '09:41:02  181    bash             9    182    0\n');
     assert.equal(
-      formatRow(['181', '9', '182', '0', 'bash'], 6, '09:41:02'),
-      '09:41:02  181    bash             9    182    0\n',
-    );
-    assert.equal(
-      formatRow(['181', '0', '999999', '-3', 'kill'], 8, '09:41:02'),
+      formatRow(toRow({ kind: 'kill', pid: 181, sig: 0, tpid: 999999, ret: -3, comm: 'kill' }, '09:41:02'), 8),
       '09:41:02  181      kill             0    999999   -3\n',
     );
   });
@@ -62,7 +63,35 @@ describe('killsnoop on the live kernel', () => {
     assert.notEqual(rows[0]![2], rows[1]![2], 'two different children');
     // -s 9 leaves out the kill(self, 0) calls.
     assert.doesNotMatch(r.stdout, /bpfs_kill +0 /);
-    for (const m of rows)
-      assert.equal(m[0], formatRow([m[1]!, '9', m[2]!, '0', 'bpfs_kill'], width, m[0].slice(0, 8)).trimEnd());
+    for (const m of rows) {
+      const row = { time: m[0].slice(0, 8), pid: Number(m[1]), comm: 'bpfs_kill', sig: 9, tpid: Number(m[2]), ret: 0 };
+      assert.equal(m[0], formatRow(row, width).trimEnd());
+    }
+  });
+
+  /** The facts the text test checks: one sender's SIGKILL to each of two children, both succeeded. */
+  function assertKills(rows: KillRow[]): void {
+    const mine = rows.filter((r) => r.comm === 'bpfs_kill');
+    assert.equal(mine.length, 2, JSON.stringify(rows));
+    assert.equal(mine[0]!.pid, mine[1]!.pid, 'one sender');
+    assert.notEqual(mine[0]!.tpid, mine[1]!.tpid, 'two different children');
+    for (const r of mine) assert.deepEqual([r.sig, r.ret], [9, 0]);
+  }
+  const kills = (): void => {
+    const w = spawnSync(workloadPath(), ['comm', 'bpfs_kill', 'kill-self-child', '2', 'kill-self', '1'], {
+      encoding: 'utf8',
+    });
+    assert.equal(w.status, 0, w.stderr);
+  };
+  const two = (r: KillRow[]): boolean => r.filter((x) => x.comm === 'bpfs_kill').length >= 2;
+
+  it('--json -s 9: the same two kills as objects', { skip }, async () => {
+    assertKills(await jsonRows<KillRow>(['killsnoop', '-s', '9'], 2, kills, two));
+  });
+
+  it('runTool -s 9: the same two kills as rows', { skip }, async () => {
+    const run = await runTool('killsnoop', ['-s', '9']);
+    kills();
+    assertKills(await apiRows(run, two));
   });
 });

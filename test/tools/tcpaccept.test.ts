@@ -7,9 +7,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pyFormat } from '../../src/tools/framework/pyformat.js';
-import { buildProgram, formatRow, header, SPEC } from '../../src/tools/tcpaccept.js';
+import { runTool } from '../../src/index.js';
+import { type AcceptRow, buildProgram, formatRow, header, SPEC, toRow } from '../../src/tools/tcpaccept.js';
 import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope, startBpfscope, type ToolRun } from './helpers.js';
+import { apiRows, jsonRows } from './jsonrun.js';
 import { ipv6LoopbackSkipReason, sessionLines, type TcpSession, tcpSession } from './tcp.js';
 
 describe('tcpaccept options (bcc tools/tcpaccept.py argparse)', () => {
@@ -33,7 +35,7 @@ describe('tcpaccept program', () => {
       /^tracepoint:syscalls:sys_exit_accept,\ntracepoint:syscalls:sys_exit_accept4 \/\(args\.ret >= 0\) && \(pid == 181\)\/ \{$/m,
     );
     assert.match(p, /curtask->files->fdt->fd \+ args\.ret \* 8\)/);
-    assert.match(p, /\$a\.0, \$a\.1, \$a\.2, \$a\.3, \$a\.4, comm\);/);
+    assert.match(p, /\$a\.0, \$a\.2, \$a\.4, \$a\.1, \$a\.3, comm\);/);
   });
 });
 
@@ -48,13 +50,35 @@ describe('tcpaccept output format', () => {
       'TIME     TIME(s)  PID     COMM         IP RADDR            RPORT LADDR            LPORT\n',
     );
     const state = { startTs: null as number | null };
-    const f = ['2000000', '181', '4', '10.0.0.2', '50000', '10.0.0.1', '80', 'nginx-worker-proc'];
+    const rec = {
+      kind: 'accept',
+      tsUs: 2000000,
+      pid: 181,
+      ip: 4,
+      raddr: '10.0.0.2',
+      rport: 50000,
+      laddr: '10.0.0.1',
+      lport: 80,
+      comm: 'nginx-worker-proc',
+    } as const;
+    const row = toRow(rec, state, '09:41:02');
+    assert.deepEqual(row, {
+      time: '09:41:02',
+      elapsedUs: 0,
+      pid: 181,
+      comm: 'nginx-worker-proc',
+      ip: 4,
+      raddr: '10.0.0.2',
+      rport: 50000,
+      laddr: '10.0.0.1',
+      lport: 80,
+    });
     assert.equal(
-      formatRow(f, { time: true, timestamp: true }, state, '09:41:02'),
+      formatRow(row, { time: true, timestamp: true }),
       '09:41:02 0.000    181     nginx-worker 4  10.0.0.2         50000 10.0.0.1         80   \n',
     );
     assert.equal(
-      formatRow(['3500000', ...f.slice(1)], { time: false, timestamp: true }, state).slice(0, 9),
+      formatRow(toRow({ ...rec, tsUs: 3500000 }, state), { time: false, timestamp: true }).slice(0, 9),
       '1.500    ',
     );
   });
@@ -108,5 +132,35 @@ describe('tcpaccept on the live kernel', () => {
     const bad = await runBpfscope(['tcpaccept', '-P', '8o']);
     assert.equal(bad.code, 1);
     assert.equal(bad.stderr, "ValueError: invalid literal for int() with base 10: '8o'\n");
+  });
+
+  /** The facts the text test checks for an IPv4 session: the server's accept, with its PID, both ends and ports. */
+  function assertAccept(rows: AcceptRow[], s: TcpSession): void {
+    const mine = rows.filter((r) => r.lport === s.serverPort);
+    assert.equal(mine.length, 1, JSON.stringify(rows));
+    const r = mine[0]!;
+    assert.deepEqual(
+      [r.pid, r.comm, r.ip, r.raddr, r.rport, r.laddr, r.lport],
+      [s.serverPid, 'bpfs_tcpsrv', 4, '127.0.0.1', s.clientPort, '127.0.0.1', s.serverPort],
+    );
+  }
+
+  it('--json -4: the same accept as an object', { skip }, async () => {
+    let s: TcpSession | undefined;
+    const rows = await jsonRows<AcceptRow>(
+      ['tcpaccept', '-4'],
+      4, // two inet_sock_set_state probes, sys_exit_accept and sys_exit_accept4
+      async () => {
+        s = await tcpSession(4, 1000, 1000);
+      },
+      (r) => r.some((x) => x.lport === s?.serverPort),
+    );
+    assertAccept(rows, s!);
+  });
+
+  it('runTool -4: the same accept as a row', { skip }, async () => {
+    const run = await runTool('tcpaccept', ['-4']);
+    const s = await tcpSession(4, 1000, 1000);
+    assertAccept(await apiRows(run, (r) => r.some((x) => x.lport === s.serverPort)), s);
   });
 });

@@ -7,9 +7,20 @@ import assert from 'node:assert/strict';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { pyFormat } from '../../src/tools/framework/pyformat.js';
-import { buildProgram, ConnectCounts, formatRow, header, SPEC } from '../../src/tools/tcpconnect.js';
+import { runTool } from '../../src/index.js';
+import {
+  buildProgram,
+  type ConnectCountRow,
+  ConnectCounts,
+  type ConnectRow,
+  formatRow,
+  header,
+  SPEC,
+  toRow,
+} from '../../src/tools/tcpconnect.js';
 import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope, startBpfscope, type ToolRun } from './helpers.js';
+import { apiRows, jsonRows } from './jsonrun.js';
 import { ipv6LoopbackSkipReason, type TcpSession, tcpSession } from './tcp.js';
 
 describe('tcpconnect options (bcc tools/tcpconnect.py argparse)', () => {
@@ -23,8 +34,8 @@ describe('tcpconnect program', () => {
       p,
       /^tracepoint:sock:inet_sock_set_state \/\(args\.protocol == 6\) && \(args\.newstate == 2\) && \(pid == 181\) && \(uid == 1000\) && \(args\.dport == 80 \|\| args\.dport == 81\) && \(args\.family == 2\)\/ \{$/m,
     );
-    assert.match(p, /ntop\(args\.saddr\), ntop\(args\.daddr\), 0, args\.dport, comm\);/);
-    assert.match(p, /ntop\(args\.saddr_v6\), ntop\(args\.daddr_v6\), 0, args\.dport, comm\);/);
+    assert.match(p, /4, 0, args\.dport, ntop\(args\.saddr\), ntop\(args\.daddr\), comm\);/);
+    assert.match(p, /6, 0, args\.dport, ntop\(args\.saddr_v6\), ntop\(args\.daddr_v6\), comm\);/);
     assert.doesNotMatch(p, /@conn/);
   });
 
@@ -35,7 +46,7 @@ describe('tcpconnect program', () => {
     assert.match(p, /if \(has_key\(@conn, \$sk\) && args\.sport != 0\)/);
     assert.match(
       p,
-      /\$c\.0, \$c\.1, \$c\.2, 6, ntop\(args\.saddr_v6\), ntop\(args\.daddr_v6\), args\.sport, args\.dport, \$c\.3\)/,
+      /\$c\.0, \$c\.1, \$c\.2, 6, args\.sport, args\.dport, ntop\(args\.saddr_v6\), ntop\(args\.daddr_v6\), \$c\.3\)/,
     );
     assert.match(p, /delete\(@conn, \$sk\);/);
   });
@@ -53,24 +64,51 @@ describe('tcpconnect output format', () => {
 
   it('rows end with the empty QUERY column; comm cut to 12; -t from the first event', () => {
     const state = { startTs: null as number | null };
-    const f = ['5000000', '181', '1000', '4', '10.0.0.1', '10.0.0.2', '0', '80', 'curl-with-long-name'];
-    assert.equal(formatRow(f, plain, state), '181     curl-with-lo 4  10.0.0.1         10.0.0.2         80     \n');
+    const rec = (
+      ip: number,
+      saddr: string,
+      daddr: string,
+      lport: number,
+      dport: number,
+      comm: string,
+      tsUs = 5000000,
+    ) => ({ kind: 'connect', tsUs, pid: 181, uid: 1000, ip, saddr, daddr, lport, dport, comm }) as const;
+    const row = toRow(rec(4, '10.0.0.1', '10.0.0.2', 0, 80, 'curl-with-long-name'), state, false);
+    assert.deepEqual(row, {
+      elapsedUs: 0,
+      pid: 181,
+      uid: 1000,
+      comm: 'curl-with-long-name',
+      ip: 4,
+      saddr: '10.0.0.1',
+      lport: null,
+      daddr: '10.0.0.2',
+      dport: 80,
+    });
+    assert.equal(formatRow(row, plain), '181     curl-with-lo 4  10.0.0.1         10.0.0.2         80     \n');
     const o = { timestamp: true, printUid: true, lport: true };
-    const g = ['5000000', '181', '1000', '6', '::1', 'fe80::1', '40000', '443', 'curl'];
     assert.equal(
-      formatRow(g, o, state),
+      formatRow(toRow(rec(6, '::1', 'fe80::1', 40000, 443, 'curl'), state, true), o),
       '0.000    1000  181     curl         6  ::1              40000  fe80::1          443    \n',
     );
-    assert.equal(formatRow(['6250000', ...g.slice(1)], o, state).slice(0, 9), '1.250    ');
+    assert.equal(
+      formatRow(toRow(rec(6, '::1', 'fe80::1', 40000, 443, 'curl', 6250000), state, true), o).slice(0, 9),
+      '1.250    ',
+    );
   });
 
   it('-c: counts per address pair and port, IPv4 first, largest first', () => {
     const c = new ConnectCounts();
-    const ev = (ip: string, s: string, d: string, port: string): string[] => ['1', '1', '0', ip, s, d, '0', port, 'x'];
-    c.add(ev('6', '::1', '::1', '22'));
-    c.add(ev('4', '10.0.0.1', '10.0.0.2', '80'));
-    c.add(ev('4', '10.0.0.1', '10.0.0.3', '443'));
-    c.add(ev('4', '10.0.0.1', '10.0.0.3', '443'));
+    const ev = (ip: number, saddr: string, daddr: string, dport: number) => ({ ip, saddr, daddr, dport });
+    c.add(ev(6, '::1', '::1', 22));
+    c.add(ev(4, '10.0.0.1', '10.0.0.2', 80));
+    c.add(ev(4, '10.0.0.1', '10.0.0.3', 443));
+    c.add(ev(4, '10.0.0.1', '10.0.0.3', 443));
+    assert.deepEqual(c.rows(), [
+      { ip: 4, laddr: '10.0.0.1', raddr: '10.0.0.3', rport: 443, connects: 2 },
+      { ip: 4, laddr: '10.0.0.1', raddr: '10.0.0.2', rport: 80, connects: 1 },
+      { ip: 6, laddr: '::1', raddr: '::1', rport: 22, connects: 1 },
+    ]);
     assert.equal(
       c.format(),
       `\n${pyFormat('%-25s %-25s %-20s %-10s', 'LADDR', 'RADDR', 'RPORT', 'CONNECTS')}\n` +
@@ -173,5 +211,49 @@ describe('tcpconnect on the live kernel', () => {
     const dns = await runBpfscope(['tcpconnect', '-d']);
     assert.equal(dns.code, 1);
     assert.match(dns.stderr, /^ERROR: tcpconnect: -d\/--dns reads DNS replies with kprobes .*\n$/);
+  });
+
+  /** The facts the text test checks for an IPv4 session with -L -U: the client's one connect, its ports and UID 0. */
+  function assertConnect(rows: ConnectRow[], s: TcpSession): void {
+    const mine = rows.filter((r) => r.dport === s.serverPort);
+    assert.equal(mine.length, 1, JSON.stringify(rows));
+    const r = mine[0]!;
+    assert.deepEqual(
+      [r.uid, r.pid, r.comm, r.ip, r.saddr, r.lport, r.daddr, r.dport],
+      [0, s.clientPid, 'bpfs_tcpcli', 4, '127.0.0.1', s.clientPort, '127.0.0.1', s.serverPort],
+    );
+  }
+
+  it('--json -L -U -4: the same connect as an object; -c -4 --json: its count', { skip }, async () => {
+    let s: TcpSession | undefined;
+    const rows = await jsonRows<ConnectRow>(
+      ['tcpconnect', '-L', '-U', '-4'],
+      2, // -L: two inet_sock_set_state probes
+      async () => {
+        s = await tcpSession(4, 1000, 1000);
+      },
+      (r) => r.some((x) => x.dport === s?.serverPort),
+    );
+    assertConnect(rows, s!);
+    let c: TcpSession | undefined;
+    const counts = await jsonRows<ConnectCountRow>(
+      ['tcpconnect', '-c', '-4'],
+      1,
+      async () => {
+        c = await tcpSession(4, 1000, 1000);
+      },
+      () => true,
+    );
+    assert.deepEqual(
+      counts.filter((x) => x.rport === c!.serverPort),
+      [{ ip: 4, laddr: '127.0.0.1', raddr: '127.0.0.1', rport: c!.serverPort, connects: 1 }],
+    );
+  });
+
+  it('runTool -L -U -4: the same connect as a row', { skip }, async () => {
+    const run = await runTool('tcpconnect', ['-L', '-U', '-4']);
+    const s = await tcpSession(4, 1000, 1000);
+    const rows = await apiRows(run, (r) => r.some((x) => 'dport' in x && x.dport === s.serverPort));
+    assertConnect(rows as ConnectRow[], s);
   });
 });

@@ -5,10 +5,20 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { buildProgram, formatRow, header, pthreadCreateProbe, SPEC } from '../../src/tools/threadsnoop.js';
+import { runTool } from '../../src/index.js';
+import {
+  buildProgram,
+  formatRow,
+  header,
+  pthreadCreateProbe,
+  SPEC,
+  type ThreadRow,
+  toRow,
+} from '../../src/tools/threadsnoop.js';
 import { ccSkipReason } from '../helpers/compile.js';
 import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, startBpfscope } from './helpers.js';
+import { apiRows, jsonRows } from './jsonrun.js';
 import { startThreadsProg, THREAD_FUNCTION, THREADS_COMM } from './threadsprog.js';
 
 describe('threadsnoop options and format (bcc tools/threadsnoop.py)', () => {
@@ -19,17 +29,17 @@ describe('threadsnoop options and format (bcc tools/threadsnoop.py)', () => {
   it('header and rows: "%-10d %-7d %-16s %s", ms since the first event, unnamed routines in hex', () => {
     assert.equal(header(), 'TIME(ms)   PID     COMM             FUNC\n');
     const state = { startNs: null as bigint | null };
-    // fields: ts_ns pid start func comm
+    const row = (tsNs: bigint, pid: number, start: bigint, func: string, comm: string): ThreadRow =>
+      toRow({ kind: 'thread', tsNs, pid, start, func, comm }, state);
+    const first = row(5000000000n, 181, 4198400n, 'worker', 'app');
+    assert.deepEqual(first, { elapsedMs: 0, pid: 181, comm: 'app', func: 'worker', start: 4198400n });
+    assert.equal(formatRow(first), '0          181     app              worker\n');
     assert.equal(
-      formatRow(['5000000000', '181', '4198400', 'worker', 'app'], state),
-      '0          181     app              worker\n',
-    );
-    assert.equal(
-      formatRow(['5002999999', '181', '4198400', '0x401000', 'app'], state),
+      formatRow(row(5002999999n, 181, 4198400n, '0x401000', 'app')),
       '2          181     app              0x401000\n',
     );
     assert.equal(
-      formatRow(['6234567890', '18', '255', '[unknown]', 'a-very-long-comm'], state),
+      formatRow(row(6234567890n, 18, 255n, '[unknown]', 'a-very-long-comm')),
       '1234       18      a-very-long-comm 0xff\n',
     );
   });
@@ -41,7 +51,7 @@ describe('threadsnoop options and format (bcc tools/threadsnoop.py)', () => {
     assert.equal(
       buildProgram('uprobe:/lib/libc.so.6:pthread_create'),
       'config = { max_map_keys = 10240 }\nuprobe:/lib/libc.so.6:pthread_create {\n' +
-        '  printf("%llu\\x1f%d\\x1f%llu\\x1f%s\\x1f%s\\n", nsecs, pid, arg2, usym(arg2), comm);\n}\n',
+        '  printf("0\\x1f%lu\\x1f%u\\x1f%lu\\x1f%s\\x1f%s\\n", nsecs, pid, arg2, usym(arg2), comm);\n}\n',
     );
   });
 });
@@ -74,5 +84,61 @@ describe('threadsnoop on the live kernel', () => {
       [...times].sort((a, b) => a - b),
       times,
     );
+  });
+
+  /** The facts the text test checks: 4 rows of the program, each naming the start routine, in time order. */
+  function assertThreads(rows: ThreadRow[], pid: number): void {
+    const mine = rows.filter((r) => r.pid === pid);
+    assert.equal(
+      mine.length,
+      4,
+      JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+    );
+    for (const r of mine) assert.deepEqual([r.comm, r.func], [THREADS_COMM, THREAD_FUNCTION]);
+    const times = mine.map((r) => r.elapsedMs);
+    assert.deepEqual(
+      [...times].sort((a, b) => a - b),
+      times,
+    );
+  }
+
+  /** Start the program with 4 threads (it waits on stdin, so its start routine can be named); `end()` ends it. */
+  function threads(): { pid: number; end(): Promise<void> } {
+    const prog = startThreadsProg(4);
+    const exit = new Promise((resolve) => prog.on('exit', resolve));
+    return {
+      pid: prog.pid!,
+      end: async () => {
+        prog.stdin!.end();
+        assert.equal(await exit, 0);
+      },
+    };
+  }
+
+  it('--json: the same 4 threads as objects', { skip }, async () => {
+    let prog: ReturnType<typeof threads> | undefined;
+    try {
+      const rows = await jsonRows<ThreadRow>(
+        ['threadsnoop'],
+        1,
+        () => {
+          prog = threads();
+        },
+        (r) => r.filter((x) => x.pid === prog?.pid).length >= 4,
+      );
+      assertThreads(rows, prog!.pid);
+    } finally {
+      await prog?.end();
+    }
+  });
+
+  it('runTool: the same 4 threads as rows', { skip }, async () => {
+    const run = await runTool('threadsnoop');
+    const prog = threads();
+    try {
+      assertThreads(await apiRows(run, (r) => r.filter((x) => x.pid === prog.pid).length >= 4), prog.pid);
+    } finally {
+      await prog.end();
+    }
   });
 });

@@ -127,7 +127,29 @@ export class ToolOutput implements Output {
     this.fieldCount = fieldCount;
   }
 
+  /** printf text kept aside by {@link hold}, or null when it is handled as it comes. */
+  private held: string[] | null = null;
+
+  /**
+   * Keep printf text aside until {@link release}: the runtime drains the ring buffer while it attaches (after BEGIN),
+   * and those events belong after the tool's header, as in bcc (which polls only once it has printed it).
+   */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  /** Handle the text kept since {@link hold}, in order, and whatever comes from now on as it comes. */
+  release(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const text of held) this.printf(text);
+  }
+
   printf(text: string): void {
+    if (this.held) {
+      this.held.push(text);
+      return;
+    }
     if (this.lineHandler) {
       this.lineHandler(text);
       return;

@@ -105,6 +105,8 @@ export async function runProgram(opts: RunOptions): Promise<number> {
     stopRequested = true;
     tracer?.stop();
   });
+  // events drained while attaching come after the header (onStarted)
+  output.hold();
   tracer = await Tracer.start({
     source: { name: opts.tool, text: opts.program },
     output,
@@ -120,6 +122,7 @@ export async function runProgram(opts: RunOptions): Promise<number> {
   try {
     if (stopRequested) tracer.stop();
     opts.onStarted?.(tracer);
+    output.release();
     opts.writer.flush();
     writer.api?.started();
     let stopped = false;
