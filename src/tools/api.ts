@@ -17,30 +17,44 @@
 import { BpfscopeError } from '../errors.js';
 import { OutputSink } from '../runtime/output/sink.js';
 import type { BiolatencyInterval } from './biolatency.js';
+import type { CpudistInterval } from './cpudist.js';
 import type { ExecRow } from './execsnoop.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
+import type { IrqInterval } from './framework/histmaps.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
+import type { FunclatencyInterval } from './funclatency.js';
 import type { OpenRow } from './opensnoop.js';
+import type { RunqlatInterval } from './runqlat.js';
 import type { StackResult } from './stacktool.js';
 import type { TcpSessionRow } from './tcplife.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   biolatency: () => import('./biolatency.js'),
+  cpudist: () => import('./cpudist.js'),
   execsnoop: () => import('./execsnoop.js'),
+  funclatency: () => import('./funclatency.js'),
+  hardirqs: () => import('./hardirqs.js'),
   offcputime: () => import('./offcputime.js'),
   opensnoop: () => import('./opensnoop.js'),
   profile: () => import('./profile.js'),
+  runqlat: () => import('./runqlat.js'),
+  softirqs: () => import('./softirqs.js'),
   tcplife: () => import('./tcplife.js'),
 };
 
 /** The result type of each tool (rows or intervals). */
 export interface ToolResults {
   biolatency: BiolatencyInterval;
+  cpudist: CpudistInterval;
   execsnoop: ExecRow;
+  funclatency: FunclatencyInterval;
+  hardirqs: IrqInterval;
   offcputime: StackResult;
   opensnoop: OpenRow;
   profile: StackResult;
+  runqlat: RunqlatInterval;
+  softirqs: IrqInterval;
   tcplife: TcpSessionRow;
 }
 

@@ -43,7 +43,12 @@ export interface HistInterval {
 
 /** What a tool's `--heatmap` draws (see the module comment). */
 export type HeatMapSpec<R> =
-  | { kind: 'hist'; title: string }
+  | {
+      kind: 'hist';
+      title: string;
+      /** Why `--heatmap` cannot be used with these options (e.g. hardirqs without -d), or null. */
+      refuse?(args: Readonly<Record<string, unknown>>): string | null;
+    }
   | {
       kind: 'events';
       title: string;

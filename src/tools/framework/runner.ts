@@ -238,6 +238,8 @@ export async function runToolDef(def: AnyToolDef, argv: string[], writer: ToolWr
   if (!def.heatmap || typeof args.heatmap !== 'string' || writer.mode === 'ebpf') {
     return def.run(args as never, writer, argv);
   }
+  const refused = def.heatmap.kind === 'hist' ? def.heatmap.refuse?.(args) : null;
+  if (refused) throw new BpfscopeError(`${spec.prog}: ${refused}`);
   const heat = new HeatMapWriter(args.heatmap, def.heatmap as HeatMapSpec<unknown>);
   writer.heatmap = heat;
   try {
