@@ -55,6 +55,11 @@ export interface HeatMapOptions {
   accStats: boolean;
   /** Grid lines every 10 columns, with time labels and the minLat/maxLat labels. */
   grid: boolean;
+  /**
+   * Also draw the largest column and the top row (trace2heatmap.pl counts them but does not draw them; the tools'
+   * `--heatmap` draws every event). Not a trace2heatmap.pl option.
+   */
+  drawAll?: boolean;
 }
 
 export const DEFAULT_HEATMAP_OPTIONS: HeatMapOptions = {
@@ -420,15 +425,16 @@ export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions>
     maxCol: o.maxCol ?? Infinity,
     unit: o.unitsTime,
   });
+  const drawnRows = o.drawAll ? largestRow + 1 : largestRow;
   const rangeLabels: string[] = [];
-  for (let l = 0; l < largestRow; l++) {
+  for (let l = 0; l < drawnRows; l++) {
     rangeLabels.push(`${perlNum(minLat + l * stepLat)}-${perlNum(minLat + (l + 1) * stepLat)}${o.unitsLabel}`);
   }
   const svg = drawHeatMap(o, {
     counts,
     stride,
-    columns: largestCol,
-    rows: largestRow,
+    columns: o.drawAll ? largestCol + 1 : largestCol,
+    rows: drawnRows,
     largestCount,
     rangeLabels,
     firstColumn: 0,

@@ -17,6 +17,7 @@
 import { BpfscopeError } from '../errors.js';
 import { OutputSink } from '../runtime/output/sink.js';
 import type { BiolatencyInterval } from './biolatency.js';
+import type { BiosnoopRow } from './biosnoop.js';
 import type { CpudistInterval } from './cpudist.js';
 import type { ExecRow } from './execsnoop.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
@@ -31,6 +32,7 @@ import type { TcpSessionRow } from './tcplife.js';
 /** The tools runTool runs, with their modules (loaded on use). */
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   biolatency: () => import('./biolatency.js'),
+  biosnoop: () => import('./biosnoop.js'),
   cpudist: () => import('./cpudist.js'),
   execsnoop: () => import('./execsnoop.js'),
   funclatency: () => import('./funclatency.js'),
@@ -46,6 +48,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
 /** The result type of each tool (rows or intervals). */
 export interface ToolResults {
   biolatency: BiolatencyInterval;
+  biosnoop: BiosnoopRow;
   cpudist: CpudistInterval;
   execsnoop: ExecRow;
   funclatency: FunclatencyInterval;

@@ -85,7 +85,12 @@ describe('--heatmap (live)', () => {
       const run = startBpfscope(['biolatency', '--heatmap', svgPath, '-d', traced.replace('/dev/', ''), '1'], {
         timeoutMs: 60_000,
       });
+      const snoopPath = join(dir, 'snoop.svg');
+      const snoop = startBpfscope(['biosnoop', '--heatmap', snoopPath, '-d', traced.replace('/dev/', '')], {
+        timeoutMs: 60_000,
+      });
       assert.ok(await run.waitFor(/Tracing block device I\/O/, 30_000), run.stderr());
+      assert.ok(await snoop.waitFor(/LAT\(ms\)/, 30_000), snoop.stderr());
       // 16 fast reads.
       const fast = spawnSync(workloadPath(), ['odirect-read', traced, '16', '4096'], { encoding: 'utf8' });
       assert.equal(fast.status, 0, fast.stderr);
@@ -101,8 +106,26 @@ describe('--heatmap (live)', () => {
       );
       assert.equal(slow.status, 0, slow.stderr);
       run.child.kill('SIGINT');
+      snoop.child.kill('SIGINT');
       const r = await run.done;
       assert.equal(r.code, 0, r.stderr);
+      const sr = await snoop.done;
+      assert.equal(sr.code, 0, sr.stderr);
+      assert.equal(sr.stdout.trim().split('\n').length, 1 + 32, sr.stdout);
+      // biosnoop's heat map is bpfscope heatmap's (trace2heatmap.pl's rules: 50 linear rows up to the largest
+      // latency, in us; here every event is drawn): the 32 reads, the fast ones in the bottom row, the throttled
+      // ones in the upper half.
+      const snoopCells = [
+        ...readFileSync(snoopPath, 'utf8').matchAll(/onmouseover="s\('[^']*','(\d+)-(\d+)us',(\d+),/g),
+      ];
+      const bottom = snoopCells.filter((m) => m[1] === '0').reduce((a, m) => a + Number(m[3]), 0);
+      const upper = snoopCells.filter((m) => Number(m[1]) >= 32768).reduce((a, m) => a + Number(m[3]), 0);
+      assert.equal(
+        snoopCells.reduce((a, m) => a + Number(m[3]), 0),
+        32,
+      );
+      assert.ok(bottom >= 16, `biosnoop bottom row: ${bottom}`);
+      assert.ok(upper >= 12, `biosnoop upper rows: ${upper}`);
       const svg = readFileSync(svgPath, 'utf8');
       const all = cells(svg);
       assert.ok(all.every((c) => c.unit === 'usecs'));
@@ -141,7 +164,12 @@ describe('--heatmap runqlat (live)', () => {
 
   it('runqlat -p: a CPU hog sharing its CPU with another waits for the other one’s time slices', { skip }, async () => {
     const dir = scratchDir();
-    const hogs = [0, 1].map(() => spawn('taskset', ['-c', '0', workloadPath(), 'spin', '4000'], { stdio: 'ignore' }));
+    // Each hog waits for a byte on stdin, then spins 3 s: they start together once runqlat is attached.
+    const hogs = [0, 1].map(() =>
+      spawn('taskset', ['-c', '0', workloadPath(), 'wait-stdin', 'spin', '3000'], {
+        stdio: ['pipe', 'ignore', 'ignore'],
+      }),
+    );
     try {
       const svgPath = join(dir, 'runq.svg');
       // taskset execs the workload: the same PID.
@@ -149,6 +177,7 @@ describe('--heatmap runqlat (live)', () => {
         timeoutMs: 60_000,
       });
       assert.ok(await run.waitFor(/Tracing run queue latency/, 30_000), run.stderr());
+      for (const h of hogs) h.stdin!.end('x');
       await Promise.all(
         hogs.map((h) => new Promise((resolve) => (h.exitCode !== null ? resolve(0) : h.on('exit', resolve)))),
       );

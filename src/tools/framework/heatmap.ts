@@ -12,7 +12,7 @@
  *   says where the kept ones start); each column holds at most 65 counts.
  * - Event tools (`kind: 'events'`: biosnoop, ext4slower) give a (time, latency) point per row, in microseconds;
  *   they go through `bpfscope heatmap`'s renderer (`--unitstime=us --unitslabel=us`, 50 rows up to the largest
- *   latency). Bound: the first {@link MAX_HEATMAP_EVENTS} events (16 bytes each); later ones are counted and
+ *   latency), which here also draws the last column and the top row (trace2heatmap.pl leaves them out). Bound: the first {@link MAX_HEATMAP_EVENTS} events (16 bytes each); later ones are counted and
  *   reported on stderr, not drawn.
  *
  * The file is created (truncated) when the run starts, so an unwritable path fails before anything is attached;
@@ -114,7 +114,7 @@ export class HeatMapWriter {
   render(): string | null {
     if (this.spec.kind === 'events') {
       if (this.input.count === 0) return null;
-      return renderHeatMap(this.input, { title: this.spec.title, unitsTime: 'us', unitsLabel: 'us' }).svg;
+      return renderHeatMap(this.input, { title: this.spec.title, unitsTime: 'us', unitsLabel: 'us', drawAll: true }).svg;
     }
     let lo = LOG2_SLOTS;
     let hi = 0;
