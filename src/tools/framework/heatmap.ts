@@ -114,7 +114,8 @@ export class HeatMapWriter {
   render(): string | null {
     if (this.spec.kind === 'events') {
       if (this.input.count === 0) return null;
-      return renderHeatMap(this.input, { title: this.spec.title, unitsTime: 'us', unitsLabel: 'us', drawAll: true }).svg;
+      return renderHeatMap(this.input, { title: this.spec.title, unitsTime: 'us', unitsLabel: 'us', drawAll: true })
+        .svg;
     }
     let lo = LOG2_SLOTS;
     let hi = 0;
