@@ -55,6 +55,11 @@ export interface HeatMapOptions {
   accStats: boolean;
   /** Grid lines every 10 columns, with time labels and the minLat/maxLat labels. */
   grid: boolean;
+  /**
+   * Also draw the largest column and the top row (trace2heatmap.pl counts them but does not draw them; the tools'
+   * `--heatmap` draws every event). Not a trace2heatmap.pl option.
+   */
+  drawAll?: boolean;
 }
 
 export const DEFAULT_HEATMAP_OPTIONS: HeatMapOptions = {
@@ -420,8 +425,53 @@ export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions>
     maxCol: o.maxCol ?? Infinity,
     unit: o.unitsTime,
   });
-  const stepSec = o.stepSec;
+  const drawnRows = o.drawAll ? largestRow + 1 : largestRow;
+  const rangeLabels: string[] = [];
+  for (let l = 0; l < drawnRows; l++) {
+    rangeLabels.push(`${perlNum(minLat + l * stepLat)}-${perlNum(minLat + (l + 1) * stepLat)}${o.unitsLabel}`);
+  }
+  const svg = drawHeatMap(o, {
+    counts,
+    stride,
+    columns: o.drawAll ? largestCol + 1 : largestCol,
+    rows: drawnRows,
+    largestCount,
+    rangeLabels,
+    firstColumn: 0,
+    minLabel: perlNum(minLat) + o.unitsLabel,
+    maxLabel: (o.maxLat ? perlNum(o.maxLat) : input.largestLatencyText) + o.unitsLabel,
+  });
+  return { svg: svg.text, columns: largestCol + 1, rows: largestRow + 1, cells: svg.cells, largestCount };
+}
 
+/** What {@link drawHeatMap} draws: a grid of counts and its labels. */
+interface HeatMapGrid {
+  /** Column-major counts, `stride` rows a column. */
+  counts: Uint32Array | Float64Array;
+  stride: number;
+  /** Columns and rows drawn (from column 0 and row 0, bottom up). */
+  columns: number;
+  rows: number;
+  /** The count that gets the full colour. */
+  largestCount: number;
+  /** Each drawn row's range text for the hover (the unit included). */
+  rangeLabels: string[];
+  /** The index of column 0 in time steps (the hover and grid times count from it). */
+  firstColumn: number;
+  /** The grid's bottom and top latency labels (the unit included). */
+  minLabel: string;
+  maxLabel: string;
+}
+
+/**
+ * The SVG of a heat map grid with trace2heatmap.pl's geometry, colours, texts and hover script (see the module
+ * comment); options as {@link renderHeatMap}'s (`stepSec`: seconds per column, for the time labels).
+ */
+function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { text: string; cells: number } {
+  const { counts, stride, largestCount } = g;
+  const largestCol = g.columns;
+  const largestRow = g.rows;
+  const stepSec = o.stepSec;
   const fs = o.fontSize;
   const box = o.boxSize;
   const ypad1 = fs * 3;
@@ -458,9 +508,9 @@ export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions>
   text(black, fs, Math.trunc(width / 2), height - fs - 1, 'Time');
   text(black, fs, XPAD, height - 2.5 * fs, ' ', '', 'id="details"');
 
-  const unit = o.unitsLabel;
   let ytop = 0;
   let ybot = 0;
+  const first = g.firstColumn;
   if (o.grid) {
     ytop = height - (ypad2 + largestRow * box - box);
     ybot = height - ypad2 + box;
@@ -469,15 +519,12 @@ export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions>
     for (let s = 0; s < largestCol; s += 10) {
       const x = XPAD + s * box;
       line(x, ybot, x, ytop);
-      text('rgb(190,190,190)', fs, x, ybot + fs, `${perlNum(s * stepSec)}s`);
+      text('rgb(190,190,190)', fs, x, ybot + fs, `${perlNum((first + s) * stepSec)}s`);
     }
   }
 
-  // Latency range labels per row and the hover's JavaScript string quoting, computed once.
-  const rangeLabels: string[] = [];
-  for (let l = 0; l < largestRow; l++) {
-    rangeLabels.push(jsString(`${perlNum(minLat + l * stepLat)}-${perlNum(minLat + (l + 1) * stepLat)}${unit}`));
-  }
+  // The hover's JavaScript string quoting of the row labels, computed once.
+  const rangeLabels = g.rangeLabels.map(jsString);
   let cells = 0;
   for (let s = 0; s < largestCol; s++) {
     const base = s * stride;
@@ -486,8 +533,9 @@ export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions>
     if (total === 0) continue;
     let acc = 0;
     const x1 = XPAD + s * box;
-    let tr = perlNum(s * stepSec);
-    if (stepSec > 1) tr += `-${perlNum(s * stepSec - 1 + stepSec)}`;
+    const t = first + s;
+    let tr = perlNum(t * stepSec);
+    if (stepSec > 1) tr += `-${perlNum(t * stepSec - 1 + stepSec)}`;
     const timeLabel = jsString(tr);
     for (let l = 0; l < largestRow; l++) {
       const c = counts[base + l]!;
@@ -509,12 +557,64 @@ export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions>
   }
   if (o.grid) {
     const labelColor = 'rgb(60,60,60)';
-    text(labelColor, fs, XPAD + 5, ybot - fs + 4, escapeText(perlNum(minLat) + unit));
-    const maxText = o.maxLat ? perlNum(o.maxLat) : input.largestLatencyText;
-    text(labelColor, fs, XPAD + 5, ytop + fs + 4, escapeText(maxText + unit));
+    text(labelColor, fs, XPAD + 5, ybot - fs + 4, escapeText(g.minLabel));
+    text(labelColor, fs, XPAD + 5, ytop + fs + 4, escapeText(g.maxLabel));
   }
   out.push('</svg>\n');
-  return { svg: out.join(''), columns: largestCol + 1, rows: largestRow + 1, cells, largestCount };
+  return { text: out.join(''), cells };
+}
+
+/**
+ * Per-interval histograms as a heat map (`--heatmap` of the histogram tools, `bpfscope heatmap --hist`): one
+ * column per interval, one row per histogram bucket, bottom up in bucket order. Rows are the buckets themselves, so
+ * with log2 buckets the y axis is logarithmic: each row is labelled with its range as the histogram prints it (e.g.
+ * `64-127 usecs`), and the hover shows it. Unlike {@link renderHeatMap}, every column and row is drawn. Colours,
+ * geometry, texts and hover script are trace2heatmap.pl's (as renderHeatMap's).
+ */
+export interface HistHeatMap {
+  /** Row labels, bottom row first (the unit included, e.g. `64-127 usecs`). */
+  rows: string[];
+  /** Per column (interval, oldest first), the count of each row (length rows.length). */
+  columns: ArrayLike<number>[];
+  /** Index of the first column in intervals since the start (columns dropped before it: see the tools' bound). */
+  firstColumn?: number;
+}
+
+/**
+ * The heat map of `map` as an SVG document; `opts.stepSec` is the interval (seconds per column, default 1).
+ * Row-related options (minLat, maxLat, rows, stepLat, unitsLabel) do not apply: the rows are the buckets.
+ * @throws HeatMapError when there are no rows, no columns, more than MAX_ROWS rows or MAX_COLUMNS columns
+ */
+export function renderHistHeatMap(map: HistHeatMap, opts: Partial<HeatMapOptions> = {}): HeatMapResult {
+  const o: HeatMapOptions = { ...DEFAULT_HEATMAP_OPTIONS, ...opts };
+  checkHeatMapOptions(o);
+  const nRows = map.rows.length;
+  const nCols = map.columns.length;
+  if (nRows === 0 || nCols === 0) throw new HeatMapError('no histogram counts to draw');
+  if (nRows > MAX_ROWS) throw new HeatMapError(`Too many rows (>${MAX_ROWS})`);
+  if (nCols > MAX_COLUMNS) throw new HeatMapError(`Too many columns (>${MAX_COLUMNS})`);
+  const counts = new Float64Array(nCols * nRows);
+  let largestCount = 0;
+  map.columns.forEach((col, s) => {
+    if (col.length !== nRows) throw new HeatMapError(`column ${s} has ${col.length} rows, not ${nRows}`);
+    for (let l = 0; l < nRows; l++) {
+      const c = col[l]!;
+      counts[s * nRows + l] = c;
+      if (c > largestCount) largestCount = c;
+    }
+  });
+  const svg = drawHeatMap(o, {
+    counts,
+    stride: nRows,
+    columns: nCols,
+    rows: nRows,
+    largestCount,
+    rangeLabels: map.rows,
+    firstColumn: map.firstColumn ?? 0,
+    minLabel: map.rows[0]!,
+    maxLabel: map.rows[nRows - 1]!,
+  });
+  return { svg: svg.text, columns: nCols, rows: nRows, cells: svg.cells, largestCount };
 }
 
 /** Counts events into `counts` (column-major, `stride` rows a column); the largest column and cell count. */

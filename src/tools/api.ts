@@ -18,16 +18,21 @@ import { BpfscopeError } from '../errors.js';
 import { OutputSink } from '../runtime/output/sink.js';
 import type { BashLineRow } from './bashreadline.js';
 import type { BiolatencyInterval } from './biolatency.js';
+import type { BiosnoopRow } from './biosnoop.js';
 import type { CapCheckRow } from './capable.js';
+import type { CpudistInterval } from './cpudist.js';
 import type { ExecRow } from './execsnoop.js';
 import type { ExitRow } from './exitsnoop.js';
 import type { ParserSpec } from './framework/argparse.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
+import type { IrqInterval } from './framework/histmaps.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
+import type { FunclatencyInterval } from './funclatency.js';
 import type { LookupRow } from './gethostlatency.js';
 import type { KillRow } from './killsnoop.js';
 import type { OomKillRow } from './oomkill.js';
 import type { OpenRow } from './opensnoop.js';
+import type { RunqlatInterval } from './runqlat.js';
 import type { WaitRow } from './runqslower.js';
 import type { StackResult } from './stacktool.js';
 import type { StatRow } from './statsnoop.js';
@@ -41,16 +46,22 @@ import type { ThreadRow } from './threadsnoop.js';
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   bashreadline: () => import('./bashreadline.js'),
   biolatency: () => import('./biolatency.js'),
+  biosnoop: () => import('./biosnoop.js'),
   capable: () => import('./capable.js'),
+  cpudist: () => import('./cpudist.js'),
   execsnoop: () => import('./execsnoop.js'),
   exitsnoop: () => import('./exitsnoop.js'),
+  funclatency: () => import('./funclatency.js'),
   gethostlatency: () => import('./gethostlatency.js'),
+  hardirqs: () => import('./hardirqs.js'),
   killsnoop: () => import('./killsnoop.js'),
   offcputime: () => import('./offcputime.js'),
   oomkill: () => import('./oomkill.js'),
   opensnoop: () => import('./opensnoop.js'),
   profile: () => import('./profile.js'),
+  runqlat: () => import('./runqlat.js'),
   runqslower: () => import('./runqslower.js'),
+  softirqs: () => import('./softirqs.js'),
   statsnoop: () => import('./statsnoop.js'),
   syncsnoop: () => import('./syncsnoop.js'),
   tcpaccept: () => import('./tcpaccept.js'),
@@ -63,16 +74,22 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
 export interface ToolResults {
   bashreadline: BashLineRow;
   biolatency: BiolatencyInterval;
+  biosnoop: BiosnoopRow;
   capable: CapCheckRow;
+  cpudist: CpudistInterval;
   execsnoop: ExecRow;
   exitsnoop: ExitRow;
+  funclatency: FunclatencyInterval;
   gethostlatency: LookupRow;
+  hardirqs: IrqInterval;
   killsnoop: KillRow;
   offcputime: StackResult;
   oomkill: OomKillRow;
   opensnoop: OpenRow;
   profile: StackResult;
+  runqlat: RunqlatInterval;
   runqslower: WaitRow;
+  softirqs: IrqInterval;
   statsnoop: StatRow;
   syncsnoop: SyncRow;
   tcpaccept: AcceptRow;

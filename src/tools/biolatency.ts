@@ -13,10 +13,12 @@ import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { diskOption, diskNamer } from './framework/disk.js';
 import { formatLog2Hist, jsonLog2Hist, type Log2Bucket, log2Buckets, log2SlotsOf } from './framework/hist.js';
 import { log2Sections, log2Slots, pyJson, scalarValues } from './framework/histmaps.js';
+import type { HistInterval } from './framework/heatmap.js';
+import { runIntervals } from './framework/intervals.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { defineTool, runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 import { clockTime, dateTime, tracepointExists } from './framework/system.js';
 
 export const SPEC = {
@@ -79,8 +81,8 @@ export function buildProgram(o: BiolatencyOptions): string {
   return p;
 }
 
-/** One interval of biolatency (runTool's interval, `--json`'s object). */
-export interface BiolatencyInterval {
+/** One interval of biolatency (runTool's interval, `--json`'s object; the framework's {@link HistInterval}). */
+export interface BiolatencyInterval extends HistInterval {
   /** Wall-clock time at the end of the interval, HH:MM:SS (bcc's -T line). */
   time: string;
   /** `usecs` or `msecs` (-m): the unit of the buckets' bounds. */
@@ -173,7 +175,7 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
   };
   const program = buildProgram(o);
   const diskName = diskNamer('?');
-  return runProgram({
+  return runIntervals({
     tool: 'biolatency',
     program,
     writer,
@@ -181,19 +183,18 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
     onStarted: () => {
       if (!o.json) writer.line('Tracing block device I/O... Hit Ctrl-C to end.');
     },
-    onTick: (t) => {
-      const now = new Date();
-      writer.emit(readInterval(t, o, diskName, now), (i) => formatTick(i, o, now));
-      t.clearMap('dist');
-      if (o.extension) {
-        t.clearMap('ext_total');
-        t.clearMap('ext_count');
-      }
-    },
+    read: (t, now) => readInterval(t, o, diskName, now),
+    format: (i, now) => formatTick(i, o, now),
+    clear: o.extension ? ['dist', 'ext_total', 'ext_count'] : ['dist'],
   });
 }
 
-export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+export const TOOL = defineTool({
+  spec: SPEC,
+  results: 'intervals',
+  run,
+  heatmap: { kind: 'hist', title: 'Block I/O Latency Heat Map' },
+});
 
 /** `bpfscope biolatency [flags] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {

@@ -6,14 +6,14 @@
  * issue time and size, `block:block_rq_complete` ends the request. Requests are matched by (dev, sector); the
  * read/write column comes from the tracepoint's `rwbs` text (bcc's `get_rwflag_tp`).
  */
-import type { Parsed, ParserSpec } from './framework/argparse.js';
+import type { OptionsOf, ParserSpec } from './framework/argparse.js';
 import { diskOption, diskNamer } from './framework/disk.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, runProgram, toolMain } from './framework/runner.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'biosnoop',
   description: 'Trace block I/O',
   raw: true,
@@ -29,7 +29,7 @@ export const SPEC: ParserSpec = {
     { flags: ['-P', '--pattern'], kind: 'flag', help: 'display block I/O pattern (sequential or random)' },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** Event record fields, in order (the comm last). */
 export const FIELDS = [
@@ -73,13 +73,34 @@ export function header(o: { queue: boolean; pattern: boolean }): string {
   return `${h}${pyFormat('%7s', 'LAT(ms)')}\n`;
 }
 
-/** bcc's `print_event` for the event fields; `state.startUs` is bcc's `start_ts` (µs of the first event). */
-export function formatRow(
+/** One completed request (runTool's row, `--json`'s object): bcc's columns as data. */
+export interface BiosnoopRow {
+  /** bcc's TIME(s): seconds since the first event, with 6 decimals, as printed. */
+  time: string;
+  /** Completion time, CLOCK_MONOTONIC nanoseconds (bpftrace's nsecs). */
+  tsNs: bigint;
+  /** The submitting process (`?` and 0 when the request's start was not seen). */
+  comm: string;
+  pid: number;
+  disk: string;
+  rw: 'R' | 'W';
+  sector: bigint;
+  bytes: number;
+  /** -P: `S` sequential, `R` random, `?` the disk's first request. */
+  pattern?: 'S' | 'R' | '?';
+  /** -Q: time queued in the OS before issue, ns (0 when the start was not seen). */
+  queueNs?: bigint;
+  /** Issue to completion, ns (bcc's LAT(ms)). */
+  latencyNs: bigint;
+}
+
+/** One event's fields (see {@link FIELDS}) as a row; `state.startUs` is bcc's `start_ts` (µs of the first event). */
+export function decodeRow(
   f: string[],
   o: { queue: boolean; pattern: boolean },
   diskName: (dev: number) => string,
   state: { startUs: bigint },
-): string {
+): BiosnoopRow {
   const [tsText, issueText, startText, pidText, devText, sectorText, bytes, pattern, rwbs = '', comm = ''] = f;
   const tsNs = BigInt(tsText ?? '0');
   const issue = BigInt(issueText ?? '0');
@@ -89,27 +110,53 @@ export function formatRow(
   const tsUs = tsNs / 1000n;
   if (state.startUs === 0n) state.startUs = tsUs;
   const delta = tsUs - state.startUs;
-  const time = `${delta / 1000000n}.${(delta % 1000000n).toString().padStart(6, '0')}`;
-  const rw = rwbs.includes('W') ? 'W' : 'R';
-  let out = pyFormat(
-    '%-11s %-14.14s %-7s %-9s %-1s %-10s %-7s',
-    time,
-    known ? comm : '?',
-    known ? pidText! : '0',
-    diskName(known ? Number(devText) : 0),
-    rw,
-    known ? sectorText! : '0',
-    bytes!,
-  );
-  if (o.pattern) out += pyFormat('%-1s ', pattern === '1' ? 'S' : pattern === '2' ? 'R' : '?');
-  if (o.queue) out += pyFormat('%7.2f ', known ? Number(issue - ioStart) / 1e6 : 0);
-  return `${out}${pyFormat('%7.2f', Number(tsNs - issue) / 1e6)}\n`;
+  const row: BiosnoopRow = {
+    time: `${delta / 1000000n}.${(delta % 1000000n).toString().padStart(6, '0')}`,
+    tsNs,
+    comm: known ? comm : '?',
+    pid: known ? Number(pidText) : 0,
+    disk: diskName(known ? Number(devText) : 0),
+    rw: rwbs.includes('W') ? 'W' : 'R',
+    sector: known ? BigInt(sectorText ?? '0') : 0n,
+    bytes: Number(bytes),
+    latencyNs: tsNs - issue,
+  };
+  if (o.pattern) row.pattern = pattern === '1' ? 'S' : pattern === '2' ? 'R' : '?';
+  if (o.queue) row.queueNs = known ? issue - ioStart : 0n;
+  return row;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const dev = diskOption(a.disk as string | null, writer);
+/** bcc's `print_event` line of a row. */
+export function formatRowOf(r: BiosnoopRow): string {
+  let out = pyFormat(
+    '%-11s %-14.14s %-7s %-9s %-1s %-10s %-7s',
+    r.time,
+    r.comm,
+    String(r.pid),
+    r.disk,
+    r.rw,
+    String(r.sector),
+    String(r.bytes),
+  );
+  if (r.pattern !== undefined) out += pyFormat('%-1s ', r.pattern);
+  if (r.queueNs !== undefined) out += pyFormat('%7.2f ', Number(r.queueNs) / 1e6);
+  return `${out}${pyFormat('%7.2f', Number(r.latencyNs) / 1e6)}\n`;
+}
+
+/** bcc's `print_event` for the event fields (see {@link decodeRow}). */
+export function formatRow(
+  f: string[],
+  o: { queue: boolean; pattern: boolean },
+  diskName: (dev: number) => string,
+  state: { startUs: bigint },
+): string {
+  return formatRowOf(decodeRow(f, o, diskName, state));
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const dev = diskOption(a.disk, writer);
   if (dev === undefined) return 1;
-  const o = { queue: a.queue as boolean, pattern: a.pattern as boolean };
+  const o = { queue: a.queue, pattern: a.pattern };
   const program = buildProgram({ dev, pattern: o.pattern });
   const diskName = diskNamer('<unknown>');
   const state = { startUs: 0n };
@@ -119,11 +166,22 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     writer,
     fieldCount: FIELDS.length,
     onStarted: () => writer.write(header(o)),
-    onEvent: (f) => writer.write(formatRow(f, o, diskName, state)),
+    onEvent: (f) => writer.emit(decodeRow(f, o, diskName, state), formatRowOf),
   });
 }
 
+export const TOOL = defineTool({
+  spec: SPEC,
+  results: 'rows',
+  run,
+  heatmap: {
+    kind: 'events',
+    title: 'Block I/O Latency Heat Map',
+    point: (r: BiosnoopRow) => ({ timeUs: Number(r.tsNs / 1000n), latencyUs: Number(r.latencyNs / 1000n) }),
+  },
+});
+
 /** `bpfscope biosnoop [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -8,16 +8,24 @@
  * in runqlat.ts; an unknown thread counts as its own process.
  */
 import type { Tracer } from '../runtime/tracer.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
-import { formatLog2Hist, formatSectionedLog2Hist } from './framework/hist.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
+import type { HistInterval } from './framework/heatmap.js';
+import {
+  formatLog2Hist,
+  formatSectionedLog2Hist,
+  type Log2Bucket,
+  log2Buckets,
+  log2SlotsOf,
+} from './framework/hist.js';
 import { log2Sections, log2Slots, scalarValues } from './framework/histmaps.js';
+import { runIntervals } from './framework/intervals.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 import { clockTime, readComm } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'cpudist',
   description: 'Summarize on- and off-CPU time per task as a histogram.',
   raw: true,
@@ -46,7 +54,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 99999999 },
     { name: 'count', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface CpudistOptions {
   offcpu: boolean;
@@ -113,65 +121,118 @@ export function buildProgram(o: CpudistOptions): string {
   return p;
 }
 
-/** bcc's `pid_to_comm`: `"<pid> <contents of /proc/PID/comm>"` (newline included, as bcc prints it), or the pid. */
-export function pidToComm(pid: bigint | string): string {
-  const comm = readComm(Number(pid));
-  return comm === null ? String(pid) : `${pid} ${comm}`;
+/** The task name of a process or thread, from /proc (without its newline), or null when it is gone. */
+export function commOf(id: number): string | null {
+  const comm = readComm(id);
+  return comm === null ? null : comm.replace(/\n$/, '');
 }
 
-/** One interval's text: a blank line, the time with -T, the histogram(s), the -e summary. */
-export function formatInterval(
+/** One interval of cpudist (runTool's interval, `--json`'s object; the framework's {@link HistInterval}). */
+export interface CpudistInterval extends HistInterval {
+  /** Wall-clock time at the end of the interval, HH:MM:SS (bcc's -T line). */
+  time: string;
+  /** `usecs` or `msecs` (-m): the unit of the buckets' bounds. */
+  unit: 'usecs' | 'msecs';
+  /**
+   * One histogram, or with -P one per process (`pid`), with -L one per thread (`tid`), in ID order; `comm` is its
+   * name from /proc when the interval was read (null: gone).
+   */
+  histograms: { pid?: number; tid?: number; comm?: string | null; buckets: Log2Bucket[] }[];
+  /** -e: the total and count of the interval's times (null without -e, or when there were none). */
+  extension: { total: bigint; count: bigint } | null;
+}
+
+/** Read one interval from the maps; `comm` names a section's process or thread. */
+export function readInterval(
   t: Pick<Tracer, 'readMap'>,
-  o: CpudistOptions & { timestamp: boolean },
-  sectionLabel: (pid: bigint | string) => string = pidToComm,
-): string {
-  const label = o.milliseconds ? 'msecs' : 'usecs';
-  let out = '\n';
-  if (o.timestamp) out += pyFormat('%-8s\n', clockTime());
+  o: CpudistOptions,
+  now: Date = new Date(),
+  comm: (id: number) => string | null = commOf,
+): CpudistInterval {
   const dist = t.readMap('dist');
-  if (o.pids || o.tids) {
-    out += formatSectionedLog2Hist(log2Sections(dist, sectionLabel), o.tids ? 'tid' : 'pid', label);
-  } else out += formatLog2Hist(log2Slots(dist), label);
+  const histograms: CpudistInterval['histograms'] =
+    o.pids || o.tids
+      ? log2Sections(dist, String).map((s) => {
+          const id = Number(s.label);
+          return { [o.tids ? 'tid' : 'pid']: id, comm: comm(id), buckets: log2Buckets(s.vals) };
+        })
+      : [{ buckets: log2Buckets(log2Slots(dist)) }];
+  let extension: CpudistInterval['extension'] = null;
   if (o.extension) {
     const total = scalarValues(t.readMap('ext_total'))[0]?.value ?? 0n;
     const count = scalarValues(t.readMap('ext_count'))[0]?.value ?? 0n;
-    if (count > 0n) {
-      out += `${pyFormat('\navg = %ld %s, total: %ld %s, count: %ld\n', total / count, label, total, label, count)}\n`;
-    }
+    if (count > 0n) extension = { total, count };
+  }
+  return { time: clockTime(now), unit: o.milliseconds ? 'msecs' : 'usecs', histograms, extension };
+}
+
+/**
+ * What one interval prints: a blank line, the time with -T, the histogram(s) (sections labelled as bcc's
+ * `pid_to_comm`: `<pid> <comm>` with the comm's newline, or the bare ID), the -e summary.
+ */
+export function formatTick(i: CpudistInterval, o: { timestamp: boolean }): string {
+  const label = i.unit;
+  let out = '\n';
+  if (o.timestamp) out += pyFormat('%-8s\n', i.time);
+  const first = i.histograms[0];
+  if (first && (first.pid !== undefined || first.tid !== undefined)) {
+    const sections = i.histograms.map((h) => {
+      const id = h.pid ?? h.tid;
+      return {
+        label: h.comm === null || h.comm === undefined ? String(id) : `${id} ${h.comm}\n`,
+        vals: log2SlotsOf(h.buckets),
+      };
+    });
+    out += formatSectionedLog2Hist(sections, first.tid !== undefined ? 'tid' : 'pid', label);
+  } else if (first) out += formatLog2Hist(log2SlotsOf(first.buckets), label);
+  if (i.extension) {
+    const { total, count } = i.extension;
+    out += `${pyFormat('\navg = %ld %s, total: %ld %s, count: %ld\n', total / count, label, total, label, count)}\n`;
   }
   return out;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+/** One interval's text from the maps (see {@link formatTick}). */
+export function formatInterval(
+  t: Pick<Tracer, 'readMap'>,
+  o: CpudistOptions & { timestamp: boolean },
+  comm: (id: number) => string | null = commOf,
+): string {
+  return formatTick(readInterval(t, o, new Date(), comm), o);
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const o = {
-    offcpu: a.offcpu as boolean,
-    milliseconds: a.milliseconds as boolean,
-    pids: a.pids as boolean,
-    tids: a.tids as boolean,
-    pid: a.pid as number | null,
-    includeIdle: a.include_idle as boolean,
-    extension: a.extension as boolean,
-    timestamp: a.timestamp as boolean,
+    offcpu: a.offcpu,
+    milliseconds: a.milliseconds,
+    pids: a.pids,
+    tids: a.tids,
+    pid: a.pid,
+    includeIdle: a.include_idle,
+    extension: a.extension,
+    timestamp: a.timestamp,
   };
   const program = buildProgram(o);
-  return runProgram({
+  return runIntervals({
     tool: 'cpudist',
     program,
     writer,
-    interval: { seconds: a.interval as number, count: a.count as number },
+    interval: { seconds: a.interval, count: a.count },
     onStarted: () => writer.line(`Tracing ${o.offcpu ? 'off' : 'on'}-CPU time... Hit Ctrl-C to end.`),
-    onTick: (t) => {
-      writer.write(formatInterval(t, o));
-      t.clearMap('dist');
-      if (o.extension) {
-        t.clearMap('ext_total');
-        t.clearMap('ext_count');
-      }
-    },
+    read: (t, now) => readInterval(t, o, now),
+    format: (i) => formatTick(i, o),
+    clear: o.extension ? ['dist', 'ext_total', 'ext_count'] : ['dist'],
   });
 }
 
+export const TOOL = defineTool({
+  spec: SPEC,
+  results: 'intervals',
+  run,
+  heatmap: { kind: 'hist', title: 'CPU Time Heat Map' },
+});
+
 /** `bpfscope cpudist [flags] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -7,18 +7,30 @@
  *
  * Not supported: `-l LEVEL` (nested calls need a per-thread stack of start times); it exits with one sentence.
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { intervalOf, intervalPrefix, resolveTargets, type Targets, tracingLine } from './framework/functool.js';
-import { bccLog2Slots, formatLog2Hist, formatSectionedLog2Hist, type HistSection } from './framework/hist.js';
+import type { HistInterval } from './framework/heatmap.js';
+import {
+  bccLog2Slots,
+  formatLog2Hist,
+  formatSectionedLog2Hist,
+  type HistSection,
+  type Log2Bucket,
+  log2Buckets,
+  log2SlotsOf,
+} from './framework/hist.js';
 import { keyPart, log2Slots, scalarValues } from './framework/histmaps.js';
+import { runIntervals } from './framework/intervals.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { findLibrary, ProbeSpecError, returnSpec, toAttachPoint } from './framework/probespec.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { defineTool, toolMain, unsupported } from './framework/runner.js';
+import { clockTime } from './framework/system.js';
+import type { Tracer } from '../runtime/tracer.js';
 import type { MapDump } from '../runtime/output/model.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'funclatency',
   description: 'Time functions and print latency as a histogram',
   raw: true,
@@ -57,7 +69,7 @@ export const SPEC: ParserSpec = {
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
   positionals: [{ name: 'pattern', help: 'search expression for functions', required: true }],
-};
+} as const satisfies ParserSpec;
 
 export interface FunclatencyOptions {
   pid?: number | null;
@@ -94,16 +106,20 @@ export function buildProgram(t: Targets, o: FunclatencyOptions): string {
   return p;
 }
 
-/** `-F` / keyed sections: `NAME [PID]` for user functions, `NAME` for kernel ones; sorted by name, then pid. */
-export function sections(dist: MapDump): HistSection[] {
+/** The rows of a keyed `@dist[func(, pid)]` map, sorted by name, then pid. */
+function keyedRows(dist: MapDump): { name: string; pid: bigint | null; vals: bigint[] }[] {
   const rows: { name: string; pid: bigint | null; vals: bigint[] }[] = [];
   for (const e of dist.entries) {
     if (e.value.kind !== 'hist') continue;
     const pid = e.key.length > 1 ? (keyPart(e.key[1]) as bigint) : null;
     rows.push({ name: String(keyPart(e.key[0])), pid, vals: bccLog2Slots(e.value.buckets) });
   }
-  rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : Number((a.pid ?? 0n) - (b.pid ?? 0n))));
-  return rows.map((r) => ({ label: r.pid === null ? r.name : `${r.name} [${r.pid}]`, vals: r.vals }));
+  return rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : Number((a.pid ?? 0n) - (b.pid ?? 0n))));
+}
+
+/** `-F` / keyed sections: `NAME [PID]` for user functions, `NAME` for kernel ones; sorted by name, then pid. */
+export function sections(dist: MapDump): HistSection[] {
+  return keyedRows(dist).map((r) => ({ label: r.pid === null ? r.name : `${r.name} [${r.pid}]`, vals: r.vals }));
 }
 
 /** bcc's `avg = A UNIT, total: T UNIT, count: C` paragraph from the ns total (empty when nothing was timed). */
@@ -120,8 +136,63 @@ export function averageLine(totalNs: bigint, count: bigint, unit: FunclatencyOpt
   );
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const pattern = a.pattern as string;
+/** One interval of funclatency (runTool's interval, `--json`'s object; the framework's {@link HistInterval}). */
+export interface FunclatencyInterval extends HistInterval {
+  /** Wall-clock time at the end of the interval, HH:MM:SS (bcc's -T line). */
+  time: string;
+  unit: FunclatencyOptions['unit'];
+  /**
+   * One histogram, or one per function (`function`; and `pid` for user functions without -p) when keyed (-F,
+   * or user functions without -p), in name then PID order.
+   */
+  histograms: { function?: string; pid?: number; buckets: Log2Bucket[] }[];
+  /** The interval's calls and their total time in nanoseconds. */
+  count: bigint;
+  totalNs: bigint;
+}
+
+/** Read one interval from the maps (`perFunction`: the histogram is keyed by function). */
+export function readInterval(
+  t: Pick<Tracer, 'readMap'>,
+  o: Pick<FunclatencyOptions, 'unit' | 'perFunction'>,
+  now: Date = new Date(),
+): FunclatencyInterval {
+  const dist = t.readMap('dist');
+  let histograms: FunclatencyInterval['histograms'];
+  if (o.perFunction) {
+    histograms = keyedRows(dist).map((r) => ({
+      function: r.name,
+      ...(r.pid !== null ? { pid: Number(r.pid) } : {}),
+      buckets: log2Buckets(r.vals),
+    }));
+  } else histograms = [{ buckets: log2Buckets(log2Slots(dist)) }];
+  const totalNs = scalarValues(t.readMap('total'))[0]?.value ?? 0n;
+  const count = scalarValues(t.readMap('count'))[0]?.value ?? 0n;
+  return { time: clockTime(now), unit: o.unit, histograms, count, totalNs };
+}
+
+/** What one interval prints (bcc's loop body); `last` adds "Detaching...". */
+export function formatTick(
+  i: FunclatencyInterval,
+  o: { timestamp: boolean; perFunction: boolean },
+  now: Date,
+  last: boolean,
+): string {
+  let out = intervalPrefix(o.timestamp, now);
+  if (o.perFunction) {
+    const secs = i.histograms.map((h) => ({
+      label: h.pid === undefined ? h.function! : `${h.function!} [${h.pid}]`,
+      vals: log2SlotsOf(h.buckets),
+    }));
+    out += formatSectionedLog2Hist(secs, 'Function', i.unit);
+  } else out += formatLog2Hist(log2SlotsOf(i.histograms[0]?.buckets ?? []), i.unit);
+  out += averageLine(i.totalNs, i.count, i.unit);
+  if (last) out += 'Detaching...\n';
+  return out;
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const pattern = a.pattern ?? '';
   const parts = pattern.split(':');
   if (parts.length > 2) {
     writer.line(`Error: unrecognized pattern format '${pattern}'`);
@@ -131,12 +202,12 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     writer.line(`Error: can't resolve library ${parts[0]}`);
     return 1;
   }
-  if (a.level !== null && (a.level as number) > 1) {
+  if (a.level !== null && a.level > 1) {
     throw unsupported('funclatency: -l (nested or recursive levels) is not supported by bpfscope yet');
   }
   let t: Targets;
   try {
-    t = resolveTargets(pattern, { regexp: a.regexp as boolean });
+    t = resolveTargets(pattern, { regexp: a.regexp });
   } catch (e) {
     if (!(e instanceof ProbeSpecError)) throw e;
     writer.line(`Error: ${e.message}`);
@@ -147,36 +218,32 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     return 1;
   }
   const unit = a.milliseconds ? 'msecs' : a.microseconds ? 'usecs' : 'nsecs';
-  const perFunction = needKey(t, { function: a.function as boolean, pid: a.pid as number | null });
-  const program = buildProgram(t, { pid: a.pid as number | null, unit, perFunction });
-  if (a.verbose || a.ebpf) {
-    writer.write(program);
-    if (a.ebpf) return 0;
-  }
-  return runProgram({
+  const perFunction = needKey(t, { function: a.function, pid: a.pid });
+  const program = buildProgram(t, { pid: a.pid, unit, perFunction });
+  // --ebpf: the framework prints the program (runProgram); -v prints it before running.
+  if (a.verbose && !a.ebpf) writer.write(program);
+  const o = { unit, perFunction, timestamp: a.timestamp } as const;
+  return runIntervals({
     tool: 'funclatency',
     program,
     writer,
-    interval: { seconds: intervalOf(a.interval as number | null, a.duration as number | null) },
-    durationSec: a.duration as number | null,
+    interval: { seconds: intervalOf(a.interval, a.duration) },
+    durationSec: a.duration,
     onStarted: () => writer.write(tracingLine(t.names.length, pattern)),
-    onTick: (tracer, last) => {
-      let out = intervalPrefix(a.timestamp as boolean);
-      const dist = tracer.readMap('dist');
-      out += perFunction
-        ? formatSectionedLog2Hist(sections(dist), 'Function', unit)
-        : formatLog2Hist(log2Slots(dist), unit);
-      const total = scalarValues(tracer.readMap('total'))[0]?.value ?? 0n;
-      const count = scalarValues(tracer.readMap('count'))[0]?.value ?? 0n;
-      out += averageLine(total, count, unit);
-      writer.write(out);
-      if (last) writer.line('Detaching...');
-      else for (const m of ['dist', 'total', 'count']) tracer.clearMap(m);
-    },
+    read: (tracer, now) => readInterval(tracer, o, now),
+    format: (i, now, last) => formatTick(i, o, now, last),
+    clear: ['dist', 'total', 'count'],
   });
 }
 
+export const TOOL = defineTool({
+  spec: SPEC,
+  results: 'intervals',
+  run,
+  heatmap: { kind: 'hist', title: 'Function Latency Heat Map' },
+});
+
 /** `bpfscope funclatency [flags] pattern`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -6,13 +6,14 @@
  * return IRQ_NONE are not counted. Names are bcc's 32-byte buffer (at most 31 characters).
  */
 import type { Tracer } from '../runtime/tracer.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
-import { formatIrqInterval } from './framework/histmaps.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
+import { formatIrqInterval, formatIrqTick, type IrqReport, readIrqInterval } from './framework/histmaps.js';
+import { runIntervals } from './framework/intervals.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'hardirqs',
   description: 'Summarize hard irq event time as histograms',
   raw: true,
@@ -35,7 +36,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 99999999 },
     { name: 'outputs', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface HardirqsOptions {
   count: boolean;
@@ -72,9 +73,9 @@ export function buildProgram(o: HardirqsOptions): string {
   return p;
 }
 
-/** One interval's text (bcc's loop body after the sleep). */
-export function formatInterval(t: Pick<Tracer, 'readMap'>, o: HardirqsOptions & { timestamp: boolean }): string {
-  return formatIrqInterval(t.readMap('dist'), {
+/** How hardirqs reads and prints an interval (bcc's table or `hardirq = NAME` histograms). */
+function report(o: HardirqsOptions & { timestamp: boolean }): IrqReport {
+  return {
     heading: 'HARDIRQ',
     section: 'hardirq',
     width: 26,
@@ -82,39 +83,55 @@ export function formatInterval(t: Pick<Tracer, 'readMap'>, o: HardirqsOptions & 
     ...unit(o),
     dist: o.dist,
     timestamp: o.timestamp,
-  });
+  };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+/** One interval's text (bcc's loop body after the sleep). */
+export function formatInterval(t: Pick<Tracer, 'readMap'>, o: HardirqsOptions & { timestamp: boolean }): string {
+  return formatIrqInterval(t.readMap('dist'), report(o));
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const o = {
-    count: a.count as boolean,
-    dist: a.dist as boolean,
-    nanoseconds: a.nanoseconds as boolean,
-    cpu: a.cpu as number | null,
-    timestamp: a.timestamp as boolean,
+    count: a.count,
+    dist: a.dist,
+    nanoseconds: a.nanoseconds,
+    cpu: a.cpu,
+    timestamp: a.timestamp,
   };
   if (o.count && (o.dist || o.nanoseconds)) {
     writer.line("The --count option can't be used with time-based options");
     return 0;
   }
   const program = buildProgram(o);
-  return runProgram({
+  const r = report(o);
+  return runIntervals({
     tool: 'hardirqs',
     program,
     writer,
-    interval: { seconds: a.interval as number, count: a.outputs as number },
+    interval: { seconds: a.interval, count: a.outputs },
     onStarted: () =>
       writer.line(
         o.count ? 'Tracing hard irq events... Hit Ctrl-C to end.' : 'Tracing hard irq event time... Hit Ctrl-C to end.',
       ),
-    onTick: (t) => {
-      writer.write(formatInterval(t, o));
-      t.clearMap('dist');
-    },
+    read: (t, now) => readIrqInterval(t.readMap('dist'), r, now),
+    format: (i) => formatIrqTick(i, r),
+    clear: ['dist'],
   });
 }
 
+export const TOOL = defineTool({
+  spec: SPEC,
+  results: 'intervals',
+  run,
+  heatmap: {
+    kind: 'hist',
+    title: 'Hard IRQ Time Heat Map',
+    refuse: (a) => (a.dist ? null : '--heatmap draws the -d histograms: add -d'),
+  },
+});
+
 /** `bpfscope hardirqs [flags] [interval] [outputs]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

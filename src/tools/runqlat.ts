@@ -11,16 +11,24 @@
  * (task_struct dereference) and is not supported.
  */
 import type { Tracer } from '../runtime/tracer.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
-import { formatLog2Hist, formatSectionedLog2Hist } from './framework/hist.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
+import type { HistInterval } from './framework/heatmap.js';
+import {
+  formatLog2Hist,
+  formatSectionedLog2Hist,
+  type Log2Bucket,
+  log2Buckets,
+  log2SlotsOf,
+} from './framework/hist.js';
 import { log2Sections, log2Slots } from './framework/histmaps.js';
+import { runIntervals } from './framework/intervals.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { defineTool, toolMain, unsupported } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'runqlat',
   description: 'Summarize run queue (scheduler) latency as a histogram',
   raw: true,
@@ -44,7 +52,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 99999999 },
     { name: 'count', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 /**
  * sched_switch's `prev_state` for a task that is still runnable: 0 (TASK_RUNNING) or TASK_REPORT_MAX (0x100 on
@@ -89,46 +97,74 @@ export function buildProgram(o: RunqlatOptions): string {
   return p;
 }
 
-/** One interval's text: a blank line, the time with -T, the histogram(s). */
-export function formatInterval(t: Pick<Tracer, 'readMap'>, o: RunqlatOptions & { timestamp: boolean }): string {
-  const label = o.milliseconds ? 'msecs' : 'usecs';
-  let out = '\n';
-  if (o.timestamp) out += pyFormat('%-8s\n', clockTime());
+/** One interval of runqlat (runTool's interval, `--json`'s object; the framework's {@link HistInterval}). */
+export interface RunqlatInterval extends HistInterval {
+  /** Wall-clock time at the end of the interval, HH:MM:SS (bcc's -T line). */
+  time: string;
+  /** `usecs` or `msecs` (-m): the unit of the buckets' bounds. */
+  unit: 'usecs' | 'msecs';
+  /** One histogram, or with -P one per process (`pid`), with -L one per thread (`tid`), in ID order. */
+  histograms: { pid?: number; tid?: number; buckets: Log2Bucket[] }[];
+}
+
+/** Read one interval from the maps (bcc's loop body after the sleep). */
+export function readInterval(t: Pick<Tracer, 'readMap'>, o: RunqlatOptions, now: Date = new Date()): RunqlatInterval {
   const dist = t.readMap('dist');
-  if (o.pids || o.tids) {
-    out += formatSectionedLog2Hist(log2Sections(dist, String), o.tids ? 'tid' : 'pid', label);
-  } else out += formatLog2Hist(log2Slots(dist), label);
+  const histograms: RunqlatInterval['histograms'] =
+    o.pids || o.tids
+      ? log2Sections(dist, String).map((s) => ({
+          [o.tids ? 'tid' : 'pid']: Number(s.label),
+          buckets: log2Buckets(s.vals),
+        }))
+      : [{ buckets: log2Buckets(log2Slots(dist)) }];
+  return { time: clockTime(now), unit: o.milliseconds ? 'msecs' : 'usecs', histograms };
+}
+
+/** What one interval prints: a blank line, the time with -T, the histogram(s). */
+export function formatTick(i: RunqlatInterval, o: { timestamp: boolean }): string {
+  let out = '\n';
+  if (o.timestamp) out += pyFormat('%-8s\n', i.time);
+  const first = i.histograms[0];
+  if (first && (first.pid !== undefined || first.tid !== undefined)) {
+    const sections = i.histograms.map((h) => ({ label: String(h.pid ?? h.tid), vals: log2SlotsOf(h.buckets) }));
+    out += formatSectionedLog2Hist(sections, first.tid !== undefined ? 'tid' : 'pid', i.unit);
+  } else if (first) out += formatLog2Hist(log2SlotsOf(first.buckets), i.unit);
   return out;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+/** One interval's text from the maps. */
+export function formatInterval(t: Pick<Tracer, 'readMap'>, o: RunqlatOptions & { timestamp: boolean }): string {
+  return formatTick(readInterval(t, o), o);
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   if (a.pidnss) {
     throw unsupported(
       "runqlat: --pidnss needs each task's PID namespace (task_struct->thread_pid->numbers[level].ns), and bpfscope's language cannot dereference kernel structs yet",
     );
   }
-  const o = {
-    milliseconds: a.milliseconds as boolean,
-    pids: a.pids as boolean,
-    tids: a.tids as boolean,
-    pid: a.pid as number | null,
-    timestamp: a.timestamp as boolean,
-  };
+  const o = { milliseconds: a.milliseconds, pids: a.pids, tids: a.tids, pid: a.pid, timestamp: a.timestamp };
   const program = buildProgram(o);
-  return runProgram({
+  return runIntervals({
     tool: 'runqlat',
     program,
     writer,
-    interval: { seconds: a.interval as number, count: a.count as number },
+    interval: { seconds: a.interval, count: a.count },
     onStarted: () => writer.line('Tracing run queue latency... Hit Ctrl-C to end.'),
-    onTick: (t) => {
-      writer.write(formatInterval(t, o));
-      t.clearMap('dist');
-    },
+    read: (t, now) => readInterval(t, o, now),
+    format: (i) => formatTick(i, o),
+    clear: ['dist'],
   });
 }
 
+export const TOOL = defineTool({
+  spec: SPEC,
+  results: 'intervals',
+  run,
+  heatmap: { kind: 'hist', title: 'Run Queue Latency Heat Map' },
+});
+
 /** `bpfscope runqlat [flags] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

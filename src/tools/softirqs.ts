@@ -5,13 +5,14 @@
  * tracepoints, `irq:softirq_entry` and `irq:softirq_exit`, keyed like bcc by (thread, CPU).
  */
 import type { Tracer } from '../runtime/tracer.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
-import { formatIrqInterval } from './framework/histmaps.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
+import { formatIrqInterval, formatIrqTick, type IrqReport, readIrqInterval } from './framework/histmaps.js';
+import { runIntervals } from './framework/intervals.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'softirqs',
   description: 'Summarize soft irq event time as histograms.',
   raw: true,
@@ -35,7 +36,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 99999999 },
     { name: 'count', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** The kernel's softirq_to_name[] (kernel/softirq.c), as bcc's vec_to_name. */
 export const SOFTIRQ_NAMES = [
@@ -82,9 +83,9 @@ export function buildProgram(o: SoftirqsOptions): string {
   return p;
 }
 
-/** One interval's text (bcc's loop body after the sleep). */
-export function formatInterval(t: Pick<Tracer, 'readMap'>, o: SoftirqsOptions & { timestamp: boolean }): string {
-  return formatIrqInterval(t.readMap('dist'), {
+/** How softirqs reads and prints an interval (bcc's table or `softirq = NAME` histograms). */
+function report(o: SoftirqsOptions & { timestamp: boolean }): IrqReport {
+  return {
     heading: 'SOFTIRQ',
     section: 'softirq',
     width: 16,
@@ -92,41 +93,57 @@ export function formatInterval(t: Pick<Tracer, 'readMap'>, o: SoftirqsOptions & 
     ...unit(o),
     dist: o.dist,
     timestamp: o.timestamp,
-  });
+  };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+/** One interval's text (bcc's loop body after the sleep). */
+export function formatInterval(t: Pick<Tracer, 'readMap'>, o: SoftirqsOptions & { timestamp: boolean }): string {
+  return formatIrqInterval(t.readMap('dist'), report(o));
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const o = {
-    events: a.events as boolean,
-    dist: a.dist as boolean,
-    nanoseconds: a.nanoseconds as boolean,
-    cpu: a.cpu as number | null,
-    timestamp: a.timestamp as boolean,
+    events: a.events,
+    dist: a.dist,
+    nanoseconds: a.nanoseconds,
+    cpu: a.cpu,
+    timestamp: a.timestamp,
   };
   if (o.events && (o.dist || o.nanoseconds)) {
     writer.line("The --events option can't be used with time-based options");
     return 0;
   }
   const program = buildProgram(o);
-  return runProgram({
+  const r = report(o);
+  return runIntervals({
     tool: 'softirqs',
     program,
     writer,
-    interval: { seconds: a.interval as number, count: a.count as number },
+    interval: { seconds: a.interval, count: a.count },
     onStarted: () =>
       writer.line(
         o.events
           ? 'Tracing soft irq events... Hit Ctrl-C to end.'
           : 'Tracing soft irq event time... Hit Ctrl-C to end.',
       ),
-    onTick: (t) => {
-      writer.write(formatInterval(t, o));
-      t.clearMap('dist');
-    },
+    read: (t, now) => readIrqInterval(t.readMap('dist'), r, now),
+    format: (i) => formatIrqTick(i, r),
+    clear: ['dist'],
   });
 }
 
+export const TOOL = defineTool({
+  spec: SPEC,
+  results: 'intervals',
+  run,
+  heatmap: {
+    kind: 'hist',
+    title: 'Soft IRQ Time Heat Map',
+    refuse: (a) => (a.dist ? null : '--heatmap draws the -d histograms: add -d'),
+  },
+});
+
 /** `bpfscope softirqs [flags] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { renderFlameGraph } from '../../src/flame/flamegraph.js';
-import { HeatMapInput, renderHeatMap } from '../../src/flame/heatmap.js';
+import { HeatMapInput, renderHeatMap, renderHistHeatMap } from '../../src/flame/heatmap.js';
 import { fixture, readLines, svgFrames } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -264,5 +264,26 @@ describe('flame graph SVG in headless chromium', { skip }, () => {
     await page.goto(pathToFileURL(heatPath).href);
     await page.hover('rect[x="18.0"][y="52"]');
     assert.equal(await details(), 'time 1s, range 50-75, count: 1, colpct: 50%');
+  });
+
+  it('histogram heat map (--heatmap of the tools): hover shows the interval, the bucket range and counts', async () => {
+    const heatPath = join(dir, 'hist-heatmap.svg');
+    const map = {
+      rows: ['0-1 usecs', '2-3 usecs', '4-7 usecs'],
+      columns: [
+        [1, 0, 3],
+        [0, 2, 0],
+      ],
+    };
+    writeFileSync(heatPath, renderHistHeatMap(map, { stepSec: 1 }).svg);
+    await page.goto(pathToFileURL(heatPath).href);
+    const details = () => page.evaluate(() => document.getElementById('details')!.textContent);
+    // Height 3 rows * 8 + 36 + 54 = 114; row l at y = 114 - (54 + 8 l); column s at x = 10 + 8 s.
+    await page.hover('rect[x="10.0"][y="44"]');
+    assert.equal(await details(), 'time 0s, range 4-7 usecs, count: 3, colpct: 75%');
+    await page.hover('rect[x="18.0"][y="52"]');
+    assert.equal(await details(), 'time 1s, range 2-3 usecs, count: 2, colpct: 100%');
+    await page.mouse.move(400, 5);
+    assert.equal(await details(), ' ');
   });
 });

@@ -3,7 +3,16 @@
  * `BPF_HISTOGRAM`) and plain per-key values (counts and sums).
  */
 import type { AggValue, MapDump, Value } from '../../runtime/output/model.js';
-import { bccLog2Slots, formatSectionedLog2Hist, type HistSection, LOG2_SLOTS } from './hist.js';
+import type { HistInterval } from './heatmap.js';
+import {
+  bccLog2Slots,
+  formatSectionedLog2Hist,
+  type HistSection,
+  LOG2_SLOTS,
+  type Log2Bucket,
+  log2Buckets,
+  log2SlotsOf,
+} from './hist.js';
 import { pyFormat } from './pyformat.js';
 import { clockTime } from './system.js';
 
@@ -105,12 +114,49 @@ export interface IrqReport {
 
 /** One interval's text of an irq-style tool, as bcc prints it after each sleep. */
 export function formatIrqInterval(dist: MapDump, r: IrqReport): string {
-  let out = '\n';
-  if (r.timestamp) out += pyFormat('%-8s\n', clockTime());
-  if (r.dist) return out + formatSectionedLog2Hist(log2Sections(dist, r.keyName), r.section, r.label);
-  out += `${pyFormat(`%-${r.width}s %11s`, r.heading, `TOTAL_${r.label}`)}\n`;
-  for (const row of byValueDesc(scalarValues(dist))) {
-    out += `${pyFormat(`%-${r.width}s %11d`, r.keyName(row.key), row.value / BigInt(r.factor))}\n`;
+  return formatIrqTick(readIrqInterval(dist, r), r);
+}
+
+/**
+ * One interval of an irq-style tool (hardirqs, softirqs; runTool's interval, `--json`'s object): with `-d` one
+ * histogram per handler (`name`, in name order), otherwise the totals table (`totals`, largest first, in `unit`:
+ * `usecs`, `nsecs`, or `count` with -C).
+ */
+export interface IrqInterval extends HistInterval {
+  time: string;
+  unit: 'usecs' | 'nsecs' | 'count';
+  /** -d: one log2 histogram per handler; empty without -d. */
+  histograms: { name: string; buckets: Log2Bucket[] }[];
+  /** Without -d: each handler's total time (in `unit`) or count, largest first; empty with -d. */
+  totals: { name: string; value: bigint }[];
+}
+
+/** Read one interval of an irq-style tool from its `@dist` map (`r.timestamp` does not apply). */
+export function readIrqInterval(dist: MapDump, r: Omit<IrqReport, 'timestamp'>, now: Date = new Date()): IrqInterval {
+  const unit = r.label as IrqInterval['unit'];
+  if (r.dist) {
+    const histograms = log2Sections(dist, r.keyName).map((s) => ({ name: s.label, buckets: log2Buckets(s.vals) }));
+    return { time: clockTime(now), unit, histograms, totals: [] };
   }
+  const totals = byValueDesc(scalarValues(dist)).map((row) => ({
+    name: r.keyName(row.key),
+    value: row.value / BigInt(r.factor),
+  }));
+  return { time: clockTime(now), unit, histograms: [], totals };
+}
+
+/** The text of an irq-style tool's interval, as bcc prints it after each sleep. */
+export function formatIrqTick(
+  i: IrqInterval,
+  r: Pick<IrqReport, 'heading' | 'section' | 'width' | 'dist' | 'timestamp'>,
+): string {
+  let out = '\n';
+  if (r.timestamp) out += pyFormat('%-8s\n', i.time);
+  if (r.dist) {
+    const sections = i.histograms.map((h) => ({ label: h.name, vals: log2SlotsOf(h.buckets) }));
+    return out + formatSectionedLog2Hist(sections, r.section, i.unit);
+  }
+  out += `${pyFormat(`%-${r.width}s %11s`, r.heading, `TOTAL_${i.unit}`)}\n`;
+  for (const row of i.totals) out += `${pyFormat(`%-${r.width}s %11d`, row.name, row.value)}\n`;
   return out;
 }

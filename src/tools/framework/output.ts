@@ -48,6 +48,8 @@ export class ToolWriter {
   readonly err: OutputSink;
   mode: ToolMode = 'text';
   api: ApiSink | null = null;
+  /** `--heatmap FILE` (framework/heatmap.ts): sees every result and the run's interval; null without the option. */
+  heatmap: { add(value: unknown): void; setInterval(seconds: number | null): void } | null = null;
   /** `api` mode: the text the tool wrote (its error messages), at most 64 KiB. */
   kept = '';
   private brokenPipe: (() => void) | null = null;
@@ -60,9 +62,10 @@ export class ToolWriter {
 
   /**
    * One result of the tool: in text mode `format(value)` is printed, in JSON mode the JSON object, in API mode
-   * the value goes to the consumer.
+   * the value goes to the consumer; with `--heatmap` it is also collected for the heat map.
    */
   emit<T>(value: T, format: (value: T) => string): void {
+    this.heatmap?.add(value);
     if (this.mode === 'text') this.out.write(format(value));
     else if (this.mode === 'json') this.out.write(`${JSON.stringify(toJson(value))}\n`);
     else if (this.mode === 'api') this.api?.result(value);

@@ -16,6 +16,7 @@ import { requireTracingPrivileges } from '../../kernel/privileges.js';
 import { Tracer } from '../../runtime/tracer.js';
 import { ArgError, HelpRequested, type OptionsOf, type Parsed, type ParserSpec, parseArgs } from './argparse.js';
 import { type EventHandler, ToolOutput, ToolWriter } from './output.js';
+import { type HeatMapSpec, HeatMapWriter } from './heatmap.js';
 import type { FieldDecls, RecordSet } from './record.js';
 
 /** Longest timer Node supports (ms); longer intervals (bcc's default 99999999 s) mean "only at the end". */
@@ -85,6 +86,8 @@ export async function runProgram(opts: RunOptions): Promise<number> {
     return 0;
   }
   const output = new ToolOutput(writer);
+  const seconds = opts.interval?.seconds ?? null;
+  writer.heatmap?.setInterval(seconds !== null && seconds * 1000 <= MAX_TIMER_MS ? seconds : null);
   if (opts.onEvent) output.onEvent(opts.onEvent, opts.fieldCount ?? 0);
   if (opts.records && opts.onRecord) {
     const { records } = opts;
@@ -130,7 +133,6 @@ export async function runProgram(opts: RunOptions): Promise<number> {
       stopped = true;
       return 'stop' as const;
     });
-    const seconds = opts.interval?.seconds ?? null;
     const ms = seconds !== null ? seconds * 1000 : Number.POSITIVE_INFINITY;
     const durationMs = opts.durationSec ? opts.durationSec * 1000 : Number.POSITIVE_INFINITY;
     let elapsedMs = 0;
@@ -180,6 +182,8 @@ export interface ToolDef<S extends ParserSpec = ParserSpec> {
   results: 'rows' | 'intervals';
   /** The run (`argv`: the arguments as given, for bcc's own checks); resolves with the exit status. */
   run(args: OptionsOf<S>, writer: ToolWriter, argv: readonly string[]): Promise<number>;
+  /** What `--heatmap FILE` draws from the results (framework/heatmap.ts); the option exists only with this. */
+  heatmap?: HeatMapSpec<never>;
 }
 
 /** Any tool's {@link ToolDef}, as the framework and runTool handle them (their options are opaque here). */
@@ -187,6 +191,7 @@ export interface AnyToolDef {
   spec: ParserSpec;
   results: 'rows' | 'intervals';
   run(args: never, writer: ToolWriter, argv: readonly string[]): Promise<number>;
+  heatmap?: HeatMapSpec<never>;
 }
 
 /** Declare a tool (see {@link ToolDef}); the spec's option types give the body's typed options. */
@@ -197,10 +202,17 @@ export function defineTool<const S extends ParserSpec>(def: ToolDef<S>): ToolDef
 /** The hidden `--json` option the framework adds to a {@link ToolDef} tool without its own `--json` (bcc's). */
 const JSON_OPTION = { flags: ['--json'], kind: 'flag', help: null } as const;
 
-/** `def`'s parser spec with the framework's hidden `--json` when the tool has no `--json` of its own. */
+/** The hidden `--heatmap FILE` option the framework adds to a tool with a {@link ToolDef.heatmap}. */
+const HEATMAP_OPTION = { flags: ['--heatmap'], kind: 'value', metavar: 'FILE', help: null } as const;
+
+/**
+ * `def`'s parser spec with the framework's hidden options: `--json` when the tool has no `--json` of its own,
+ * `--heatmap FILE` when it draws heat maps.
+ */
 export function toolSpec(def: AnyToolDef): ParserSpec {
   const own = def.spec.options.some((o) => o.flags.includes('--json'));
-  return own ? def.spec : { ...def.spec, options: [...def.spec.options, JSON_OPTION] };
+  const extra = [...(own ? [] : [JSON_OPTION]), ...(def.heatmap ? [HEATMAP_OPTION] : [])];
+  return extra.length ? { ...def.spec, options: [...def.spec.options, ...extra] } : def.spec;
 }
 
 /**
@@ -223,8 +235,24 @@ export async function runToolDef(def: AnyToolDef, argv: string[], writer: ToolWr
   if (args.ebpf !== true) requireTracingPrivileges();
   requireTargetProcess(spec, args);
   if (args.ebpf === true && writer.mode === 'text') writer.mode = 'ebpf';
-  else if (args.json === true && writer.mode === 'text' && spec !== def.spec) writer.mode = 'json';
-  return def.run(args as never, writer, argv);
+  else if (args.json === true && writer.mode === 'text' && !def.spec.options.some((o) => o.flags.includes('--json'))) {
+    writer.mode = 'json';
+  }
+  if (!def.heatmap || typeof args.heatmap !== 'string' || writer.mode === 'ebpf') {
+    return def.run(args as never, writer, argv);
+  }
+  const refused = def.heatmap.kind === 'hist' ? def.heatmap.refuse?.(args) : null;
+  if (refused) throw new BpfscopeError(`${spec.prog}: ${refused}`);
+  const heat = new HeatMapWriter(args.heatmap, def.heatmap as HeatMapSpec<unknown>);
+  writer.heatmap = heat;
+  try {
+    return await def.run(args as never, writer, argv);
+  } finally {
+    writer.heatmap = null;
+    writer.flush();
+    const note = heat.finish();
+    if (note) writer.err.write(note);
+  }
 }
 
 /**
