@@ -38,6 +38,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: "list the system's BPF programs by process, with attach points and run statistics (bcc's bpflist)",
     load: async () => (await import('../inspect/ps.js')).main,
   },
+  agent: {
+    summary: 'continuous CPU profiling: one pprof per period pushed to Pyroscope or Parca',
+    load: async () => (await import('../fleet/agent/main.js')).main,
+  },
   tools: {
     summary: 'list the bcc tools and the other commands bpfscope provides, one line each',
     load: async () => {
