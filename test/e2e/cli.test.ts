@@ -64,6 +64,7 @@ describe('bpfscope command line', () => {
       'heatmap',
       'difffolded',
       'ps',
+      'agent',
       'tools',
     ])
       assert.match(sub, new RegExp(`^    ${name} +\\S`, 'm'), name);

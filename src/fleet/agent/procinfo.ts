@@ -18,6 +18,8 @@ export interface ProcInfo {
   containerId: string;
   /** Build-id (lowercase hex) of the executable, '' when it has none or cannot be read. */
   buildId: string;
+  /** The process's root directory is the host's: its files can be read by their paths after it exits. */
+  hostRoot: boolean;
   /** Set when the facts were read (a period number): entries not seen for a while are dropped. */
   seen: number;
 }
@@ -67,8 +69,17 @@ export class ProcCache {
       } catch {
         /* gone, or no cgroups */
       }
+      let hostRoot = false;
+      try {
+        const r = statSync(`${this.procRoot}/${pid}/root/`);
+        const h = statSync('/');
+        hostRoot = r.dev === h.dev && r.ino === h.ino;
+      } catch {
+        /* gone */
+      }
       p = {
         pid,
+        hostRoot,
         cgroup: cg,
         containerId: containerIdOf(cg),
         buildId: this.fileBuildId(`${this.procRoot}/${pid}/exe`),
@@ -86,7 +97,10 @@ export class ProcCache {
    */
   mappedBuildId(pid: number, path: string): string {
     if (!path.startsWith('/')) return '';
-    return this.fileBuildId(`${this.procRoot}/${pid}/root${path}`);
+    const id = this.fileBuildId(`${this.procRoot}/${pid}/root${path}`);
+    // An exited process: its files are still where they were if it lived in the host's root.
+    if (id === '' && this.procs.get(pid)?.hostRoot) return this.fileBuildId(path);
+    return id;
   }
 
   private fileBuildId(path: string): string {
@@ -125,6 +139,11 @@ export class ProcCache {
       }
     }
     return gone;
+  }
+
+  /** Forget `pid` (after an exec: its executable changed). */
+  forget(pid: number): void {
+    this.procs.delete(pid);
   }
 
   /** Processes cached now. */

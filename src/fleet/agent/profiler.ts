@@ -157,6 +157,9 @@ export class Profiler {
     // A new comm of a known process is an exec: its old mappings are gone.
     if (known !== undefined) this.resolver.forget(pid);
     this.comms.set(pid, comm);
+    // labels and the executable's build-id while the process is alive (an exec gives new ones)
+    if (known !== undefined) this.procs.forget(pid);
+    this.procs.get(pid, this.periodNo);
     this.prepareQueue.push(pid);
     if (!this.preparing) {
       this.preparing = true;
