@@ -74,11 +74,11 @@ suite('examples/agent deployment files', () => {
     const y = read('daemonset.yaml');
     assert.match(y, /^kind: DaemonSet$/m);
     assert.match(y, /^ {6}hostPID: true$/m);
-    assert.match(y, /drop: \["ALL"\]/);
+    assert.match(y, /drop: \[["']ALL["']\]/);
     const add = /add: \[([^\]]*)\]/
       .exec(y)![1]!
       .split(',')
-      .map((s) => s.trim().replace(/"/g, ''));
+      .map((s) => s.trim().replace(/["']/g, ''));
     assert.deepEqual(add, CAPS);
     assert.match(y, /privileged: false/);
     assert.match(y, /- --metrics-address=\$\(POD_IP\):9436/);
