@@ -83,8 +83,17 @@ async function measure(name, cmd, args) {
   const t1 = treeTicks(child.pid);
   const wall = (performance.now() - w0) / 1000;
   const mem = memOf(child.pid);
+  // SIGINT ends bpftrace and the agent cleanly; the bcc loop's shell may go on: SIGKILL the group after 5 s
+  const exited = new Promise((r) => child.on('exit', r));
   process.kill(-child.pid, 'SIGINT');
-  await new Promise((r) => child.on('exit', r));
+  const late = setTimeout(() => process.kill(-child.pid, 'SIGKILL'), 5000);
+  await exited;
+  clearTimeout(late);
+  try {
+    process.kill(-child.pid, 'SIGKILL'); // what is left of the group (bcc's profile between two runs)
+  } catch {
+    /* gone */
+  }
   const cpu = ((t1 - t0) / CLK_TCK / wall) * 100;
   return { name, cpu_percent: cpu, rss_mb: mem.rss / 2 ** 20, hwm_mb: mem.hwm / 2 ** 20, stderr: err.slice(0, 300) };
 }
@@ -96,6 +105,18 @@ const sink = createServer((req, res) => {
 await new Promise((r) => sink.listen(0, '127.0.0.1', r));
 const port = sink.address().port;
 const spinners = [0, 1].map(() => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore', detached: true }));
+// the spinners die with this script, however it ends
+const killSpinners = () => {
+  for (const s of spinners) {
+    try {
+      process.kill(-s.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+};
+process.on('exit', killSpinners);
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(1));
 const results = [];
 try {
   results.push(
@@ -121,7 +142,7 @@ try {
     ]),
   );
 } finally {
-  for (const s of spinners) process.kill(-s.pid, 'SIGKILL');
+  killSpinners();
   sink.close();
 }
 const load = loadavg()[0].toFixed(1);
