@@ -335,8 +335,8 @@ suite('bpfscope agent', { skip }, () => {
           assert.equal(Number(p.period), Math.round(1e9 / HZ));
           for (const s of p.sample) {
             const l = sampleLabels(p, s);
-            if (l.get('pid') !== pid) continue;
-            assert.equal(l.get('comm'), 'bpfs_burn');
+            // samples of the pid under another comm are the spawning process between fork and exec
+            if (l.get('pid') !== pid || l.get('comm') !== 'bpfs_burn') continue;
             assert.equal(l.get('build_id'), buildId);
             const n = Number(s.value[0]);
             assert.equal(Number(s.value[1]), n * Math.round(1e9 / HZ));
