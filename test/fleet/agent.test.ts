@@ -16,7 +16,8 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createH2Server, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -41,12 +42,14 @@ interface Received {
 
 function burnPath(): string {
   const src = join(repoRoot(), 'test', 'fixtures', 'burn.c');
-  const dir = join(tmpdir(), `bpfscope-test-burn-${process.pid}`);
+  // cached by the source's hash, as test/helpers/workload.ts caches the workload
+  const hash = createHash('sha256').update(readFileSync(src)).digest('hex').slice(0, 12);
+  const dir = join(tmpdir(), `bpfscope-test-burn-${hash}`);
   const bin = join(dir, 'bpfs_burn');
   if (!existsSync(bin)) {
     mkdirSync(dir, { recursive: true });
-    execFileSync('cc', ['-O1', '-fno-omit-frame-pointer', '-Wall', '-o', `${bin}.tmp`, src]);
-    renameSync(`${bin}.tmp`, bin);
+    execFileSync('cc', ['-O1', '-fno-omit-frame-pointer', '-Wall', '-o', `${bin}.${process.pid}.tmp`, src]);
+    renameSync(`${bin}.${process.pid}.tmp`, bin);
   }
   return bin;
 }
