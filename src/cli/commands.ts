@@ -42,6 +42,10 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: "Prometheus exporter of bpftrace programs with ebpf_exporter's flags and config schema",
     load: async () => (await import('../fleet/exporter/main.js')).main,
   },
+  agent: {
+    summary: 'continuous CPU profiling: one pprof per period pushed to Pyroscope or Parca',
+    load: async () => (await import('../fleet/agent/main.js')).main,
+  },
   ui: {
     summary: 'serve the web UI on this host: tools, one-liners, live histograms, heat maps, flame graphs',
     load: async () => (await import('../ui/main.js')).main,

@@ -595,6 +595,15 @@ export class Session {
     this.mapFor(plan).clear();
   }
 
+  /**
+   * Delete every stored stack of the kstack/ustack maps whose name `which` accepts (`stack_k127`, `stack_u127`:
+   * `k`/`u` and the frame limit). Entries of other maps that still refer to those stacks then decode as empty
+   * stacks: clear those maps first (the fleet agent clears one buffer's counts and its stacks together).
+   */
+  clearStackMaps(which: (name: string) => boolean): void {
+    for (const st of this.compiled.stackMaps) if (which(st.name)) this.maps.get(st.name)?.clear();
+  }
+
   /** Close every kernel object. Idempotent; safe at any point. */
   close(): void {
     if (this.closed) return;

@@ -255,6 +255,14 @@ export class Tracer {
     this.session.clearMap(this.plan(name));
   }
 
+  /**
+   * Delete the stored stacks of every `kstack(..., limit)` / `ustack(..., limit)` of the program (every stack map
+   * when `limit` is undefined). See Session.clearStackMaps: clear the maps whose keys hold those stacks first.
+   */
+  clearStacks(limit?: number): void {
+    this.session.clearStackMaps((n) => limit === undefined || n === `stack_k${limit}` || n === `stack_u${limit}`);
+  }
+
   /** Names of the program's maps (without '@'). */
   mapNames(): string[] {
     return this.result.compiled.maps.map((m) => m.name);

@@ -65,6 +65,7 @@ describe('bpfscope command line', () => {
       'difffolded',
       'ps',
       'exporter',
+      'agent',
       'ui',
       'tools',
     ])

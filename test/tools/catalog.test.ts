@@ -37,6 +37,7 @@ describe('tool catalog', () => {
         'difffolded',
         'ps',
         'exporter',
+        'agent',
         'ui',
         'tools',
         '',

@@ -1,0 +1,157 @@
+#!/usr/bin/env node
+/**
+ * Agent overhead (issue 15): `bpfscope agent` sampling every CPU at 49 Hz with a 10 s period, pushing to a local
+ * sink that accepts every Pyroscope push, beside what the same profile costs with the peers writing folded stacks on
+ * the same interval:
+ * - bpftrace 0.17: `profile:hz:49 { @[kstack, ustack, comm, pid] = count(); } interval:s:10 { print(@); clear(@); }`
+ *   (bpftrace has no folded output; its stack map print is the closest, symbolized the same way);
+ * - bcc's profile (Debian's profile-bpfcc) `-F 49 -f 10`: one 10 s run printing folded stacks, restarted for each
+ *   period (bcc's profile has no interval mode), so its start-up cost is part of each period.
+ * The machine is kept busy: two CPU-bound processes (one per CPU of the 2-CPU VM) run for the whole measurement,
+ * besides whatever else runs on the machine. Each tool runs for `--seconds` (default 40) after a 12 s warm-up; its
+ * CPU (utime + stime of the tool and its children, from /proc/PID/stat, as a % of one CPU over the wall time) and
+ * resident memory (VmRSS at the end, VmHWM peak) are measured. Kernel time in the BPF programs themselves is not
+ * included (it is the same program shape for all three).
+ * Not a test: prints a Markdown table and writes bench/results/agent.json. Usage: sudo node bench/agent/run.mjs
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { RESULTS_DIR, ROOT } from '../lib/env.mjs';
+
+const argv = process.argv.slice(2);
+const SECONDS = argv.includes('--seconds') ? Number(argv[argv.indexOf('--seconds') + 1]) : 40;
+const WARMUP = 12;
+const CLK_TCK = 100;
+
+function statOf(pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return { ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), ppid: Number(f[1]) };
+  } catch {
+    return null;
+  }
+}
+
+/** CPU ticks of `pid` and its live descendants (bcc's python restarts: the wrapper's children). */
+function treeTicks(pid) {
+  const kids = new Map();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const s = statOf(Number(d));
+    if (s) kids.set(Number(d), s);
+  }
+  let total = 0;
+  const walk = (p) => {
+    const s = kids.get(p);
+    if (s) total += s.ticks;
+    for (const [c, cs] of kids) if (cs.ppid === p) walk(c);
+  };
+  walk(pid);
+  return total;
+}
+
+function memOf(pid) {
+  const out = { rss: 0, hwm: 0 };
+  const walk = (p) => {
+    try {
+      const st = readFileSync(`/proc/${p}/status`, 'utf8');
+      out.rss += Number(/VmRSS:\s+(\d+)/.exec(st)?.[1] ?? 0) * 1024;
+      out.hwm += Number(/VmHWM:\s+(\d+)/.exec(st)?.[1] ?? 0) * 1024;
+    } catch {
+      /* gone */
+    }
+    for (const d of readdirSync('/proc')) if (/^\d+$/.test(d) && statOf(Number(d))?.ppid === p) walk(Number(d));
+  };
+  walk(pid);
+  return out;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function measure(name, cmd, args) {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  let err = '';
+  child.stderr.on('data', (b) => (err += b));
+  await sleep(WARMUP * 1000);
+  const t0 = treeTicks(child.pid);
+  const w0 = performance.now();
+  await sleep(SECONDS * 1000);
+  const t1 = treeTicks(child.pid);
+  const wall = (performance.now() - w0) / 1000;
+  const mem = memOf(child.pid);
+  // SIGINT ends bpftrace and the agent cleanly; the bcc loop's shell may go on: SIGKILL the group after 5 s
+  const exited = new Promise((r) => child.on('exit', r));
+  process.kill(-child.pid, 'SIGINT');
+  const late = setTimeout(() => process.kill(-child.pid, 'SIGKILL'), 5000);
+  await exited;
+  clearTimeout(late);
+  try {
+    process.kill(-child.pid, 'SIGKILL'); // what is left of the group (bcc's profile between two runs)
+  } catch {
+    /* gone */
+  }
+  const cpu = ((t1 - t0) / CLK_TCK / wall) * 100;
+  return { name, cpu_percent: cpu, rss_mb: mem.rss / 2 ** 20, hwm_mb: mem.hwm / 2 ** 20, stderr: err.slice(0, 300) };
+}
+
+const sink = createServer((req, res) => {
+  req.resume();
+  req.on('end', () => res.writeHead(200, { 'Content-Type': 'application/proto' }).end());
+});
+await new Promise((r) => sink.listen(0, '127.0.0.1', r));
+const port = sink.address().port;
+const spinners = [0, 1].map(() => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore', detached: true }));
+// the spinners die with this script, however it ends
+const killSpinners = () => {
+  for (const s of spinners) {
+    try {
+      process.kill(-s.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+};
+process.on('exit', killSpinners);
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(1));
+const results = [];
+try {
+  results.push(
+    await measure('bpfscope agent', process.execPath, [
+      join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+      'agent',
+      `--pyroscope=http://127.0.0.1:${port}`,
+      '--hz=49',
+      '--period=10s',
+      '--no-metrics',
+    ]),
+  );
+  results.push(
+    await measure('bpftrace 0.17 (print + clear every 10 s)', 'bpftrace', [
+      '-e',
+      'profile:hz:49 { @[kstack, ustack, comm, pid] = count(); } interval:s:10 { print(@); clear(@); }',
+    ]),
+  );
+  results.push(
+    await measure('bcc profile -F 49 -f 10 (restarted every 10 s)', 'sh', [
+      '-c',
+      'while :; do profile-bpfcc -F 49 -f 10 >/dev/null; done',
+    ]),
+  );
+} finally {
+  killSpinners();
+  sink.close();
+}
+const load = loadavg()[0].toFixed(1);
+let md = `Agent overhead at 49 Hz, 2 CPUs kept busy (+ load average ${load} from the rest of the machine), ${SECONDS} s after ${WARMUP} s warm-up:\n\n`;
+md += '| tool | CPU (% of one CPU) | RSS at end (MB) | peak RSS (MB) |\n|---|---:|---:|---:|\n';
+for (const r of results)
+  md += `| ${r.name} | ${r.cpu_percent.toFixed(2)} | ${r.rss_mb.toFixed(1)} | ${r.hwm_mb.toFixed(1)} |\n`;
+process.stdout.write(md);
+writeFileSync(
+  join(RESULTS_DIR, 'agent.json'),
+  `${JSON.stringify({ date: new Date().toISOString(), load, seconds: SECONDS, results }, null, 2)}\n`,
+);

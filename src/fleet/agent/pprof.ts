@@ -1,0 +1,130 @@
+/**
+ * One period's samples as a pprof profile (github.com/google/pprof proto/profile.proto, encoded with the
+ * pprof-format package), with what src/flame/export/pprof.ts (folded stacks, no labels) cannot carry: per-sample
+ * labels and one Mapping per mapped file with its build-id.
+ *
+ * Layout:
+ * - sample types `samples/count` and `cpu/nanoseconds` (values n and n * period), period type cpu/nanoseconds,
+ *   period 1e9 / Hz, default sample type `cpu` — the same as `bpfscope profile --format pprof`;
+ * - one Sample per distinct (stack, process), location ids leaf first: kernel frames, then user frames;
+ * - sample labels (string labels): `comm`, `pid`, and when known `container_id`, `cgroup`, `build_id` (of the
+ *   executable) — Pyroscope turns sample labels into series labels, Parca keeps them as pprof labels;
+ * - one Location per distinct (mapping, function name), with one Line naming its Function; no addresses (one
+ *   profile holds many processes, whose addresses differ), so mappings only name the file and its build-id;
+ *   `[kernel.kallsyms]` holds kernel frames (module frames: `[MODULE]`);
+ * - unknown frames are named `[unknown]`, as bcc's folded output names them.
+ */
+import {
+  Function as PprofFunction,
+  Line,
+  Location,
+  Mapping,
+  Profile,
+  Sample,
+  StringTable,
+  ValueType,
+} from 'pprof-format';
+import { gzipSync } from 'node:zlib';
+import type { Frame } from '../../symbols/resolver.js';
+
+/** One distinct stack of one process in a period. */
+export interface AgentSample {
+  /** Kernel frames, innermost first (may be empty). */
+  kernel: readonly Frame[];
+  /** User frames, innermost first (may be empty). */
+  user: readonly Frame[];
+  /** String labels of the sample (`comm`, `pid`, ...); empty values are left out. */
+  labels: Readonly<Record<string, string>>;
+  /** Samples counted. */
+  count: number;
+}
+
+export interface AgentProfileOptions {
+  /** Nanoseconds between samples (1e9 / Hz). */
+  periodNs: number;
+  /** Start of the period, ns since the epoch. */
+  timeNanos: number;
+  /** Length of the period, ns. */
+  durationNanos: number;
+  /** Build-id of a mapped file (user frames' `module`), '' when none; called once per file and process. */
+  buildIdOf?: (file: string, sample: AgentSample) => string;
+}
+
+/** The profile as pprof bytes, gzip-compressed (what Pyroscope and Parca take, and `go tool pprof` reads). */
+export function buildAgentProfile(samples: readonly AgentSample[], o: AgentProfileOptions): Uint8Array {
+  const strings = new StringTable();
+  const str = (s: string): number => strings.dedup(s);
+  const cpu = str('cpu');
+  const ns = str('nanoseconds');
+  const mappings: Mapping[] = [];
+  const mappingOf = new Map<string, number>();
+  const functions: PprofFunction[] = [];
+  const functionOf = new Map<string, number>();
+  const locations: Location[] = [];
+  const locationOf = new Map<string, number>();
+  const out: Sample[] = [];
+
+  const mappingId = (file: string, buildId: string): number => {
+    const key = `${file}\0${buildId}`;
+    let id = mappingOf.get(key);
+    if (id === undefined) {
+      id = mappings.length + 1;
+      mappings.push(new Mapping({ id, filename: str(file), buildId: buildId ? str(buildId) : 0, hasFunctions: true }));
+      mappingOf.set(key, id);
+    }
+    return id;
+  };
+  const locationId = (mapping: number, name: string): number => {
+    const key = `${mapping}\0${name}`;
+    let id = locationOf.get(key);
+    if (id === undefined) {
+      let fid = functionOf.get(name);
+      if (fid === undefined) {
+        fid = functions.length + 1;
+        const n = str(name);
+        functions.push(new PprofFunction({ id: fid, name: n, systemName: n }));
+        functionOf.set(name, fid);
+      }
+      id = locations.length + 1;
+      locations.push(new Location({ id, mappingId: mapping, line: [new Line({ functionId: fid })] }));
+      locationOf.set(key, id);
+    }
+    return id;
+  };
+
+  for (const s of samples) {
+    const ids: number[] = [];
+    for (const f of s.kernel) {
+      const file = f.module !== undefined ? `[${f.module}]` : '[kernel.kallsyms]';
+      ids.push(locationId(mappingId(file, ''), f.name ?? '[unknown]'));
+    }
+    const seen = new Map<string, number>();
+    for (const f of s.user) {
+      const file = f.module ?? '[unknown]';
+      let m = seen.get(file);
+      if (m === undefined) {
+        m = mappingId(file, f.module !== undefined ? (o.buildIdOf?.(f.module, s) ?? '') : '');
+        seen.set(file, m);
+      }
+      ids.push(locationId(m, f.name ?? '[unknown]'));
+    }
+    const label = Object.entries(s.labels)
+      .filter(([, v]) => v !== '')
+      .map(([k, v]) => ({ key: str(k), str: str(v) }));
+    out.push(new Sample({ locationId: ids, value: [s.count, s.count * o.periodNs], label }));
+  }
+  const profile = new Profile({
+    sampleType: [new ValueType({ type: str('samples'), unit: str('count') }), new ValueType({ type: cpu, unit: ns })],
+    periodType: new ValueType({ type: cpu, unit: ns }),
+    period: o.periodNs,
+    sample: out,
+    mapping: mappings,
+    location: locations,
+    function: functions,
+    stringTable: strings,
+    timeNanos: o.timeNanos,
+    durationNanos: o.durationNanos,
+    defaultSampleType: cpu,
+  });
+  return gzipSync(profile.encode());
+}
