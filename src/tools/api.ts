@@ -3,8 +3,8 @@
  * tool takes the same flags as on the command line (`bpfscope TOOL ARGS`), and yields the same objects that
  * `bpfscope TOOL --json` prints one per line (the shapes are documented per tool in docs/tools/TOOL.md):
  * - event tools (execsnoop, opensnoop, tcplife, ...): `rows()`, one object per event bcc prints a line for;
- * - interval tools (biolatency, profile, ...): `intervals()`, one object per interval and one when the run ends
- *   (profile: one, at the end, with its stacks).
+ * - interval tools (biolatency, syscount, biotop, profile, ...): `intervals()`, one object per interval and one
+ *   when the run ends (profile, bitesize, llcstat: one, at the end).
  *
  * The returned run is attached (its probes fire) when the promise resolves. It ends when `close()` is called,
  * when the tool ends by itself (a count of intervals, a duration, an `--exec` command that exited), or when the
@@ -16,32 +16,71 @@
  */
 import { BpfscopeError } from '../errors.js';
 import { OutputSink } from '../runtime/output/sink.js';
+import type { ArgdistInterval } from './argdist.js';
 import type { BiolatencyInterval } from './biolatency.js';
+import type { BiopatternInterval } from './biopattern.js';
+import type { BiotopInterval } from './biotop.js';
+import type { BitesizeInterval } from './bitesize.js';
+import type { CachestatInterval } from './cachestat.js';
 import type { ExecRow } from './execsnoop.js';
+import type { FiletopInterval } from './filetop.js';
+import type { FunccountInterval } from './funccount.js';
+import type { LlcstatInterval } from './llcstat.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
 import type { OpenRow } from './opensnoop.js';
+import type { PidpersecInterval } from './pidpersec.js';
+import type { RunqlenInterval } from './runqlen.js';
+import type { SlabratetopInterval } from './slabratetop.js';
+import type { SyscountInterval } from './syscount.js';
 import type { StackResult } from './stacktool.js';
 import type { TcpSessionRow } from './tcplife.js';
+import type { VfsstatInterval } from './vfsstat.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
+  argdist: () => import('./argdist.js'),
   biolatency: () => import('./biolatency.js'),
+  biopattern: () => import('./biopattern.js'),
+  biotop: () => import('./biotop.js'),
+  bitesize: () => import('./bitesize.js'),
+  cachestat: () => import('./cachestat.js'),
   execsnoop: () => import('./execsnoop.js'),
+  filetop: () => import('./filetop.js'),
+  funccount: () => import('./funccount.js'),
+  llcstat: () => import('./llcstat.js'),
   offcputime: () => import('./offcputime.js'),
   opensnoop: () => import('./opensnoop.js'),
+  pidpersec: () => import('./pidpersec.js'),
   profile: () => import('./profile.js'),
+  runqlen: () => import('./runqlen.js'),
+  slabratetop: () => import('./slabratetop.js'),
+  syscount: () => import('./syscount.js'),
   tcplife: () => import('./tcplife.js'),
+  vfsstat: () => import('./vfsstat.js'),
 };
 
 /** The result type of each tool (rows or intervals). */
 export interface ToolResults {
+  argdist: ArgdistInterval;
   biolatency: BiolatencyInterval;
+  biopattern: BiopatternInterval;
+  biotop: BiotopInterval;
+  bitesize: BitesizeInterval;
+  cachestat: CachestatInterval;
   execsnoop: ExecRow;
+  filetop: FiletopInterval;
+  funccount: FunccountInterval;
+  llcstat: LlcstatInterval;
   offcputime: StackResult;
   opensnoop: OpenRow;
+  pidpersec: PidpersecInterval;
   profile: StackResult;
+  runqlen: RunqlenInterval;
+  slabratetop: SlabratetopInterval;
+  syscount: SyscountInterval;
   tcplife: TcpSessionRow;
+  vfsstat: VfsstatInterval;
 }
 
 /** Names of the tools runTool runs. */
