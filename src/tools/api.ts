@@ -3,8 +3,8 @@
  * tool takes the same flags as on the command line (`bpfscope TOOL ARGS`), and yields the same objects that
  * `bpfscope TOOL --json` prints one per line (the shapes are documented per tool in docs/tools/TOOL.md):
  * - event tools (execsnoop, opensnoop, tcplife, ...): `rows()`, one object per event bcc prints a line for;
- * - interval tools (biolatency, profile, ...): `intervals()`, one object per interval and one when the run ends
- *   (profile: one, at the end, with its stacks).
+ * - interval tools (biolatency, syscount, biotop, profile, ...): `intervals()`, one object per interval and one
+ *   when the run ends (profile, bitesize, llcstat: one, at the end).
  *
  * The returned run is attached (its probes fire) when the promise resolves. It ends when `close()` is called,
  * when the tool ends by itself (a count of intervals, a duration, an `--exec` command that exited), or when the
@@ -16,14 +16,22 @@
  */
 import { BpfscopeError } from '../errors.js';
 import { OutputSink } from '../runtime/output/sink.js';
+import type { ArgdistInterval } from './argdist.js';
 import type { BashLineRow } from './bashreadline.js';
 import type { BiolatencyInterval } from './biolatency.js';
+import type { BiopatternInterval } from './biopattern.js';
 import type { BiosnoopRow } from './biosnoop.js';
+import type { BiotopInterval } from './biotop.js';
+import type { BitesizeInterval } from './bitesize.js';
+import type { CachestatInterval } from './cachestat.js';
 import type { CapCheckRow } from './capable.js';
 import type { CpudistInterval } from './cpudist.js';
 import type { ExecRow } from './execsnoop.js';
 import type { ExitRow } from './exitsnoop.js';
+import type { FiletopInterval } from './filetop.js';
 import type { ParserSpec } from './framework/argparse.js';
+import type { FunccountInterval } from './funccount.js';
+import type { LlcstatInterval } from './llcstat.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
 import type { IrqInterval } from './framework/histmaps.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
@@ -32,8 +40,12 @@ import type { LookupRow } from './gethostlatency.js';
 import type { KillRow } from './killsnoop.js';
 import type { OomKillRow } from './oomkill.js';
 import type { OpenRow } from './opensnoop.js';
+import type { PidpersecInterval } from './pidpersec.js';
 import type { RunqlatInterval } from './runqlat.js';
+import type { RunqlenInterval } from './runqlen.js';
 import type { WaitRow } from './runqslower.js';
+import type { SlabratetopInterval } from './slabratetop.js';
+import type { SyscountInterval } from './syscount.js';
 import type { StackResult } from './stacktool.js';
 import type { StatRow } from './statsnoop.js';
 import type { SyncRow } from './syncsnoop.js';
@@ -41,61 +53,88 @@ import type { AcceptRow } from './tcpaccept.js';
 import type { ConnectCountRow, ConnectRow } from './tcpconnect.js';
 import type { TcpSessionRow } from './tcplife.js';
 import type { ThreadRow } from './threadsnoop.js';
+import type { VfsstatInterval } from './vfsstat.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
+  argdist: () => import('./argdist.js'),
   bashreadline: () => import('./bashreadline.js'),
   biolatency: () => import('./biolatency.js'),
+  biopattern: () => import('./biopattern.js'),
   biosnoop: () => import('./biosnoop.js'),
+  biotop: () => import('./biotop.js'),
+  bitesize: () => import('./bitesize.js'),
+  cachestat: () => import('./cachestat.js'),
   capable: () => import('./capable.js'),
   cpudist: () => import('./cpudist.js'),
   execsnoop: () => import('./execsnoop.js'),
   exitsnoop: () => import('./exitsnoop.js'),
+  filetop: () => import('./filetop.js'),
+  funccount: () => import('./funccount.js'),
   funclatency: () => import('./funclatency.js'),
   gethostlatency: () => import('./gethostlatency.js'),
   hardirqs: () => import('./hardirqs.js'),
   killsnoop: () => import('./killsnoop.js'),
+  llcstat: () => import('./llcstat.js'),
   offcputime: () => import('./offcputime.js'),
   oomkill: () => import('./oomkill.js'),
   opensnoop: () => import('./opensnoop.js'),
+  pidpersec: () => import('./pidpersec.js'),
   profile: () => import('./profile.js'),
   runqlat: () => import('./runqlat.js'),
+  runqlen: () => import('./runqlen.js'),
   runqslower: () => import('./runqslower.js'),
+  slabratetop: () => import('./slabratetop.js'),
   softirqs: () => import('./softirqs.js'),
   statsnoop: () => import('./statsnoop.js'),
   syncsnoop: () => import('./syncsnoop.js'),
+  syscount: () => import('./syscount.js'),
   tcpaccept: () => import('./tcpaccept.js'),
   tcpconnect: () => import('./tcpconnect.js'),
   tcplife: () => import('./tcplife.js'),
   threadsnoop: () => import('./threadsnoop.js'),
+  vfsstat: () => import('./vfsstat.js'),
 };
 
 /** The result type of each tool (rows or intervals). */
 export interface ToolResults {
+  argdist: ArgdistInterval;
   bashreadline: BashLineRow;
   biolatency: BiolatencyInterval;
+  biopattern: BiopatternInterval;
   biosnoop: BiosnoopRow;
+  biotop: BiotopInterval;
+  bitesize: BitesizeInterval;
+  cachestat: CachestatInterval;
   capable: CapCheckRow;
   cpudist: CpudistInterval;
   execsnoop: ExecRow;
   exitsnoop: ExitRow;
+  filetop: FiletopInterval;
+  funccount: FunccountInterval;
   funclatency: FunclatencyInterval;
   gethostlatency: LookupRow;
   hardirqs: IrqInterval;
   killsnoop: KillRow;
+  llcstat: LlcstatInterval;
   offcputime: StackResult;
   oomkill: OomKillRow;
   opensnoop: OpenRow;
+  pidpersec: PidpersecInterval;
   profile: StackResult;
   runqlat: RunqlatInterval;
+  runqlen: RunqlenInterval;
   runqslower: WaitRow;
+  slabratetop: SlabratetopInterval;
   softirqs: IrqInterval;
   statsnoop: StatRow;
   syncsnoop: SyncRow;
+  syscount: SyscountInterval;
   tcpaccept: AcceptRow;
   tcpconnect: ConnectRow | ConnectCountRow;
   tcplife: TcpSessionRow;
   threadsnoop: ThreadRow;
+  vfsstat: VfsstatInterval;
 }
 
 /** Names of the tools runTool runs. */

@@ -15,15 +15,16 @@
  */
 import { BpfscopeError } from '../errors.js';
 import type { Tracer } from '../runtime/tracer.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { type CParam, convertTo, parseCType, parseSignature, translateCExpr, typedValue } from './framework/cexpr.js';
-import { formatLog2Hist } from './framework/hist.js';
+import { formatLog2Hist, type Log2Bucket, log2Buckets, log2SlotsOf } from './framework/hist.js';
 import { keyPart, log2Slots } from './framework/histmaps.js';
+import { runIntervals } from './framework/interval.js';
 import type { ToolWriter } from './framework/output.js';
 import { kprobesAvailable, matchTargets, parseProbeSpec, toAttachPoint } from './framework/probespec.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, withInterruptNote } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 
 const EXAMPLES = `Probe specifier syntax:
@@ -114,7 +115,7 @@ argdist -I 'kernel/sched/sched.h' \\
         so that the added header file can be found by the compiler.
 `;
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'argdist',
   description: 'Trace a function and display a summary of its parameter values.',
   raw: true,
@@ -174,7 +175,7 @@ export const SPEC: ParserSpec = {
     },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** A specifier bcc rejects: `error parsing probe '<spec>': <reason>`. */
 export class ArgdistProbeError extends BpfscopeError {
@@ -387,49 +388,85 @@ function compareKeys(a: (bigint | string)[], b: (bigint | string)[]): number {
   return 0;
 }
 
+/** One probe's result in an interval: a frequency count (-C) or a histogram (-H). */
+export type ArgdistResult =
+  | {
+      kind: 'freq';
+      /** The label, else the specifier (bcc's title line). */
+      title: string;
+      /** By count ascending (ties by key), the last `-T` of them: the expressions' values and the count. */
+      rows: { values: (bigint | string)[]; event: string; count: bigint }[];
+    }
+  | {
+      kind: 'hist';
+      /** The label, else the expression (the histogram's value column). */
+      title: string;
+      /** bcc's log2 buckets of the expression's values. */
+      buckets: Log2Bucket[];
+    };
+
+/** One interval of argdist (runTool's interval, `--json`'s object). */
+export interface ArgdistInterval {
+  /** Wall-clock time of the interval, HH:MM:SS (bcc's `[%H:%M:%S]` line). */
+  time: string;
+  /** One result per specifier: the -C ones first, then the -H ones, each in the order given. */
+  probes: ArgdistResult[];
+}
+
+/** A count probe's result: rows sorted by count (ascending; ties by key), the last `top` when given. */
+export function countResult(p: ArgdistProbe, rows: CountRow[], top: number | null): ArgdistResult {
+  let sorted = [...rows].sort((a, b) => (a.count < b.count ? -1 : a.count > b.count ? 1 : compareKeys(a.key, b.key)));
+  // Python's sdata[-top:]: -T 0 keeps everything.
+  if (top !== null && top !== 0) sorted = sorted.slice(-top);
+  return {
+    kind: 'freq',
+    title: title(p),
+    rows: sorted.map((r) => {
+      let event: string;
+      if (p.isDefaultExpr) event = p.type === 'r' ? `retval = ${r.key[0]}` : 'total calls';
+      else event = p.exprs.map((_, i) => `${displayExpr(p, i)} = ${r.key[i]}`).join(', ');
+      return { values: r.key, event, count: r.count };
+    }),
+  };
+}
+
+/** bcc's text of one probe's result: a count's title and `\tCOUNT      EVENT` rows, or the log2 histogram. */
+export function formatResult(r: ArgdistResult): string {
+  if (r.kind === 'hist') return formatLog2Hist(log2SlotsOf(r.buckets), r.title);
+  let out = `${r.title}\n${pyFormat('\t%-10s %s', 'COUNT', 'EVENT')}\n`;
+  for (const row of r.rows) out += `${pyFormat('\t%-10s %s', row.count.toString(), row.event)}\n`;
+  return out;
+}
+
 /**
  * bcc's `display()` of a count probe: the title, `\tCOUNT      EVENT`, then the rows sorted by count (ascending;
  * ties by key here), the last `top` when given.
  */
 export function formatCounts(p: ArgdistProbe, rows: CountRow[], top: number | null): string {
-  let sorted = [...rows].sort((a, b) => (a.count < b.count ? -1 : a.count > b.count ? 1 : compareKeys(a.key, b.key)));
-  // Python's sdata[-top:]: -T 0 keeps everything.
-  if (top !== null && top !== 0) sorted = sorted.slice(-top);
-  let out = `${title(p)}\n${pyFormat('\t%-10s %s', 'COUNT', 'EVENT')}\n`;
-  for (const r of sorted) {
-    let key: string;
-    if (p.isDefaultExpr) key = p.type === 'r' ? `retval = ${r.key[0]}` : 'total calls';
-    else key = p.exprs.map((_, i) => `${displayExpr(p, i)} = ${r.key[i]}`).join(', ');
-    out += `${pyFormat('\t%-10s %s', r.count.toString(), key)}\n`;
-  }
-  return out;
+  return formatResult(countResult(p, rows, top));
 }
 
 /** The rows of a count map. */
-export function countRows(t: Tracer, index: number): CountRow[] {
+export function countRows(t: Pick<Tracer, 'readMap'>, index: number): CountRow[] {
   return t.readMap(mapName(index)).entries.map((e) => ({
     key: e.key.map((k) => keyPart(k)),
     count: e.value.kind === 'count' ? e.value.value : 0n,
   }));
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   let probes: ArgdistProbe[];
   let program: string;
   try {
     probes = [
-      ...((a.countspecifier as string[] | null) ?? []).map((s) => parseArgdistSpec('freq', s)),
-      ...((a.histspecifier as string[] | null) ?? []).map((s) => parseArgdistSpec('hist', s)),
+      ...(a.countspecifier ?? []).map((s) => parseArgdistSpec('freq', s)),
+      ...(a.histspecifier ?? []).map((s) => parseArgdistSpec('hist', s)),
     ];
     if (probes.length === 0) {
       writer.line('at least one specifier is required');
       return 1;
     }
-    program = buildProgram(probes, {
-      pid: a.pid as number | null,
-      tid: a.tid as number | null,
-      stringSize: a.string_size as number,
-    });
+    program = buildProgram(probes, { pid: a.pid, tid: a.tid, stringSize: a.string_size });
   } catch (e) {
     if (e instanceof ArgdistProbeError) {
       writer.line(e.message);
@@ -437,34 +474,32 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     }
     throw e;
   }
-  if (a.verbose || a.ebpf) {
-    writer.line(program);
-    if (a.ebpf) return 0;
-  }
-  const top = a.top as number | null;
-  // bcc's main loop ends on Ctrl-C (or SIGTERM) without printing the interval under way.
-  return withInterruptNote((interrupted) =>
-    runProgram({
-      tool: 'argdist',
-      program,
-      writer,
-      interval: { seconds: a.interval as number, count: a.count as number | null },
-      durationSec: a.duration as number | null,
-      onTick: (t) => {
-        if (interrupted()) return;
-        let out = `[${clockTime()}]\n`;
-        probes.forEach((p, i) => {
-          if (p.kind === 'freq') out += formatCounts(p, countRows(t, i), top);
-          else out += formatLog2Hist(log2Slots(t.readMap(mapName(i))), title(p));
-          if (!a.cumulative) t.clearMap(mapName(i));
-        });
-        writer.write(out);
-      },
+  if (a.verbose) writer.line(program);
+  return runIntervals<ArgdistInterval>({
+    tool: 'argdist',
+    program,
+    writer,
+    seconds: a.interval,
+    count: a.count,
+    durationSec: a.duration,
+    read: (t, now) => ({
+      time: clockTime(now),
+      probes: probes.map((p, i) =>
+        p.kind === 'freq'
+          ? countResult(p, countRows(t, i), a.top)
+          : { kind: 'hist', title: title(p), buckets: log2Buckets(log2Slots(t.readMap(mapName(i)))) },
+      ),
     }),
-  );
+    format: (i) => `[${i.time}]\n${i.probes.map(formatResult).join('')}`,
+    clear: a.cumulative ? [] : probes.map((_, i) => mapName(i)),
+    // bcc's main loop ends on Ctrl-C (or SIGTERM) without printing the interval under way.
+    last: 'skip-interrupted',
+  });
 }
+
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
 
 /** `bpfscope argdist [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -7,17 +7,17 @@
  * the table), and its bytes are not counted.
  */
 import type { Tracer } from '../runtime/tracer.js';
-import type { Parsed, ParserSpec } from './framework/argparse.js';
-import { INT } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { diskOption, partitionNamer } from './framework/disk.js';
 import { scalarValues } from './framework/histmaps.js';
+import { runIntervals } from './framework/interval.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat, pyRound } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'biopattern',
   description: 'Show block device I/O pattern.',
   raw: true,
@@ -31,7 +31,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'Output interval in seconds', type: INT, default: 99999999 },
     { name: 'count', help: 'Number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 /**
  * The bpftrace program: per dev_t, `@seq`/`@rnd` request counts and `@bytes` (sum of nr_sector * 512) for the
@@ -79,33 +79,56 @@ export function collectRows(t: Pick<Tracer, 'readMap'>): PatternRow[] {
 }
 
 /** bcc's row: `%RND` is Python's `int(round(random * 100 / total))`; disks without requests print nothing. */
-export function formatRow(r: PatternRow, name: (dev: number) => string, now: Date = new Date()): string {
+export function formatRow(r: PatternRow, name: (dev: number) => string, time: string = clockTime()): string {
   const total = r.random + r.sequential;
   if (total === 0n) return '';
   const rnd = pyRound((Number(r.random) * 100) / Number(total));
-  return `${pyFormat('%-9s %-7s %5d %5d %8d %10d', clockTime(now), name(r.dev), rnd, 100 - rnd, total, Number(r.bytes) / 1024)}\n`;
+  return `${pyFormat('%-9s %-7s %5d %5d %8d %10d', time, name(r.dev), rnd, 100 - rnd, total, Number(r.bytes) / 1024)}\n`;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const dev = diskOption(a.disk as string | null, writer);
+/** A disk's row of biopattern's interval: {@link PatternRow} with the disk's name. */
+export interface PatternTickRow extends PatternRow {
+  /** The disk's name (/proc/partitions; `Unknown` when not there). */
+  disk: string;
+}
+
+/** One interval of biopattern (runTool's interval, `--json`'s object): the disks with requests, by dev_t. */
+export interface BiopatternInterval {
+  /** Wall-clock time of the rows, HH:MM:SS. */
+  time: string;
+  rows: PatternTickRow[];
+}
+
+/** bcc's text of one interval: a row per disk (see {@link formatRow}). */
+export function formatInterval(i: BiopatternInterval): string {
+  return i.rows.map((r) => formatRow(r, () => r.disk, i.time)).join('');
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const dev = diskOption(a.disk, writer);
   if (dev === undefined) return 1;
   const name = partitionNamer('Unknown');
-  return runProgram({
+  return runIntervals<BiopatternInterval>({
     tool: 'biopattern',
     program: buildProgram({ dev }),
     writer,
-    interval: { seconds: a.interval as number, count: a.count as number },
-    onStarted: () => writer.write(HEADER),
-    onTick: (t) => {
-      const rows = collectRows(t);
-      for (const m of ['rnd', 'seq', 'bytes', 'last']) t.clearMap(m);
-      const now = new Date();
-      for (const r of rows) writer.write(formatRow(r, name, now));
-    },
+    seconds: a.interval,
+    count: a.count,
+    header: HEADER,
+    read: (t, now) => ({
+      time: clockTime(now),
+      rows: collectRows(t)
+        .filter((r) => r.random + r.sequential > 0n)
+        .map((r) => ({ ...r, disk: name(r.dev) })),
+    }),
+    format: formatInterval,
+    clear: ['rnd', 'seq', 'bytes', 'last'],
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope biopattern [-d DISK] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

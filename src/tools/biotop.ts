@@ -14,17 +14,17 @@
  * REQ_OP_WRITE`.
  */
 import type { Tracer } from '../runtime/tracer.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { diskNamer } from './framework/disk.js';
 import { keyPart, scalarValues } from './framework/histmaps.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFloatStr, pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 import { tracepointExists } from './framework/system.js';
-import { formatTopScreen, type TopOptions } from './framework/top.js';
+import { formatTopScreen, runTop, type TopOptions, type TopTick } from './framework/top.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'biotop',
   description: 'Block device (disk) I/O by process',
   raw: true,
@@ -45,7 +45,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 1 },
     { name: 'count', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface BiotopProgramOptions {
   /** Count only I/O issued by this process (bcc's FILTER_PID, applied where the PID is recorded). */
@@ -191,29 +191,45 @@ export function formatScreen(
   return formatTopScreen(TABLE_HEADER, lines, o, now, loadavg);
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const program = buildProgram({
-    pid: a.pid as number | null,
-    startTracepoint: tracepointExists('block', 'block_io_start') ? 'block_io_start' : 'block_bio_queue',
-  });
-  const interval = a.interval as number;
-  const o = { noclear: a.noclear as boolean, maxrows: a.maxrows as number };
+/** A row of biotop's interval (runTool, `--json`): {@link BiotopRow} with the disk's name and numbers. */
+export interface BiotopTickRow extends BiotopRow {
+  major: number;
+  minor: number;
+  /** The disk's name (/proc/diskstats; `?` when unknown). */
+  disk: string;
+}
+
+/** One interval of biotop (runTool's interval, `--json`'s object): the screen's rows, most bytes first. */
+export type BiotopInterval = TopTick<BiotopTickRow>;
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const diskName = diskNamer('?');
-  return runProgram({
+  return runTop<BiotopTickRow>({
     tool: 'biotop',
-    program,
+    program: buildProgram({
+      pid: a.pid,
+      startTracepoint: tracepointExists('block', 'block_io_start') ? 'block_io_start' : 'block_bio_queue',
+    }),
     writer,
-    interval: { seconds: interval, count: a.count as number },
-    onStarted: () => writer.line(pyFormat('Tracing... Output every %d secs. Hit Ctrl-C to end', interval)),
-    onTick: (t, last) => {
-      writer.write(formatScreen(collectRows(t), o, diskName));
-      for (const m of ['lat', 'bytes']) t.clearMap(m);
-      if (last) writer.line('Detaching...');
-    },
+    seconds: a.interval,
+    count: a.count,
+    screen: { noclear: a.noclear, maxrows: a.maxrows },
+    heading: TABLE_HEADER,
+    rows: (t) =>
+      sortRows(collectRows(t)).map((r) => ({
+        ...r,
+        major: Math.floor(r.dev / 2 ** 20),
+        minor: r.dev % 2 ** 20,
+        disk: diskName(r.dev),
+      })),
+    formatRow: (r) => formatRow(r, () => r.disk),
+    clear: ['lat', 'bytes'],
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope biotop [-C] [-r MAXROWS] [-p PID] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -9,17 +9,18 @@
  * Page accesses (folio_mark_accessed) have no tracepoint, so without kprobes the tool exits 1 with one sentence.
  */
 import { readFileSync } from 'node:fs';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { scalarValues } from './framework/histmaps.js';
+import { runIntervals } from './framework/interval.js';
 import { firstKernelFunction, kfuncKind, noKfuncError } from './framework/kfunc.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { defineTool, toolMain, unsupported } from './framework/runner.js';
 import { clockTime, tracepointExists } from './framework/system.js';
 import type { Tracer } from '../runtime/tracer.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'cachestat',
   description: 'Count cache kernel function calls',
   raw: true,
@@ -31,7 +32,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 1 },
     { name: 'count', help: 'number of outputs', type: INT, default: -1 },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** The four counted events: probe (`kprobe:FN` or `tracepoint:CAT:EV`) per map name. */
 export interface CachestatProbes {
@@ -112,44 +113,60 @@ export function formatRow(
   return `${timestamp ? pyFormat('%-8s ', time) : ''}${pyFormat('%8d %8d %8d %7.2f%% %12.0f %10.0f', s.hits, s.misses, s.dirties, 100 * s.ratio, mem.buffersKb / 1024, mem.cachedKb / 1024)}\n`;
 }
 
+/** One interval of cachestat (runTool's interval, `--json`'s object). */
+export interface CachestatInterval {
+  /** Wall-clock time of the line, HH:MM:SS (the `-T` column). */
+  time: string;
+  /** bcc's arithmetic on the interval's counts (see {@link cacheStats}); `ratio` is 0..1 (HITRATIO / 100). */
+  hits: bigint;
+  misses: bigint;
+  dirties: bigint;
+  ratio: number;
+  /** `Buffers` and `Cached` of /proc/meminfo at the time, in kB (bcc prints them in MB). */
+  buffersKb: number;
+  cachedKb: number;
+}
+
 function readCounts(t: Tracer): { apcl: bigint; mpa: bigint; mbd: bigint; apd: bigint } {
   const out = { apcl: 0n, mpa: 0n, mbd: 0n, apd: 0n };
   for (const k of ['apcl', 'mpa', 'mbd', 'apd'] as const) {
     out[k] = scalarValues(t.readMap(k)).reduce((a, r) => a + r.value, 0n);
-    t.clearMap(k);
   }
   return out;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  if (kfuncKind() !== 'kprobe' && !a.ebpf) {
-    throw noKfuncError(
-      'cachestat',
-      'counting page cache accesses (folio_mark_accessed(), which has no tracepoint)',
-      false,
-    );
-  }
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const probes = chooseProbes();
-  if (typeof probes === 'string') throw unsupported(`cachestat: ${probes}`);
-  const program = buildProgram(probes);
-  const count = a.count as number;
-  const ts = a.timestamp as boolean;
-  let ticks = 0;
-  return runProgram({
+  if (typeof probes === 'string' && writer.mode === 'ebpf') throw unsupported(`cachestat: ${probes}`);
+  const program = typeof probes === 'string' ? '' : buildProgram(probes);
+  const ts = a.timestamp;
+  return runIntervals<CachestatInterval>({
     tool: 'cachestat',
     program,
     writer,
-    interval: { seconds: a.interval as number, count: count > 0 ? count : null },
-    onStarted: () => writer.write(header(ts)),
-    onTick: (t, last) => {
-      ticks++;
-      writer.write(formatRow(cacheStats(readCounts(t)), readMeminfo(), ts));
-      if (last && !(count > 0 && ticks >= count)) writer.line('Detaching...');
+    requires: () => {
+      if (kfuncKind() !== 'kprobe') {
+        throw noKfuncError(
+          'cachestat',
+          'counting page cache accesses (folio_mark_accessed(), which has no tracepoint)',
+          false,
+        );
+      }
+      if (typeof probes === 'string') throw unsupported(`cachestat: ${probes}`);
     },
+    seconds: a.interval,
+    count: a.count > 0 ? a.count : null,
+    header: header(ts),
+    read: (t, now) => ({ time: clockTime(now), ...cacheStats(readCounts(t)), ...readMeminfo() }),
+    format: (i) => formatRow(i, i, ts, i.time),
+    clear: ['apcl', 'mpa', 'mbd', 'apd'],
+    detach: 'stopped',
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope cachestat [-T] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -12,21 +12,34 @@
  * The screen is cleared with `ESC [H ESC [2J` (bcc runs `clear`).
  */
 import { existsSync, lstatSync } from 'node:fs';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec, type ValueType } from './framework/argparse.js';
 import { keyPart } from './framework/histmaps.js';
 import { hasFeature } from '../kernel/features.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 import { clockTime, loadAvg } from './framework/system.js';
+import { formatTopTick, runTop, type TopTick } from './framework/top.js';
 import type { MapDump } from '../runtime/output/model.js';
 import type { Tracer } from '../runtime/tracer.js';
 
 /** bcc's `-s` choices. */
-const SORTS = ['all', 'reads', 'writes', 'rbytes', 'wbytes'];
+const SORTS = ['all', 'reads', 'writes', 'rbytes', 'wbytes'] as const;
 
-export const SPEC: ParserSpec = {
+/** A `-s` value. */
+export type FiletopSort = (typeof SORTS)[number];
+
+const SORT_TYPE: ValueType<FiletopSort> = {
+  name: 'choice',
+  convert: (t) => {
+    const c = SORTS.find((x) => x === t);
+    if (c) return c;
+    throw new Error(`argparse: invalid choice: '${t}' (choose from ${SORTS.map((x) => `'${x}'`).join(', ')})`);
+  },
+};
+
+export const SPEC = {
   prog: 'filetop',
   description: 'File reads and writes by process',
   raw: true,
@@ -49,13 +62,7 @@ export const SPEC: ParserSpec = {
       kind: 'value',
       default: 'all',
       metavar: `{${SORTS.join(',')}}`,
-      type: {
-        name: 'choice',
-        convert: (t) => {
-          if (SORTS.includes(t)) return t;
-          throw new Error(`argparse: invalid choice: '${t}' (choose from ${SORTS.map((c) => `'${c}'`).join(', ')})`);
-        },
-      },
+      type: SORT_TYPE,
       help: 'sort column, default all',
     },
     { flags: ['-p', '--pid'], kind: 'value', type: INT, metavar: 'PID', dest: 'tgid', help: 'trace this PID only' },
@@ -68,7 +75,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 1 },
     { name: 'count', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface FiletopOptions {
   /** `kprobe`: vfs_read/vfs_write; `tracepoint`: the read/write system call tracepoints. */
@@ -176,6 +183,30 @@ export function rowsFromMaps(maps: {
   return [...rows.values()];
 }
 
+/** Rows sorted by `sort` (bcc's `-s`), largest first; ties by thread ID. */
+export function sortRows(rows: FileRow[], sort: string): FileRow[] {
+  const key = (r: FileRow): bigint =>
+    sort === 'all' ? r.rbytes + r.wbytes + r.reads + r.writes : r[sort as 'reads' | 'writes' | 'rbytes' | 'wbytes'];
+  return [...rows].sort((a, b) => {
+    const x = key(a);
+    const y = key(b);
+    return x < y ? 1 : x > y ? -1 : a.tid - b.tid;
+  });
+}
+
+/** bcc's table heading. */
+export const TABLE_HEADER = `${pyFormat('%-7s %-16s %-6s %-6s %-7s %-7s %1s %s', 'TID', 'COMM', 'READS', 'WRITES', 'R_Kb', 'W_Kb', 'T', 'FILE')}\n`;
+
+/** bcc's row: Kb truncated, a name longer than DNAME_INLINE_LEN cut to its first 29 characters and `...`. */
+export function formatRow(r: FileRow): string {
+  const name = r.nameLen > DNAME_INLINE_LEN ? `${r.name.slice(0, -3)}...` : r.name;
+  const kb = (b: bigint): number => Math.trunc(Number(b) / 1024);
+  return `${pyFormat('%-7d %-16s %-6d %-6d %-7d %-7d %1s %s', r.tid, r.comm, r.reads, r.writes, kb(r.rbytes), kb(r.wbytes), r.type, name)}\n`;
+}
+
+/** One interval of filetop (runTool's interval, `--json`'s object): the screen's rows in `-s` order. */
+export type FiletopInterval = TopTick<FileRow>;
+
 /** The screen: clear (unless `noclear`: a blank line), `TIME loadavg: ...`, header, top `maxrows` rows by `sort`. */
 export function formatScreen(
   rows: FileRow[],
@@ -183,42 +214,26 @@ export function formatScreen(
   time: string = clockTime(),
   load: string = loadAvg(),
 ): string {
-  const key = (r: FileRow): bigint =>
-    o.sort === 'all' ? r.rbytes + r.wbytes + r.reads + r.writes : r[o.sort as 'reads' | 'writes' | 'rbytes' | 'wbytes'];
-  const sorted = [...rows].sort((a, b) => {
-    const x = key(a);
-    const y = key(b);
-    return x < y ? 1 : x > y ? -1 : a.tid - b.tid;
-  });
-  let out = o.noclear ? '\n' : '\x1b[H\x1b[2J';
-  out += `${pyFormat('%-8s loadavg: %s', time, load)}\n\n`;
-  out += `${pyFormat('%-7s %-16s %-6s %-6s %-7s %-7s %1s %s', 'TID', 'COMM', 'READS', 'WRITES', 'R_Kb', 'W_Kb', 'T', 'FILE')}\n`;
-  for (const r of sorted.slice(0, Math.max(0, o.maxrows))) {
-    const name = r.nameLen > DNAME_INLINE_LEN ? `${r.name.slice(0, -3)}...` : r.name;
-    const kb = (b: bigint): number => Math.trunc(Number(b) / 1024);
-    out += `${pyFormat('%-7d %-16s %-6d %-6d %-7d %-7d %1s %s', r.tid, r.comm, r.reads, r.writes, kb(r.rbytes), kb(r.wbytes), r.type, name)}\n`;
-  }
-  return out;
+  const tick = { time, loadavg: load, rows: sortRows(rows, o.sort).slice(0, Math.max(1, o.maxrows)) };
+  return formatTopTick(tick, TABLE_HEADER, formatRow, o.noclear);
 }
 
 function readRows(t: Tracer): FileRow[] {
   const names = t.mapNames();
   const maps: Record<string, MapDump> = {};
-  const present = ['reads', 'writes', 'rbytes', 'wbytes'].filter((n) => names.includes(n));
   // Read all four, then clear them: events between the reads may show in one map only (bcc reads them one
   // after another too).
-  for (const n of present) maps[n] = t.readMap(n);
-  for (const n of present) t.clearMap(n);
+  for (const n of ['reads', 'writes', 'rbytes', 'wbytes']) if (names.includes(n)) maps[n] = t.readMap(n);
   return rowsFromMaps(maps);
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   if (a.read_only && a.write_only) {
     writer.err.write('filetop: Both read-only and write-only flags passed\n');
     return 1;
   }
   let dirInode: number | null = null;
-  const dir = a.directory as string | null;
+  const dir = a.directory;
   if (dir !== null) {
     if (!existsSync(dir)) {
       writer.line(`Error accessing directory ${dir}: [Errno 2] No such file or directory: '${dir}'`);
@@ -229,28 +244,29 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   }
   const program = buildProgram({
     probe: hasFeature('kprobe') ? 'kprobe' : 'tracepoint',
-    tgid: a.tgid as number | null,
-    allFiles: a.all_files as boolean,
+    tgid: a.tgid,
+    allFiles: a.all_files,
     dirInode,
     reads: !a.write_only,
     writes: !a.read_only,
   });
-  const interval = a.interval as number;
-  const screen = { sort: a.sort as string, maxrows: a.maxrows as number, noclear: a.noclear as boolean };
-  return runProgram({
+  return runTop<FileRow>({
     tool: 'filetop',
     program,
     writer,
-    interval: { seconds: interval, count: a.count as number },
-    onStarted: () => writer.line(`Tracing... Output every ${interval} secs. Hit Ctrl-C to end`),
-    onTick: (t, last) => {
-      writer.write(formatScreen(readRows(t), screen));
-      if (last) writer.line('Detaching...');
-    },
+    seconds: a.interval,
+    count: a.count,
+    screen: { noclear: a.noclear, maxrows: a.maxrows },
+    heading: TABLE_HEADER,
+    rows: (t) => sortRows(readRows(t), a.sort),
+    formatRow,
+    clear: ['reads', 'writes', 'rbytes', 'wbytes'],
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope filetop [flags] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

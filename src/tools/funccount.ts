@@ -6,10 +6,9 @@
  * (tracepoints, USDT) — bcc's per-location array instead has one BPF function per target.
  */
 import type { MapDump } from '../runtime/output/model.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import {
   intervalOf,
-  intervalPrefix,
   resolveTargetsOrReport,
   type Targets,
   targetBuiltin,
@@ -18,12 +17,14 @@ import {
   tracingLine,
 } from './framework/functool.js';
 import { scalarValues } from './framework/histmaps.js';
+import { runIntervals } from './framework/interval.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
+import { clockTime } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'funccount',
   description: 'Count functions, tracepoints, and USDT probes',
   raw: true,
@@ -59,7 +60,7 @@ export const SPEC: ParserSpec = {
     { flags: ['-c', '--cpu'], kind: 'value', type: INT, help: 'trace this CPU only' },
   ],
   positionals: [{ name: 'pattern', help: 'search expression for events', required: true }],
-};
+} as const satisfies ParserSpec;
 
 export interface FunccountOptions {
   pid?: number | null;
@@ -78,44 +79,69 @@ export function buildProgram(t: Targets, o: FunccountOptions): string {
   return p;
 }
 
+/** One target's count in an interval. */
+export interface FunccountRow {
+  /** The function (or `category:event` tracepoint, USDT probe) as bcc prints it. */
+  name: string;
+  count: bigint;
+}
+
+/** One interval of funccount (runTool's interval, `--json`'s object). */
+export interface FunccountInterval {
+  /** Wall-clock time of the interval's end, HH:MM:SS (the `-T` line). */
+  time: string;
+  /** The targets that fired, ascending by count (ties in attach order), as printed. */
+  rows: FunccountRow[];
+}
+
+/** The rows of a `@counts` map: the targets that fired, ascending by count, ties in attach order (bcc's array). */
+export function countRows(t: Targets, counts: MapDump): FunccountRow[] {
+  return scalarValues(counts)
+    .map((r) => ({ name: targetLabel(t.spec, String(r.key)), count: r.value }))
+    .filter((r) => r.count > 0n)
+    .map((r) => ({ ...r, index: targetIndex(t, r.name) }))
+    .sort((a, b) => (a.count < b.count ? -1 : a.count > b.count ? 1 : a.index - b.index))
+    .map(({ name, count }) => ({ name, count }));
+}
+
+/** bcc's table: `FUNC`/`COUNT` header (`%-36s %8s`) and one `%-36s %8d` row per target. */
+export function formatRows(rows: FunccountRow[]): string {
+  let out = pyFormat('%-36s %8s\n', 'FUNC', 'COUNT');
+  for (const r of rows) out += pyFormat('%-36s %8d\n', r.name, r.count);
+  return out;
+}
+
 /**
  * One interval's table: `FUNC`/`COUNT` header (`%-36s %8s`) and one `%-36s %8d` row per target that fired,
  * ascending by count (ties in attach order, as bcc's array).
  */
 export function formatCounts(t: Targets, counts: MapDump): string {
-  const rows = scalarValues(counts)
-    .map((r) => ({ label: targetLabel(t.spec, String(r.key)), value: r.value }))
-    .filter((r) => r.value > 0n)
-    .map((r) => ({ ...r, index: targetIndex(t, r.label) }))
-    .sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : a.index - b.index));
-  let out = pyFormat('%-36s %8s\n', 'FUNC', 'COUNT');
-  for (const r of rows) out += pyFormat('%-36s %8d\n', r.label, r.value);
-  return out;
+  return formatRows(countRows(t, counts));
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const pattern = a.pattern as string;
-  const t = resolveTargetsOrReport(pattern, a.regexp as boolean, writer);
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const pattern = a.pattern;
+  const t = resolveTargetsOrReport(pattern, a.regexp, writer);
   if (!t) return 1;
-  const program = buildProgram(t, { pid: a.pid as number | null, cpu: a.cpu as number | null });
+  const program = buildProgram(t, { pid: a.pid, cpu: a.cpu });
   if (a.debug) writer.write(program);
-  const interval = intervalOf(a.interval as number | null, a.duration as number | null);
-  return runProgram({
+  return runIntervals<FunccountInterval>({
     tool: 'funccount',
     program,
     writer,
-    interval: { seconds: interval },
-    durationSec: a.duration as number | null,
-    onStarted: () => writer.write(tracingLine(t.names.length, pattern)),
-    onTick: (tracer, last) => {
-      writer.write(intervalPrefix(a.timestamp as boolean) + formatCounts(t, tracer.readMap('counts')));
-      if (last) writer.line('Detaching...');
-      else tracer.clearMap('counts');
-    },
+    seconds: intervalOf(a.interval, a.duration),
+    durationSec: a.duration,
+    header: tracingLine(t.names.length, pattern),
+    read: (tracer, now) => ({ time: clockTime(now), rows: countRows(t, tracer.readMap('counts')) }),
+    format: (i) => `\n${a.timestamp ? pyFormat('%-8s\n', i.time) : ''}${formatRows(i.rows)}`,
+    clear: ['counts'],
+    detach: 'always',
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope funccount [flags] pattern`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

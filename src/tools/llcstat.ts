@@ -10,16 +10,28 @@
  * event. Is this a virtual machine?" and exits 0). Rows are sorted by PID, TID and CPU (bcc prints its hash
  * table's order); an empty run prints a hit rate of 0.00% (bcc divides by zero).
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec, type ValueType } from './framework/argparse.js';
 import { keyPart } from './framework/histmaps.js';
+import { runIntervals } from './framework/interval.js';
 import { hardwareEventsWork } from './framework/kfunc.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { defineTool, toolMain, unsupported } from './framework/runner.js';
+import { clockTime } from './framework/system.js';
 import type { MapDump } from '../runtime/output/model.js';
 
-export const SPEC: ParserSpec = {
+/** Python's `float()` of the duration argument. */
+const FLOAT: ValueType<number> = {
+  name: 'duration',
+  convert: (t) => {
+    const n = Number(t);
+    if (t.trim() === '' || !Number.isFinite(n)) throw new Error(`could not convert string to float: '${t}'`);
+    return n;
+  },
+};
+
+export const SPEC = {
   prog: 'llcstat',
   description: 'Summarize cache references and misses by PID',
   raw: true,
@@ -38,18 +50,11 @@ export const SPEC: ParserSpec = {
     {
       name: 'duration',
       help: 'Duration, in seconds, to run',
-      type: {
-        name: 'duration',
-        convert: (t) => {
-          const n = Number(t);
-          if (t.trim() === '' || !Number.isFinite(n)) throw new Error(`could not convert string to float: '${t}'`);
-          return n;
-        },
-      },
+      type: FLOAT,
       default: 10,
     },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface LlcstatOptions {
   samplePeriod: number;
@@ -114,30 +119,38 @@ export function formatTable(rows: LlcRow[], tid: boolean): string {
   return out;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const o: LlcstatOptions = { samplePeriod: a.sample_period as number, tid: a.tid as boolean };
-  const program = buildProgram(o);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  if (!hardwareEventsWork(3) || !hardwareEventsWork(2)) {
-    throw unsupported(
-      'llcstat: the cache-references and cache-misses hardware events cannot be opened: this machine has no hardware performance counters (PMU) the kernel exposes',
-    );
-  }
-  const duration = a.duration as number;
-  return runProgram({
+/** What llcstat gathered, at the end of the run (runTool's one interval, `--json`'s object). */
+export interface LlcstatInterval {
+  /** Wall-clock time at the end, HH:MM:SS. */
+  time: string;
+  /** The table's rows, by PID, TID and CPU (references and misses are sample counts times the sample period). */
+  rows: LlcRow[];
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const o: LlcstatOptions = { samplePeriod: a.sample_period, tid: a.tid };
+  return runIntervals<LlcstatInterval>({
     tool: 'llcstat',
-    program,
+    program: buildProgram(o),
     writer,
-    interval: { seconds: duration, count: 1 },
-    onStarted: () => writer.line(`Running for ${String(a.duration)} seconds or hit Ctrl-C to end.`),
-    onTick: (t) => writer.write(formatTable(rowsFromMaps(t.readMap('ref'), t.readMap('miss')), o.tid)),
+    requires: () => {
+      if (!hardwareEventsWork(3) || !hardwareEventsWork(2)) {
+        throw unsupported(
+          'llcstat: the cache-references and cache-misses hardware events cannot be opened: this machine has no hardware performance counters (PMU) the kernel exposes',
+        );
+      }
+    },
+    seconds: a.duration,
+    count: 1,
+    header: `Running for ${String(a.duration)} seconds or hit Ctrl-C to end.\n`,
+    read: (t, now) => ({ time: clockTime(now), rows: rowsFromMaps(t.readMap('ref'), t.readMap('miss')) }),
+    format: (i) => formatTable(i.rows, o.tid),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope llcstat [-c SAMPLE_PERIOD] [-t] [duration]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

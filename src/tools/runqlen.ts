@@ -14,17 +14,18 @@
  */
 import type { Tracer } from '../runtime/tracer.js';
 import type { MapDump } from '../runtime/output/model.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { formatLinearHist, formatSectionedLinearHist, type HistSection } from './framework/hist.js';
 import { keyPart, scalarValues } from './framework/histmaps.js';
+import { runIntervals } from './framework/interval.js';
 import { firstStructField, kernelStructHasField } from './framework/kstruct.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { defineTool, toolMain, unsupported } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'runqlen',
   description: 'Summarize scheduler run queue length as a histogram',
   raw: true,
@@ -45,7 +46,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 99999999 },
     { name: 'count', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** bcc's sampling frequency (Hz). */
 export const FREQUENCY = 99;
@@ -119,6 +120,45 @@ function occupancy(vals: bigint[]): number {
   return samples ? Number(queued) / Number(samples) : 0;
 }
 
+/** One interval of runqlen (runTool's interval, `--json`'s object). */
+export interface RunqlenInterval {
+  /** Wall-clock time of the interval's end, HH:MM:SS (the `-T` line). */
+  time: string;
+  /**
+   * Samples by run queue length (`counts[n]`: samples that saw n tasks waiting, the running one not counted),
+   * from 0 to the longest queue seen: one histogram, or with -C one per CPU (`cpu`), by CPU.
+   */
+  histograms: { cpu?: number; counts: bigint[] }[];
+  /** -O: the percentage of samples with a queue (length > 0); with -C per CPU from 0 to the highest seen. */
+  occupancy: { cpu?: number; percent: number }[] | null;
+}
+
+/** -O's percentages (see {@link RunqlenInterval.occupancy}). */
+export function occupancyOf(
+  o: { cpus: boolean },
+  dist: { total?: bigint[]; perCpu?: { cpu: number; vals: bigint[] }[] },
+): { cpu?: number; percent: number }[] {
+  if (!o.cpus) return [{ percent: 100 * occupancy(dist.total ?? []) }];
+  const perCpu = dist.perCpu ?? [];
+  const cpumax = Math.max(0, ...perCpu.map((c) => c.cpu));
+  const out: { cpu: number; percent: number }[] = [];
+  for (let c = 0; c <= cpumax; c++) {
+    out.push({ cpu: c, percent: 100 * occupancy(perCpu.find((x) => x.cpu === c)?.vals ?? []) });
+  }
+  return out;
+}
+
+/** bcc's `-O` lines for {@link occupancyOf}'s percentages. */
+function formatOccupancyRows(rows: { cpu?: number; percent: number }[]): string {
+  return rows
+    .map((r) =>
+      r.cpu === undefined
+        ? `${pyFormat('runqocc: %0.2f%%', r.percent)}\n`
+        : `${pyFormat('runqocc, CPU %-3d %6.2f%%', r.cpu, r.percent)}\n`,
+    )
+    .join('');
+}
+
 /**
  * bcc's `-O` lines: `runqocc: N.NN%`, or with `-C` one `runqocc, CPU %-3d %6.2f%%` line per CPU from 0 to the
  * highest CPU seen.
@@ -127,15 +167,39 @@ export function formatOccupancy(
   o: { cpus: boolean },
   dist: { total?: bigint[]; perCpu?: { cpu: number; vals: bigint[] }[] },
 ): string {
-  if (!o.cpus) return `${pyFormat('runqocc: %0.2f%%', 100 * occupancy(dist.total ?? []))}\n`;
-  const perCpu = dist.perCpu ?? [];
-  const cpumax = Math.max(0, ...perCpu.map((c) => c.cpu));
-  let out = '';
-  for (let c = 0; c <= cpumax; c++) {
-    const vals = perCpu.find((x) => x.cpu === c)?.vals ?? [];
-    out += `${pyFormat('runqocc, CPU %-3d %6.2f%%', c, 100 * occupancy(vals))}\n`;
+  return formatOccupancyRows(occupancyOf(o, dist));
+}
+
+/** Read one interval from `@dist`. */
+export function readInterval(
+  t: Pick<Tracer, 'readMap'>,
+  o: { cpus: boolean; runqocc: boolean },
+  now: Date = new Date(),
+): RunqlenInterval {
+  const dump = t.readMap('dist');
+  const time = clockTime(now);
+  if (o.cpus) {
+    const perCpu = cpuSlots(dump);
+    return {
+      time,
+      histograms: perCpu.map((c) => ({ cpu: c.cpu, counts: c.vals })),
+      occupancy: o.runqocc ? occupancyOf(o, { perCpu }) : null,
+    };
   }
-  return out;
+  const total = lengthSlots(dump);
+  return { time, histograms: [{ counts: total }], occupancy: o.runqocc ? occupancyOf(o, { total }) : null };
+}
+
+/** bcc's text of one interval: an empty line, the time with -T, then the histogram(s) or the occupancy. */
+export function formatTick(i: RunqlenInterval, o: { cpus: boolean; timestamp: boolean }): string {
+  let out = '\n';
+  if (o.timestamp) out += pyFormat('%-8s\n', i.time);
+  if (i.occupancy) return out + formatOccupancyRows(i.occupancy);
+  if (o.cpus) {
+    const sections: HistSection[] = i.histograms.map((h) => ({ label: String(h.cpu), vals: h.counts }));
+    return out + formatSectionedLinearHist(sections, 'cpu', 'runqlen');
+  }
+  return out + formatLinearHist(i.histograms[0]?.counts ?? [], 'runqlen');
 }
 
 /** One interval's text: an empty line, the time with -T, then the histogram(s) or the occupancy. */
@@ -144,46 +208,35 @@ export function formatInterval(
   o: { cpus: boolean; runqocc: boolean; timestamp: boolean },
   now: Date = new Date(),
 ): string {
-  let out = '\n';
-  if (o.timestamp) out += pyFormat('%-8s\n', clockTime(now));
-  const dump = t.readMap('dist');
-  if (o.cpus) {
-    const perCpu = cpuSlots(dump);
-    if (o.runqocc) return out + formatOccupancy(o, { perCpu });
-    const sections: HistSection[] = perCpu.map((c) => ({ label: String(c.cpu), vals: c.vals }));
-    return out + formatSectionedLinearHist(sections, 'cpu', 'runqlen');
-  }
-  const total = lengthSlots(dump);
-  return out + (o.runqocc ? formatOccupancy(o, { total }) : formatLinearHist(total, 'runqlen'));
+  return formatTick(readInterval(t, o, now), o);
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const expr = queueLengthExpr();
-  const o = { cpus: a.cpus as boolean, runqocc: a.runqocc as boolean, timestamp: a.timestamp as boolean };
-  const program = buildProgram({ cpus: o.cpus, expr: expr ?? RQ_NR_RUNNING });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  if (!expr) {
-    throw unsupported(
-      "runqlen: the kernel's BTF (/sys/kernel/btf/vmlinux) has no struct cfs_rq with rq, nr_queued or nr_running to read the run queue length from",
-    );
-  }
-  return runProgram({
+  const o = { cpus: a.cpus, runqocc: a.runqocc, timestamp: a.timestamp };
+  return runIntervals<RunqlenInterval>({
     tool: 'runqlen',
-    program,
+    program: buildProgram({ cpus: o.cpus, expr: expr ?? RQ_NR_RUNNING }),
     writer,
-    interval: { seconds: a.interval as number, count: a.count as number },
-    onStarted: () => writer.line('Sampling run queue length... Hit Ctrl-C to end.'),
-    onTick: (t) => {
-      writer.write(formatInterval(t, o));
-      t.clearMap('dist');
+    requires: () => {
+      if (!expr) {
+        throw unsupported(
+          "runqlen: the kernel's BTF (/sys/kernel/btf/vmlinux) has no struct cfs_rq with rq, nr_queued or nr_running to read the run queue length from",
+        );
+      }
     },
+    seconds: a.interval,
+    count: a.count,
+    header: 'Sampling run queue length... Hit Ctrl-C to end.\n',
+    read: (t, now) => readInterval(t, o, now),
+    format: (i) => formatTick(i, o),
+    clear: ['dist'],
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope runqlen [-T] [-O] [-C] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -10,16 +10,16 @@
  * `kmem_cache_alloc*()` variant, which bcc's single kprobe does not all cover on newer kernels.
  */
 import type { Tracer } from '../runtime/tracer.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { scalarValues } from './framework/histmaps.js';
 import { tracepointHasField } from './framework/kstruct.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
-import { formatTopScreen, type TopOptions } from './framework/top.js';
+import { defineTool, toolMain, unsupported } from './framework/runner.js';
+import { formatTopScreen, runTop, type TopOptions, type TopTick } from './framework/top.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'slabratetop',
   description: 'Kernel SLAB/SLUB memory cache allocation rate top',
   raw: true,
@@ -38,7 +38,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 1 },
     { name: 'count', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** bcc's CACHE_NAME_SIZE: names are kept to 31 characters and a NUL. */
 export const CACHE_NAME_SIZE = 32;
@@ -84,39 +84,42 @@ export const TABLE_HEADER = `${pyFormat('%-32s %6s %10s', 'CACHE', 'ALLOCS', 'BY
 
 /** One interval's screen (see {@link formatTopScreen}). */
 export function formatScreen(rows: SlabRow[], o: TopOptions, now: Date = new Date(), loadavg?: string): string {
-  const lines = rows.map((r) => `${pyFormat('%-32s %6d %10d', r.name, r.allocs, r.bytes)}\n`);
-  return formatTopScreen(TABLE_HEADER, lines, o, now, loadavg);
+  return formatTopScreen(TABLE_HEADER, rows.map(formatRow), o, now, loadavg);
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const program = buildProgram();
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  if (!tracepointHasField('kmem', 'kmem_cache_alloc', 'name')) {
-    throw unsupported(
-      'slabratetop: this kernel has no kmem:kmem_cache_alloc tracepoint with the cache name (Linux 6.2 and later have one)',
-    );
-  }
-  const interval = a.interval as number;
-  const o = { noclear: a.noclear as boolean, maxrows: a.maxrows as number };
-  return runProgram({
+/** bcc's row: `%-32s %6d %10d`. */
+export function formatRow(r: SlabRow): string {
+  return `${pyFormat('%-32s %6d %10d', r.name, r.allocs, r.bytes)}\n`;
+}
+
+/** One interval of slabratetop (runTool's interval, `--json`'s object): the screen's rows, most bytes first. */
+export type SlabratetopInterval = TopTick<SlabRow>;
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  return runTop<SlabRow>({
     tool: 'slabratetop',
-    program,
+    program: buildProgram(),
     writer,
-    interval: { seconds: interval, count: a.count as number },
-    onStarted: () => writer.line(pyFormat('Tracing... Output every %d secs. Hit Ctrl-C to end', interval)),
-    onTick: (t, last) => {
-      const rows = collectRows(t);
-      t.clearMap('allocs');
-      writer.write(formatScreen(rows, o));
-      if (last) writer.line('Detaching...');
+    requires: () => {
+      if (!tracepointHasField('kmem', 'kmem_cache_alloc', 'name')) {
+        throw unsupported(
+          'slabratetop: this kernel has no kmem:kmem_cache_alloc tracepoint with the cache name (Linux 6.2 and later have one)',
+        );
+      }
     },
+    seconds: a.interval,
+    count: a.count,
+    screen: { noclear: a.noclear, maxrows: a.maxrows },
+    heading: TABLE_HEADER,
+    rows: collectRows,
+    formatRow,
+    clear: ['allocs'],
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope slabratetop [-C] [-r MAXROWS] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

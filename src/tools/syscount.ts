@@ -6,11 +6,12 @@
  * Not supported: `-c/--ppid` (needs `curtask->real_parent->tgid`: struct dereference).
  */
 import type { MapDump } from '../runtime/output/model.js';
-import type { Tracer } from '../runtime/tracer.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
+import { runIntervals } from './framework/interval.js';
+import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { defineTool, toolMain, unsupported } from './framework/runner.js';
 import {
   clockTime,
   parseErrno,
@@ -21,7 +22,7 @@ import {
   syscallTable,
 } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'syscount',
   description: 'Summarize syscall counts and latencies.',
   options: [
@@ -71,7 +72,7 @@ export const SPEC: ParserSpec = {
       help: 'execute command (as the last parameter, supports multiple parameters, for example: --exec ls -l /tmp',
     },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface SyscountOptions {
   pid?: number | null;
@@ -143,36 +144,93 @@ export interface PrintOptions {
   time?: string;
 }
 
+/** The name of a process for -P: its comm, `[unknown]` when the process is gone (bcc's `agg_colval`). */
+function processName(pid: bigint): string {
+  const comm = readComm(Number(pid));
+  return comm === null ? '[unknown]' : comm.trim();
+}
+
 /** bcc's `agg_colval`: a syscall name, or `%-6d %-15s` of PID and comm (`[unknown]` when the process is gone). */
 export function keyName(key: bigint, process: boolean): string {
   if (!process) return syscallName(key);
-  const comm = readComm(Number(key));
-  return pyFormat('%-6d %-15s', key, comm === null ? '[unknown]' : comm.trim());
+  return pyFormat('%-6d %-15s', key, processName(key));
+}
+
+/** One row of syscount's interval. */
+export interface SyscountTickRow {
+  /** The syscall number, or with -P the process ID. */
+  key: bigint;
+  /** The syscall's name, or with -P the process's comm (`[unknown]` when it is gone). */
+  name: string;
+  count: bigint;
+  /** -L: the calls' total latency in nanoseconds (null without -L). */
+  totalNs: bigint | null;
+}
+
+/** One interval of syscount (runTool's interval, `--json`'s object). */
+export interface SyscountInterval {
+  /** Wall-clock time of the summary, HH:MM:SS (bcc's `[%H:%M:%S]`). */
+  time: string;
+  /** The top `-T` rows as printed: by count, or with -L by total latency, largest first. */
+  rows: SyscountTickRow[];
+}
+
+/** bcc's order and `-T` cut: largest count (or -L total latency) first, ties by key; unknown keys left out. */
+function topRows(rows: SyscountRow[], o: { latency: boolean; top: number }): SyscountRow[] {
+  const sorted = [...rows].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  if (o.latency) sorted.sort((a, b) => (b.totalNs > a.totalNs ? 1 : b.totalNs < a.totalNs ? -1 : 0));
+  else sorted.sort((a, b) => (b.count > a.count ? 1 : b.count < a.count ? -1 : 0));
+  return sorted.slice(0, Math.max(0, o.top)).filter((r) => r.key !== 0xffffffffn && r.key !== -1n);
+}
+
+/** One interval from the maps' rows: the top rows with their names. */
+export function intervalOf(
+  rows: SyscountRow[],
+  o: { latency: boolean; process: boolean; top: number },
+  time: string,
+): SyscountInterval {
+  return {
+    time,
+    rows: topRows(rows, o).map((r) => ({
+      key: r.key,
+      name: o.process ? processName(r.key) : syscallName(r.key),
+      count: r.count,
+      totalNs: o.latency ? r.totalNs : null,
+    })),
+  };
+}
+
+function table(time: string, rows: { col: string; count: bigint; totalNs: bigint }[], o: PrintOptions): string {
+  const agg = o.process ? 'PID    COMM' : 'SYSCALL';
+  let out = `[${time}]\n`;
+  if (o.latency) {
+    out += `${pyFormat('%-22s %8s %16s', agg, 'COUNT', o.milliseconds ? 'TIME (ms)' : 'TIME (us)')}\n`;
+    for (const r of rows) {
+      const t = Number(r.totalNs) / (o.milliseconds ? 1e6 : 1e3);
+      out += `${pyFormat(`%-22s %8d ${o.milliseconds ? '%16.6f' : '%16.3f'}`, r.col, r.count, t)}\n`;
+    }
+  } else {
+    out += `${pyFormat('%-22s %8s', agg, 'COUNT')}\n`;
+    for (const r of rows) out += `${pyFormat('%-22s %8d', r.col, r.count)}\n`;
+  }
+  return `${out}\n`;
 }
 
 /** bcc's `print_count_stats` / `print_latency_stats` text for `rows` (ties keep the key order). */
 export function formatStats(rows: SyscountRow[], o: PrintOptions): string {
-  const agg = o.process ? 'PID    COMM' : 'SYSCALL';
   const name = o.keyName ?? ((k: bigint) => keyName(k, o.process));
-  let out = `[${o.time ?? clockTime()}]\n`;
-  const sorted = [...rows].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  if (o.latency) {
-    sorted.sort((a, b) => (b.totalNs > a.totalNs ? 1 : b.totalNs < a.totalNs ? -1 : 0));
-    out += `${pyFormat('%-22s %8s %16s', agg, 'COUNT', o.milliseconds ? 'TIME (ms)' : 'TIME (us)')}\n`;
-    for (const r of sorted.slice(0, Math.max(0, o.top))) {
-      if (r.key === 0xffffffffn || r.key === -1n) continue;
-      const t = Number(r.totalNs) / (o.milliseconds ? 1e6 : 1e3);
-      out += `${pyFormat(`%-22s %8d ${o.milliseconds ? '%16.6f' : '%16.3f'}`, name(r.key), r.count, t)}\n`;
-    }
-  } else {
-    sorted.sort((a, b) => (b.count > a.count ? 1 : b.count < a.count ? -1 : 0));
-    out += `${pyFormat('%-22s %8s', agg, 'COUNT')}\n`;
-    for (const r of sorted.slice(0, Math.max(0, o.top))) {
-      if (r.key === 0xffffffffn || r.key === -1n) continue;
-      out += `${pyFormat('%-22s %8d', name(r.key), r.count)}\n`;
-    }
-  }
-  return `${out}\n`;
+  const top = topRows(rows, o).map((r) => ({ col: name(r.key), count: r.count, totalNs: r.totalNs }));
+  return table(o.time ?? clockTime(), top, o);
+}
+
+/** bcc's text of one interval. */
+export function formatInterval(i: SyscountInterval, o: PrintOptions): string {
+  const rows = i.rows.map((r) => ({
+    col: o.process ? pyFormat('%-6d %-15s', r.key, r.name) : r.name,
+    count: r.count,
+    totalNs: r.totalNs ?? 0n,
+  }));
+  return table(i.time, rows, o);
 }
 
 /** `syscount -l`: every known syscall name, sorted, four `%-22s` columns joined by three spaces. */
@@ -188,12 +246,10 @@ export function formatList(names: string[]): string {
   return out;
 }
 
-async function run(a: Parsed, writer: import('./framework/output.js').ToolWriter): Promise<number> {
-  let interval = a.interval as number | null;
-  const duration = a.duration as number | null;
-  if (duration && !interval) interval = duration;
-  if (!interval) interval = 99999999;
-  const exec = a.exec as string[] | null;
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const duration = a.duration;
+  const interval = a.interval || duration || 99999999;
+  const exec = a.exec;
   if (a.pid && exec) {
     writer.line('ERROR: can only use -p or --exec. Exiting.');
     return 1;
@@ -204,7 +260,7 @@ async function run(a: Parsed, writer: import('./framework/output.js').ToolWriter
   }
   let syscallNr: number | null = null;
   if (a.syscall !== null) {
-    const nr = syscallNumber(a.syscall as string);
+    const nr = syscallNumber(a.syscall);
     if (nr === undefined) {
       writer.line(`Error: syscall '${a.syscall}' not found. Exiting.`);
       return 1;
@@ -221,58 +277,43 @@ async function run(a: Parsed, writer: import('./framework/output.js').ToolWriter
     );
   }
   const opts: SyscountOptions = {
-    pid: a.pid as number | null,
-    tid: a.tid as number | null,
+    pid: a.pid,
+    tid: a.tid,
     exec: !a.pid && exec !== null,
-    failures: a.failures as boolean,
-    errno: a.errno as number | null,
-    latency: a.latency as boolean,
-    process: a.process as boolean,
+    failures: a.failures,
+    errno: a.errno,
+    latency: a.latency,
+    process: a.process,
     syscallNr,
   };
-  const program = buildProgram(opts);
-  const print: PrintOptions = {
-    latency: opts.latency ?? false,
-    milliseconds: a.milliseconds as boolean,
-    process: opts.process ?? false,
-    top: a.top as number,
-  };
-  const printStats = (t: Tracer): void => {
-    if (opts.latency) {
-      const count = t.readMap('count');
-      const total = t.readMap('total_ns');
-      t.clearMap('count');
-      t.clearMap('total_ns');
-      writer.write(formatStats(rowsFromMaps(count, total), print));
-    } else {
-      const data = t.readMap('data');
-      t.clearMap('data');
-      writer.write(formatStats(rowsFromMaps(data), print));
-    }
-  };
-  return runProgram({
+  const print: PrintOptions = { latency: a.latency, milliseconds: a.milliseconds, process: a.process, top: a.top };
+  const failed = a.failures ? 'failed ' : '';
+  return runIntervals<SyscountInterval>({
     tool: 'syscount',
-    program,
+    program: buildProgram(opts),
     writer,
     ...(exec !== null && !a.pid ? { command: shellQuote(exec) } : {}),
-    interval: { seconds: interval },
+    seconds: interval,
     durationSec: duration,
-    onStarted: () => {
-      const failed = a.failures ? 'failed ' : '';
-      writer.line(
-        a.syscall !== null
-          ? `Tracing ${failed}syscall '${a.syscall}'... Ctrl+C to quit.`
-          : `Tracing ${failed}syscalls, printing top ${a.top}... Ctrl+C to quit.`,
-      );
+    header:
+      a.syscall !== null
+        ? `Tracing ${failed}syscall '${a.syscall}'... Ctrl+C to quit.\n`
+        : `Tracing ${failed}syscalls, printing top ${a.top}... Ctrl+C to quit.\n`,
+    read: (t, now) => {
+      const rows = a.latency
+        ? rowsFromMaps(t.readMap('count'), t.readMap('total_ns'))
+        : rowsFromMaps(t.readMap('data'));
+      return intervalOf(rows, print, clockTime(now));
     },
-    onTick: (t, last) => {
-      printStats(t);
-      if (last) writer.line('Detaching...');
-    },
+    format: (i) => formatInterval(i, print),
+    clear: a.latency ? ['count', 'total_ns'] : ['data'],
+    detach: 'always',
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope syscount [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -7,17 +7,18 @@
  * count calls, not VFS operations), so a kernel with neither kprobes nor fentry gets one sentence and exit 1.
  * Functions this kernel lacks are left out (their column stays 0); bcc fails to attach instead.
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { scalarValues } from './framework/histmaps.js';
+import { runIntervals } from './framework/interval.js';
 import { type KfuncKind, kernelFunctionExists, kfuncKind, noKfuncError } from './framework/kfunc.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 import type { Tracer } from '../runtime/tracer.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'vfsstat',
   description: 'Count some VFS calls.',
   raw: true,
@@ -34,7 +35,7 @@ export const SPEC: ParserSpec = {
     { name: 'interval', help: 'output interval, in seconds', type: INT, default: 1 },
     { name: 'count', help: 'number of outputs', type: INT, default: 99999999 },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** bcc's columns, in order: label and the kernel function counted. */
 export const STATS: readonly { label: string; func: string }[] = [
@@ -77,6 +78,16 @@ export function header(): string {
   return `${pyFormat('%-8s  ', 'TIME')}${STATS.map((s) => pyFormat(' %8s', `${s.label}/s`)).join('')}\n`;
 }
 
+/** One interval of vfsstat (runTool's interval, `--json`'s object). */
+export interface VfsstatInterval {
+  /** Wall-clock time of the line, HH:MM:SS. */
+  time: string;
+  /** The interval in seconds: bcc prints each count divided by it (truncated), as calls per second. */
+  interval: number;
+  /** Calls in the interval by bcc's column label (READ, WRITE, FSYNC, OPEN, CREATE, UNLINK, MKDIR, RMDIR). */
+  counts: Record<string, bigint>;
+}
+
 /** One output line: counts per label over `interval` seconds (Python's `value / interval` printed with `%8d`). */
 export function formatRow(counts: Record<string, bigint>, interval: number, time: string = clockTime()): string {
   let out = pyFormat('%-8s: ', time);
@@ -87,40 +98,41 @@ export function formatRow(counts: Record<string, bigint>, interval: number, time
   return `${out}\n`;
 }
 
-function readCounts(t: Tracer): Record<string, bigint> {
+/** The counts of one interval (every label; 0 for a function not probed on this kernel). */
+export function readCounts(t: Pick<Tracer, 'readMap' | 'mapNames'>): Record<string, bigint> {
   const out: Record<string, bigint> = {};
   const names = t.mapNames();
   for (const s of STATS) {
     const name = mapName(s.label);
-    if (!names.includes(name)) continue; // not probed on this kernel
-    out[s.label] = scalarValues(t.readMap(name)).reduce((a, r) => a + r.value, 0n);
-    t.clearMap(name);
+    out[s.label] = names.includes(name) ? scalarValues(t.readMap(name)).reduce((a, r) => a + r.value, 0n) : 0n;
   }
   return out;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const interval = a.interval as number;
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const interval = a.interval;
   const kind = kfuncKind(true);
   const funcs = STATS.map((s) => s.func).filter((f) => kind === null || kernelFunctionExists(f));
-  const program = buildProgram({ kind: kind ?? 'fentry', pid: a.pid as number | null, funcs });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  if (kind === null) throw noKfuncError('vfsstat', 'counting calls of vfs_read() and the other VFS functions');
-  return runProgram({
+  return runIntervals<VfsstatInterval>({
     tool: 'vfsstat',
-    program,
+    program: buildProgram({ kind: kind ?? 'fentry', pid: a.pid, funcs }),
     writer,
+    requires: () => {
+      if (kind === null) throw noKfuncError('vfsstat', 'counting calls of vfs_read() and the other VFS functions');
+    },
     // bcc's interval 0 prints one line at once and exits.
-    interval: { seconds: Math.max(0, interval), count: interval > 0 ? (a.count as number) : 1 },
-    onStarted: () => writer.write(header()),
-    onTick: (t) => writer.write(formatRow(readCounts(t), interval)),
+    seconds: Math.max(0, interval),
+    count: interval > 0 ? a.count : 1,
+    header: header(),
+    read: (t, now) => ({ time: clockTime(now), interval, counts: readCounts(t) }),
+    format: (i) => formatRow(i.counts, i.interval, i.time),
+    clear: STATS.map((s) => mapName(s.label)),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope vfsstat [-p PID] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

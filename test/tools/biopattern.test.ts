@@ -1,17 +1,20 @@
 /**
  * biopattern (src/tools/biopattern.ts): bcc's help and usage errors, the generated program, the row format
  * (Python's round), and a live run on a loop device the test creates: 4 x 64 KiB reads from sector 0, then
- * 2 x 4 KiB from sector 0 again, so exactly 4 sequential and 1 random request after the first.
+ * 2 x 4 KiB from sector 0 again, so exactly 4 sequential and 1 random request after the first (text, --json and
+ * runTool).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import type { MapDump } from '../../src/runtime/output/model.js';
+import { runTool } from '../../src/index.js';
 import { buildProgram, collectRows, formatRow, HEADER, SPEC } from '../../src/tools/biopattern.js';
 import { pyRound } from '../../src/tools/framework/pyformat.js';
 import { workloadPath } from '../helpers/workload.js';
 import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveLoopDevice, runBpfscope, startBpfscope } from './helpers.js';
+import { jsonLines, startJson } from './jsonrun.js';
 
 describe('biopattern options (bcc tools/biopattern.py argparse)', () => {
   argparseFixtureTests(SPEC, 'biopattern-argparse');
@@ -30,7 +33,7 @@ describe('biopattern program and rows', () => {
 
   it('header and rows as bcc prints them; round half to even; no row without requests', () => {
     assert.equal(HEADER, 'TIME      DISK     %RND  %SEQ    COUNT     KBYTES\n');
-    const now = new Date(2024, 0, 1, 9, 5, 7);
+    const now = '09:05:07';
     const name = (d: number): string => (d === 7 * 2 ** 20 ? 'loop0' : 'Unknown');
     assert.equal(
       formatRow({ dev: 7 * 2 ** 20, random: 1n, sequential: 7n, bytes: 4607n }, name, now),
@@ -95,5 +98,44 @@ describe('biopattern on the live kernel', () => {
     const r = await runBpfscope(['biopattern', '-d', 'no-such-disk-x']);
     assert.equal(r.code, 1);
     assert.equal(r.stdout, "no such disk 'no-such-disk-x'\n");
+  });
+});
+
+describe('biopattern --json and runTool', () => {
+  const { skip, device } = liveLoopDevice();
+  const workload = () =>
+    spawnSync(
+      workloadPath(),
+      ['comm', 'bpfs_bp', 'odirect-read', device().path, '4', '65536', 'odirect-read', device().path, '2', '4096'],
+      { encoding: 'utf8' },
+    );
+
+  it('runTool -d loopN: one row, 1 random, 4 sequential, 200 KiB', { skip }, async () => {
+    const run = await runTool('biopattern', ['-d', device().name]);
+    const w = workload();
+    assert.equal(w.status, 0, w.stderr);
+    await run.close();
+    const ticks = [];
+    for await (const t of run.intervals()) ticks.push(t);
+    assert.equal(ticks.length, 1);
+    assert.deepEqual(
+      ticks[0]!.rows.map((r) => [r.disk, r.random, r.sequential, r.bytes]),
+      [[device().name, 1n, 4n, 200n * 1024n]],
+    );
+  });
+
+  it('--json -d loopN: the same row as a JSON object', { skip }, async () => {
+    const run = await startJson(['biopattern', '--json', '-d', device().name]);
+    const w = workload();
+    assert.equal(w.status, 0, w.stderr);
+    run.child.kill('SIGINT');
+    const r = await run.done;
+    assert.equal(r.code, 0, r.stderr);
+    const ticks = jsonLines<{ rows: { disk: string; random: number; sequential: number; bytes: number }[] }>(r.stdout);
+    assert.equal(ticks.length, 1, r.stdout);
+    assert.deepEqual(
+      ticks[0]!.rows.map((x) => [x.disk, x.random, x.sequential, x.bytes]),
+      [[device().name, 1, 4, 204800]],
+    );
   });
 });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
+import { runTool } from '../../src/index.js';
 import type { MapDump } from '../../src/runtime/output/model.js';
 import {
   type BiotopRow,
@@ -218,4 +219,33 @@ describe('biotop on the live kernel', () => {
     assert.equal((r.stdout.match(/^PID {5}COMM /gm) ?? []).length, 2, r.stdout);
     assert.ok(r.stdout.endsWith('Detaching...\n'), r.stdout);
   });
+
+  it(
+    'runTool -C 99: the reading process\'s row with 4 I/O and 256 KiB; --json "1 2": two screens',
+    { skip },
+    async () => {
+      const run = await runTool('biotop', ['-C', '99']);
+      const a = spawnSync(workloadPath(), ['comm', 'bpfs_btr', 'odirect-read', device().path, '4', '65536'], {
+        encoding: 'utf8',
+      });
+      assert.equal(a.status, 0, a.stderr);
+      await run.close();
+      const ticks = [];
+      for await (const t of run.intervals()) ticks.push(t);
+      assert.equal(ticks.length, 1);
+      const rows = ticks[0]!.rows.filter((r) => r.pid === BigInt(a.pid!));
+      const [maj, min] = majMin.split(/ +/).map(Number);
+      assert.deepEqual(
+        rows.map((r) => [r.comm, r.write, r.major, r.minor, r.disk, r.io, r.bytes]),
+        [['bpfs_btr', false, maj, min, device().name, 4n, 262144n]],
+      );
+      assert.match(ticks[0]!.loadavg, /^[\d.]+ [\d.]+ [\d.]+ \d+\/\d+ \d+$/);
+
+      const j = await runBpfscope(['biotop', '--json', '1', '2']);
+      assert.equal(j.code, 0, j.stderr);
+      const screens = j.stdout.split('\n').filter(Boolean);
+      assert.equal(screens.length, 2, j.stdout);
+      for (const l of screens) assert.deepEqual(Object.keys(JSON.parse(l) as object), ['time', 'loadavg', 'rows']);
+    },
+  );
 });

@@ -4,6 +4,7 @@
  * kprobe run is in test/matrix/fs-tools.test.ts.
  */
 import assert from 'node:assert/strict';
+import { runTool } from '../../src/index.js';
 import { describe, it } from 'node:test';
 import { features } from '../../src/kernel/features.js';
 import { buildProgram, cacheStats, formatRow, header, readMeminfo, SPEC } from '../../src/tools/cachestat.js';
@@ -74,5 +75,15 @@ describe('cachestat on the live kernel', () => {
       r.stderr,
       'ERROR: cachestat: counting page cache accesses (folio_mark_accessed(), which has no tracepoint) needs kprobes, and this kernel has none (it was built without CONFIG_KPROBES)\n',
     );
+  });
+
+  it('runTool and --json refuse with the same sentence', { skip }, async () => {
+    const r = await runBpfscope(['cachestat', '1', '1']);
+    const sentence = r.stderr.replace(/^ERROR: /, '').trimEnd();
+    await assert.rejects(runTool('cachestat', ['1', '1']), (e: unknown) => (e as Error).message === sentence);
+    const j = await runBpfscope(['cachestat', '--json', '1', '1']);
+    assert.equal(j.code, 1);
+    assert.equal(j.stdout, '');
+    assert.equal(j.stderr, r.stderr);
   });
 });

@@ -59,7 +59,7 @@ describe('filetop options and output (bcc tools/filetop.py)', () => {
         '5       c                3      0      2       0       R small\n',
     );
     const byReads = formatScreen(rows, { sort: 'reads', maxrows: 20, noclear: false }, 'T', 'L');
-    assert.ok(byReads.startsWith('\x1b[H\x1b[2JT        loadavg: L\n\n'));
+    assert.ok(byReads.startsWith('\x1b[H\x1b[2J\x1b[3JT        loadavg: L\n\n'));
     assert.match(byReads, /^5 .*\n9 .* abcdefghijklmnopqrstuvwxyz012\.\.\.\n7 /m);
   });
 });

@@ -5,6 +5,8 @@
  * `syscall()` (`c:syscall`), and a syscall tracepoint, with exact counts.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { runTool } from '../../src/index.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -149,5 +151,33 @@ describe('funccount on the live kernel', { skip: liveSkipReason() }, () => {
       'syscalls:sys_enter_getpgrp                  3',
       'syscalls:sys_enter_getppid                  4',
     ]);
+  });
+});
+
+describe('funccount runTool', { skip: liveSkipReason() }, () => {
+  it('-p PID t:syscalls:sys_enter_getp*: getpid 2, getpgrp 3, getppid 4, ascending', async () => {
+    const w = spawn(workloadPath(), ['wait-stdin', 'getppid', '4', 'getpid', '2', 'getpgrp', '3'], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    const exited = new Promise<number | null>((resolve) => w.on('close', (c) => resolve(c)));
+    try {
+      const run = await runTool('funccount', ['-p', String(w.pid), 't:syscalls:sys_enter_getp*']);
+      w.stdin!.end('x');
+      assert.equal(await exited, 0);
+      await run.close();
+      const ticks = [];
+      for await (const t of run.intervals()) ticks.push(t);
+      assert.equal(ticks.length, 1);
+      assert.deepEqual(
+        ticks[0]!.rows.map((r) => [r.name, r.count]),
+        [
+          ['syscalls:sys_enter_getpid', 2n],
+          ['syscalls:sys_enter_getpgrp', 3n],
+          ['syscalls:sys_enter_getppid', 4n],
+        ],
+      );
+    } finally {
+      w.kill('SIGKILL');
+    }
   });
 });

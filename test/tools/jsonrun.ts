@@ -1,10 +1,11 @@
 /**
- * Helpers for the `--json` and runTool cases of the event tool tests: run a tool, act (start a workload) once it
- * is attached, and collect its result objects until the expected ones arrived.
+ * Helpers for the `--json` and runTool cases of the tool tests: run a tool, act (start a workload) once it is
+ * attached, and collect its result objects until the expected ones arrived. JSON mode prints no header, so readiness
+ * is the run's BPF links (its probes attached); the output is one JSON object per line.
  */
 import assert from 'node:assert/strict';
 import type { ToolRun } from '../../src/tools/api.js';
-import { startBpfscope, waitForLinks } from './helpers.js';
+import { startBpfscope, type ToolRun as CliRun, waitForLinks } from './helpers.js';
 
 /**
  * Run `bpfscope ARGS... --json`; once the process holds `links` BPF links (JSON mode prints no header to wait
@@ -62,4 +63,22 @@ export async function apiRows<T>(run: ToolRun<T>, until: (rows: T[]) => boolean,
   }
   assert.equal(await run.close(), 0);
   return rows;
+}
+
+/** Start `bpfscope ARGS` (with --json among them) and resolve once it holds `links` BPF links. */
+export async function startJson(args: string[], links = 1, opts: { timeoutMs?: number } = {}): Promise<CliRun> {
+  const run = startBpfscope(args, opts);
+  assert.ok(await waitForLinks(run.pid, links, 30_000), `${args.join(' ')} did not attach: ${run.stderr()}`);
+  return run;
+}
+
+/** The JSON objects of `stdout`, one a line; every non-empty line must be one. */
+export function jsonLines<T = Record<string, unknown>>(stdout: string): T[] {
+  return stdout
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => {
+      assert.equal(l[0], '{', `not a JSON object line: ${l}`);
+      return JSON.parse(l) as T;
+    });
 }

@@ -4,6 +4,7 @@
  * test/matrix/ has none either, so only this failure path can run anywhere we test) the one-sentence failure.
  */
 import assert from 'node:assert/strict';
+import { runTool } from '../../src/index.js';
 import { describe, it } from 'node:test';
 import type { MapDump, Value } from '../../src/runtime/output/model.js';
 import { hardwareEventsWork } from '../../src/tools/framework/kfunc.js';
@@ -75,5 +76,15 @@ describe('llcstat on the live kernel', () => {
       r.stderr,
       'ERROR: llcstat: the cache-references and cache-misses hardware events cannot be opened: this machine has no hardware performance counters (PMU) the kernel exposes\n',
     );
+  });
+
+  it('runTool and --json refuse with the same sentence', { skip }, async () => {
+    const r = await runBpfscope(['llcstat', '1']);
+    const sentence = r.stderr.replace(/^ERROR: /, '').trimEnd();
+    await assert.rejects(runTool('llcstat', ['1']), (e: unknown) => (e as Error).message === sentence);
+    const j = await runBpfscope(['llcstat', '--json', '1']);
+    assert.equal(j.code, 1);
+    assert.equal(j.stdout, '');
+    assert.equal(j.stderr, r.stderr);
   });
 });

@@ -3,6 +3,7 @@
  * that count a known number of rare system calls made by the workload (getpgrp, failed openat).
  */
 import assert from 'node:assert/strict';
+import { runTool } from '../../src/index.js';
 import { describe, it } from 'node:test';
 import { buildProgram, formatList, formatStats } from '../../src/tools/syscount.js';
 import { workloadPath } from '../helpers/workload.js';
@@ -173,5 +174,47 @@ describe('syscount on the live kernel', () => {
     assert.equal(r.code, 0);
     assert.match(r.stdout, /(^|\s)getpgrp\s/);
     assert.match(r.stdout, /(^|\s)openat\s/);
+  });
+});
+
+describe('syscount --json and runTool', () => {
+  const skip = liveSkipReason();
+
+  it('runTool --exec: getpgrp 137 and getppid 3 in the rows', { skip }, async () => {
+    const run = await runTool('syscount', ['--exec', workloadPath(), 'getpgrp', '137', 'getppid', '3']);
+    const ticks = [];
+    for await (const t of run.intervals()) ticks.push(t);
+    assert.equal(await run.done, 0);
+    assert.equal(ticks.length, 1);
+    const rows = ticks[0]!.rows;
+    assert.deepEqual(
+      rows.filter((r) => r.name === 'getpgrp' || r.name === 'getppid').map((r) => [r.name, r.count, r.totalNs]),
+      [
+        ['getpgrp', 137n, null],
+        ['getppid', 3n, null],
+      ],
+    );
+  });
+
+  it('--json -L --exec: 9 failed openat calls with their latency, one object', { skip }, async () => {
+    const r = await runBpfscope([
+      'syscount',
+      '--json',
+      '-e',
+      'ENOENT',
+      '-L',
+      '--exec',
+      workloadPath(),
+      'openat',
+      '/nonexistent/bpfscope',
+      '9',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.split('\n').filter(Boolean);
+    assert.equal(lines.length, 1, r.stdout);
+    const t = JSON.parse(lines[0]!) as { rows: { name: string; count: number; totalNs: number }[] };
+    const openat = t.rows.find((x) => x.name === 'openat');
+    assert.equal(openat?.count, 9, r.stdout);
+    assert.ok(openat.totalNs > 0, r.stdout);
   });
 });

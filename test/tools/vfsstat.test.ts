@@ -4,6 +4,7 @@
  * failure with exit status 1. The counting itself runs in Debian 6.1 under qemu: test/matrix/fs-tools.test.ts.
  */
 import assert from 'node:assert/strict';
+import { runTool } from '../../src/index.js';
 import { describe, it } from 'node:test';
 import { features } from '../../src/kernel/features.js';
 import { buildProgram, formatRow, header, SPEC } from '../../src/tools/vfsstat.js';
@@ -49,5 +50,15 @@ describe('vfsstat on the live kernel', () => {
       r.stderr,
       'ERROR: vfsstat: counting calls of vfs_read() and the other VFS functions needs kprobes or fentry, and this kernel has neither (it was built without CONFIG_KPROBES and refuses BPF trampoline programs)\n',
     );
+  });
+
+  it('runTool and --json refuse with the same sentence', { skip }, async () => {
+    const r = await runBpfscope(['vfsstat', '1', '1']);
+    const sentence = r.stderr.replace(/^ERROR: /, '').trimEnd();
+    await assert.rejects(runTool('vfsstat', ['1', '1']), (e: unknown) => (e as Error).message === sentence);
+    const j = await runBpfscope(['vfsstat', '--json', '1', '1']);
+    assert.equal(j.code, 1);
+    assert.equal(j.stdout, '');
+    assert.equal(j.stderr, r.stderr);
   });
 });

@@ -89,7 +89,7 @@ export type Parsed = Record<string, unknown>;
 /* Typed options: the type of `parseArgs(SPEC, argv)` computed from a spec declared `as const satisfies
    ParserSpec`, with argparse's dest names (first long flag, `-` → `_`) and value types (a flag is a boolean; a
    value is its converter's result, or the string; null when absent and without a default; an append is an array
-   or null; a remainder is a string array or null). A spec typed plainly as ParserSpec gives the loose Parsed. */
+   or null; a remainder is a string array or null; a required positional is its value). A spec typed plainly as ParserSpec gives the loose Parsed. */
 type Snake<S extends string> = S extends `${infer A}-${infer B}` ? `${A}_${Snake<B>}` : S;
 type FirstLong<F> = F extends readonly [infer H extends string, ...infer R]
   ? H extends `--${infer N}`
@@ -120,7 +120,11 @@ type OptionValue<O> = O extends { kind: 'flag' }
       : O extends { kind: 'optional' }
         ? OrDefault<O, Converted<O> | (O extends { const: infer C } ? Widen<C> : null)>
         : OrDefault<O, Converted<O>>;
-type PositionalValue<P> = P extends { nargs: '+' } ? Converted<P>[] : OrDefault<P, Converted<P>>;
+type PositionalValue<P> = P extends { nargs: '+' }
+  ? Converted<P>[]
+  : P extends { required: true }
+    ? Converted<P>
+    : OrDefault<P, Converted<P>>;
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 /** The parsed options of spec `S` (see above). */
 export type OptionsOf<S extends ParserSpec> = ParserSpec extends S
