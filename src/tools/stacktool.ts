@@ -10,7 +10,7 @@
  * Formats follow iovisor/bcc `tools/profile.py` and `tools/offcputime.py` (HEAD 6d0a964c) and `BPF.sym()` /
  * `BPF.ksym()` in `src/python/bcc/__init__.py`.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
 import { type FlameGraphOptions, renderFlameGraph } from '../flame/flamegraph.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
@@ -388,7 +388,12 @@ export class ProcessPreparer {
       try {
         // Reported again: a new comm, normally an exec. Read the new program's mappings now (the resolver would
         // trust the old ones for up to a second; the process may be gone by then).
-        if (this.done.has(pid)) this.resolver.forget(pid);
+        // A thread renamed with prctl(PR_SET_NAME) is reported again too: when the process has exited meanwhile,
+        // its known mappings are kept rather than forgotten.
+        if (this.done.has(pid)) {
+          readFileSync(`/proc/${pid}/maps`);
+          this.resolver.forget(pid);
+        }
         this.resolver.prepare(pid);
         this.done.add(pid);
       } catch {
