@@ -34,15 +34,8 @@ import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
 import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { FOREVER, PF_KTHREAD, TASK_DEAD } from './offcputime.js';
-import {
-  checkWritable,
-  dropTracingFrames,
-  parseRawStack,
-  POSITIVE_INT,
-  POSITIVE_NONZERO_INT,
-  ProcessPreparer,
-  writeFlameGraph,
-} from './stacktool.js';
+import { STACK_OUTPUT_OPTIONS, StackOutput } from './framework/stackout.js';
+import { dropTracingFrames, parseRawStack, POSITIVE_INT, POSITIVE_NONZERO_INT, ProcessPreparer } from './stacktool.js';
 
 /** bcc's default `--stack-storage-size` of offwaketime and wakeuptime. */
 export const WAKE_STACK_STORAGE = 1024;
@@ -195,6 +188,7 @@ export const SPEC = {
       metavar: 'FILE',
       help: 'write an off-wake flame graph (SVG, chain palette) of the folded stacks to FILE instead of printing the stacks (with -f, print them too)',
     },
+    ...STACK_OUTPUT_OPTIONS,
   ],
   positionals: [{ name: 'duration', help: 'duration of trace, in seconds', type: POS_NONZERO, default: FOREVER }],
 } as const satisfies ParserSpec;
@@ -303,7 +297,7 @@ export function buildProgram(o: OffwaketimeOptions): string {
   if (o.chain > 1) p += '    delete(@__last[tid]);\n';
   p += '  }';
   p += off ? ` else if (${off}) {\n` : ' else {\n';
-  if (!o.kernelOnly) p += ProcessPreparer.statement('    ');
+  if (!o.kernelOnly) p += ProcessPreparer.statement('    ', 'comm', true);
   p += `    @__off[tid] = (nsecs, ${stacks.join(', ')});\n  }\n`;
   p += '  $next = args.next->pid;\n  $w = @__wokeby[$next];\n';
   p += `  if ($w.${stacks.length + 1} != 0) {\n    delete(@__wokeby[$next]);\n`;
@@ -484,11 +478,10 @@ async function run(a: import('./framework/argparse.js').OptionsOf<typeof SPEC>, 
     state: a.state,
     chain: a.chain,
   };
-  const folded = a.folded;
-  const svg = a.svg;
   const duration = a.duration;
   const fmt: OffwakeFormat = { delimiter: a.delimited && !(o.userOnly || o.kernelOnly) };
-  if (svg) checkWritable(svg, 'offwaketime');
+  const out = StackOutput.from({ folded: a.folded, svg: a.svg, format: a.format, output: a.output }, 'offwaketime');
+  out.prepare('offwaketime');
   const resolver = await SymbolResolver.create();
   const preparer = new ProcessPreparer(resolver);
   return runProgram({
@@ -496,30 +489,31 @@ async function run(a: import('./framework/argparse.js').OptionsOf<typeof SPEC>, 
     program: buildProgram(o),
     writer,
     onEvent: preparer.onEvent,
-    fieldCount: 1,
+    fieldCount: 2,
     stackMapEntries: a.stack_storage_size,
     interval: { seconds: duration, count: 1 },
     onStarted: () => {
-      if (!folded) writer.line(header(o, duration));
+      if (out.header) writer.line(header(o, duration));
     },
     onTick: (t, last) => {
       if (!last) return;
       preparer.stop();
-      if (!folded) writer.line();
+      if (out.header) writer.line();
       const dump = t.readMap('');
       // kernel symbols of the programs just loaded: their frames are recognised and dropped
       resolver.reloadKernel();
       const sorted = sortOffwake(symbolizeOffwake(dump, o, resolver), fmt);
       const result: OffwakeResult = { stacks: sorted.map((s) => s.entry) };
       writer.emit(result, () => '');
-      if (folded) for (const s of sorted) writer.line(s.folded);
-      else if (!svg) for (const s of sorted) writer.write(offwakeLines(s.entry, fmt));
+      if (out.text === 'folded') for (const s of sorted) writer.line(s.folded);
+      else if (out.text === 'report') for (const s of sorted) writer.write(offwakeLines(s.entry, fmt));
       writer.flush();
-      if (svg) {
-        const lines = sorted.map((s) => s.folded);
-        const bytes = writeFlameGraph(svg, lines, { ...OFFWAKE_FLAMEGRAPH }, writer, 'offwaketime');
-        if (!folded) writer.line(`Wrote a flame graph of ${lines.length} stacks to ${svg} (${bytes} bytes).`);
-      }
+      const meta = { tool: 'offwaketime', kind: 'offcpu', flame: { ...OFFWAKE_FLAMEGRAPH } } as const;
+      out.finish(
+        sorted.map((s) => s.folded),
+        meta,
+        writer,
+      );
     },
   });
 }

@@ -3,11 +3,11 @@
  * generated programs, bcc's output formats on hand-made entries (expected text written from bcc's format strings in
  * tools/offwaketime.py and tools/wakeuptime.py), and live runs with test/tools/fixtures/wakeprog.c: a thread
  * (`bpfs_reader`) blocked on a pipe that a named thread (`bpfs_writer`) writes after known sleeps shows
- * `bpfs_reader;...;--;...;bpfs_writer` with its blocked time within 10% of the sleeps, and `--chain 2` shows
- * A waits on B, B waits on C.
+ * `bpfs_reader;...;--;...;bpfs_writer` with its blocked time within 10% of the time the reader measured itself in
+ * read(2) (the sleeps plus the writer's scheduling delays on a loaded machine), and `--chain 2` shows A waits on B,
+ * B waits on C.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,21 +26,9 @@ import {
 import * as wakeup from '../../src/tools/wakeuptime.js';
 import type { Frame } from '../../src/symbols/resolver.js';
 import { repoRoot } from '../helpers/cli.js';
-import { compileFixture } from '../helpers/compile.js';
 import { liveSkipReason, runBpfscope, startBpfscope, waitForLinks } from './helpers.js';
 import { foldedLines, stackprogSkipReason } from './stackprog.js';
-
-function wakeprogPath(): string {
-  const src = join(repoRoot(), 'test', 'tools', 'fixtures', 'wakeprog.c');
-  return compileFixture(src, 'bpfs_wakeprog', ['-O0', '-fno-omit-frame-pointer', '-g', '-pthread']);
-}
-
-/** Start wakeprog gated on stdin: it starts its threads on `go()`; `done` settles with its exit status. */
-function startWakeprog(args: string[]): { child: ChildProcess; go(): void; done: Promise<number | null> } {
-  const child = spawn(wakeprogPath(), args, { stdio: ['pipe', 'ignore', 'inherit'] });
-  const done = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  return { child, go: () => child.stdin!.end('g'), done };
-}
+import { startWakeprog, within10 } from './wakeprog.js';
 
 const base: OffwaketimeOptions = {
   userThreads: false,
@@ -52,8 +40,15 @@ const base: OffwaketimeOptions = {
   chain: 1,
 };
 
-const k = (name: string): Frame => ({ addr: 0xffffffff81000000n, name, offset: 0, kernel: true });
-const u = (name: string): Frame => ({ addr: 0x401000n, name, offset: 0, kernel: false, module: '/bin/x' });
+const k = (name: string): Frame => ({ addr: 0xffffffff81000000n, name, offset: 0, kernel: true, source: 'kallsyms' });
+const u = (name: string): Frame => ({
+  addr: 0x401000n,
+  name,
+  offset: 0,
+  kernel: false,
+  module: '/bin/x',
+  source: 'elf',
+});
 
 /** An entry as symbolizeOffwake makes it: frames innermost first. */
 const entry: OffwakeEntry = {
@@ -77,7 +72,7 @@ const entry: OffwakeEntry = {
 };
 
 describe('offwaketime options, program and formats', () => {
-  it("-h: bcc's help (tools/offwaketime.py), then --chain and --svg", () => {
+  it("-h: bcc's help (tools/offwaketime.py), then --chain, --svg, --format and -o (text from CPython's argparse)", () => {
     const help = formatHelp(SPEC, 78);
     const bcc = readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'offwaketime-help.txt'), 'utf8');
     // bcc's text after the usage lines, with bpfscope's two options inserted before the examples
@@ -88,7 +83,12 @@ describe('offwaketime options, program and formats', () => {
       '                        most 4): a chain graph\n' +
       '  --svg FILE            write an off-wake flame graph (SVG, chain palette) of\n' +
       '                        the folded stacks to FILE instead of printing the\n' +
-      '                        stacks (with -f, print them too)\n';
+      '                        stacks (with -f, print them too)\n' +
+      '  --format FORMAT       write the stacks as folded, svg (a flame graph), pprof\n' +
+      '                        (profile.proto) or speedscope (JSON) to stdout or to\n' +
+      '                        the -o file, instead of the report\n' +
+      '  -o FILE, --output FILE\n' +
+      '                        the file --format writes\n';
     assert.equal(ours, options.replace('\n\nexamples:', `\n${extra}\nexamples:`));
     assert.match(help, /^usage: offwaketime \[-h\] \[-p PIDS \| -t TIDS \| -u \| -k\] \[-U \| -K\]/);
   });
@@ -98,12 +98,14 @@ describe('offwaketime options, program and formats', () => {
       buildProgram(base),
       'config = { max_map_keys = 10240 }\n' +
         'rawtracepoint:sched_waking {\n' +
-        '  if (@__seen[pid, comm] == 0) {\n    @__seen[pid, comm] = 1;\n    printf("%d\\n", pid);\n  }\n' +
+        '  if (@__seen[pid, comm] == 0) {\n' +
+        '    @__seen[pid, comm] = 1;\n    printf("%d\\n", pid);\n  }\n' +
         '  @__wokeby[args.p->pid] = (kstack(raw), ustack(raw), comm, tid, pid);\n' +
         '}\n' +
         'rawtracepoint:sched_switch {\n' +
         '  if (args.prev_state == 128) {\n    delete(@__wokeby[tid]);\n  } else {\n' +
-        '    if (@__seen[pid, comm] == 0) {\n      @__seen[pid, comm] = 1;\n      printf("%d\\n", pid);\n    }\n' +
+        '    if (@__seen[pid, comm] == 0) {\n' +
+        '      @__seen[pid, comm] = 1;\n      printf("%d 1\\n", pid);\n    }\n' +
         '    @__off[tid] = (nsecs, kstack(raw), ustack(raw));\n' +
         '  }\n' +
         '  $next = args.next->pid;\n  $w = @__wokeby[$next];\n' +
@@ -233,8 +235,6 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
   const skip = liveSkipReason() ?? stackprogSkipReason();
   const ROUNDS = 2;
   const USEC = 300_000;
-  const expected = ROUNDS * USEC;
-  const within10 = (us: number): boolean => Math.abs(us - expected) <= expected * 0.1;
 
   it(
     'a reader blocked on a pipe its writer fills after known sleeps: stacks of both, time within 10%',
@@ -251,7 +251,8 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
           run.stderr(),
         );
         w.go();
-        assert.equal(await w.done, 0);
+        const { code, blockedUs } = await w.done;
+        assert.equal(code, 0);
         run.child.kill('SIGINT');
         const r = await run.done;
         assert.equal(r.code, 0, r.stderr);
@@ -275,7 +276,7 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
         assert.ok(target.indexOf('bpfs_read_wait') > target.indexOf('schedule'), target.join('\n'));
         assert.equal(target[target.indexOf('bpfs_read_wait') + 1], 'reader');
         const us = mine.reduce((a, b) => a + Number(/\n {8}(\d+)$/.exec(b)![1]), 0);
-        assert.ok(within10(us), `${us} us blocked for ${expected} us of the writer's sleeps`);
+        assert.ok(within10(us, blockedUs), `${us} us blocked; the reader measured ${blockedUs} us`);
       } finally {
         w.child.kill('SIGKILL');
       }
@@ -295,7 +296,8 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
         });
         assert.ok(await waitForLinks(run.pid, 2, 60_000), run.stderr());
         w.go();
-        assert.equal(await w.done, 0);
+        const { code, blockedUs } = await w.done;
+        assert.equal(code, 0);
         run.child.kill('SIGINT');
         const r = await run.done;
         assert.equal(r.code, 0, r.stderr);
@@ -304,7 +306,7 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
         const lines = foldedLines(r.stdout).filter(([s]) => chain.test(s));
         assert.ok(lines.length >= 1, r.stdout.slice(0, 4000));
         const us = lines.reduce((a, [, n]) => a + n, 0);
-        assert.ok(within10(us), `${us} us blocked for ${expected} us of C's sleeps`);
+        assert.ok(within10(us, blockedUs), `${us} us blocked; bpfs_a measured ${blockedUs} us`);
         const text = readFileSync(svg, 'utf8');
         assert.match(text, /<text id="title" [^>]*>Off-Wake Time Flame Graph<\/text>/);
         assert.match(text, /<title>bpfs_c \([\d,]+ us, [\d.]+%\)<\/title>/);
@@ -322,7 +324,8 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
       const run = startBpfscope(['wakeuptime', '-f', '-p', String(w.child.pid)], { timeoutMs: 90_000 });
       assert.ok(await waitForLinks(run.pid, 2, 60_000), run.stderr());
       w.go();
-      assert.equal(await w.done, 0);
+      const { code, blockedUs } = await w.done;
+      assert.equal(code, 0);
       run.child.kill('SIGINT');
       const r = await run.done;
       assert.equal(r.code, 0, r.stderr);
@@ -333,7 +336,7 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
       );
       assert.ok(mine.length >= 1, r.stdout);
       const us = mine.reduce((a, [, n]) => a + n, 0);
-      assert.ok(within10(us), `${us} us blocked for ${expected} us`);
+      assert.ok(within10(us, blockedUs), `${us} us blocked; the reader measured ${blockedUs} us`);
     } finally {
       w.child.kill('SIGKILL');
     }
