@@ -251,10 +251,11 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
           run.stderr(),
         );
         w.go();
-        const { code, blockedUs } = await w.done;
-        assert.equal(code, 0);
+        const blockedUs = await w.measured;
         run.child.kill('SIGINT');
         const r = await run.done;
+        w.finish();
+        assert.equal((await w.done).code, 0);
         assert.equal(r.code, 0, r.stderr);
         // bcc's blocks: waker line, waker frames, "--", target frames, target line, value, blank line
         const blocks = r.stdout.split('\n\n').filter((b) => b.includes('    target:'));
@@ -296,10 +297,11 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
         });
         assert.ok(await waitForLinks(run.pid, 2, 60_000), run.stderr());
         w.go();
-        const { code, blockedUs } = await w.done;
-        assert.equal(code, 0);
+        const blockedUs = await w.measured;
         run.child.kill('SIGINT');
         const r = await run.done;
+        w.finish();
+        assert.equal((await w.done).code, 0);
         assert.equal(r.code, 0, r.stderr);
         const chain =
           /^bpfs_a;(.+;)?reader;bpfs_read_wait;entry_SYSCALL_64\w*;.*;__schedule;--;try_to_wake_up;.*;entry_SYSCALL_64\w*;bpfs_write_wake;relay;(.+;)?bpfs_b;--;try_to_wake_up;.*;bpfs_write_wake;writer;(.+;)?bpfs_c$/;
@@ -324,10 +326,11 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
       const run = startBpfscope(['wakeuptime', '-f', '-p', String(w.child.pid)], { timeoutMs: 90_000 });
       assert.ok(await waitForLinks(run.pid, 2, 60_000), run.stderr());
       w.go();
-      const { code, blockedUs } = await w.done;
-      assert.equal(code, 0);
+      const blockedUs = await w.measured;
       run.child.kill('SIGINT');
       const r = await run.done;
+      w.finish();
+      assert.equal((await w.done).code, 0);
       assert.equal(r.code, 0, r.stderr);
       const mine = foldedLines(r.stdout).filter(([s]) =>
         /^bpfs_writer;try_to_wake_up;.*pipe_write;vfs_write;ksys_write;do_syscall_64;entry_SYSCALL_64\w*;bpfs_reader$/.test(

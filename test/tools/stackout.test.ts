@@ -123,10 +123,11 @@ async function runOn(wargs: string[], args: (pid: number) => string[], links: nu
     const run = startBpfscope(args(w.pid), { timeoutMs: 90_000 });
     assert.ok(await waitForLinks(run.pid, links, 60_000), run.stderr());
     w.go();
-    const { code, blockedUs } = await w.done;
-    assert.equal(code, 0);
+    const blockedUs = await w.measured;
     run.child.kill('SIGINT');
     const r = await run.done;
+    w.finish();
+    assert.equal((await w.done).code, 0);
     assert.equal(r.code, 0, r.stderr);
     return { ...r, blockedUs };
   } finally {

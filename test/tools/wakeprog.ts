@@ -19,6 +19,10 @@ export interface Wakeprog {
   pid: number;
   /** Start the threads. */
   go(): void;
+  /** The reader's own measure of its time blocked, in microseconds, once the threads are done (still running). */
+  measured: Promise<number>;
+  /** Let the program exit (it waits for the end of stdin after its measure). */
+  finish(): void;
   /** Exit status and the reader's own measure of its time blocked, in microseconds. */
   done: Promise<{ code: number | null; blockedUs: number }>;
 }
@@ -27,11 +31,24 @@ export interface Wakeprog {
 export function startWakeprog(args: string[]): Wakeprog {
   const child = spawn(wakeprogPath(), args, { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
-  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  let onMeasure: (us: number) => void = () => {};
+  const measured = new Promise<number>((resolve) => (onMeasure = resolve));
+  child.stdout!.on('data', (b: Buffer) => {
+    out += b.toString();
+    const m = /^blocked_us (\d+)$/m.exec(out);
+    if (m) onMeasure(Number(m[1]));
+  });
   const done = new Promise<{ code: number | null; blockedUs: number }>((resolve) =>
     child.on('close', (code) => resolve({ code, blockedUs: Number(/^blocked_us (\d+)$/m.exec(out)?.[1] ?? NaN) })),
   );
-  return { child, pid: child.pid!, go: () => child.stdin!.end('g'), done };
+  return {
+    child,
+    pid: child.pid!,
+    go: () => child.stdin!.write('g'),
+    measured,
+    finish: () => child.stdin!.end(),
+    done,
+  };
 }
 
 /** Whether `us` is within 10% of `expected`. */
