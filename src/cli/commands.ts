@@ -209,6 +209,14 @@ export const COMMANDS: Record<string, CommandEntry> = {
     summary: 'Summarize off-CPU time by stack trace',
     load: async () => (await import('../tools/offcputime.js')).main,
   },
+  offwaketime: {
+    summary: 'Summarize blocked time by kernel stack trace + waker stack',
+    load: async () => (await import('../tools/offwaketime.js')).main,
+  },
+  wakeuptime: {
+    summary: 'Summarize sleep to wakeup time by waker kernel stack',
+    load: async () => (await import('../tools/wakeuptime.js')).main,
+  },
   gethostlatency: {
     summary: 'Show latency for getaddrinfo/gethostbyname[2] calls',
     load: async () => (await import('../tools/gethostlatency.js')).main,

@@ -30,6 +30,7 @@ export const TOOLS: readonly ToolInfo[] = [
   { name: 'llcstat', summary: 'Summarize cache references and misses by PID' },
   { name: 'memleak', summary: "Trace outstanding memory allocations that weren't freed." },
   { name: 'offcputime', summary: 'Summarize off-CPU time by stack trace' },
+  { name: 'offwaketime', summary: 'Summarize blocked time by kernel stack trace + waker stack' },
   { name: 'oomkill', summary: 'Trace the out-of-memory killer' },
   { name: 'opensnoop', summary: 'Trace open() syscalls' },
   { name: 'pidpersec', summary: 'Count new processes (via fork).' },
@@ -51,6 +52,7 @@ export const TOOLS: readonly ToolInfo[] = [
   { name: 'threadsnoop', summary: 'List new thread creation.' },
   { name: 'trace', summary: 'Attach to functions and print trace messages.' },
   { name: 'vfsstat', summary: 'Count some VFS calls.' },
+  { name: 'wakeuptime', summary: 'Summarize sleep to wakeup time by waker kernel stack' },
 ];
 
 /** `bpfscope tools`: one line per tool, `NAME  SUMMARY` with the names padded to one column. */

@@ -25,6 +25,7 @@ import type { Parsed, ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
+import { STACK_OUTPUT_OPTIONS, type StackFileFormat } from './framework/stackout.js';
 import { defineTool, toolMain } from './framework/runner.js';
 import {
   dropTracingFrames,
@@ -146,6 +147,7 @@ export const SPEC: ParserSpec = {
       metavar: 'FILE',
       help: 'write an off-CPU flame graph (SVG) of the folded stacks to FILE instead of printing the stacks (with -f, print them too)',
     },
+    ...STACK_OUTPUT_OPTIONS,
   ],
   positionals: [
     { name: 'duration', help: 'duration of trace, in seconds', type: POSITIVE_NONZERO_INT, default: FOREVER },
@@ -277,6 +279,9 @@ async function run(a: Parsed, writer: ToolWriter, argv: readonly string[]): Prom
     header: header(o, duration),
     folded,
     svg,
+    format: a.format as StackFileFormat | null,
+    output: a.output as string | null,
+    kind: 'offcpu',
     fmt,
     layout: keyLayout(o),
     userPid: (key) => Number((key[keyLayout(o).tgid] as { value: bigint }).value),

@@ -26,6 +26,7 @@ import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
+import { STACK_OUTPUT_OPTIONS, type StackFileFormat } from './framework/stackout.js';
 import { defineTool, toolMain, unsupported } from './framework/runner.js';
 import {
   exclusiveGroupError,
@@ -120,6 +121,7 @@ export const SPEC: ParserSpec = {
       metavar: 'FILE',
       help: 'write a CPU flame graph (SVG) of the folded stacks to FILE instead of printing the stacks (with -f, print them too)',
     },
+    ...STACK_OUTPUT_OPTIONS,
   ],
   positionals: [
     { name: 'duration', help: 'duration of trace, in seconds', type: POSITIVE_NONZERO_INT, default: FOREVER },
@@ -254,6 +256,12 @@ async function run(a: Parsed, writer: ToolWriter, argv: readonly string[]): Prom
     header: header(o, duration),
     folded,
     svg,
+    format: a.format as StackFileFormat | null,
+    output: a.output as string | null,
+    kind: 'cpu',
+    periodNs: o.period
+      ? Math.max(1, Math.floor(o.period / 1000)) * 1000
+      : Math.round(1e9 / (o.frequency || DEFAULT_FREQUENCY)),
     fmt,
     layout: keyLayout(o),
     userPid: (key) => Number((key[keyLayout(o).id] as { value: bigint }).value),

@@ -19,6 +19,7 @@ import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
 import { runProgram, toolMain } from './framework/runner.js';
+import { STACK_OUTPUT_OPTIONS, type StackFileFormat, StackOutput } from './framework/stackout.js';
 import { ProcessPreparer, type StackEntry, symbolizeEntries } from './stacktool.js';
 
 export const SPEC: ParserSpec = {
@@ -64,6 +65,13 @@ export const SPEC: ParserSpec = {
       kind: 'flag',
       help: 'print BPF program before starting (for debugging purposes)',
     },
+    {
+      flags: ['--svg'],
+      kind: 'value',
+      metavar: 'FILE',
+      help: 'write a flame graph (SVG) of the folded stacks of the whole run to FILE instead of printing the stacks (with -f, print them too)',
+    },
+    ...STACK_OUTPUT_OPTIONS,
   ],
   positionals: [{ name: 'pattern', help: 'search expression for events', required: true }],
 };
@@ -175,7 +183,19 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   const o: StackcountOptions = { pid, cpu: a.cpu as number | null, kernel: !uOnly, user: !kOnly };
   const program = buildProgram(t, o);
   if (a.debug) writer.write(program);
-  const folded = a.folded as boolean;
+  const out = StackOutput.from(
+    {
+      folded: a.folded as boolean,
+      svg: a.svg as string | null,
+      format: a.format as StackFileFormat | null,
+      output: a.output as string | null,
+    },
+    'stackcount',
+  );
+  out.prepare('stackcount');
+  const folded = out.text === 'folded';
+  // --svg/--format: the folded stacks of the whole run, summed over the intervals
+  const whole = new Map<string, bigint>();
   const fmt: StackcountFormat = {
     offset: a.offset as boolean,
     verbose: a.verbose as boolean,
@@ -196,20 +216,38 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     interval: { seconds: intervalOf(a.interval as number | null, a.duration as number | null) },
     durationSec: a.duration as number | null,
     onStarted: () => {
-      if (!folded) writer.write(tracingLine(t.names.length, pattern));
+      if (out.header) writer.write(tracingLine(t.names.length, pattern));
     },
     onTick: (tracer, last) => {
-      let out = folded ? '' : '\n';
-      if (a.timestamp) out += intervalPrefix(true).slice(1);
       const dump: MapDump = tracer.readMap('counts');
       const entries = symbolizeEntries(dump, layout, resolver, (k) =>
         Number((k[layout.id] as { value: bigint }).value),
       );
-      out += formatReport(entries, fmt, folded);
-      writer.write(out);
+      if (out.text !== 'none') {
+        let text = folded ? '' : '\n';
+        if (a.timestamp) text += intervalPrefix(true).slice(1);
+        text += formatReport(entries, fmt, folded);
+        writer.write(text);
+      }
+      if (out.file) {
+        for (const e of entries) {
+          // without -P the folded text starts with an empty name: no root frame in the exports
+          const key = foldedText(e, fmt).replace(/^;/, '');
+          whole.set(key, (whole.get(key) ?? 0n) + e.value);
+        }
+      }
       if (last) {
         preparer.stop();
-        if (!folded) writer.line('Detaching...');
+        writer.flush();
+        const lines = [...whole]
+          .sort((x, y) => (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))
+          .map(([k, n]) => `${k} ${n}`);
+        out.finish(
+          lines,
+          { tool: 'stackcount', kind: 'count', flame: { title: 'Stack Count Flame Graph', countname: 'events' } },
+          writer,
+        );
+        if (out.header) writer.line('Detaching...');
       } else tracer.clearMap('counts');
     },
   });

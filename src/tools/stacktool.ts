@@ -14,11 +14,13 @@ import { writeFileSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
 import { type FlameGraphOptions, renderFlameGraph } from '../flame/flamegraph.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
+import { readMapsText } from '../symbols/procmaps.js';
 import { type Frame, foldedName, SymbolResolver } from '../symbols/resolver.js';
 import { ArgError, formatUsage, INT, type Parsed, type ParserSpec, type ValueType } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { runProgram } from './framework/runner.js';
 import { pyFormat } from './framework/pyformat.js';
+import { type StackFileFormat, StackOutput } from './framework/stackout.js';
 
 // ---- options ----
 
@@ -353,22 +355,36 @@ export class ProcessPreparer {
   static readonly SLICE_MS = 10;
   private readonly done = new Set<number>();
   private readonly queue: number[] = [];
+  /** Priority records (see {@link statement}): prepared before {@link queue}. */
+  private readonly urgent: number[] = [];
   private readonly queued = new Set<number>();
   private scheduled = false;
   private stopped = false;
 
   constructor(private readonly resolver: SymbolResolver) {}
 
-  /** The bpftrace statement that reports a new (pid, comm) of the current task (`@__seen` is its map). */
-  static statement(indent: string): string {
-    return `${indent}if (@__seen[pid, comm] == 0) {\n${indent}  @__seen[pid, comm] = 1;\n${indent}  printf("%d\\n", pid);\n${indent}}\n`;
+  /**
+   * The bpftrace statement that reports a new (pid, name) of the current task (`@__seen` is its map). The name is
+   * `comm` by default; `name` may give another expression, e.g. the process's main thread's name
+   * (`curtask->group_leader->comm`, which changes at exec but not when a thread renames itself). With `priority`
+   * the record has a second field, 1: such processes are prepared before the others (e.g. the processes a tool
+   * filters on, ahead of the tasks an interrupt happened to run in).
+   */
+  static statement(indent: string, name = 'comm', priority = false): string {
+    const fmt = priority ? '%d 1\\n' : '%d\\n';
+    return `${indent}if (@__seen[pid, ${name}] == 0) {\n${indent}  @__seen[pid, ${name}] = 1;\n${indent}  printf("${fmt}", pid);\n${indent}}\n`;
   }
 
   /** Event handler for the statement's records: queue the process for preparation (again after an exec). */
   readonly onEvent = (fields: string[]): void => {
     const pid = Number(fields[0]);
-    if (this.stopped || !Number.isInteger(pid) || pid <= 0 || this.queued.has(pid)) return;
-    this.queue.push(pid);
+    if (this.stopped || !Number.isInteger(pid) || pid <= 0) return;
+    const urgent = fields[1] === '1';
+    if (this.queued.has(pid)) {
+      if (!urgent || this.urgent.includes(pid)) return;
+      this.queue.splice(this.queue.indexOf(pid), 1);
+    }
+    (urgent ? this.urgent : this.queue).push(pid);
     this.queued.add(pid);
     if (!this.scheduled) {
       this.scheduled = true;
@@ -380,22 +396,27 @@ export class ProcessPreparer {
   readonly drain = (): void => {
     this.scheduled = false;
     const start = performance.now();
-    while (!this.stopped && this.queue.length > 0 && performance.now() - start < ProcessPreparer.SLICE_MS) {
+    while (!this.stopped && this.pending > 0 && performance.now() - start < ProcessPreparer.SLICE_MS) {
       // Newest first: processes already running when tracing started are mostly long-lived; a process seen later
       // may be a short one that exits soon.
-      const pid = this.queue.pop()!;
+      const pid = (this.urgent.length > 0 ? this.urgent : this.queue).pop()!;
       this.queued.delete(pid);
       try {
         // Reported again: a new comm, normally an exec. Read the new program's mappings now (the resolver would
         // trust the old ones for up to a second; the process may be gone by then).
-        if (this.done.has(pid)) this.resolver.forget(pid);
+        // A thread renaming itself (prctl PR_SET_NAME) is reported again too: when the process has exited (or is a
+        // zombie) by now, its known mappings are kept rather than forgotten with nothing to replace them.
+        if (this.done.has(pid)) {
+          if (readMapsText(pid) === undefined) continue;
+          this.resolver.forget(pid);
+        }
         this.resolver.prepare(pid);
         this.done.add(pid);
       } catch {
         // The process may already be gone: its stacks then resolve as far as anything is known.
       }
     }
-    if (!this.stopped && this.queue.length > 0) {
+    if (!this.stopped && this.pending > 0) {
       this.scheduled = true;
       setImmediate(this.drain);
     }
@@ -405,6 +426,7 @@ export class ProcessPreparer {
   stop(): void {
     this.stopped = true;
     this.queue.length = 0;
+    this.urgent.length = 0;
     this.queued.clear();
   }
 
@@ -415,7 +437,7 @@ export class ProcessPreparer {
 
   /** Processes waiting to be prepared. */
   get pending(): number {
-    return this.queue.length;
+    return this.queue.length + this.urgent.length;
   }
 }
 
@@ -442,6 +464,12 @@ export interface StackToolRun {
   header: string;
   folded: boolean;
   svg: string | null;
+  /** --format and -o (framework/stackout.ts). */
+  format?: StackFileFormat | null;
+  output?: string | null;
+  /** What the values are, for pprof: CPU samples every `periodNs`, or off-CPU microseconds. */
+  kind: 'cpu' | 'offcpu';
+  periodNs?: number;
   fmt: StackFormat;
   /** Where the stacks, comm and ids are in the map key. */
   layout: StackKeyLayout;
@@ -457,13 +485,14 @@ export interface StackToolRun {
 }
 
 /**
- * The shared run of the stack tools: check the `--svg` file, trace for `duration` seconds while symbols of new
+ * The shared run of the stack tools: check the output file, trace for `duration` seconds while symbols of new
  * processes are prepared, then symbolize, sort and print the stacks (bcc's multi-line or folded form) and/or write
- * the flame graph. Resolves with the exit status.
+ * the export (`--svg`, `--format`, see framework/stackout.ts). Resolves with the exit status.
  */
 export async function runStackTool(r: StackToolRun): Promise<number> {
-  const { writer, svg, folded, fmt } = r;
-  if (svg) checkWritable(svg, r.tool);
+  const { writer, fmt } = r;
+  const out = StackOutput.from({ folded: r.folded, svg: r.svg, format: r.format, output: r.output }, r.tool);
+  out.prepare(r.tool);
   const resolver = await SymbolResolver.create();
   const preparer = new ProcessPreparer(resolver);
   return runProgram({
@@ -475,12 +504,12 @@ export async function runStackTool(r: StackToolRun): Promise<number> {
     stackMapEntries: r.stackStorageSize,
     interval: { seconds: r.duration, count: 1 },
     onStarted: () => {
-      if (!folded) writer.line(r.header);
+      if (out.header) writer.line(r.header);
     },
     onTick: (t, last) => {
       if (!last) return;
       preparer.stop();
-      if (!folded) writer.line();
+      if (out.header) writer.line();
       const dump = t.readMap('');
       r.beforeReport?.(resolver);
       const entries = sortEntries(symbolizeEntries(dump, r.layout, resolver, r.userPid, r.kernelFilter), fmt);
@@ -488,13 +517,10 @@ export async function runStackTool(r: StackToolRun): Promise<number> {
       // JSON and runTool: one result with the stacks (the text forms below are left out).
       const result: StackResult = { stacks: entries };
       writer.emit(result, () => '');
-      if (folded) for (const l of lines) writer.line(l);
-      else if (!svg) for (const e of entries) writer.write(stackLines(e, fmt));
+      if (out.text === 'folded') for (const l of lines) writer.line(l);
+      else if (out.text === 'report') for (const e of entries) writer.write(stackLines(e, fmt));
       writer.flush();
-      if (svg) {
-        const bytes = writeFlameGraph(svg, lines, { ...r.flameOptions }, writer, r.tool);
-        if (!folded) writer.line(`Wrote a flame graph of ${entries.length} stacks to ${svg} (${bytes} bytes).`);
-      }
+      out.finish(lines, { tool: r.tool, kind: r.kind, periodNs: r.periodNs, flame: { ...r.flameOptions } }, writer);
       r.afterReport?.(dump);
     },
   });

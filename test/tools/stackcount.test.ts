@@ -47,8 +47,35 @@ const fmt = (o: Partial<StackcountFormat> = {}): StackcountFormat => ({
 });
 
 describe('stackcount options, program and formats', () => {
-  it('-h equals argparse on bcc parser', () => {
-    assert.equal(formatHelp(SPEC, 78), fixture.help.stackcount);
+  it('-h equals argparse on bcc parser, plus --svg, --format and -o (CPython argparse text)', () => {
+    const bccOnly = {
+      ...SPEC,
+      options: SPEC.options.filter((o) => !['--svg', '--format', '-o'].includes(o.flags[0]!)),
+    };
+    assert.equal(formatHelp(bccOnly, 78), fixture.help.stackcount);
+    const help = formatHelp(SPEC, 78);
+    assert.ok(
+      help.startsWith(
+        'usage: stackcount [-h] [-p PID] [-c CPU] [-i INTERVAL] [-D DURATION] [-T] [-r]\n' +
+          '                  [-s] [-P] [-K] [-U] [-v] [-d] [-f] [--debug] [--svg FILE]\n' +
+          '                  [--format FORMAT] [-o FILE]\n' +
+          '                  pattern\n',
+      ),
+      help,
+    );
+    assert.ok(
+      help.includes(
+        '  --svg FILE            write a flame graph (SVG) of the folded stacks of the\n' +
+          '                        whole run to FILE instead of printing the stacks (with\n' +
+          '                        -f, print them too)\n' +
+          '  --format FORMAT       write the stacks as folded, svg (a flame graph), pprof\n' +
+          '                        (profile.proto) or speedscope (JSON) to stdout or to\n' +
+          '                        the -o file, instead of the report\n' +
+          '  -o FILE, --output FILE\n' +
+          '                        the file --format writes\n',
+      ),
+      help,
+    );
   });
 
   it('program: one probe over every target, stacks + comm + pid as the key', () => {

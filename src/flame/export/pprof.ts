@@ -9,6 +9,7 @@
  * - `cpu`: samples/count and cpu/nanoseconds, the values count and count * period (period_type cpu/nanoseconds,
  *   period = 1e9 / hz, or the period given); default sample type cpu.
  * - `offcpu`: offcpu/nanoseconds, the value count * `unitNs` (bcc's offcputime -f writes microseconds: 1000).
+ * - `count`: events/count, the value the count (stackcount: how often the traced event happened with this stack).
  * Values are int64: a count that is not a whole number of nanoseconds is an ExportError.
  */
 import {
@@ -24,8 +25,8 @@ import {
 import { ExportError, type FoldedStacks } from './stacks.js';
 
 export interface PprofOptions {
-  /** What the counts are: CPU samples, or off-CPU time. */
-  kind: 'cpu' | 'offcpu';
+  /** What the counts are: CPU samples, off-CPU time, or events counted (stackcount). */
+  kind: 'cpu' | 'offcpu' | 'count';
   /** cpu: nanoseconds between samples (1e9 / the sampling frequency). Required for cpu. */
   periodNs?: number;
   /** offcpu: nanoseconds per unit of the counts (default 1000: microseconds). */
@@ -57,6 +58,9 @@ export function stacksToPprof(folded: FoldedStacks, opts: PprofOptions): Uint8Ar
     periodType = new ValueType({ type: cpu, unit: ns });
     period = p;
     values = (count) => [whole(count, 1), whole(count, p)];
+  } else if (opts.kind === 'count') {
+    sampleType = [new ValueType({ type: str('events'), unit: str('count') })];
+    values = (count) => [whole(count, 1)];
   } else {
     const unit = opts.unitNs ?? 1000;
     sampleType = [new ValueType({ type: str('offcpu'), unit: ns })];
