@@ -14,7 +14,7 @@ import { diskOption, diskNamer } from './framework/disk.js';
 import { formatLog2Hist, jsonLog2Hist, type Log2Bucket, log2Buckets, log2SlotsOf } from './framework/hist.js';
 import { log2Sections, log2Slots, pyJson, scalarValues } from './framework/histmaps.js';
 import type { HistInterval } from './framework/heatmap.js';
-import { runIntervals } from './framework/intervals.js';
+import { runIntervals } from './framework/interval.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
@@ -179,7 +179,8 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
     tool: 'biolatency',
     program,
     writer,
-    interval: { seconds: a.interval, count: a.count },
+    seconds: a.interval,
+    count: a.count,
     onStarted: () => {
       if (!o.json) writer.line('Tracing block device I/O... Hit Ctrl-C to end.');
     },

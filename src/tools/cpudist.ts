@@ -18,7 +18,7 @@ import {
   log2SlotsOf,
 } from './framework/hist.js';
 import { log2Sections, log2Slots, scalarValues } from './framework/histmaps.js';
-import { runIntervals } from './framework/intervals.js';
+import { runIntervals } from './framework/interval.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
@@ -217,7 +217,8 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
     tool: 'cpudist',
     program,
     writer,
-    interval: { seconds: a.interval, count: a.count },
+    seconds: a.interval,
+    count: a.count,
     onStarted: () => writer.line(`Tracing ${o.offcpu ? 'off' : 'on'}-CPU time... Hit Ctrl-C to end.`),
     read: (t, now) => readInterval(t, o, now),
     format: (i) => formatTick(i, o),

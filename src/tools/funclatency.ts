@@ -20,7 +20,7 @@ import {
   log2SlotsOf,
 } from './framework/hist.js';
 import { keyPart, log2Slots, scalarValues } from './framework/histmaps.js';
-import { runIntervals } from './framework/intervals.js';
+import { runIntervals } from './framework/interval.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { findLibrary, ProbeSpecError, returnSpec, toAttachPoint } from './framework/probespec.js';
@@ -227,7 +227,7 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
     tool: 'funclatency',
     program,
     writer,
-    interval: { seconds: intervalOf(a.interval, a.duration) },
+    seconds: intervalOf(a.interval, a.duration),
     durationSec: a.duration,
     onStarted: () => writer.write(tracingLine(t.names.length, pattern)),
     read: (tracer, now) => readInterval(tracer, o, now),

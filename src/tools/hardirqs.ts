@@ -8,7 +8,7 @@
 import type { Tracer } from '../runtime/tracer.js';
 import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { formatIrqInterval, formatIrqTick, type IrqReport, readIrqInterval } from './framework/histmaps.js';
-import { runIntervals } from './framework/intervals.js';
+import { runIntervals } from './framework/interval.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { defineTool, toolMain } from './framework/runner.js';
@@ -109,7 +109,8 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
     tool: 'hardirqs',
     program,
     writer,
-    interval: { seconds: a.interval, count: a.outputs },
+    seconds: a.interval,
+    count: a.outputs,
     onStarted: () =>
       writer.line(
         o.count ? 'Tracing hard irq events... Hit Ctrl-C to end.' : 'Tracing hard irq event time... Hit Ctrl-C to end.',

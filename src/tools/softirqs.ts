@@ -7,7 +7,7 @@
 import type { Tracer } from '../runtime/tracer.js';
 import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { formatIrqInterval, formatIrqTick, type IrqReport, readIrqInterval } from './framework/histmaps.js';
-import { runIntervals } from './framework/intervals.js';
+import { runIntervals } from './framework/interval.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { defineTool, toolMain } from './framework/runner.js';
@@ -119,7 +119,8 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
     tool: 'softirqs',
     program,
     writer,
-    interval: { seconds: a.interval, count: a.count },
+    seconds: a.interval,
+    count: a.count,
     onStarted: () =>
       writer.line(
         o.events

@@ -67,6 +67,11 @@ const GROUPS: readonly (readonly [string, readonly string[]])[] = [
 
 /** Tools whose interval result is a set of stacks (`StackResult`): shown as a flame graph. */
 const STACK_TOOLS = new Set(['profile', 'offcputime']);
+/**
+ * Interval tools whose tick is a histogram (HistInterval / IrqInterval): the histogram + heat map view. Other interval
+ * tools (counts and top tables: syscount, biotop, ...) have no view yet and stay "not yet available in the UI".
+ */
+const HISTOGRAM_TOOLS = new Set(['biolatency', 'cpudist', 'funclatency', 'hardirqs', 'runqlat', 'softirqs']);
 
 function formOptions(spec: ParserSpec): FormOption[] {
   const out: FormOption[] = [];
@@ -106,11 +111,20 @@ export async function loadCatalog(): Promise<CatalogGroup[]> {
     for (const name of g.names) {
       const summary = summaries.get(name);
       if (summary === undefined) continue;
-      const tool: CatalogTool = { name, summary, group: g.name, available: runnable.has(name) };
-      if (tool.available) {
-        const def = await toolOptions(name);
+      const def = runnable.has(name) ? await toolOptions(name) : undefined;
+      const view: ToolView | undefined = !def
+        ? undefined
+        : STACK_TOOLS.has(name)
+          ? 'flame'
+          : def.results === 'rows'
+            ? 'table'
+            : HISTOGRAM_TOOLS.has(name)
+              ? 'histogram'
+              : undefined;
+      const tool: CatalogTool = { name, summary, group: g.name, available: view !== undefined };
+      if (def && view) {
         tool.options = formOptions(def.spec);
-        tool.view = STACK_TOOLS.has(name) ? 'flame' : def.results === 'rows' ? 'table' : 'histogram';
+        tool.view = view;
       }
       tools.push(tool);
     }

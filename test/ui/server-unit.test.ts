@@ -18,21 +18,36 @@ describe('ui catalogue', () => {
     );
     const tools = groups.flatMap((g) => g.tools);
     assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS.map((t) => t.name).sort());
-    assert.deepEqual(
-      tools
-        .filter((t) => t.available)
-        .map((t) => t.name)
-        .sort(),
-      [...apiTools()].sort(),
-    );
+    // every available tool is one runTool runs; the counting/top tools (ticks of count tables) have no view yet
+    const available = tools.filter((t) => t.available).map((t) => t.name);
+    const runnable = new Set(apiTools());
+    assert.ok(available.every((n) => runnable.has(n)));
     const view = Object.fromEntries(tools.filter((t) => t.available).map((t) => [t.name, t.view]));
     assert.deepEqual(view, {
+      bashreadline: 'table',
       biolatency: 'histogram',
+      biosnoop: 'table',
+      capable: 'table',
+      cpudist: 'histogram',
       execsnoop: 'table',
+      exitsnoop: 'table',
+      funclatency: 'histogram',
+      gethostlatency: 'table',
+      hardirqs: 'histogram',
+      killsnoop: 'table',
       offcputime: 'flame',
+      oomkill: 'table',
       opensnoop: 'table',
       profile: 'flame',
+      runqlat: 'histogram',
+      runqslower: 'table',
+      softirqs: 'histogram',
+      statsnoop: 'table',
+      syncsnoop: 'table',
+      tcpaccept: 'table',
+      tcpconnect: 'table',
       tcplife: 'table',
+      threadsnoop: 'table',
     });
   });
 

@@ -1,9 +1,10 @@
 /**
- * The interval loop of bcc's counting tools (vfsstat, syscount, funccount, biotop, ...), once: print a header
+ * The interval loop of bcc's counting and histogram tools (vfsstat, syscount, funccount, biolatency, runqlat,
+ * hardirqs, ...), once: print a header
  * when the probes are attached, then every `seconds` (and once when the run ends) read one interval from the
  * maps as a typed object (a "tick": `{ time, rows }`, `{ time, counts }`, ...), hand it to the output (bcc's
  * text, `--json`'s one object per line, or runTool's `intervals()`), clear the maps, and after the last one print
- * bcc's `Detaching...`. The run ends as {@link runProgram} says (Ctrl-C, a count, a duration, `--exec`).
+ * bcc's `Detaching...`. Every tick goes through `writer.emit`, so a histogram tool's `--heatmap` sees them all. The run ends as {@link runProgram} says (Ctrl-C, a count, a duration, `--exec`).
  *
  * A tool supplies only what is its own: the program, how to read one tick, how bcc prints it, and the maps to
  * clear. Checks that need the kernel (kprobes, a tracepoint's field, BTF) go in `requires`: `--ebpf` prints the
@@ -31,10 +32,12 @@ export interface IntervalLoop<T> {
   command?: string;
   /** bcc's text printed once the probes are attached (`Tracing... Hit Ctrl-C to end.`, a table header). */
   header?: string;
+  /** Called once the probes are attached, after `header` (a header that depends on the run). */
+  onStarted?: () => void;
   /** Read one tick from the maps (`now`: the time of the tick); null when the tick has nothing to show. */
   read: (t: Tracer, now: Date) => T | null;
-  /** bcc's text for one tick. */
-  format: (tick: T) => string;
+  /** bcc's text for one tick (`now`: the tick's time, for -T; `last`: the tick at the end of the run). */
+  format: (tick: T, now: Date, last: boolean) => string;
   /** Maps to clear after each tick (those the program has). */
   clear?: readonly string[];
   /**
@@ -67,14 +70,16 @@ export async function runIntervals<T>(loop: IntervalLoop<T>): Promise<number> {
       ...(loop.command !== undefined ? { command: loop.command } : {}),
       onStarted: () => {
         if (loop.header !== undefined) writer.write(loop.header);
+        loop.onStarted?.();
       },
       onTick: (t, last) => {
         ticks++;
         const byCount = count !== null && ticks >= count;
         const skip = last && !byCount && (loop.last === 'skip' || (loop.last === 'skip-interrupted' && interrupted()));
         if (!skip) {
-          const tick = loop.read(t, new Date());
-          if (tick !== null) writer.emit(tick, loop.format);
+          const now = new Date();
+          const tick = loop.read(t, now);
+          if (tick !== null) writer.emit(tick, (x) => loop.format(x, now, last));
         }
         if (!last && loop.clear?.length) {
           const names = t.mapNames();
