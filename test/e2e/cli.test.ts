@@ -71,7 +71,7 @@ describe('bpfscope command line', () => {
     ])
       assert.match(sub, new RegExp(`^    ${name} +\\S`, 'm'), name);
     assert.match(sub, / argdist bashreadline biolatency /);
-    assert.match(sub, / tcpdrop tcplife tcpretrans threadsnoop trace vfsstat\n$/);
+    assert.match(sub, / tcpdrop tcplife tcpretrans threadsnoop trace vfsstat wakeuptime\n$/);
   });
 
   it('a program starting with - is taken as the program, as getopt does (no "--e" advice)', async () => {
