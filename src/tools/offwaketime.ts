@@ -46,22 +46,6 @@ export const OFFWAKE_FLAMEGRAPH = { colors: 'chain', countname: 'us', title: 'Of
 
 const U64_MAX = (1n << 64n) - 1n;
 
-/** bcc offwaketime's `positive_int`: `val.split(",", 5)`, the first 5 parts as `_positive_int`s (a 6th is dropped). */
-const PIDS5: ValueType<number[]> = {
-  name: 'positive_int',
-  convert: (text: string) => {
-    const parts = text.split(',');
-    const head = parts.slice(0, 5);
-    return head.map((v) => POSITIVE_INT.convert(v) as number);
-  },
-};
-
-const POS_NONZERO: ValueType<number> = {
-  name: 'positive_nonzero_int',
-  convert: (t) => POSITIVE_NONZERO_INT.convert(t) as number,
-};
-const POS_INT: ValueType<number> = { name: '_positive_int', convert: (t) => POSITIVE_INT.convert(t) as number };
-
 /** -M's default is U64_MAX: kept as a bigint. */
 const POS_NONZERO_BIG: ValueType<bigint> = {
   name: 'positive_nonzero_int',
@@ -74,6 +58,47 @@ const POS_NONZERO_BIG: ValueType<bigint> = {
     return n;
   },
 };
+
+/** bcc offwaketime's `positive_int`: `val.split(",", 5)`, the first 5 parts as `_positive_int`s (a 6th is dropped). */
+const PIDS5: ValueType<number[]> = {
+  name: 'positive_int',
+  convert: (text: string) => {
+    const parts = text.split(',');
+    const head = parts.slice(0, 5);
+    return head.map((v) => POSITIVE_INT.convert(v) as number);
+  },
+};
+
+export const POS_NONZERO: ValueType<number> = {
+  name: 'positive_nonzero_int',
+  convert: (t) => POSITIVE_NONZERO_INT.convert(t) as number,
+};
+
+/** `--stack-storage-size`, `-m`, `-M`: declared alike by bcc's offwaketime and wakeuptime (their help texts). */
+export const WAKE_STORAGE_OPTIONS = [
+  {
+    flags: ['--stack-storage-size'],
+    kind: 'value',
+    type: POS_NONZERO,
+    default: WAKE_STACK_STORAGE,
+    help: 'the number of unique stack traces that can be stored and displayed (default 1024)',
+  },
+  {
+    flags: ['-m', '--min-block-time'],
+    kind: 'value',
+    type: POS_NONZERO,
+    default: 1,
+    help: 'the amount of time in microseconds over which we store traces (default 1)',
+  },
+  {
+    flags: ['-M', '--max-block-time'],
+    kind: 'value',
+    type: POS_NONZERO_BIG,
+    default: U64_MAX,
+    help: 'the amount of time in microseconds under which we store traces (default U64_MAX)',
+  },
+] as const;
+const POS_INT: ValueType<number> = { name: '_positive_int', convert: (t) => POSITIVE_INT.convert(t) as number };
 
 const CHAIN: ValueType<number> = {
   name: 'chain',
@@ -146,27 +171,7 @@ export const SPEC = {
     },
     { flags: ['-d', '--delimited'], kind: 'flag', help: 'insert delimiter between kernel/user stacks' },
     { flags: ['-f', '--folded'], kind: 'flag', help: 'output folded format' },
-    {
-      flags: ['--stack-storage-size'],
-      kind: 'value',
-      type: POS_NONZERO,
-      default: WAKE_STACK_STORAGE,
-      help: 'the number of unique stack traces that can be stored and displayed (default 1024)',
-    },
-    {
-      flags: ['-m', '--min-block-time'],
-      kind: 'value',
-      type: POS_NONZERO,
-      default: 1,
-      help: 'the amount of time in microseconds over which we store traces (default 1)',
-    },
-    {
-      flags: ['-M', '--max-block-time'],
-      kind: 'value',
-      type: POS_NONZERO_BIG,
-      default: U64_MAX,
-      help: 'the amount of time in microseconds under which we store traces (default U64_MAX)',
-    },
+    ...WAKE_STORAGE_OPTIONS,
     {
       flags: ['--state'],
       kind: 'value',

@@ -21,30 +21,14 @@ import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
 import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { FOREVER, PF_KTHREAD, TASK_DEAD } from './offcputime.js';
-import { WAKE_STACK_STORAGE } from './offwaketime.js';
+import { POS_NONZERO, WAKE_STORAGE_OPTIONS } from './offwaketime.js';
 import { type Frame, SymbolResolver } from '../symbols/resolver.js';
 import { bccName } from '../symbols/resolver.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
 import { BpfscopeError } from '../errors.js';
-import { dropTracingFrames, parseRawStack, POSITIVE_INT, POSITIVE_NONZERO_INT } from './stacktool.js';
+import { dropTracingFrames, parseRawStack, POSITIVE_INT } from './stacktool.js';
 
-const U64_MAX = (1n << 64n) - 1n;
 const POS_INT: ValueType<number> = { name: 'positive_int', convert: (t) => POSITIVE_INT.convert(t) as number };
-const POS_NONZERO: ValueType<number> = {
-  name: 'positive_nonzero_int',
-  convert: (t) => POSITIVE_NONZERO_INT.convert(t) as number,
-};
-const POS_NONZERO_BIG: ValueType<bigint> = {
-  name: 'positive_nonzero_int',
-  convert: (text: string) => {
-    const t = text.trim().replace(/_/g, '');
-    if (!/^[+-]?\d+$/.test(t)) throw new Error('argparse: must be an integer');
-    const n = BigInt(t);
-    if (n < 0n) throw new Error('argparse: must be positive');
-    if (n === 0n) throw new Error('argparse: must be nonzero');
-    return n;
-  },
-};
 
 /** bcc's parser, option for option. */
 export const SPEC = {
@@ -62,27 +46,7 @@ export const SPEC = {
     { flags: ['-p', '--pid'], kind: 'value', type: POS_INT, help: 'trace this PID only' },
     { flags: ['-v', '--verbose'], kind: 'flag', help: 'show raw addresses' },
     { flags: ['-f', '--folded'], kind: 'flag', help: 'output folded format' },
-    {
-      flags: ['--stack-storage-size'],
-      kind: 'value',
-      type: POS_NONZERO,
-      default: WAKE_STACK_STORAGE,
-      help: 'the number of unique stack traces that can be stored and displayed (default 1024)',
-    },
-    {
-      flags: ['-m', '--min-block-time'],
-      kind: 'value',
-      type: POS_NONZERO,
-      default: 1,
-      help: 'the amount of time in microseconds over which we store traces (default 1)',
-    },
-    {
-      flags: ['-M', '--max-block-time'],
-      kind: 'value',
-      type: POS_NONZERO_BIG,
-      default: U64_MAX,
-      help: 'the amount of time in microseconds under which we store traces (default U64_MAX)',
-    },
+    ...WAKE_STORAGE_OPTIONS,
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
   positionals: [{ name: 'duration', help: 'duration of trace, in seconds', type: POS_NONZERO, default: FOREVER }],
