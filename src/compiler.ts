@@ -29,8 +29,16 @@ import { unreachableWarnings } from './lang/passes/reachability.js';
 import { scopeVariables } from './lang/passes/varscope.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { expandAttachPoint } from './probes/registry.js';
+import type { Target } from './lang/target.js';
+import { hostTarget } from './target.js';
 
-export interface CompileOptions {
+/**
+ * The options of a program run that compilation reads, declared once: `compile()` takes them in
+ * {@link CompileOptions}, the runtime's `Tracer` (runtime/tracer.ts TracerOptions) takes them from its caller and
+ * passes them on with {@link programOptions}.
+ */
+export interface ProgramOptions {
+  /** Positional parameters `$1..$N`. */
   positional?: string[];
   /** Named program options (`-- --aa=5`) for getopt(); any the program does not read is an error. */
   named?: Map<string, string | true>;
@@ -42,18 +50,43 @@ export interface CompileOptions {
   includeFiles?: readonly string[];
   /** `-I DIR`: where headers are searched first. */
   includeDirs?: readonly string[];
-  /** `-p PID`: probes (except BEGIN/END) only fire for this process. */
+  /**
+   * `-p PID`: probes (except BEGIN/END) only fire for this process (the Tracer also stops when it exits).
+   */
   pid?: number;
+  /**
+   * Config values as the `BPFTRACE_*` environment variables give them (`{ BPFTRACE_MAX_STRLEN: '128' }`), over
+   * the process environment; the program's config block still wins.
+   */
+  configEnv?: Readonly<Record<string, string>>;
+}
+
+/** The {@link ProgramOptions} set in `o` (and nothing else of it), empty lists left out. */
+export function programOptions(o: ProgramOptions): ProgramOptions {
+  return {
+    ...(o.positional ? { positional: o.positional } : {}),
+    ...(o.named ? { named: o.named } : {}),
+    ...(o.unsafe ? { unsafe: true } : {}),
+    ...(o.helperWarnings ? { helperWarnings: true } : {}),
+    ...(o.includeFiles?.length ? { includeFiles: o.includeFiles } : {}),
+    ...(o.includeDirs?.length ? { includeDirs: o.includeDirs } : {}),
+    ...(o.pid !== undefined ? { pid: o.pid } : {}),
+    ...(o.configEnv ? { configEnv: o.configEnv } : {}),
+  };
+}
+
+export interface CompileOptions extends ProgramOptions {
+  /** `-c`: the child's pid, for `cpid`. */
   cpid?: number;
   /** CLOCK_MONOTONIC ns at session start, for `elapsed` (defaults to now). */
   startNs?: bigint;
   /** Ring buffer size in bytes (power of two >= page size); overrides `perf_rb_pages`. */
   ringbufSize?: number;
   /**
-   * Config values as the `BPFTRACE_*` environment variables give them (`{ BPFTRACE_MAX_STRLEN: '128' }`), over
-   * the process environment; the program's config block still wins.
+   * Host facts the program is compiled against (CPUs, PID namespace, kernel symbols, cgroup ids, uaddr; see
+   * lang/target.ts). Default: this host ({@link hostTarget}).
    */
-  configEnv?: Readonly<Record<string, string>>;
+  target?: Target;
 }
 
 export interface CompileResult {
@@ -151,7 +184,9 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       probeNameSize = Math.max(probeNameSize, Buffer.byteLength(n) + 1);
   }
   const positional = opts.positional ?? [];
+  const target = opts.target ?? hostTarget();
   const analyzer = new Analyzer(units, {
+    target,
     positional,
     named: opts.named ?? new Map(),
     cpid: opts.cpid,
@@ -175,23 +210,26 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   const maps = planMaps(analyzer.maps.values(), config.maxMapKeys, decls.declared);
   const tables: GenTables = {
     maps: new Map(maps.map((m) => [m.name, m])),
-    printfs: [],
-    printValues: [],
-    timeFormats: [],
-    joinSeparators: [],
-    ringbufName: RINGBUF_MAP,
-    wakeName: WAKE_MAP,
-    lostName: LOST_MAP,
-    exitName: EXIT_MAP,
+    resources: {
+      printfs: [],
+      printValues: [],
+      timeFormats: [],
+      joinSeparators: [],
+      ringbufName: RINGBUF_MAP,
+      wakeName: WAKE_MAP,
+      lostName: LOST_MAP,
+      exitName: EXIT_MAP,
+      frameMaps: [],
+    },
     stackMaps: new Map(),
     funcTables: new Map(),
-    frameMaps: [],
     positional,
     cpid: opts.cpid,
     ...(opts.pid !== undefined ? { filterPid: opts.pid } : {}),
     ...(opts.helperWarnings ? { helperWarnings: true } : {}),
     probeNameSize,
     startNs: opts.startNs ?? process.hrtime.bigint(),
+    target,
   };
   const programs: ProgramPlan[] = units.map((u, i) => {
     analyzer.typeUnit(u, true);
@@ -214,20 +252,10 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     units,
     warnings,
     compiled: {
+      ...tables.resources,
       maps,
       programs,
-      printfs: tables.printfs,
-      printValues: tables.printValues,
-      timeFormats: tables.timeFormats,
-      joinSeparators: tables.joinSeparators,
-      ...(tables.joinBufName ? { joinBufName: tables.joinBufName } : {}),
-      ...(tables.lenCountName ? { lenCountName: tables.lenCountName } : {}),
-      ringbufName: RINGBUF_MAP,
-      wakeName: WAKE_MAP,
-      lostName: LOST_MAP,
-      exitName: EXIT_MAP,
       stackMaps: [...tables.stackMaps.values()],
-      frameMaps: tables.frameMaps,
       funcTables: [...tables.funcTables.values()],
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,
       printMapsOnExit: config.printMapsOnExit,

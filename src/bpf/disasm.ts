@@ -9,9 +9,19 @@
  * `disassembleIr` prints the IR the same way, with virtual registers as `v<n>` (`n` = register - VREG_BASE; the
  * 32-bit half as `wv<n>`), labels on their own line as `L3:` and jump targets as label names.
  */
-import { type Insn, type IrInsn, type IrItem, isLabel, VREG_BASE } from '../codegen/ir.js';
 import { helperDisplayName } from './helpers.js';
-import { imm64Of, insnClass, insnMode, insnOp, sizeBytes } from './insn.js';
+import {
+  imm64Of,
+  type Insn,
+  insnClass,
+  insnMode,
+  insnOp,
+  isLabel,
+  sizeBytes,
+  type SymInsn,
+  type SymItem,
+  VREG_BASE,
+} from './insn.js';
 import {
   BPF_ABS,
   BPF_ADD,
@@ -276,12 +286,12 @@ export function irRegName(r: number, wide = true): string {
 
 const IR_NAMER: Namer = {
   reg: irRegName,
-  target: (i) => (i as IrInsn).target ?? `pc${sign(i.off)}`,
-  map: (i) => (i as IrInsn).mapRef ?? `fd:${i.imm}`,
+  target: (i) => (i as SymInsn).target ?? `pc${sign(i.off)}`,
+  map: (i) => (i as SymInsn).mapRef ?? `fd:${i.imm}`,
 };
 
 /** Formats one IR instruction (virtual registers, label targets, map names). */
-export function formatIrInsn(insn: IrInsn): string {
+export function formatIrInsn(insn: SymInsn): string {
   return insnText(insn, undefined, 0, IR_NAMER, insn.imm64 ?? BigInt(insn.imm >>> 0));
 }
 
@@ -289,7 +299,7 @@ export function formatIrInsn(insn: IrInsn): string {
  * Disassembles IR items for `bpfscope -d ir`: one line per item, labels as `L3:`, instructions indented
  * (`  if v3 == 0x0 goto L3`, `  v1 = map[@counts]`, `  call bpf_ktime_get_ns#5`).
  */
-export function disassembleIr(items: readonly IrItem[], opts: IrDisasmOptions = {}): string[] {
+export function disassembleIr(items: readonly SymItem[], opts: IrDisasmOptions = {}): string[] {
   const indent = opts.indent ?? '  ';
   return items.map((it) => {
     if (isLabel(it)) return `${it.label}:`;

@@ -18,7 +18,7 @@ export interface HelperInfo {
 }
 
 // [name, argument count] in ___BPF_FUNC_MAPPER order; the id is the position + 1 (0 is BPF_FUNC_unspec).
-const TABLE: ReadonlyArray<readonly [string, number]> = [
+const TABLE = [
   ['map_lookup_elem', 2],
   ['map_update_elem', 4],
   ['map_delete_elem', 2],
@@ -230,9 +230,12 @@ const TABLE: ReadonlyArray<readonly [string, number]> = [
   ['user_ringbuf_drain', 4],
   ['cgrp_storage_get', 4],
   ['cgrp_storage_delete', 2],
-];
+] as const satisfies ReadonlyArray<readonly [string, number]>;
 
-const VARIADIC = new Set(['trace_printk']);
+/** A helper's name without the `bpf_` prefix, as the kernel's ___BPF_FUNC_MAPPER spells it. */
+export type HelperName = (typeof TABLE)[number][0];
+
+const VARIADIC = new Set<string>(['trace_printk']);
 
 /** Every helper, indexed by id (index 0, `unspec`, is undefined). */
 export const HELPERS: ReadonlyArray<HelperInfo | undefined> = [
@@ -242,6 +245,14 @@ export const HELPERS: ReadonlyArray<HelperInfo | undefined> = [
 
 const BY_NAME = new Map<string, HelperInfo>();
 for (const h of HELPERS) if (h) BY_NAME.set(h.name, h);
+
+/**
+ * Helper ids by name (`HELPER_ID.map_lookup_elem` is 1): what code generation puts in a `BPF_CALL`'s `imm`. The
+ * only table of helper ids; a misspelt name is a type error.
+ */
+export const HELPER_ID: Readonly<Record<HelperName, number>> = Object.freeze(
+  Object.fromEntries(TABLE.map(([name], i) => [name, i + 1])) as Record<HelperName, number>,
+);
 
 /** Highest helper id known (211, `cgrp_storage_delete`). */
 export const MAX_HELPER_ID = HELPERS.length - 1;

@@ -6,10 +6,13 @@
  * (high nibble) in one byte, `off` (s16), `imm` (s32). `ld_imm64` (code 0x18) occupies two slots; the second has
  * code 0 and carries the upper 32 bits of the immediate in its `imm`.
  *
- * The constructors return {@link IrInsn}s, so registers may be virtual (>= VREG_BASE) and jumps name a label.
+ * The constructors return {@link SymInsn}s, so registers may be virtual (>= VREG_BASE) and jumps name a label.
  * They throw a RangeError on arguments no valid instruction can encode (a bug in the caller, not a user error).
+ *
+ * The instruction types live here, in the lowest layer that handles instructions: codegen's IR (`codegen/ir.ts`)
+ * extends {@link SymInsn} with a source span, and the encoder, disassembler, loader and verifier tooling only need
+ * these shapes.
  */
-import type { Insn, IrInsn } from '../codegen/ir.js';
 import { helperById, helperByName } from './helpers.js';
 import {
   BPF_PSEUDO_BTF_ID,
@@ -64,6 +67,58 @@ import {
   BPF_XOR,
   LD_IMM64,
 } from './opcodes.js';
+
+/** Register numbers >= VREG_BASE are virtual; 0-10 are the physical BPF registers (r10 = frame pointer). */
+export const VREG_BASE = 16;
+
+/** One raw BPF instruction (8 bytes when encoded): `code`, `dst` and `src` registers, signed 16-bit `off`, signed 32-bit `imm`. */
+export interface Insn {
+  code: number;
+  dst: number;
+  src: number;
+  off: number;
+  imm: number;
+}
+
+/** Where in the user's program an instruction came from (a 1-based line and column; `lang/ast.ts` Span has both). */
+export interface SourcePos {
+  line: number;
+  col: number;
+}
+
+/**
+ * A symbolic instruction: a raw instruction whose registers may be virtual, plus what the emitter resolves later
+ * (jump labels, 64-bit immediates, map and subprogram references).
+ */
+export interface SymInsn extends Insn {
+  /** Jump target label for conditional jumps and `ja` (code class JMP/JMP32, not CALL/EXIT); `off` is then ignored. */
+  target?: string;
+  /** For ld_imm64 (code 0x18): the full 64-bit immediate (`imm` ignored). */
+  imm64?: bigint;
+  /** For ld_imm64 with src = BPF_PSEUDO_MAP_FD / BPF_PSEUDO_MAP_VALUE: name of the map whose fd goes in `imm`. */
+  mapRef?: string;
+  /** For ld_imm64 with src = BPF_PSEUDO_FUNC: name of the subprogram whose address it loads (see loader link). */
+  funcRef?: string;
+  /** For BPF_CALL to a helper: how many argument registers (r1..rN) the helper reads. */
+  callArgs?: number;
+}
+
+/** A symbolic instruction with the source position it was generated for (codegen/ir.ts IrInsn is one). */
+export interface PositionedInsn extends SymInsn {
+  pos?: SourcePos;
+}
+
+/** A jump target in a symbolic instruction list. */
+export interface InsnLabel {
+  label: string;
+}
+
+/** An item of a symbolic instruction list: an instruction or a label. */
+export type SymItem = PositionedInsn | InsnLabel;
+
+export function isLabel(i: SymItem): i is InsnLabel {
+  return (i as InsnLabel).label !== undefined;
+}
 
 /** Access size in bytes of a load, store or atomic. */
 export type MemSize = 1 | 2 | 4 | 8;
@@ -248,56 +303,56 @@ function jmpOp(op: JmpOp): number {
   return o;
 }
 
-function insn(code: number, dst: number, src: number, off: number, imm: number): IrInsn {
+function insn(code: number, dst: number, src: number, off: number, imm: number): SymInsn {
   return { code, dst: checkReg(dst, 'dst'), src: checkReg(src, 'src'), off, imm };
 }
 
 /** `dst = src` (64-bit). */
-export function mov64(dst: number, src: number): IrInsn {
+export function mov64(dst: number, src: number): SymInsn {
   return insn(BPF_ALU64 | BPF_MOV | BPF_X, dst, src, 0, 0);
 }
 
 /** `dst = imm` (imm s32, sign-extended to 64 bits). */
-export function mov64Imm(dst: number, imm: number): IrInsn {
+export function mov64Imm(dst: number, imm: number): SymInsn {
   return insn(BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, 0, checkImm64(imm));
 }
 
 /** `wdst = wsrc` (32-bit: the upper half of dst is zeroed). */
-export function mov32(dst: number, src: number): IrInsn {
+export function mov32(dst: number, src: number): SymInsn {
   return insn(BPF_ALU | BPF_MOV | BPF_X, dst, src, 0, 0);
 }
 
 /** `wdst = imm` (u32 or s32 immediate; the upper half of dst is zeroed). */
-export function mov32Imm(dst: number, imm: number): IrInsn {
+export function mov32Imm(dst: number, imm: number): SymInsn {
   return insn(BPF_ALU | BPF_MOV | BPF_K, dst, 0, 0, checkImm32(imm));
 }
 
 /** `dst op= src` (64-bit). */
-export function alu64(op: AluOp, dst: number, src: number): IrInsn {
+export function alu64(op: AluOp, dst: number, src: number): SymInsn {
   const [o, off] = aluOp(op);
   return insn(BPF_ALU64 | o | BPF_X, dst, src, off, 0);
 }
 
 /** `dst op= imm` (64-bit; imm s32, sign-extended). */
-export function alu64Imm(op: AluOp, dst: number, imm: number): IrInsn {
+export function alu64Imm(op: AluOp, dst: number, imm: number): SymInsn {
   const [o, off] = aluOp(op);
   return insn(BPF_ALU64 | o | BPF_K, dst, 0, off, checkImm64(imm));
 }
 
 /** `wdst op= wsrc` (32-bit; the upper half of dst is zeroed). */
-export function alu32(op: AluOp, dst: number, src: number): IrInsn {
+export function alu32(op: AluOp, dst: number, src: number): SymInsn {
   const [o, off] = aluOp(op);
   return insn(BPF_ALU | o | BPF_X, dst, src, off, 0);
 }
 
 /** `wdst op= imm` (32-bit). */
-export function alu32Imm(op: AluOp, dst: number, imm: number): IrInsn {
+export function alu32Imm(op: AluOp, dst: number, imm: number): SymInsn {
   const [o, off] = aluOp(op);
   return insn(BPF_ALU | o | BPF_K, dst, 0, off, checkImm32(imm));
 }
 
 /** `dst = -dst` (64-bit). */
-export function neg64(dst: number): IrInsn {
+export function neg64(dst: number): SymInsn {
   return insn(BPF_ALU64 | BPF_NEG | BPF_K, dst, 0, 0, 0);
 }
 
@@ -305,28 +360,28 @@ export function neg64(dst: number): IrInsn {
  * Byte-order conversion `dst = be16/32/64 dst` or `le16/32/64` (BPF_ALU | BPF_END, source bit = BPF_TO_BE 0x08 /
  * BPF_TO_LE 0x00, imm = width in bits). The result is zero-extended from `bits`.
  */
-export function endian(dst: number, bits: 16 | 32 | 64, order: 'le' | 'be'): IrInsn {
+export function endian(dst: number, bits: 16 | 32 | 64, order: 'le' | 'be'): SymInsn {
   if (bits !== 16 && bits !== 32 && bits !== 64) throw new RangeError(`invalid endian width ${bits}`);
   return insn(BPF_ALU | BPF_END | (order === 'be' ? BPF_X : BPF_K), dst, 0, 0, bits);
 }
 
 /** `dst = *(uN *)(src + off)`: load `size` bytes, zero-extended. */
-export function ldx(size: MemSize, dst: number, src: number, off: number): IrInsn {
+export function ldx(size: MemSize, dst: number, src: number, off: number): SymInsn {
   return insn(BPF_LDX | sizeCode(size) | BPF_MEM, dst, src, checkOff(off), 0);
 }
 
 /** `*(uN *)(dst + off) = src`: store the low `size` bytes of src. */
-export function stx(size: MemSize, dst: number, src: number, off: number): IrInsn {
+export function stx(size: MemSize, dst: number, src: number, off: number): SymInsn {
   return insn(BPF_STX | sizeCode(size) | BPF_MEM, dst, src, checkOff(off), 0);
 }
 
 /** `*(uN *)(dst + off) = imm`: store an immediate (s32, sign-extended for 8-byte stores). */
-export function st(size: MemSize, dst: number, off: number, imm: number): IrInsn {
+export function st(size: MemSize, dst: number, off: number, imm: number): SymInsn {
   return insn(BPF_ST | sizeCode(size) | BPF_MEM, dst, 0, checkOff(off), size === 8 ? checkImm64(imm) : checkImm32(imm));
 }
 
 /** `lock *(uN *)(dst + off) += src` (BPF_STX | BPF_ATOMIC, imm = BPF_ADD). */
-export function atomicAdd(size: 4 | 8, dst: number, src: number, off: number): IrInsn {
+export function atomicAdd(size: 4 | 8, dst: number, src: number, off: number): SymInsn {
   return atomic(size, BPF_ADD, dst, src, off);
 }
 
@@ -335,7 +390,7 @@ export function atomicAdd(size: 4 | 8, dst: number, src: number, off: number): I
  * `| BPF_FETCH` to return the old value in src, BPF_XCHG, or BPF_CMPXCHG which compares with r0 and returns the old
  * value in r0).
  */
-export function atomic(size: 4 | 8, op: number, dst: number, src: number, off: number): IrInsn {
+export function atomic(size: 4 | 8, op: number, dst: number, src: number, off: number): SymInsn {
   if (size !== 4 && size !== 8) throw new RangeError(`atomic operations are 4 or 8 bytes, not ${size}`);
   const base = op & ~BPF_FETCH;
   if (op !== BPF_XCHG && op !== BPF_CMPXCHG && ![BPF_ADD, BPF_OR, BPF_AND, BPF_XOR].includes(base)) {
@@ -345,14 +400,14 @@ export function atomic(size: 4 | 8, op: number, dst: number, src: number, off: n
 }
 
 /** `dst = value` for any 64-bit value (ld_imm64, two slots when emitted). `value` may be given signed or unsigned. */
-export function ldImm64(dst: number, value: bigint): IrInsn {
+export function ldImm64(dst: number, value: bigint): SymInsn {
   if (value < -(1n << 63n) || value >= 1n << 64n) throw new RangeError(`ld_imm64 value ${value} exceeds 64 bits`);
   const v = BigInt.asUintN(64, value);
   return { ...insn(LD_IMM64, dst, 0, 0, Number(BigInt.asIntN(32, v))), imm64: v };
 }
 
 /** `dst = &map` (ld_imm64 with src = BPF_PSEUDO_MAP_FD); the map's fd is filled in by `emit`. */
-export function ldMapFd(dst: number, mapName: string): IrInsn {
+export function ldMapFd(dst: number, mapName: string): SymInsn {
   return { ...insn(LD_IMM64, dst, BPF_PSEUDO_MAP_FD, 0, 0), imm64: 0n, mapRef: mapName };
 }
 
@@ -361,7 +416,7 @@ export function ldMapFd(dst: number, mapName: string): IrInsn {
  * 0 in the second slot). For a per-CPU variable the verifier types the result as a per-CPU pointer, usable with
  * bpf_per_cpu_ptr / bpf_this_cpu_ptr (include/uapi/linux/bpf.h).
  */
-export function ldBtfId(dst: number, btfId: number): IrInsn {
+export function ldBtfId(dst: number, btfId: number): SymInsn {
   return { ...insn(LD_IMM64, dst, BPF_PSEUDO_BTF_ID, 0, btfId), imm64: BigInt(btfId) };
 }
 
@@ -369,7 +424,7 @@ export function ldBtfId(dst: number, btfId: number): IrInsn {
  * `dst = &subprogram` (ld_imm64 with src = BPF_PSEUDO_FUNC): a callback for helpers like bpf_for_each_map_elem.
  * The imm (the subprogram's first slot relative to the next one) is filled in when the program is linked.
  */
-export function ldFunc(dst: number, funcName: string): IrInsn {
+export function ldFunc(dst: number, funcName: string): SymInsn {
   return { ...insn(LD_IMM64, dst, BPF_PSEUDO_FUNC, 0, 0), imm64: 0n, funcRef: funcName };
 }
 
@@ -378,34 +433,34 @@ export function ldFunc(dst: number, funcName: string): IrInsn {
  * offset (bytes, u32) is kept as the upper 32 bits of `imm64`, where it sits in the encoding (second slot's imm);
  * `emit` puts the map fd in the lower 32 bits.
  */
-export function ldMapValue(dst: number, mapName: string, offset: number): IrInsn {
+export function ldMapValue(dst: number, mapName: string, offset: number): SymInsn {
   if (!Number.isInteger(offset) || offset < 0 || offset > 0xffffffff)
     throw new RangeError(`invalid map value offset ${offset}`);
   return { ...insn(LD_IMM64, dst, BPF_PSEUDO_MAP_VALUE, 0, 0), imm64: BigInt(offset) << 32n, mapRef: mapName };
 }
 
 /** `if dst op src goto target` (64-bit compare). */
-export function jmp(op: JmpOp, dst: number, src: number, target: string): IrInsn {
+export function jmp(op: JmpOp, dst: number, src: number, target: string): SymInsn {
   return { ...insn(BPF_JMP | jmpOp(op) | BPF_X, dst, src, 0, 0), target };
 }
 
 /** `if dst op imm goto target` (64-bit compare; imm s32 sign-extended). */
-export function jmpImm(op: JmpOp, dst: number, imm: number, target: string): IrInsn {
+export function jmpImm(op: JmpOp, dst: number, imm: number, target: string): SymInsn {
   return { ...insn(BPF_JMP | jmpOp(op) | BPF_K, dst, 0, 0, checkImm64(imm)), target };
 }
 
 /** `if wdst op wsrc goto target` (32-bit compare). */
-export function jmp32(op: JmpOp, dst: number, src: number, target: string): IrInsn {
+export function jmp32(op: JmpOp, dst: number, src: number, target: string): SymInsn {
   return { ...insn(BPF_JMP32 | jmpOp(op) | BPF_X, dst, src, 0, 0), target };
 }
 
 /** `if wdst op imm goto target` (32-bit compare). */
-export function jmp32Imm(op: JmpOp, dst: number, imm: number, target: string): IrInsn {
+export function jmp32Imm(op: JmpOp, dst: number, imm: number, target: string): SymInsn {
   return { ...insn(BPF_JMP32 | jmpOp(op) | BPF_K, dst, 0, 0, checkImm32(imm)), target };
 }
 
 /** `goto target`. */
-export function ja(target: string): IrInsn {
+export function ja(target: string): SymInsn {
   return { ...insn(BPF_JMP | BPF_JA, 0, 0, 0, 0), target };
 }
 
@@ -414,7 +469,7 @@ export function ja(target: string): IrInsn {
  * defaults to the helper table's count; pass it for variadic `trace_printk`. Throws RangeError for an unknown helper
  * name, or an unknown id without `argCount`.
  */
-export function call(helper: number | string, argCount?: number): IrInsn {
+export function call(helper: number | string, argCount?: number): SymInsn {
   const info = typeof helper === 'string' ? helperByName(helper) : helperById(helper);
   if (!info && (typeof helper === 'string' || argCount === undefined)) {
     throw new RangeError(`unknown BPF helper ${String(helper)}`);
@@ -427,7 +482,7 @@ export function call(helper: number | string, argCount?: number): IrInsn {
 }
 
 /** `exit`: return r0. */
-export function exit(): IrInsn {
+export function exit(): SymInsn {
   return insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 }
 

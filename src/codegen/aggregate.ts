@@ -10,14 +10,35 @@
  * - linear (`lhist`): 0 below min, 1 + (n - min) / step inside, 1 + (max - min) / step at or above max.
  */
 
+import { HELPER_ID as H } from '../bpf/helpers.js';
 import * as I from '../bpf/insn.js';
 import type { CallExpr, Expr, MapExpr } from '../lang/ast.js';
-import { zeroStack } from './frame.js';
-import { H, type ProbeGen } from './gen.js';
+import { type Frame, zeroStack } from './frame.js';
+import type { HelperArg, IrFunction } from './ir.js';
 import { bucketOffset } from './maps.js';
 import type { MapPlan } from './plan.js';
 
-export function emitAggregation(gen: ProbeGen, plan: MapPlan, target: MapExpr, call: CallExpr, args: Expr[]): void {
+/**
+ * What an aggregation update needs from the code generator (`gen.ts` ProbeGen provides it): the function and
+ * frame being generated, a scalar expression's register, a map key's frame slot, a helper call and the `-k`
+ * map-full warning. Declared here so that this module does not import gen.ts, which imports it.
+ */
+export interface AggregationGen {
+  readonly fn: IrFunction;
+  readonly frame: Frame;
+  scalar(e: Expr): number;
+  mapKey(plan: MapPlan, m: MapExpr): number;
+  callHelper(id: number, args: HelperArg[]): number;
+  warnIfMapFull(rc: number): void;
+}
+
+export function emitAggregation(
+  gen: AggregationGen,
+  plan: MapPlan,
+  target: MapExpr,
+  call: CallExpr,
+  args: Expr[],
+): void {
   const fn = gen.fn;
   const vt = plan.valueType;
   const value = args.length > 0 && call.name !== 'count' ? gen.scalar(args[0]!) : null;
@@ -103,7 +124,7 @@ export function emitAggregation(gen: ProbeGen, plan: MapPlan, target: MapExpr, c
 }
 
 /** Bucket index of a log2 histogram with `bits` sub-bucket bits (see the module docstring). */
-function log2Index(gen: ProbeGen, value: number, bits: number): number {
+function log2Index(gen: AggregationGen, value: number, bits: number): number {
   const fn = gen.fn;
   const n = fn.vreg();
   const idx = fn.vreg();
@@ -160,7 +181,7 @@ function log2Index(gen: ProbeGen, value: number, bits: number): number {
 }
 
 /** Bucket index of a linear histogram (see the module docstring). */
-function linearIndex(gen: ProbeGen, value: number, min: number, max: number, step: number): number {
+function linearIndex(gen: AggregationGen, value: number, min: number, max: number, step: number): number {
   const fn = gen.fn;
   const idx = fn.vreg();
   const done = fn.newLabel('lin_done');

@@ -7,13 +7,10 @@
  * right after it (see `ir.ts`).
  */
 
+import { HELPER_ID as H } from '../bpf/helpers.js';
 import * as I from '../bpf/insn.js';
 import { FP, R0, R1, R2, R3, R4, R5, R9 } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
-import { onlineCpus, possibleCpus } from '../kernel/cpus.js';
-import { currentPidNamespace } from '../kernel/pidns.js';
-import { kallsyms } from '../symbols/kallsyms.js';
-import { resolveUaddr, type UaddrTarget } from '../probes/uaddr.js';
 import type {
   AssignStmt,
   BinaryExpr,
@@ -30,64 +27,44 @@ import type {
 } from '../lang/ast.js';
 import { nodesOfKind } from '../lang/astwalk.js';
 import { positionalInt } from '../lang/lexer.js';
+import type { Target, UaddrTarget } from '../lang/target.js';
 import { btfVarId, kernelBtf, recordFields } from '../lang/btf-types.js';
 import {
   type Analyzer,
   type ProbeUnit,
-  cgroupIdOf,
   PT_REGS_OFFSETS,
   ptonBytes,
   signalNumber,
   storageType,
 } from '../lang/passes/semantic.js';
 import { type RecordField, type SType, sizeOf, tupleLayout, typeKey, U64 } from '../lang/types.js';
-import { compilePrintf } from '../runtime/output/printf.js';
+import { compilePrintf } from '../lang/printf.js';
 import { emitAggregation } from './aggregate.js';
 import { copyMem, Frame, MAP_FRAME_BIAS, storeBytes, zeroStack } from './frame.js';
-import { IrFunction } from './ir.js';
+import { type HelperArg, IrFunction } from './ir.js';
 import {
   AsyncAction,
   JOIN_ARG_SIZE,
   JOIN_MAX_ARGS,
   type MapPlan,
-  type PrintfPlan,
-  type PrintValuePlan,
   type FuncTablePlan,
+  type ProgramResources,
   type StackMapPlan,
 } from './plan.js';
 
 /** A generated value: a scalar in a register, or `size` bytes of stack at r10+off. */
 export type Val = { kind: 'reg'; reg: number } | { kind: 'mem'; off: number; size: number };
 
-/** One argument of a helper call. */
-/**
- * A helper argument: a register, a frame slot's address (`stack`: from the frame base, which may be a frame map),
- * a real BPF stack slot's address (`fp`: for helpers that insist on the stack, the bpf_loop/for_each callback
- * context), a map, or an immediate.
- */
-export type HelperArg = number | { stack: number } | { fp: number } | { map: string } | { imm: number };
+export type { HelperArg } from './ir.js';
 
 /** The frame-map base register (callee-saved: helper calls keep it). */
 const FRAME_MAP_BASE = R9;
 
 /** Tables shared by all programs of one compilation. */
 export interface GenTables {
-  /** The wake-control map: a 1-entry ARRAY whose u64 is the ringbuf_output flags (see runtime/ringbuf.ts). */
-  wakeName: string;
-  /** Frame maps of programs whose frame outgrew the BPF stack (ARRAY, one `size`-byte value per possible CPU). */
-  frameMaps: { name: string; size: number }[];
   maps: Map<string, MapPlan>;
-  printfs: PrintfPlan[];
-  printValues: PrintValuePlan[];
-  timeFormats: string[];
-  joinSeparators: string[];
-  /** Set when a program uses join(): the per-CPU scratch map's IR name. */
-  joinBufName?: string;
-  /** Set when a program uses len(@m): the per-CPU u64 the counting callback adds to (see ProbeGen.mapLen). */
-  lenCountName?: string;
-  ringbufName: string;
-  lostName: string;
-  exitName: string;
+  /** What the programs need at run time (printf formats, scratch maps, ...), collected while generating. */
+  resources: ProgramResources;
   /** Stack trace maps used so far, by IR map name. */
   stackMaps: Map<string, StackMapPlan>;
   /** Function-name tables of multi-attach probes that read `func` (ProbeGen.funcFromCookie), by IR map name. */
@@ -101,44 +78,9 @@ export interface GenTables {
   probeNameSize: number;
   /** CLOCK_MONOTONIC ns at session start, for `elapsed`. */
   startNs: bigint;
+  /** Host facts (CPUs, PID namespace, kernel symbols, cgroup ids, uaddr): codegen reads nothing of the host itself. */
+  target: Target;
 }
-
-// Helper ids (uapi `include/uapi/linux/bpf.h`, ___BPF_FUNC_MAPPER order).
-export const H = {
-  map_lookup_elem: 1,
-  map_update_elem: 2,
-  map_delete_elem: 3,
-  ktime_get_ns: 5,
-  ktime_get_boot_ns: 125,
-  ktime_get_tai_ns: 208,
-  get_smp_processor_id: 8,
-  get_current_pid_tgid: 14,
-  get_current_uid_gid: 15,
-  get_current_comm: 16,
-  get_stackid: 27,
-  get_stack: 67,
-  loop: 181,
-  for_each_map_elem: 164,
-  get_attach_cookie: 174,
-  map_lookup_percpu_elem: 195,
-  get_current_task: 35,
-  send_signal: 109,
-  get_prandom_u32: 7,
-  get_numa_node_id: 42,
-  get_current_cgroup_id: 80,
-  get_jiffies64: 118,
-  d_path: 147,
-  probe_read_user_str: 114,
-  probe_read_kernel: 113,
-  probe_read_user: 112,
-  probe_read_kernel_str: 115,
-  ringbuf_output: 130,
-  get_ns_current_pid_tgid: 120,
-  trace_vprintk: 177,
-  per_cpu_ptr: 153,
-  get_socket_cookie: 46,
-  this_cpu_ptr: 154,
-} as const;
 
 const CMP_OPS: Record<string, { u: I.JmpOpName; s: I.JmpOpName; inv: string }> = {
   '==': { u: 'jeq', s: 'jeq', inv: '!=' },
@@ -249,7 +191,7 @@ export class ProbeGen {
     fn.emit(I.mov64(FRAME_MAP_BASE, p));
     fn.emit(I.alu64Imm('add', FRAME_MAP_BASE, MAP_FRAME_BIAS));
     return () => {
-      this.tables.frameMaps.push({ name, size: Math.max(8, this.frame.size) });
+      this.tables.resources.frameMaps.push({ name, size: Math.max(8, this.frame.size) });
     };
   }
 
@@ -803,7 +745,7 @@ export class ProbeGen {
         // Set the exit flag first: the EXIT record can be lost when the ring buffer is full, the flag cannot.
         const key = this.frame.temp(8);
         this.fn.emit(I.st(4, this.fb, key, 0));
-        const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.exitName }, { stack: key }]);
+        const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.resources.exitName }, { stack: key }]);
         const skip = this.fn.newLabel('noflag');
         this.fn.emit(I.jmpImm('jeq', p, 0, skip));
         if (c.args.length) {
@@ -824,7 +766,7 @@ export class ProbeGen {
       }
       case 'time': {
         const fmt = c.args[0]?.kind === 'StrLit' ? c.args[0].value : '%H:%M:%S\n';
-        const id = this.tables.timeFormats.push(fmt) - 1;
+        const id = this.tables.resources.timeFormats.push(fmt) - 1;
         this.asyncRecord(AsyncAction.TIME, id, 0, () => {});
         return;
       }
@@ -860,7 +802,8 @@ export class ProbeGen {
         }
         const t = storageType(a.type!);
         const size = sizeOf(t);
-        const id = this.tables.printValues.push({ id: this.tables.printValues.length, type: t }) - 1;
+        const id =
+          this.tables.resources.printValues.push({ id: this.tables.resources.printValues.length, type: t }) - 1;
         const v = this.expr(a);
         this.asyncRecord(AsyncAction.PRINT_VALUE, id, size, (rec) => this.storeAs(v, t, this.fb, rec + 8, a.type));
         return;
@@ -884,7 +827,7 @@ export class ProbeGen {
     fn.emit(I.st(4, this.fb, rec + 4, id));
     const flags = this.ringbufFlags();
     const r = this.callHelper(H.ringbuf_output, [
-      { map: this.tables.ringbufName },
+      { map: this.tables.resources.ringbufName },
       { stack: rec },
       { imm: Math.ceil(size / 8) * 8 },
       flags,
@@ -901,7 +844,7 @@ export class ProbeGen {
     const fn = this.fn;
     const key = this.frame.temp(8);
     fn.emit(I.st(4, this.fb, key, 0));
-    const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.wakeName }, { stack: key }]);
+    const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.resources.wakeName }, { stack: key }]);
     const flags = fn.vreg();
     fn.emit(I.mov64Imm(flags, 0));
     const none = fn.newLabel('wake');
@@ -918,7 +861,7 @@ export class ProbeGen {
     fn.emit(I.jmpImm('jsge', res, 0, ok));
     const key = this.frame.temp(8);
     fn.emit(I.st(4, this.fb, key, 0));
-    const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.lostName }, { stack: key }]);
+    const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.resources.lostName }, { stack: key }]);
     fn.emit(I.jmpImm('jeq', p, 0, ok));
     const one = this.constant(1);
     fn.emit(I.atomicAdd(8, p, one, 0));
@@ -930,8 +873,8 @@ export class ProbeGen {
     compilePrintf(fmt);
     const argTypes = c.args.slice(1).map((a) => storageType(a.type!));
     const layout = tupleLayout(argTypes);
-    const id = this.tables.printfs.length;
-    this.tables.printfs.push({
+    const id = this.tables.resources.printfs.length;
+    this.tables.resources.printfs.push({
       id,
       format: fmt,
       argTypes,
@@ -1231,7 +1174,7 @@ export class ProbeGen {
       case 'rand':
         return this.reg(this.callHelper(H.get_prandom_u32, []));
       case 'jiffies':
-        return this.reg(this.callHelper(H.get_jiffies64, []));
+        return this.reg(this.callHelper(H.jiffies64, []));
       case 'numaid':
         return this.reg(this.callHelper(H.get_numa_node_id, []));
       case 'cgroup':
@@ -1251,7 +1194,7 @@ export class ProbeGen {
         return this.reg(r);
       }
       case 'ncpus':
-        return this.reg(this.constant(onlineCpus().length));
+        return this.reg(this.constant(this.tables.target.onlineCpus().length));
       case 'username': {
         const r = this.callHelper(H.get_current_uid_gid, []);
         fn.emit(I.mov32(r, r));
@@ -1543,9 +1486,9 @@ export class ProbeGen {
    */
   private join(c: CallExpr): void {
     const fn = this.fn;
-    this.tables.joinBufName = 'join_buf';
+    this.tables.resources.joinBufName = 'join_buf';
     const sep = c.args[1]?.kind === 'StrLit' ? c.args[1].value : ' ';
-    const id = this.tables.joinSeparators.push(sep) - 1;
+    const id = this.tables.resources.joinSeparators.push(sep) - 1;
     const argv = this.scalar(c.args[0]!);
     const user = c.space !== 'kernel';
     const key = this.frame.temp(8);
@@ -1576,7 +1519,7 @@ export class ProbeGen {
     fn.mark(send);
     const flags = this.ringbufFlags();
     const r = this.callHelper(H.ringbuf_output, [
-      { map: this.tables.ringbufName },
+      { map: this.tables.resources.ringbufName },
       p,
       { imm: 8 + JOIN_MAX_ARGS * JOIN_ARG_SIZE },
       flags,
@@ -1624,7 +1567,7 @@ export class ProbeGen {
     this.subprogs.push({ fn: cb, params: 4 });
     // The counter lives in a per-CPU map value, not on the stack: the verifier follows a stack counter's exact value
     // through every callback iteration when the result is compared later, and never converges.
-    this.tables.lenCountName = 'len_count';
+    this.tables.resources.lenCountName = 'len_count';
     const key = this.frame.temp(8);
     fn.emit(I.st(4, this.fb, key, 0));
     const counter = this.callHelper(H.map_lookup_elem, [{ map: 'len_count' }, { stack: key }]);
@@ -1670,7 +1613,7 @@ export class ProbeGen {
    * `ip - probeVaddr + vaddr` (the load bias from where the probe fired; see probes/uaddr.ts).
    */
   private uaddr(symbol: string): Val {
-    const t = resolveUaddr(this.unit.expanded, symbol) as UaddrTarget;
+    const t = this.tables.target.resolveUaddr(this.unit.expanded, symbol) as UaddrTarget;
     if (t.probeVaddr === undefined) return this.reg(this.constant(BigInt(t.vaddr)));
     const r = this.fn.vreg();
     this.fn.emit(I.ldx(8, r, this.ctx, PT_REGS_OFFSETS.ip!));
@@ -1867,8 +1810,8 @@ export class ProbeGen {
    * HELPER_ERROR runtime error for map_lookup_elem, `output/text.cpp` runtime_error; its retcode is always 0).
    */
   private lookupMissWarning(): void {
-    const id = this.tables.printfs.length;
-    this.tables.printfs.push({
+    const id = this.tables.resources.printfs.length;
+    this.tables.resources.printfs.push({
       id,
       format:
         "Can't lookup map element because it does not exist.\nAdditional Info - helper: map_lookup_elem, retcode: 0",
@@ -1896,7 +1839,7 @@ export class ProbeGen {
     fn.emit(I.mov64Imm(total, 0));
     fn.emit(I.mov64Imm(count, 0));
     fn.emit(I.mov64Imm(any, 0));
-    for (const cpu of possibleCpus()) {
+    for (const cpu of this.tables.target.possibleCpus()) {
       const skip = fn.newLabel('pcpu');
       const p = this.callHelper(H.map_lookup_percpu_elem, [{ map: plan.kernelName }, key, { imm: cpu }]);
       fn.emit(I.jmpImm('jeq', p, 0, skip));
@@ -2078,7 +2021,7 @@ export class ProbeGen {
    */
   private pidTid(name: string, ns: string): Val {
     const fn = this.fn;
-    const pidns = ns === 'curr_ns' ? currentPidNamespace() : null;
+    const pidns = ns === 'curr_ns' ? this.tables.target.pidNamespace() : null;
     if (!pidns) {
       const r = this.callHelper(H.get_current_pid_tgid, []);
       if (name === 'pid') fn.emit(I.alu64Imm('rsh', r, 32));
@@ -2325,8 +2268,8 @@ export class ProbeGen {
    */
   runtimeWarning(message: string, once = false): void {
     const fn = this.fn;
-    const id = this.tables.printfs.length;
-    this.tables.printfs.push({
+    const id = this.tables.resources.printfs.length;
+    this.tables.resources.printfs.push({
       id,
       format: message.replaceAll('%', '%%'),
       argTypes: [],
@@ -2396,7 +2339,9 @@ export class ProbeGen {
       case 'tid':
         return this.pidTid(c.name, c.args.length ? (c.args[0] as { name: string }).name : 'curr_ns');
       case 'kaddr':
-        return this.reg(this.constant(kallsyms().lookup((c.args[0] as { value: string }).value) ?? 0n));
+        return this.reg(
+          this.constant(this.tables.target.kernelSymbolAddress((c.args[0] as { value: string }).value) ?? 0n),
+        );
       case 'uaddr':
         return this.uaddr((c.args[0] as { value: string }).value);
       case 'getopt': {
@@ -2427,7 +2372,7 @@ export class ProbeGen {
         return this.reg(this.callHelper(helper, []));
       }
       case 'cgroupid':
-        return this.reg(this.constant(cgroupIdOf((c.args[0] as { value: string }).value) ?? 0n));
+        return this.reg(this.constant(this.tables.target.cgroupId((c.args[0] as { value: string }).value) ?? 0n));
       case 'macaddr':
         return this.macaddr(c);
       case 'len':

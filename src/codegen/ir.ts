@@ -8,45 +8,29 @@
  * Codegen only uses physical registers for the calling convention: r1 on entry (ctx), r1-r5 moved in right before
  * a `call`, r0 read right after it, r0 before `exit`, and r10 for stack addresses.
  */
+import { type InsnLabel, type SymInsn, VREG_BASE } from '../bpf/insn.js';
 import { FP } from '../bpf/opcodes.js';
 import type { Span } from '../lang/ast.js';
 
-export const VREG_BASE = 16;
+// The instruction shapes are the bpf layer's (bpf/insn.ts); re-exported for the IR's users.
+export { type Insn, isLabel, VREG_BASE } from '../bpf/insn.js';
 
-/** One raw BPF instruction (8 bytes when encoded): `code`, `dst` and `src` registers, signed 16-bit `off`, signed 32-bit `imm`. */
-export interface Insn {
-  code: number;
-  dst: number;
-  src: number;
-  off: number;
-  imm: number;
-}
-
-/** An IR instruction: a raw instruction whose registers may be virtual, plus symbolic extras. */
-export interface IrInsn extends Insn {
-  /** Jump target label for conditional jumps and `ja` (code class JMP/JMP32, not CALL/EXIT); `off` is then ignored. */
-  target?: string;
-  /** For ld_imm64 (code 0x18): the full 64-bit immediate (`imm` ignored). */
-  imm64?: bigint;
-  /** For ld_imm64 with src = BPF_PSEUDO_MAP_FD / BPF_PSEUDO_MAP_VALUE: name of the map whose fd goes in `imm`. */
-  mapRef?: string;
-  /** For ld_imm64 with src = BPF_PSEUDO_FUNC: name of the subprogram whose address it loads (see loader link). */
-  funcRef?: string;
-  /** For BPF_CALL to a helper: how many argument registers (r1..rN) the helper reads. */
-  callArgs?: number;
+/** An IR instruction: a symbolic instruction (bpf/insn.ts) whose source position is the program's span. */
+export interface IrInsn extends SymInsn {
   /** Source construct this instruction was generated for. */
   pos?: Span;
 }
 
-export interface IrLabel {
-  label: string;
-}
+export type IrLabel = InsnLabel;
 
 export type IrItem = IrInsn | IrLabel;
 
-export function isLabel(i: IrItem): i is IrLabel {
-  return (i as IrLabel).label !== undefined;
-}
+/**
+ * A helper argument as code generation supplies it: a register, a frame slot's address (`stack`: from the frame
+ * base, which may be a frame map), a real BPF stack slot's address (`fp`: for helpers that insist on the stack,
+ * the bpf_loop/for_each callback context), a map, or an immediate.
+ */
+export type HelperArg = number | { stack: number } | { fp: number } | { map: string } | { imm: number };
 
 /** One BPF program under construction. */
 export class IrFunction {

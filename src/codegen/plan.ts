@@ -129,9 +129,12 @@ export interface ProgramPlan {
   kernelName: string;
 }
 
-export interface CompiledProgram {
-  maps: MapPlan[];
-  programs: ProgramPlan[];
+/**
+ * What code generation collects for the runtime besides the programs: printf/print/time/join records' formats and
+ * layouts (by id), scratch and frame maps, and the IR names of the fixed maps. Code generation fills it (GenTables
+ * `resources`, codegen/gen.ts); {@link CompiledProgram} carries it to the runtime as is.
+ */
+export interface ProgramResources {
   printfs: PrintfPlan[];
   printValues: PrintValuePlan[];
   /** time() formats by id. */
@@ -147,17 +150,22 @@ export interface CompiledProgram {
   /** The ring buffer's wake-control map (1-entry mmapable ARRAY: the ringbuf_output flags, see runtime/ringbuf.ts). */
   wakeName: string;
   lostName: string;
-  /** Stack trace maps the programs use. */
-  stackMaps: StackMapPlan[];
   /**
    * Frame maps of programs whose frame does not fit the BPF stack (codegen/frame.ts): ARRAY maps of `size`-byte
    * values, one per possible CPU.
    */
   frameMaps: { name: string; size: number }[];
-  /** Function-name tables of multi-attach probes (see {@link FuncTablePlan}). */
-  funcTables: FuncTablePlan[];
   /** 1-entry ARRAY map whose u64 is set to 1 by exit() (see session.ts). */
   exitName: string;
+}
+
+export interface CompiledProgram extends ProgramResources {
+  maps: MapPlan[];
+  programs: ProgramPlan[];
+  /** Stack trace maps the programs use. */
+  stackMaps: StackMapPlan[];
+  /** Function-name tables of multi-attach probes (see {@link FuncTablePlan}). */
+  funcTables: FuncTablePlan[];
   /** Ring buffer size in bytes (power of two, multiple of the page size). */
   ringbufSize: number;
   /** Whether maps are printed when the run ends (config `print_maps_on_exit`). */

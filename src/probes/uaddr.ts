@@ -3,6 +3,7 @@
  * or usdt probe is attached to, resolved when the program is compiled from the binary's ELF symbol tables.
  */
 import { ElfFile, fileOffsetToVaddr } from '../symbols/elf.js';
+import type { UaddrTarget } from '../lang/target.js';
 import type { ExpandedProbe } from './types.js';
 
 /** ELF e_type of a fixed-address executable. */
@@ -11,19 +12,7 @@ const ET_EXEC = 2;
 const STT_OBJECT = 1;
 const STT_FUNC = 2;
 
-/** Where a `uaddr()` symbol is, and how to turn its ELF address into the process's address. */
-export interface UaddrTarget {
-  /** The symbol's ELF virtual address (`st_value`). */
-  vaddr: number;
-  /** `st_size` in bytes: 1, 2, 4 or 8 type the pointer (`uint8 *` ... `uint64 *`), anything else `uint64 *`. */
-  size: number;
-  /**
-   * For position-independent binaries (ET_DYN): the ELF virtual address of the probed instruction. The load bias
-   * is then `ip - probeVaddr` at run time (the probe fires with `ip` at that instruction), so the symbol is at
-   * `ip - probeVaddr + vaddr`. Undefined for fixed-address executables, where `vaddr` is the address.
-   */
-  probeVaddr?: number;
-}
+export type { UaddrTarget } from '../lang/target.js';
 
 /**
  * Resolve `uaddr(symbol)` for a probe. Returns the target, or a message saying why it cannot be resolved

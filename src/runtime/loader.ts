@@ -5,10 +5,9 @@
  */
 
 import { type LoadedProgram, loadProgram, VerifierError } from '../bpf/program.js';
-import { encode } from '../bpf/insn.js';
+import { encode, type Insn } from '../bpf/insn.js';
 import { BTF_FUNC_STATIC, type BtfFunc } from '../bpf/btf-writer.js';
 import { type EmitResult, emit } from '../codegen/emit.js';
-import type { Insn } from '../codegen/ir.js';
 import { peephole } from '../codegen/peephole.js';
 import type { ProgramPlan } from '../codegen/plan.js';
 import { ALLOCATABLE, allocateRegisters } from '../codegen/regalloc.js';

@@ -7,11 +7,11 @@ import { arch } from 'node:os';
 import { basename, join } from 'node:path';
 import { globToRegExp } from '../probes/glob.js';
 import { strsignal } from '../kernel/ffi.js';
-import { SYSCALLS_AARCH64, SYSCALLS_X86_64 } from '../tools/data/syscalls.js';
+import { SYSCALLS_AARCH64, SYSCALLS_X86_64 } from '../kernel/syscalls.js';
 
 /**
  * System call table of an architecture (Node's `os.arch()` name): x86-64 or aarch64 from the uapi unistd headers
- * (tools/data/syscalls.ts); others get an empty table. Shared with the bcc tools (tools/framework/system.ts).
+ * (kernel/syscalls.ts); others get an empty table. Shared with the bcc tools (tools/framework/system.ts).
  */
 export function syscallTable(machine: string = arch()): Readonly<Record<number, string>> {
   if (machine === 'x64') return SYSCALLS_X86_64;

@@ -9,37 +9,31 @@
 
 import { writeSync } from 'node:fs';
 import type { LoadedProgram } from '../bpf/program.js';
-import type { Insn } from '../codegen/ir.js';
+import type { Insn } from '../bpf/insn.js';
 import type { CompiledProgram } from '../codegen/plan.js';
-import { type CompileResult, compile } from '../compiler.js';
+import { type CompileResult, compile, type ProgramOptions, programOptions } from '../compiler.js';
 import { BpfscopeError } from '../errors.js';
 import { requireTracingPrivileges } from '../kernel/privileges.js';
 import type { Diagnostic, SourceFile } from '../lang/diagnostics.js';
+import { hostTarget } from '../target.js';
 import { type StoppedChild, spawnStopped } from './child.js';
 import type { Output } from './output/index.js';
 import type { MapDump } from './output/model.js';
 import { registerSession } from './registry.js';
 import { type PrintfHook, Session } from './session.js';
 
-export interface TracerOptions {
+/**
+ * A run's options: the program's ({@link ProgramOptions}: positional parameters, getopt() options, --unsafe, -k,
+ * --include/-I, `-p PID` (the run also stops when that process exits), BPFTRACE_* config), declared once in
+ * compiler.ts, and the runtime's own below.
+ */
+export interface TracerOptions extends ProgramOptions {
   source: SourceFile;
   output: Output;
-  positional?: string[];
-  /** Named program options after `--`, for getopt() (see cli/args.ts). */
-  named?: Map<string, string | true>;
-  /** --unsafe */
-  unsafe?: boolean;
-  /** `-k`: run-time warnings where a map read finds no element. */
-  helperWarnings?: boolean;
-  /** `--include FILE` / `-I DIR`: headers whose integer `#define`s the program may use. */
-  includeFiles?: readonly string[];
-  includeDirs?: readonly string[];
   /** --no-warnings: warnf() prints nothing. */
   noWarnings?: boolean;
   /** `-c CMD`: run this shell command, traced from its first instruction; stop when it exits. */
   command?: string;
-  /** `-p PID`: target process; stop when it exits. */
-  pid?: number;
   /** Don't print the `Attached N probes` notice. */
   quiet?: boolean;
   /** Print every non-empty map when the run ends (bpftrace's default). Default true. */
@@ -77,8 +71,6 @@ export interface TracerOptions {
   test?: boolean;
   /** printf() records go to this hook instead of `output` (the typed API's event stream, `api/`). */
   printfHook?: PrintfHook;
-  /** Config values as `BPFTRACE_*` environment variables (see CompileOptions.configEnv). */
-  configEnv?: Readonly<Record<string, string>>;
 }
 
 /** `--probe-filter` left nothing to run; the message is already printed (bpftrace prints it on stdout). */
@@ -124,15 +116,9 @@ export class Tracer {
       if (opts.pid !== undefined) checkPid(opts.pid);
       if (opts.command !== undefined) child = await spawnStopped(opts.command);
       const result = compile(opts.source, {
-        ...(opts.positional ? { positional: opts.positional } : {}),
-        ...(opts.named ? { named: opts.named } : {}),
-        ...(opts.unsafe ? { unsafe: true } : {}),
-        ...(opts.helperWarnings ? { helperWarnings: true } : {}),
-        ...(opts.includeFiles?.length ? { includeFiles: opts.includeFiles } : {}),
-        ...(opts.includeDirs?.length ? { includeDirs: opts.includeDirs } : {}),
-        ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
+        ...programOptions(opts),
         ...(child ? { cpid: child.pid } : {}),
-        ...(opts.configEnv ? { configEnv: opts.configEnv } : {}),
+        target: hostTarget(),
       });
       opts.onCompiled?.(result);
       const compiled = opts.probeFilter ? filterProbes(result.compiled, opts.probeFilter) : result.compiled;

@@ -11,13 +11,11 @@
  * - maps and variables store integers widened to 64 bits; strings unify to the largest size assigned.
  */
 
-import { statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { net } from '../../builtins.js';
-import type { ExpandedProbe } from '../../probes/types.js';
-import { resolveUaddr } from '../../probes/uaddr.js';
-import { checkPrintfArgs, compilePrintf } from '../../runtime/output/printf.js';
-import { kallsyms } from '../../symbols/kallsyms.js';
+import type { ExpandedProbe } from '../probe.js';
+import type { Target } from '../target.js';
+import { checkPrintfArgs, compilePrintf } from '../printf.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
 import { positionalInt } from '../lexer.js';
 import { isBuiltinName } from '../parser.js';
@@ -83,6 +81,8 @@ export interface AnalysisOptions {
   maxStrlen?: number;
   /** The program's own C struct/union/enum definitions (lang/cdefs.ts); they take precedence over BTF. */
   cTypes?: CTypes;
+  /** Host facts: kernel symbols (kaddr, percpu_kaddr), cgroup ids (cgroupid), uaddr() resolution. */
+  target: Target;
 }
 
 /** Builtin variables of the current subset and their types. */
@@ -1564,7 +1564,7 @@ export class Analyzer {
           this.error(a.pos, 'uaddr() expects a string literal symbol name');
           return null;
         }
-        const target = resolveUaddr(this.unit!.expanded, a.value);
+        const target = this.opts.target.resolveUaddr(this.unit!.expanded, a.value);
         if (typeof target === 'string') {
           this.error(c.pos, target);
           return null;
@@ -1608,7 +1608,7 @@ export class Analyzer {
           this.error(c.pos, `Could not resolve variable "${a.value}" from BTF`);
           return null;
         }
-        if (kallsyms().lookup(a.value) === undefined) {
+        if (this.opts.target.kernelSymbolAddress(a.value) === undefined) {
           // the verifier finds a variable's address with kallsyms, which lists data symbols only with KALLSYMS_ALL
           this.error(
             c.pos,
@@ -1637,7 +1637,8 @@ export class Analyzer {
           this.error(a.pos, 'kaddr() expects a string literal symbol name');
           return null;
         }
-        if (kallsyms().lookup(a.value) === undefined) this.error(c.pos, `Failed to resolve kernel symbol: ${a.value}`);
+        if (this.opts.target.kernelSymbolAddress(a.value) === undefined)
+          this.error(c.pos, `Failed to resolve kernel symbol: ${a.value}`);
         return U64;
       }
       case 'uptr':
@@ -1781,7 +1782,8 @@ export class Analyzer {
           this.error(a.pos, 'cgroupid() expects a string literal path');
           return null;
         }
-        if (cgroupIdOf(a.value) === undefined) this.error(a.pos, `Failed to resolve cgroup ID for path: ${a.value}`);
+        if (this.opts.target.cgroupId(a.value) === undefined)
+          this.error(a.pos, `Failed to resolve cgroup ID for path: ${a.value}`);
         return U64;
       }
       case 'strlen': {
@@ -2100,19 +2102,6 @@ export const PT_REGS_CONTEXTS: ReadonlySet<string> = new Set([
   'software',
   'hardware',
 ]);
-
-/**
- * The cgroup v2 ID of the cgroup directory at `path` (bpftrace's compile-time `cgroupid()`): the inode number of the
- * directory in cgroupfs, which is the kernfs node ID `bpf_get_current_cgroup_id()` returns. Undefined when the path
- * cannot be read.
- */
-export function cgroupIdOf(path: string): bigint | undefined {
-  try {
-    return statSync(path, { bigint: true }).ino;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Signal number for a name like `SIGKILL`/`KILL` (Linux numbering), or undefined. */
 export function signalNumber(name: string): number | undefined {

@@ -1,5 +1,5 @@
 /**
- * Generates `syscalls.ts` (system call number → name for x86-64 and aarch64) and `errno.ts` (errno names) from the
+ * Generates `src/kernel/syscalls.ts` (system call number → name for x86-64 and aarch64) and `errno.ts` (errno names) from the
  * kernel UAPI headers that `linux-libc-dev` installs:
  * - x86-64: `/usr/include/x86_64-linux-gnu/asm/unistd_64.h` (`#define __NR_<name> <nr>`);
  * - aarch64: `/usr/include/asm-generic/unistd.h`, the table arm64 includes, evaluated as a 64-bit build with the
@@ -174,7 +174,7 @@ function main(): void {
  */
 `;
   writeFileSync(
-    join(here, 'syscalls.ts'),
+    join(here, '..', '..', 'kernel', 'syscalls.ts'),
     `${header}\n${tableSource('SYSCALLS_X86_64', 'x86-64 (64-bit ABI) system calls.', x86)}\n${tableSource('SYSCALLS_AARCH64', 'aarch64 system calls.', arm)}`,
   );
   const errno = parseErrno(ERRNO_HEADERS.map((f) => readFileSync(f, 'utf8')));
