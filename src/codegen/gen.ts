@@ -26,6 +26,7 @@ import type {
   VarExpr,
 } from '../lang/ast.js';
 import { nodesOfKind } from '../lang/astwalk.js';
+import { BUILTIN_FUNCTIONS, BUILTIN_VARIABLES, type BuiltinGen } from '../lang/builtins/registry.js';
 import { positionalInt } from '../lang/lexer.js';
 import type { Target, UaddrTarget } from '../lang/target.js';
 import { btfVarId, kernelBtf, recordFields } from '../lang/btf-types.js';
@@ -1130,6 +1131,8 @@ export class ProbeGen {
 
   private builtin(name: string, t: SType): Val {
     const fn = this.fn;
+    const registered = BUILTIN_VARIABLES.get(name);
+    if (registered) return this.reg(registered.generate(this.builtinGen()));
     switch (name) {
       case 'pid':
       case 'tid':
@@ -1177,8 +1180,6 @@ export class ProbeGen {
         return this.reg(this.callHelper(H.jiffies64, []));
       case 'numaid':
         return this.reg(this.callHelper(H.get_numa_node_id, []));
-      case 'cgroup':
-        return this.reg(this.callHelper(H.get_current_cgroup_id, []));
       case 'usermode': {
         if (this.unit.expanded.special) return this.reg(this.constant(1));
         // x86-64: the saved code segment's privilege level is 3 in user mode
@@ -2296,8 +2297,20 @@ export class ProbeGen {
     fn.mark(ok);
   }
 
+  /** What a registered builtin's code generation may use (lang/builtins/types.ts BuiltinGen). */
+  private builtinGen(): BuiltinGen {
+    return {
+      scalar: (e) => this.scalar(e),
+      constant: (v) => this.constant(v),
+      callHelper: (id, args) => this.callHelper(id, args),
+      target: this.tables.target,
+    };
+  }
+
   private callExpr(c: CallExpr): Val {
     const fn = this.fn;
+    const registered = BUILTIN_FUNCTIONS.get(c.name);
+    if (registered) return this.reg(registered.generate(c, this.builtinGen()));
     if (c.name === 'kstack' || c.name === 'ustack') {
       return this.stack(c.type as Extract<SType, { kind: 'kstack' | 'ustack' }>);
     }
@@ -2307,7 +2320,6 @@ export class ProbeGen {
       case 'strerror':
       case 'syscall_name':
       case 'signal_name':
-      case 'cgroup_path':
         return this.reg(this.scalar(c.args[0]!));
       case 'buf': {
         const t = c.type as Extract<SType, { kind: 'buffer' }>;
@@ -2371,8 +2383,6 @@ export class ProbeGen {
           clock === 'boot' ? H.ktime_get_boot_ns : clock === 'monotonic' ? H.ktime_get_ns : H.ktime_get_tai_ns;
         return this.reg(this.callHelper(helper, []));
       }
-      case 'cgroupid':
-        return this.reg(this.constant(this.tables.target.cgroupId((c.args[0] as { value: string }).value) ?? 0n));
       case 'macaddr':
         return this.macaddr(c);
       case 'len':

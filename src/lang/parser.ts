@@ -26,6 +26,7 @@
 import type * as A from './ast.js';
 import { CompileError, type Diagnostic, LineIndex, type SourceFile } from './diagnostics.js';
 import { isIdentBody, isIdentStart, KEYWORDS, Lexer, type Token } from './lexer.js';
+import { BUILTIN_VARIABLES } from './builtins/registry.js';
 
 /** Maximum nesting of the parser's recursion (parentheses, unary operators, blocks, `else if` chains). */
 export const MAX_NESTING = 1000;
@@ -39,9 +40,9 @@ const MAX_ERRORS = 20;
  * `sizeof(comm)` never as a type. `argN`, `sargN` and `__builtin_*` are builtins too.
  */
 export const BUILTIN_NAMES: ReadonlySet<string> = new Set([
+  ...BUILTIN_VARIABLES.keys(),
   'args',
   'ctx',
-  'cgroup',
   'comm',
   'cpid',
   'cpu',

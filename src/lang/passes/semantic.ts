@@ -15,6 +15,7 @@ import { constants as osConstants } from 'node:os';
 import { net } from '../../builtins.js';
 import type { ExpandedProbe } from '../probe.js';
 import type { Target } from '../target.js';
+import { BUILTIN_FUNCTIONS, BUILTIN_VARIABLES } from '../builtins/registry.js';
 import { checkPrintfArgs, compilePrintf } from '../printf.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
 import { positionalInt } from '../lexer.js';
@@ -87,6 +88,7 @@ export interface AnalysisOptions {
 
 /** Builtin variables of the current subset and their types. */
 const BUILTIN_TYPES: Record<string, SType> = {
+  ...Object.fromEntries([...BUILTIN_VARIABLES.values()].map((v) => [v.name, v.type])),
   pid: U32,
   tid: U32,
   uid: U32,
@@ -101,7 +103,6 @@ const BUILTIN_TYPES: Record<string, SType> = {
   jiffies: U64,
   numaid: U32,
   ncpus: U64,
-  cgroup: U64,
   username: { kind: 'username' },
 };
 
@@ -176,7 +177,8 @@ const MAX_STRUCT_VALUE = 256;
  * candidates of "Did you mean" after "Unknown function". test/lang/suggest.test.ts checks each one is accepted.
  */
 export const FUNCTION_NAMES: readonly string[] = [
-  ...['bswap', 'buf', 'cat', 'cgroup_path', 'cgroupid', 'clear', 'debugf', 'delete', 'errorf', 'exit', 'getopt'],
+  ...BUILTIN_FUNCTIONS.keys(),
+  ...['bswap', 'buf', 'cat', 'clear', 'debugf', 'delete', 'errorf', 'exit', 'getopt'],
   ...['has_key', 'join', 'kaddr', 'kptr', 'kstack', 'ksym', 'len', 'macaddr', 'nsecs', 'ntop', 'path'],
   ...['percpu_kaddr', 'pid', 'print', 'printf', 'pton', 'reg', 'signal', 'signal_name', 'socket_cookie', 'str'],
   ...['strcontains', 'strerror', 'strftime', 'strlen', 'strncmp', 'syscall_name', 'system', 'tid', 'time'],
@@ -1335,6 +1337,16 @@ export class Analyzer {
       c.args.forEach((a) => this.expr(a));
       return null;
     }
+    const builtin = BUILTIN_FUNCTIONS.get(c.name);
+    if (builtin) {
+      if (!this.argCount(c, builtin.arity[0], builtin.arity[1])) return null;
+      return builtin.check(c, {
+        expr: (e) => this.expr(e),
+        error: (pos, message) => this.error(pos, message),
+        argCount: (call, min, max) => this.argCount(call, min, max),
+        target: this.opts.target,
+      });
+    }
     const args = c.args;
     const mapArg = (i: number, fn: string): MapExpr | null => {
       const a = args[i];
@@ -1514,18 +1526,6 @@ export class Analyzer {
         const t = this.expr(args[0]!);
         if (t && t.kind !== 'int') this.error(args[0]!.pos, `${c.name}() expects an integer (${typeName(t)} provided)`);
         return { kind: c.name };
-      }
-      case 'cgroup_path': {
-        if (!this.argCount(c, 1, 2)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int')
-          this.error(args[0]!.pos, `cgroup_path() expects an integer (${typeName(t)} provided)`);
-        const f = args[1];
-        if (f && f.kind !== 'StrLit') {
-          this.error(f.pos, 'cgroup_path() expects a string literal as its filter');
-          return null;
-        }
-        return { kind: 'cgroup_path', filter: f?.kind === 'StrLit' ? f.value : '*' };
       }
       case 'path': {
         // bpf_d_path(): fentry/fexit (and iter) programs of the kernel's btf_allowlist_d_path functions only
@@ -1774,17 +1774,6 @@ export class Analyzer {
           return null;
         }
         return { kind: 'macaddr' };
-      }
-      case 'cgroupid': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const a = args[0]!;
-        if (a.kind !== 'StrLit') {
-          this.error(a.pos, 'cgroupid() expects a string literal path');
-          return null;
-        }
-        if (this.opts.target.cgroupId(a.value) === undefined)
-          this.error(a.pos, `Failed to resolve cgroup ID for path: ${a.value}`);
-        return U64;
       }
       case 'strlen': {
         if (!this.argCount(c, 1, 1)) return null;
