@@ -9,12 +9,14 @@
 
 import { writeSync } from 'node:fs';
 import type { LoadedProgram } from '../bpf/program.js';
-import type { Insn } from '../bpf/insn.js';
+import type { Insn } from '../codegen/ir.js';
 import type { CompiledProgram } from '../codegen/plan.js';
-import { type CompileResult, compile, type ProgramOptions, programOptions } from '../compiler.js';
+import { type CompileResult, compile } from '../compiler.js';
 import { BpfscopeError } from '../errors.js';
 import { requireTracingPrivileges } from '../kernel/privileges.js';
 import type { Diagnostic, SourceFile } from '../lang/diagnostics.js';
+// the options this run shares with compile(), declared once there
+import { type ProgramOptions, programOptions } from '../compiler.js';
 import { hostTarget } from '../target.js';
 import { type StoppedChild, spawnStopped } from './child.js';
 import type { Output } from './output/index.js';
