@@ -9,7 +9,7 @@
  * r10 (frame pointer, read-only, never allocated) is left out of every set.
  */
 import { helperById } from '../bpf/helpers.js';
-import { insnClass, insnMode, insnOp, isExit, isJump, isUncondJump } from '../bpf/insn.js';
+import { insnMode, isExit, isJump, isUncondJump } from '../bpf/insn.js';
 import {
   BPF_ABS,
   BPF_ALU,
@@ -59,47 +59,72 @@ export function callArgCount(insn: IrInsn): number {
   return 5;
 }
 
-/** Registers defined and used by one instruction, from its opcode (see the module comment for implicit ones). */
+/** The empty register list (shared: callers only read `defs`/`uses`). */
+const NONE: number[] = [];
+
+/** `[a]`, or none for r10. */
+function one(a: number): number[] {
+  return a === FP ? NONE : [a];
+}
+
+/** `[a, b]` without r10 (a repeated register stays repeated, as the instruction names it twice). */
+function two(a: number, b: number): number[] {
+  if (a === FP) return one(b);
+  return b === FP ? [a] : [a, b];
+}
+
+/**
+ * Registers defined and used by one instruction, from its opcode (see the module comment for implicit ones). The
+ * arrays may be shared between calls: read them, never change them.
+ */
 export function defUse(insn: IrInsn): DefUse {
-  const cls = insnClass(insn.code);
-  const op = insnOp(insn.code);
-  const x = (insn.code & BPF_X) !== 0;
+  const code = insn.code;
+  const cls = code & 0x07;
+  const op = code & 0xf0;
+  const x = (code & BPF_X) !== 0;
   switch (cls) {
     case BPF_ALU:
     case BPF_ALU64:
-      if (op === BPF_MOV) return { defs: noFp([insn.dst]), uses: x ? noFp([insn.src]) : [] };
-      if (op === BPF_NEG || op === BPF_END) return { defs: noFp([insn.dst]), uses: noFp([insn.dst]) };
-      return { defs: noFp([insn.dst]), uses: noFp(x ? [insn.dst, insn.src] : [insn.dst]) };
+      if (op === BPF_MOV) return { defs: one(insn.dst), uses: x ? one(insn.src) : NONE };
+      if (op === BPF_NEG || op === BPF_END) {
+        const d = one(insn.dst);
+        return { defs: d, uses: d };
+      }
+      return { defs: one(insn.dst), uses: x ? two(insn.dst, insn.src) : one(insn.dst) };
     case BPF_LDX:
-      return { defs: noFp([insn.dst]), uses: noFp([insn.src]) };
+      return { defs: one(insn.dst), uses: one(insn.src) };
     case BPF_ST:
-      return { defs: [], uses: noFp([insn.dst]) };
+      return { defs: NONE, uses: one(insn.dst) };
     case BPF_STX:
-      if (insnMode(insn.code) === BPF_ATOMIC) {
+      if (insnMode(code) === BPF_ATOMIC) {
         if (insn.imm === BPF_CMPXCHG) return { defs: [0], uses: noFp([insn.dst, insn.src, 0]) };
         if (insn.imm === BPF_XCHG || insn.imm & BPF_FETCH) {
-          return { defs: noFp([insn.src]), uses: noFp([insn.dst, insn.src]) };
+          return { defs: one(insn.src), uses: two(insn.dst, insn.src) };
         }
       }
-      return { defs: [], uses: noFp([insn.dst, insn.src]) };
+      return { defs: NONE, uses: two(insn.dst, insn.src) };
     case BPF_LD:
-      if (insn.code === LD_IMM64) return { defs: noFp([insn.dst]), uses: [] };
-      if (insnMode(insn.code) === BPF_ABS) return { defs: CALL_CLOBBERS, uses: [6] };
-      if (insnMode(insn.code) === BPF_IND) return { defs: CALL_CLOBBERS, uses: noFp([6, insn.src]) };
-      return { defs: [], uses: [] };
+      if (code === LD_IMM64) return { defs: one(insn.dst), uses: NONE };
+      if (insnMode(code) === BPF_ABS) return { defs: CALL_CLOBBERS, uses: [6] };
+      if (insnMode(code) === BPF_IND) return { defs: CALL_CLOBBERS, uses: noFp([6, insn.src]) };
+      return { defs: NONE, uses: NONE };
     case BPF_JMP:
     case BPF_JMP32:
       if (op === BPF_CALL && cls === BPF_JMP) {
         const n = callArgCount(insn);
-        return { defs: CALL_CLOBBERS, uses: [1, 2, 3, 4, 5].slice(0, n) };
+        return { defs: CALL_CLOBBERS, uses: CALL_ARGS[n] ?? [1, 2, 3, 4, 5].slice(0, n) };
       }
-      if (op === BPF_EXIT && cls === BPF_JMP) return { defs: [], uses: [0] };
-      if (op === BPF_JA) return { defs: [], uses: [] };
-      return { defs: [], uses: noFp(x ? [insn.dst, insn.src] : [insn.dst]) };
+      if (op === BPF_EXIT && cls === BPF_JMP) return { defs: NONE, uses: R0 };
+      if (op === BPF_JA) return { defs: NONE, uses: NONE };
+      return { defs: NONE, uses: x ? two(insn.dst, insn.src) : one(insn.dst) };
     default:
-      return { defs: [], uses: [] };
+      return { defs: NONE, uses: NONE };
   }
 }
+
+const R0 = [0];
+/** The argument registers a call with n arguments reads (r1..rn), n = 0..5. */
+const CALL_ARGS: readonly number[][] = [0, 1, 2, 3, 4, 5].map((n) => [1, 2, 3, 4, 5].slice(0, n));
 
 /** A basic block: items `[start, end)` of the item list (a label, if any, is its first item). */
 export interface BasicBlock {
@@ -131,15 +156,18 @@ export function buildBlocks(items: readonly IrItem[]): BasicBlock[] {
   const labels = labelIndex(items);
   const starts: number[] = [];
   let open = false;
-  items.forEach((it, i) => {
-    if (isLabel(it) || !open) {
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i]!;
+    const label = isLabel(it);
+    if (label || !open) {
       starts.push(i);
       open = true;
     }
-    if (!isLabel(it) && (isJump(it) || isExit(it))) open = false;
-  });
-  const blockAt = new Map<number, number>();
-  for (const [b, s] of starts.entries()) blockAt.set(s, b);
+    if (!label && (isJump(it) || isExit(it))) open = false;
+  }
+  // block index of each item that starts a block (-1 elsewhere)
+  const blockAt = new Int32Array(items.length).fill(-1);
+  for (let b = 0; b < starts.length; b++) blockAt[starts[b]!] = b;
   const blocks: BasicBlock[] = starts.map((start, b) => ({
     index: b,
     start,
@@ -149,13 +177,14 @@ export function buildBlocks(items: readonly IrItem[]): BasicBlock[] {
   }));
   for (const b of blocks) {
     const last = b.end > b.start ? items[b.end - 1]! : undefined;
-    const fallsThrough = !last || isLabel(last) || !(isExit(last) || isUncondJump(last));
-    if (last && !isLabel(last) && isJump(last)) {
-      const t = (last as IrInsn).target;
+    const lastIsLabel = !last || isLabel(last);
+    const fallsThrough = lastIsLabel || !(isExit(last) || isUncondJump(last));
+    if (!lastIsLabel && isJump(last)) {
+      const t = last.target;
       if (t === undefined) throw new Error('internal: IR jump without a target label');
       const ti = labels.get(t);
       if (ti === undefined) throw new Error(`internal: jump to undefined label ${t}`);
-      b.succs.push(blockAt.get(ti)!);
+      b.succs.push(blockAt[ti]!);
     }
     if (fallsThrough && b.index + 1 < blocks.length && !b.succs.includes(b.index + 1)) b.succs.push(b.index + 1);
   }
@@ -183,7 +212,11 @@ export interface Liveness {
  */
 export function computeLiveness(items: readonly IrItem[]): Liveness {
   const blocks = buildBlocks(items);
-  const du: (DefUse | undefined)[] = items.map((it) => (isLabel(it) ? undefined : defUse(it)));
+  const du: (DefUse | undefined)[] = new Array(items.length);
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i]!;
+    du[i] = isLabel(it) ? undefined : defUse(it);
+  }
   const gen: Set<number>[] = [];
   const kill: Set<number>[] = [];
   for (const b of blocks) {
@@ -200,18 +233,31 @@ export function computeLiveness(items: readonly IrItem[]): Liveness {
   }
   const liveIn = blocks.map(() => new Set<number>());
   const liveOut = blocks.map(() => new Set<number>());
+  // Round-robin passes to the fixed point. A block whose successors' live-in sets did not grow since the block was
+  // last computed would only re-add what its sets already hold (no change, not even in their order), so it is
+  // skipped: `grewAt[b]` is the step at which live-in of b last grew, `doneAt[b]` the step b was last computed at.
+  const grewAt = new Int32Array(blocks.length).fill(-1);
+  const doneAt = new Int32Array(blocks.length).fill(-1);
+  let step = 0;
   let changed = true;
   while (changed) {
     changed = false;
     for (let bi = blocks.length - 1; bi >= 0; bi--) {
       const b = blocks[bi]!;
+      const first = doneAt[bi] < 0;
+      if (!first && !b.succs.some((s) => grewAt[s]! >= doneAt[bi]!)) continue;
+      doneAt[bi] = step++;
       const out = liveOut[bi]!;
       for (const s of b.succs) for (const r of liveIn[s]!) out.add(r);
       const inn = liveIn[bi]!;
       const before = inn.size;
-      for (const r of gen[bi]!) inn.add(r);
-      for (const r of out) if (!kill[bi]!.has(r)) inn.add(r);
-      if (inn.size !== before) changed = true;
+      if (first) for (const r of gen[bi]!) inn.add(r);
+      const k = kill[bi]!;
+      for (const r of out) if (!k.has(r)) inn.add(r);
+      if (inn.size !== before) {
+        changed = true;
+        grewAt[bi] = step++;
+      }
     }
   }
   let perInsn: (Set<number> | undefined)[] | undefined;

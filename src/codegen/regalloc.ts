@@ -17,7 +17,7 @@ import { ldx, stx } from '../bpf/insn.js';
 import { BPF_ALU, BPF_ALU64, BPF_K, BPF_MOV, FP, LD_IMM64, MAX_STACK } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
 import { type IrFunction, type IrInsn, type IrItem, isLabel, VREG_BASE } from './ir.js';
-import { computeLiveness, defUse, forEachLiveOut, isMove64, labelIndex } from './liveness.js';
+import { computeLiveness, defUse, isMove64, labelIndex } from './liveness.js';
 
 /** Registers handed out by default, in order of preference (caller-saved first, keeping r6-r9 for values live across calls). */
 export const ALLOCATABLE: readonly number[] = [1, 2, 3, 4, 5, 0, 6, 7, 8, 9];
@@ -51,71 +51,131 @@ function isVreg(r: number): boolean {
   return r >= VREG_BASE;
 }
 
-/** Interference graph over virtual registers; physical neighbours are kept as pre-coloured nodes. */
+/**
+ * Interference graph over virtual registers. Per-vreg tables are indexed by `v - VREG_BASE` (a hole for a vreg
+ * the items do not mention). `adj` holds the interfering vregs, in the order the edges were found (which decides
+ * the order of simplification, and so the colours); `phys` the interfering physical registers as a bit mask
+ * (bit r for rN: they are pre-coloured, so only which ones matters).
+ */
 interface Graph {
+  /** The vregs of the graph, ascending. */
   vregs: number[];
-  adj: Map<number, Set<number>>;
-  moves: Map<number, Set<number>>;
-  cost: Map<number, number>;
+  adj: Set<number>[];
+  phys: number[];
+  moves: Set<number>[];
+  cost: number[];
 }
 
 /** Execution-frequency weight of every item: 10 per enclosing backward-jump range (loop), capped at 10^4. */
 function loopWeights(items: readonly IrItem[]): number[] {
   const depth = new Array<number>(items.length).fill(0);
-  const labels = labelIndex(items);
-  items.forEach((it, j) => {
-    if (isLabel(it) || it.target === undefined) return;
+  let labels: Map<string, number> | undefined;
+  for (let j = 0; j < items.length; j++) {
+    const it = items[j]!;
+    if (isLabel(it) || it.target === undefined) continue;
+    labels ??= labelIndex(items);
     const t = labels.get(it.target);
     if (t !== undefined && t <= j) for (let k = t; k <= j; k++) depth[k]!++;
-  });
-  return depth.map((d) => 10 ** Math.min(d, 4));
+  }
+  return depth.map((d) => (d === 0 ? 1 : 10 ** Math.min(d, 4)));
 }
 
 function buildGraph(items: readonly IrItem[]): Graph {
   const live = computeLiveness(items);
   const weights = loopWeights(items);
-  const adj = new Map<number, Set<number>>();
-  const moves = new Map<number, Set<number>>();
-  const cost = new Map<number, number>();
-  const node = (v: number) => {
-    let s = adj.get(v);
+  const adj: Set<number>[] = [];
+  const phys: number[] = [];
+  const moves: Set<number>[] = [];
+  const cost: number[] = [];
+  const node = (v: number): Set<number> => {
+    const i = v - VREG_BASE;
+    let s = adj[i];
     if (!s) {
       s = new Set();
-      adj.set(v, s);
-      moves.set(v, new Set());
-      cost.set(v, 0);
+      adj[i] = s;
+      phys[i] = 0;
+      moves[i] = new Set();
+      cost[i] = 0;
     }
     return s;
   };
-  const edge = (a: number, b: number) => {
-    if (a === b || (!isVreg(a) && !isVreg(b))) return;
-    if (isVreg(a)) node(a).add(b);
-    if (isVreg(b)) node(b).add(a);
+  /** Edge a-b, unless a = b or both are physical. */
+  const edge = (a: number, b: number): void => {
+    if (a === b) return;
+    if (a >= VREG_BASE) {
+      if (b >= VREG_BASE) {
+        node(a).add(b);
+        node(b).add(a);
+      } else {
+        node(a);
+        phys[a - VREG_BASE]! |= 1 << b;
+      }
+    } else if (b >= VREG_BASE) {
+      node(b);
+      phys[b - VREG_BASE]! |= 1 << a;
+    }
   };
-  forEachLiveOut(live, (i, out) => {
-    const it = items[i] as IrInsn;
-    const { defs, uses } = live.defUse[i]!;
-    const move = isMove64(it) ? it.src : undefined;
-    const w = weights[i]!;
-    for (const r of defs.concat(uses)) {
-      if (!isVreg(r)) continue;
-      node(r);
-      cost.set(r, cost.get(r)! + w);
+  const du = live.defUse;
+  for (const b of live.blocks) {
+    // registers live right after the instruction at i, walking the block backwards (as forEachLiveOut)
+    const out = new Set(live.liveOut[b.index]);
+    for (let i = b.end - 1; i >= b.start; i--) {
+      const d = du[i];
+      if (!d) continue;
+      const it = items[i] as IrInsn;
+      const { defs, uses } = d;
+      const move = isMove64(it) ? it.src : undefined;
+      const w = weights[i]!;
+      for (const r of defs) {
+        if (r >= VREG_BASE) {
+          node(r);
+          cost[r - VREG_BASE]! += w;
+        }
+      }
+      for (const r of uses) {
+        if (r >= VREG_BASE) {
+          node(r);
+          cost[r - VREG_BASE]! += w;
+        }
+      }
+      // physical definitions (a call's r0-r5) interfere with every vreg live after the instruction
+      let physDefs = 0;
+      for (const x of defs) {
+        if (x >= VREG_BASE) {
+          for (const l of out) if (l !== move) edge(x, l);
+          for (const x2 of defs) edge(x, x2);
+        } else physDefs |= 1 << x;
+      }
+      if (physDefs !== 0) {
+        for (const l of out) {
+          if (l >= VREG_BASE && l !== move) {
+            node(l);
+            phys[l - VREG_BASE]! |= physDefs;
+          }
+        }
+      }
+      if (move !== undefined && move !== it.dst) {
+        if (it.dst >= VREG_BASE) moves[it.dst - VREG_BASE]!.add(move);
+        if (move >= VREG_BASE) moves[move - VREG_BASE]!.add(it.dst);
+      }
+      for (const x of defs) out.delete(x);
+      for (const u of uses) out.add(u);
     }
-    for (const d of defs) {
-      for (const l of out) if (l !== move) edge(d, l);
-      for (const d2 of defs) edge(d, d2);
-    }
-    if (move !== undefined && move !== it.dst) {
-      if (isVreg(it.dst)) moves.get(it.dst)!.add(move);
-      if (isVreg(move)) moves.get(move)!.add(it.dst);
-    }
-  });
+  }
   // Registers live on entry other than the context in r1 (only possible for values read before being written on
   // some path) interfere with each other too.
   const entry = [...(live.liveIn[0] ?? [])];
   for (const a of entry) for (const b of entry) edge(a, b);
-  return { vregs: [...adj.keys()].sort((a, b) => a - b), adj, moves, cost };
+  const vregs: number[] = [];
+  for (let i = 0; i < adj.length; i++) if (adj[i]) vregs.push(i + VREG_BASE);
+  return { vregs, adj, phys, moves, cost };
+}
+
+/** Number of bits set in a 32-bit mask. */
+function popcount(m: number): number {
+  let n = 0;
+  for (let x = m; x !== 0; x &= x - 1) n++;
+  return n;
 }
 
 /** Colours the graph; returns the assignment and the virtual registers that got no colour. */
@@ -126,30 +186,31 @@ function colour(
 ): { colours: Map<number, number>; spills: number[] } {
   const K = order.length;
   const allowed = new Set(order);
-  const degree = new Map<number, number>();
-  for (const v of g.vregs) {
-    let d = 0;
-    for (const n of g.adj.get(v)!) if (isVreg(n) || allowed.has(n)) d++;
-    degree.set(v, d);
-  }
-  const remaining = new Set(g.vregs);
-  const low: number[] = g.vregs.filter((v) => degree.get(v)! < K);
+  let allowedMask = 0;
+  for (const r of order) allowedMask |= 1 << r;
+  const degree = new Int32Array(g.adj.length);
+  for (const v of g.vregs)
+    degree[v - VREG_BASE] = g.adj[v - VREG_BASE]!.size + popcount(g.phys[v - VREG_BASE]! & allowedMask);
+  // the vregs not yet simplified: `removed` flags over g.vregs, which stay in ascending order
+  const removed = new Uint8Array(g.adj.length);
+  let remaining = g.vregs.length;
+  const low: number[] = g.vregs.filter((v) => degree[v - VREG_BASE]! < K);
   const stack: number[] = [];
   const remove = (v: number) => {
-    remaining.delete(v);
+    removed[v - VREG_BASE] = 1;
+    remaining--;
     stack.push(v);
-    for (const n of g.adj.get(v)!) {
-      if (!isVreg(n) || !remaining.has(n)) continue;
-      const d = degree.get(n)! - 1;
-      degree.set(n, d);
+    for (const n of g.adj[v - VREG_BASE]!) {
+      if (removed[n - VREG_BASE]) continue;
+      const d = --degree[n - VREG_BASE]!;
       if (d === K - 1) low.push(n);
     }
   };
-  while (remaining.size > 0) {
+  while (remaining > 0) {
     let v: number | undefined;
     while (low.length > 0) {
       const c = low.pop()!;
-      if (remaining.has(c)) {
+      if (!removed[c - VREG_BASE]) {
         v = c;
         break;
       }
@@ -157,8 +218,9 @@ function colour(
     if (v === undefined) {
       // Potential spill: cheapest cost per interference; short-lived spill temporaries last.
       let best = Number.POSITIVE_INFINITY;
-      for (const c of remaining) {
-        const score = (unspillable.has(c) ? 1e12 : g.cost.get(c)!) / Math.max(degree.get(c)!, 1);
+      for (const c of g.vregs) {
+        if (removed[c - VREG_BASE]) continue;
+        const score = (unspillable.has(c) ? 1e12 : g.cost[c - VREG_BASE]!) / Math.max(degree[c - VREG_BASE]!, 1);
         if (v === undefined || score < best) {
           best = score;
           v = c;
@@ -172,13 +234,15 @@ function colour(
   while (stack.length > 0) {
     const v = stack.pop()!;
     const taken = new Set<number>();
-    for (const n of g.adj.get(v)!) {
-      const c = isVreg(n) ? colours.get(n) : n;
+    const pm = g.phys[v - VREG_BASE]!;
+    for (let r = 0; r <= 9; r++) if (pm & (1 << r)) taken.add(r);
+    for (const n of g.adj[v - VREG_BASE]!) {
+      const c = colours.get(n);
       if (c !== undefined) taken.add(c);
     }
     let pick: number | undefined;
-    for (const p of g.moves.get(v)!) {
-      const c = isVreg(p) ? colours.get(p) : p;
+    for (const p of g.moves[v - VREG_BASE]!) {
+      const c = p >= VREG_BASE ? colours.get(p) : p;
       if (c !== undefined && allowed.has(c) && !taken.has(c)) {
         pick = c;
         break;
@@ -230,7 +294,7 @@ function spillEverywhere(
       continue;
     }
     result.spilled.push(v);
-    const adj = g.adj.get(v)!;
+    const adj = g.adj[v - VREG_BASE]!;
     let s = slots.find((x) => x.members.every((m) => !adj.has(m)));
     if (!s) {
       const before = fn.frameSize;

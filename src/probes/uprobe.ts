@@ -9,7 +9,7 @@
  * (`/sys/bus/event_source/devices/uprobe`) at the function's *file offset*, so nothing is written to tracefs'
  * `uprobe_events` and nothing outlives the process.
  */
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { childProcess } from '../builtins.js';
 import { readLdCache } from './ldcache.js';
@@ -19,7 +19,7 @@ import { close as closeFd } from '../kernel/ffi.js';
 import { hasFeature } from '../kernel/features.js';
 import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
-import { ElfFile, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
+import { ElfFile, type ElfSegment, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
 import { attachPointError, closestNames, didYouMean, isRefusedProbe } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents, linkHandle } from './perf-attach.js';
@@ -202,6 +202,44 @@ function isFunction(type: number): boolean {
   return type === STT_FUNC || type === STT_GNU_IFUNC;
 }
 
+/** A binary's functions as uprobe expansion uses them: first address and size per name, and its load segments. */
+interface FunctionTable {
+  funcs: Map<string, number>;
+  sizes: Map<string, number>;
+  loads: ElfSegment[];
+}
+
+/**
+ * Function tables of the binaries expanded so far, keyed by path and checked against the file's identity (device,
+ * inode, size, mtime), so a program probing several functions of one library (gethostlatency: six probes on libc)
+ * reads its symbols once, and a file replaced since is read again.
+ */
+const functionTables = new Map<string, { id: string; table: FunctionTable }>();
+
+/** The function table of the ELF file at `path` (cached, see {@link functionTables}). @throws Error when unreadable */
+function functionTable(path: string): FunctionTable {
+  const st = statSync(path);
+  const id = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  const hit = functionTables.get(path);
+  if (hit && hit.id === id) return hit.table;
+  const elf = ElfFile.open(path);
+  try {
+    const loads = elf.loadSegments();
+    const funcs = new Map<string, number>();
+    const sizes = new Map<string, number>();
+    for (const s of elf.symbols().list((n) => n.length > 0)) {
+      if (!isFunction(s.type) || s.value === 0 || funcs.has(s.name)) continue;
+      funcs.set(s.name, s.value);
+      sizes.set(s.name, s.size);
+    }
+    const table = { funcs, sizes, loads };
+    functionTables.set(path, { id, table });
+    return table;
+  } finally {
+    elf.close();
+  }
+}
+
 export class UprobeProvider implements ProbeProvider {
   readonly supported = true;
   readonly listed = false;
@@ -218,61 +256,49 @@ export class UprobeProvider implements ProbeProvider {
     const [target, fnSpec] = ap.parts as [string, string];
     const path = resolveBinary(target);
     if (!path) throw attachPointError(ap, `could not find binary or library '${target}'`);
-    let elf: ElfFile;
+    let table: FunctionTable;
     try {
-      elf = ElfFile.open(path);
+      table = functionTable(path);
     } catch (e) {
       throw attachPointError(ap, `${path}: ${(e as Error).message}`);
     }
-    try {
-      const loads = elf.loadSegments();
-      const syms = elf.symbols().list((n) => n.length > 0);
-      const funcs = new Map<string, number>();
-      const sizes = new Map<string, number>();
-      for (const s of syms) {
-        if (!isFunction(s.type) || s.value === 0 || funcs.has(s.name)) continue;
-        funcs.set(s.name, s.value);
-        sizes.set(s.name, s.size);
-      }
-      if (/^0x[0-9a-f]+$/i.test(fnSpec) || /^\d+$/.test(fnSpec)) {
-        // an address must lie inside a function (bpftrace: `Could not resolve address: /bin/bash:0xa`)
-        const addr = Number(fnSpec);
-        const inside = [...funcs].some(([n, v]) => addr >= v && addr < v + Math.max(1, sizes.get(n) ?? 0));
-        if (!inside) throw attachPointError(ap, `Could not resolve address: ${path}:0x${addr.toString(16)}`);
-        const off = symbolFileOffset(loads, { name: fnSpec, value: addr });
-        return [new UprobeProbe(ap, this.kind, path, fnSpec, off, fnSpec)];
-      }
-      const m = /^(.*?)\+(0x[0-9a-f]+|\d+)$/i.exec(fnSpec);
-      const fnGlob = m ? m[1]! : fnSpec;
-      const extra = m ? Number(m[2]) : 0;
-      let names: string[];
-      if (hasWildcard(fnGlob)) {
-        const re = globToRegExp(fnGlob);
-        names = [...funcs.keys()].filter((n) => re.test(n)).sort();
-        if (names.length === 0) throw attachPointError(ap, `No matches for ${this.kind} ${path}:${fnGlob}`);
-      } else {
-        if (!funcs.has(fnGlob)) {
-          throw attachPointError(
-            ap,
-            `Could not resolve symbol: ${path}:${fnGlob}`,
-            didYouMean(closestNames(fnGlob, funcs.keys()).map((n) => `${this.kind}:${path}:${n}`)),
-          );
-        }
-        names = [fnGlob];
-        const size = sizes.get(fnGlob) ?? 0;
-        if (extra && size && extra >= size) {
-          throw attachPointError(ap, `Offset outside the function bounds ('${fnGlob}' size is ${size})`);
-        }
-      }
-      const offsets = names.map((n) => symbolFileOffset(loads, { name: n, value: funcs.get(n)! }) + extra);
-      // bpftrace's multi expansion: a wildcard without an offset, unless the body reads `probe`; where the kernel has it
-      if (hasWildcard(fnGlob) && !extra && !opts.full && hasFeature('uprobeMulti')) {
-        return [new UprobeMultiProbe(ap, this.kind, path, fnGlob, names, offsets)];
-      }
-      return names.map((n, i) => new UprobeProbe(ap, this.kind, path, n, offsets[i]!, extra ? `${n}+${extra}` : n));
-    } finally {
-      elf.close();
+    const { funcs, sizes, loads } = table;
+    if (/^0x[0-9a-f]+$/i.test(fnSpec) || /^\d+$/.test(fnSpec)) {
+      // an address must lie inside a function (bpftrace: `Could not resolve address: /bin/bash:0xa`)
+      const addr = Number(fnSpec);
+      const inside = [...funcs].some(([n, v]) => addr >= v && addr < v + Math.max(1, sizes.get(n) ?? 0));
+      if (!inside) throw attachPointError(ap, `Could not resolve address: ${path}:0x${addr.toString(16)}`);
+      const off = symbolFileOffset(loads, { name: fnSpec, value: addr });
+      return [new UprobeProbe(ap, this.kind, path, fnSpec, off, fnSpec)];
     }
+    const m = /^(.*?)\+(0x[0-9a-f]+|\d+)$/i.exec(fnSpec);
+    const fnGlob = m ? m[1]! : fnSpec;
+    const extra = m ? Number(m[2]) : 0;
+    let names: string[];
+    if (hasWildcard(fnGlob)) {
+      const re = globToRegExp(fnGlob);
+      names = [...funcs.keys()].filter((n) => re.test(n)).sort();
+      if (names.length === 0) throw attachPointError(ap, `No matches for ${this.kind} ${path}:${fnGlob}`);
+    } else {
+      if (!funcs.has(fnGlob)) {
+        throw attachPointError(
+          ap,
+          `Could not resolve symbol: ${path}:${fnGlob}`,
+          didYouMean(closestNames(fnGlob, funcs.keys()).map((n) => `${this.kind}:${path}:${n}`)),
+        );
+      }
+      names = [fnGlob];
+      const size = sizes.get(fnGlob) ?? 0;
+      if (extra && size && extra >= size) {
+        throw attachPointError(ap, `Offset outside the function bounds ('${fnGlob}' size is ${size})`);
+      }
+    }
+    const offsets = names.map((n) => symbolFileOffset(loads, { name: n, value: funcs.get(n)! }) + extra);
+    // bpftrace's multi expansion: a wildcard without an offset, unless the body reads `probe`; where the kernel has it
+    if (hasWildcard(fnGlob) && !extra && !opts.full && hasFeature('uprobeMulti')) {
+      return [new UprobeMultiProbe(ap, this.kind, path, fnGlob, names, offsets)];
+    }
+    return names.map((n, i) => new UprobeProbe(ap, this.kind, path, n, offsets[i]!, extra ? `${n}+${extra}` : n));
   }
 
   /** `-l 'uprobe:/path:glob'`: the binary's function symbols. */
