@@ -39,6 +39,7 @@ import { renderFlameGraph } from '../flame/flamegraph.js';
 import { stacksToPprof } from '../flame/export/pprof.js';
 import { stacksToSpeedscope } from '../flame/export/speedscope.js';
 import { readFoldedStacks } from '../flame/export/stacks.js';
+import { OFFWAKE_FLAMEGRAPH } from '../tools/offwaketime.js';
 import { type CatalogGroup, loadCatalog } from './catalog.js';
 import { type Session, SessionManager, type SessionOutput, startError, type Watcher } from './sessions.js';
 
@@ -146,7 +147,12 @@ class Client implements Watcher {
 
   private flush(): void {
     if (this.pending.size === 0 || this.ws.bufferedAmount > MAX_BUFFERED) return;
-    for (const [session, p] of this.pending) this.send({ type: 'rows', session, rows: p.rows, total: p.total });
+    for (const [session, p] of this.pending) {
+      const msg = { type: 'rows', session, rows: p.rows, total: p.total };
+      const s = [...this.watching].find((w) => w.id === session);
+      if (s) s.cost.measure(() => this.send(msg));
+      else this.send(msg);
+    }
     this.pending.clear();
   }
 
@@ -403,7 +409,9 @@ function download(c: Context, s: Session, format: string): Response {
     case 'flame.svg': {
       const r = renderFlameGraph(folded, {
         title: `${s.info.name} ${s.info.args.join(' ')}`.trim(),
-        countname: s.unit === 'samples' ? 'samples' : 'us',
+        countname: s.unit === 'microseconds' ? 'us' : s.unit,
+        // offwaketime's waker frames (after `--`) in the chain palette, as `offwaketime --svg`
+        ...(s.info.name === 'offwaketime' ? { colors: OFFWAKE_FLAMEGRAPH.colors } : {}),
       });
       return c.body(r.svg, 200, { 'Content-Type': 'image/svg+xml', ...attach(`${base}.svg`) });
     }
@@ -417,13 +425,15 @@ function download(c: Context, s: Session, format: string): Response {
       const bytes =
         s.unit === 'samples'
           ? stacksToPprof(stacks, { kind: 'cpu', periodNs: Math.round(1e9 / frequency(s.info.args)) })
-          : stacksToPprof(stacks, { kind: 'offcpu', unitNs: 1000 });
+          : s.unit === 'calls'
+            ? stacksToPprof(stacks, { kind: 'count' })
+            : stacksToPprof(stacks, { kind: 'offcpu', unitNs: 1000 });
       return c.body(Buffer.from(bytes), 200, { 'Content-Type': 'application/octet-stream', ...attach(`${base}.pb`) });
     }
     case 'speedscope.json': {
       const doc = stacksToSpeedscope(readFoldedStacks(folded), {
         name: `${s.info.name} ${s.info.args.join(' ')}`.trim(),
-        unit: s.unit === 'samples' ? 'none' : 'microseconds',
+        unit: s.unit === 'microseconds' ? 'microseconds' : 'none',
         exporter: 'bpfscope',
       });
       return c.body(JSON.stringify(doc), 200, {
