@@ -90,14 +90,26 @@ export const HISTOGRAM_TOOLS: ReadonlySet<string> = new Set([
   'softirqs',
 ]);
 
+/**
+ * Options whose value is a file the tool writes (the stack tools' `--svg FILE`, `-o FILE`): the server runs as root,
+ * so the UI leaves them out of the forms and refuses them (see server.ts) unless started with `--unsafe`.
+ */
+export const FILE_OPTIONS: readonly string[] = ['svg', 'output'];
+
+/** argparse's dest of option `o`: its `dest`, else its first long flag (else first flag) without dashes, `-` → `_`. */
+export function destOf(o: ParserSpec['options'][number]): string {
+  const long = o.flags.find((f) => f.startsWith('--'));
+  return o.dest ?? (long ?? o.flags[0]!).replace(/^-+/, '').replace(/-/g, '_');
+}
+
 function formOptions(spec: ParserSpec): FormOption[] {
   const out: FormOption[] = [];
   for (const o of spec.options) {
     if (o.help === null) continue; // hidden (argparse.SUPPRESS), e.g. --ebpf
-    const long = o.flags.find((f) => f.startsWith('--'));
+    if (FILE_OPTIONS.includes(destOf(o))) continue;
     const opt: FormOption = {
       flags: [...o.flags],
-      name: o.dest ?? (long ?? o.flags[0]!).replace(/^-+/, '').replace(/-/g, '_'),
+      name: destOf(o),
       kind: o.kind,
       help: o.help,
     };

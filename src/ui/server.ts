@@ -40,7 +40,9 @@ import { stacksToPprof } from '../flame/export/pprof.js';
 import { stacksToSpeedscope } from '../flame/export/speedscope.js';
 import { readFoldedStacks } from '../flame/export/stacks.js';
 import { OFFWAKE_FLAMEGRAPH } from '../tools/offwaketime.js';
-import { type CatalogGroup, loadCatalog } from './catalog.js';
+import { toolOptions } from '../tools/api.js';
+import { parseArgs } from '../tools/framework/argparse.js';
+import { type CatalogGroup, destOf, FILE_OPTIONS, loadCatalog } from './catalog.js';
 import { type Session, SessionManager, type SessionOutput, startError, type Watcher } from './sessions.js';
 
 /** Rows per session a client holds between flushes (older ones are counted, not sent). */
@@ -285,6 +287,7 @@ export async function startUiServer(o: UiServerOptions): Promise<UiServer> {
           ) {
             throw new BpfscopeError('"args" must be a list of at most 64 strings (the tool\'s command-line flags)');
           }
+          if (!o.unsafe) await refuseFileOptions(tool.name, args as string[]);
           const s = await manager.startTool(tool.name, args as string[], tool.view ?? 'table');
           watch(client, s);
           reply({ session: s.snapshot() });
@@ -379,6 +382,27 @@ export async function startUiServer(o: UiServerOptions): Promise<UiServer> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Refuse the options that make a tool write a file (FILE_OPTIONS) as the argument parser reads `args` (so
+ * abbreviations such as `--sv` count too). A usage error is left to runTool, which reports it.
+ */
+async function refuseFileOptions(tool: string, args: string[]): Promise<void> {
+  const { spec } = await toolOptions(tool);
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = parseArgs(spec, args) as Record<string, unknown>;
+  } catch {
+    return;
+  }
+  for (const dest of FILE_OPTIONS) {
+    if (parsed[dest] === undefined || parsed[dest] === null) continue;
+    const flags = spec.options.find((x) => destOf(x) === dest)?.flags.join('/') ?? dest;
+    throw new BpfscopeError(
+      `${tool}: ${flags} writes a file on the server as root: refused in the UI (start bpfscope ui with --unsafe to allow it)`,
+    );
+  }
 }
 
 function staticFile(c: Context, dir: string, file: string): Response {

@@ -455,6 +455,14 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
       (await waitFor((m) => m.id === 8)).error.message,
       '"args" must be a list of at most 64 strings (the tool\'s command-line flags)',
     );
+    // an option that writes a file as root (abbreviated, as argparse reads it): refused without ui --unsafe
+    const svgPath = join(dir, 'refused.svg');
+    ws.send(JSON.stringify({ id: 10, type: 'start', tool: 'profile', args: ['--sv', svgPath, '1'] }));
+    assert.equal(
+      (await waitFor((m) => m.id === 10)).error.message,
+      'profile: --svg writes a file on the server as root: refused in the UI (start bpfscope ui with --unsafe to allow it)',
+    );
+    assert.equal(existsSync(svgPath), false);
     const unavailable = await unavailableTool();
     if (unavailable) {
       ws.send(JSON.stringify({ id: 9, type: 'start', tool: unavailable }));
@@ -510,10 +518,13 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
         await page.fill('#flame-search', 'bpfs_reader');
         await page.click('#flame-search-go');
         await page.waitForFunction(() => Number(document.querySelector('#flame-match')?.dataset.matches) > 0);
-        // zoomed on the reader's stacks (a click on its widest frame), scrolled to the flame graph's base
+        // zoomed on the reader's blocked stacks (a click on its widest frame), scrolled to the flame graph's base
         await page.click('text=Reset zoom and search');
         await page.$$eval('#flame g[name="bpfs_reader"]', (gs: any[]) => {
-          const widest = gs.sort((a, b) => b.getBBox().width - a.getBBox().width)[0];
+          // the reader as the blocked thread (not as the waker of the main thread's pthread_join)
+          const widest = gs
+            .filter((g) => !g.__data__?.data?.waker)
+            .sort((a, b) => b.getBBox().width - a.getBBox().width)[0];
           widest.dispatchEvent(new MouseEvent('click', { bubbles: true }));
         });
         await page.setViewportSize({ width: 1400, height: 1200 });
