@@ -38,6 +38,7 @@ import { type AnyToolDef, runToolDef } from './framework/runner.js';
 import type { FunclatencyInterval } from './funclatency.js';
 import type { LookupRow } from './gethostlatency.js';
 import type { KillRow } from './killsnoop.js';
+import type { OffwakeResult } from './offwaketime.js';
 import type { OomKillRow } from './oomkill.js';
 import type { OpenRow } from './opensnoop.js';
 import type { PidpersecInterval } from './pidpersec.js';
@@ -54,6 +55,7 @@ import type { ConnectCountRow, ConnectRow } from './tcpconnect.js';
 import type { TcpSessionRow } from './tcplife.js';
 import type { ThreadRow } from './threadsnoop.js';
 import type { VfsstatInterval } from './vfsstat.js';
+import type { WakeupResult } from './wakeuptime.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
@@ -77,6 +79,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   killsnoop: () => import('./killsnoop.js'),
   llcstat: () => import('./llcstat.js'),
   offcputime: () => import('./offcputime.js'),
+  offwaketime: () => import('./offwaketime.js'),
   oomkill: () => import('./oomkill.js'),
   opensnoop: () => import('./opensnoop.js'),
   pidpersec: () => import('./pidpersec.js'),
@@ -94,6 +97,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   tcplife: () => import('./tcplife.js'),
   threadsnoop: () => import('./threadsnoop.js'),
   vfsstat: () => import('./vfsstat.js'),
+  wakeuptime: () => import('./wakeuptime.js'),
 };
 
 /** The result type of each tool (rows or intervals). */
@@ -118,6 +122,7 @@ export interface ToolResults {
   killsnoop: KillRow;
   llcstat: LlcstatInterval;
   offcputime: StackResult;
+  offwaketime: OffwakeResult;
   oomkill: OomKillRow;
   opensnoop: OpenRow;
   pidpersec: PidpersecInterval;
@@ -135,6 +140,7 @@ export interface ToolResults {
   tcplife: TcpSessionRow;
   threadsnoop: ThreadRow;
   vfsstat: VfsstatInterval;
+  wakeuptime: WakeupResult;
 }
 
 /** Names of the tools runTool runs. */

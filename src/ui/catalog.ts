@@ -2,13 +2,15 @@
  * The UI's catalogue: every bcc tool of bpfscope (src/tools/catalog.ts) grouped like Brendan Gregg's bcc tool map
  * (CPU, memory, file systems, disks, network, scheduler, languages; plus the multi-purpose tracers), with, for the
  * tools `runTool()` runs, the option declarations (`SPEC`) the page turns into a form, and which view shows their
- * results: a table (rows), a histogram with a heat map (log2 histograms per interval), or a flame graph (stacks).
+ * results: a table (rows), a histogram with a heat map (log2 histograms per interval), a flame graph (stacks), or
+ * a per-interval table of counts (the counting and top tools: the latest tick's rows). Every tool runTool runs has
+ * a view; the others are listed as "not yet available in the UI".
  */
 import { apiTools, toolOptions } from '../tools/api.js';
 import { TOOLS } from '../tools/catalog.js';
 import type { ParserSpec } from '../tools/framework/argparse.js';
 
-export type ToolView = 'table' | 'histogram' | 'flame';
+export type ToolView = 'table' | 'histogram' | 'flame' | 'counts';
 
 /** One option of a tool's form: what argparse declares, reduced to what a form needs (JSON). */
 export interface FormOption {
@@ -65,22 +67,49 @@ const GROUPS: readonly (readonly [string, readonly string[]])[] = [
   ['tracing (any layer)', ['trace', 'argdist', 'funccount', 'funclatency', 'stackcount', 'capable', 'killsnoop']],
 ];
 
-/** Tools whose interval result is a set of stacks (`StackResult`): shown as a flame graph. */
-const STACK_TOOLS = new Set(['profile', 'offcputime']);
 /**
- * Interval tools whose tick is a histogram (HistInterval / IrqInterval): the histogram + heat map view. Other interval
- * tools (counts and top tables: syscount, biotop, ...) have no view yet and stay "not yet available in the UI".
+ * Tools whose interval result is a set of stacks (`{stacks: [...]}`: profile's and offcputime's StackResult,
+ * offwaketime's target + wakers, wakeuptime's waker stacks): shown as a flame graph. stackcount is listed for when
+ * runTool runs it.
  */
-const HISTOGRAM_TOOLS = new Set(['biolatency', 'cpudist', 'funclatency', 'hardirqs', 'runqlat', 'softirqs']);
+export const STACK_TOOLS: ReadonlySet<string> = new Set([
+  'profile',
+  'offcputime',
+  'offwaketime',
+  'wakeuptime',
+  'stackcount',
+]);
+/** Interval tools whose tick is a log2 histogram (`histograms[].buckets`): the histogram + heat map view. */
+export const HISTOGRAM_TOOLS: ReadonlySet<string> = new Set([
+  'biolatency',
+  'bitesize',
+  'cpudist',
+  'funclatency',
+  'hardirqs',
+  'runqlat',
+  'softirqs',
+]);
+
+/**
+ * Options whose value is a file the tool writes (the stack tools' `--svg FILE`, `-o FILE`): the server runs as root,
+ * so the UI leaves them out of the forms and refuses them (see server.ts) unless started with `--unsafe`.
+ */
+export const FILE_OPTIONS: readonly string[] = ['svg', 'output'];
+
+/** argparse's dest of option `o`: its `dest`, else its first long flag (else first flag) without dashes, `-` → `_`. */
+export function destOf(o: ParserSpec['options'][number]): string {
+  const long = o.flags.find((f) => f.startsWith('--'));
+  return o.dest ?? (long ?? o.flags[0]!).replace(/^-+/, '').replace(/-/g, '_');
+}
 
 function formOptions(spec: ParserSpec): FormOption[] {
   const out: FormOption[] = [];
   for (const o of spec.options) {
     if (o.help === null) continue; // hidden (argparse.SUPPRESS), e.g. --ebpf
-    const long = o.flags.find((f) => f.startsWith('--'));
+    if (FILE_OPTIONS.includes(destOf(o))) continue;
     const opt: FormOption = {
       flags: [...o.flags],
-      name: o.dest ?? (long ?? o.flags[0]!).replace(/^-+/, '').replace(/-/g, '_'),
+      name: destOf(o),
       kind: o.kind,
       help: o.help,
     };
@@ -120,7 +149,7 @@ export async function loadCatalog(): Promise<CatalogGroup[]> {
             ? 'table'
             : HISTOGRAM_TOOLS.has(name)
               ? 'histogram'
-              : undefined;
+              : 'counts';
       const tool: CatalogTool = { name, summary, group: g.name, available: view !== undefined };
       if (def && view) {
         tool.options = formOptions(def.spec);

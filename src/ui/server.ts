@@ -39,7 +39,10 @@ import { renderFlameGraph } from '../flame/flamegraph.js';
 import { stacksToPprof } from '../flame/export/pprof.js';
 import { stacksToSpeedscope } from '../flame/export/speedscope.js';
 import { readFoldedStacks } from '../flame/export/stacks.js';
-import { type CatalogGroup, loadCatalog } from './catalog.js';
+import { OFFWAKE_FLAMEGRAPH } from '../tools/offwaketime.js';
+import { toolOptions } from '../tools/api.js';
+import { parseArgs } from '../tools/framework/argparse.js';
+import { type CatalogGroup, destOf, FILE_OPTIONS, loadCatalog } from './catalog.js';
 import { type Session, SessionManager, type SessionOutput, startError, type Watcher } from './sessions.js';
 
 /** Rows per session a client holds between flushes (older ones are counted, not sent). */
@@ -146,7 +149,12 @@ class Client implements Watcher {
 
   private flush(): void {
     if (this.pending.size === 0 || this.ws.bufferedAmount > MAX_BUFFERED) return;
-    for (const [session, p] of this.pending) this.send({ type: 'rows', session, rows: p.rows, total: p.total });
+    for (const [session, p] of this.pending) {
+      const msg = { type: 'rows', session, rows: p.rows, total: p.total };
+      const s = [...this.watching].find((w) => w.id === session);
+      if (s) s.cost.measure(() => this.send(msg));
+      else this.send(msg);
+    }
     this.pending.clear();
   }
 
@@ -279,6 +287,7 @@ export async function startUiServer(o: UiServerOptions): Promise<UiServer> {
           ) {
             throw new BpfscopeError('"args" must be a list of at most 64 strings (the tool\'s command-line flags)');
           }
+          if (!o.unsafe) await refuseFileOptions(tool.name, args as string[]);
           const s = await manager.startTool(tool.name, args as string[], tool.view ?? 'table');
           watch(client, s);
           reply({ session: s.snapshot() });
@@ -375,6 +384,27 @@ export async function startUiServer(o: UiServerOptions): Promise<UiServer> {
   };
 }
 
+/**
+ * Refuse the options that make a tool write a file (FILE_OPTIONS) as the argument parser reads `args` (so
+ * abbreviations such as `--sv` count too). A usage error is left to runTool, which reports it.
+ */
+async function refuseFileOptions(tool: string, args: string[]): Promise<void> {
+  const { spec } = await toolOptions(tool);
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = parseArgs(spec, args) as Record<string, unknown>;
+  } catch {
+    return;
+  }
+  for (const dest of FILE_OPTIONS) {
+    if (parsed[dest] === undefined || parsed[dest] === null) continue;
+    const flags = spec.options.find((x) => destOf(x) === dest)?.flags.join('/') ?? dest;
+    throw new BpfscopeError(
+      `${tool}: ${flags} writes a file on the server as root: refused in the UI (start bpfscope ui with --unsafe to allow it)`,
+    );
+  }
+}
+
 function staticFile(c: Context, dir: string, file: string): Response {
   if (!/^[\w][\w.-]*$/.test(file)) return c.text('404 Not Found\n', 404);
   const path = join(dir, file);
@@ -403,7 +433,9 @@ function download(c: Context, s: Session, format: string): Response {
     case 'flame.svg': {
       const r = renderFlameGraph(folded, {
         title: `${s.info.name} ${s.info.args.join(' ')}`.trim(),
-        countname: s.unit === 'samples' ? 'samples' : 'us',
+        countname: s.unit === 'microseconds' ? 'us' : s.unit,
+        // offwaketime's waker frames (after `--`) in the chain palette, as `offwaketime --svg`
+        ...(s.info.name === 'offwaketime' ? { colors: OFFWAKE_FLAMEGRAPH.colors } : {}),
       });
       return c.body(r.svg, 200, { 'Content-Type': 'image/svg+xml', ...attach(`${base}.svg`) });
     }
@@ -417,13 +449,15 @@ function download(c: Context, s: Session, format: string): Response {
       const bytes =
         s.unit === 'samples'
           ? stacksToPprof(stacks, { kind: 'cpu', periodNs: Math.round(1e9 / frequency(s.info.args)) })
-          : stacksToPprof(stacks, { kind: 'offcpu', unitNs: 1000 });
+          : s.unit === 'calls'
+            ? stacksToPprof(stacks, { kind: 'count' })
+            : stacksToPprof(stacks, { kind: 'offcpu', unitNs: 1000 });
       return c.body(Buffer.from(bytes), 200, { 'Content-Type': 'application/octet-stream', ...attach(`${base}.pb`) });
     }
     case 'speedscope.json': {
       const doc = stacksToSpeedscope(readFoldedStacks(folded), {
         name: `${s.info.name} ${s.info.args.join(' ')}`.trim(),
-        unit: s.unit === 'samples' ? 'none' : 'microseconds',
+        unit: s.unit === 'microseconds' ? 'microseconds' : 'none',
         exporter: 'bpfscope',
       });
       return c.body(JSON.stringify(doc), 200, {

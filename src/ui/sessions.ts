@@ -13,8 +13,11 @@ import { CompileError } from '../lang/diagnostics.js';
 import { trace, type TraceHandle } from '../api/index.js';
 import { runTool, type ToolRun } from '../tools/api.js';
 import { toJson } from '../tools/framework/output.js';
-import { foldedLine, type StackResult } from '../tools/stacktool.js';
+import { type OffwakeEntry, offwakeFolded } from '../tools/offwaketime.js';
+import { foldedLine, type StackEntry } from '../tools/stacktool.js';
+import { type WakeupEntry, wakeupFolded } from '../tools/wakeuptime.js';
 import type { ToolView } from './catalog.js';
+import { CostMeter, SessionCost } from './cost.js';
 
 export const TAIL_ROWS = 500;
 export const TAIL_INTERVALS = 120;
@@ -44,7 +47,11 @@ export interface SessionInfo {
   /** Results not delivered: dropped by the API's queue or lost by the kernel's ring buffer. */
   lost: number;
   watchers: number;
-  /** CPU time (user+system, ms) the server process spent while the session ran, shared by concurrent sessions. */
+  /** Kernel run time of the session's BPF programs, ms (see cost.ts: measured while the UI runs sessions). */
+  bpfMs: number;
+  /** User-space CPU time the server spent in the session's handlers (results to JSON, to the tabs), ms. */
+  userMs: number;
+  /** bpfMs + userMs. */
   cpuMs: number;
 }
 
@@ -85,12 +92,15 @@ export class Session {
   readonly watchers = new Set<Watcher>();
   idleSince = Date.now();
   private closing: Promise<void> | undefined;
-  private cpuStart = process.cpuUsage();
+  readonly cost = new SessionCost();
   private mapTimer: NodeJS.Timeout | undefined;
   private closeReason: string | undefined;
 
   constructor(
-    init: Omit<SessionInfo, 'id' | 'startedAt' | 'state' | 'results' | 'lost' | 'watchers' | 'cpuMs'>,
+    init: Omit<
+      SessionInfo,
+      'id' | 'startedAt' | 'state' | 'results' | 'lost' | 'watchers' | 'bpfMs' | 'userMs' | 'cpuMs'
+    >,
     private readonly closeRun: () => Promise<void>,
     private readonly onChange: () => void,
   ) {
@@ -103,16 +113,14 @@ export class Session {
       results: 0,
       lost: 0,
       watchers: 0,
+      bpfMs: 0,
+      userMs: 0,
       cpuMs: 0,
     };
   }
 
   snapshot(): SessionInfo {
-    if (this.info.state === 'running') {
-      const u = process.cpuUsage(this.cpuStart);
-      this.info.cpuMs = Math.round((u.user + u.system) / 1000);
-    }
-    return { ...this.info, watchers: this.watchers.size };
+    return { ...this.info, ...this.cost.view(), watchers: this.watchers.size };
   }
 
   emit(out: SessionOutput): void {
@@ -148,8 +156,6 @@ export class Session {
   ended(how: string): void {
     if (this.info.state === 'ended') return;
     if (this.closeReason) how = this.closeReason;
-    const u = process.cpuUsage(this.cpuStart);
-    this.info.cpuMs = Math.round((u.user + u.system) / 1000);
     this.info.state = 'ended';
     this.info.ended = how;
     if (this.mapTimer) clearInterval(this.mapTimer);
@@ -170,6 +176,26 @@ export class Session {
     })();
     return this.closing;
   }
+}
+
+/** Unit of a stack tool's values (flame graph counts, downloads). */
+export function stackUnit(tool: string): string {
+  return tool === 'profile' ? 'samples' : tool === 'stackcount' ? 'calls' : 'microseconds';
+}
+
+/**
+ * A stack tool's result (`{stacks: [...]}`) as folded lines (`frame;frame;... N`, outermost first), each in its
+ * tool's own folded format: offwaketime's `target frames;--;waker frames;waker N` (bcc's `-f`), wakeuptime's
+ * `waker;frames;target N`, profile's/offcputime's `comm;user;kernel N` with `_[k]` on kernel frames (profile -a).
+ */
+export function foldedStacks(result: unknown): string[] {
+  const stacks = (result as { stacks?: unknown[] }).stacks ?? [];
+  return stacks.map((e) => {
+    const x = e as Record<string, unknown>;
+    if ('target' in x && 'wakers' in x) return offwakeFolded(x as unknown as OffwakeEntry, { delimiter: false });
+    if (typeof x.waker === 'string') return wakeupFolded(x as unknown as WakeupEntry);
+    return foldedLine(x as unknown as StackEntry, { delimiter: false, annotate: true });
+  });
 }
 
 /** A start failure as the page shows it. */
@@ -206,10 +232,26 @@ export interface SessionManagerOptions {
 export class SessionManager {
   readonly sessions = new Map<string, Session>();
   private readonly idleTimer: NodeJS.Timeout;
+  readonly meter = new CostMeter(() =>
+    [...this.sessions.values()].filter((s) => s.info.state === 'running').map((s) => s.cost),
+  );
+  /** Starts run one at a time, so the programs a start loads are known to be that session's (cost.ts). */
+  private starting: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: SessionManagerOptions) {
     this.idleTimer = setInterval(() => this.reap(), Math.max(250, Math.min(5000, o.idleMs / 4)));
     this.idleTimer.unref();
+  }
+
+  /** Run `start` after the previous start, then give the new session the programs it loaded. */
+  private serialised(start: () => Promise<Session>): Promise<Session> {
+    const p = this.starting.then(async () => {
+      const s = await start();
+      await this.meter.assign(s.cost);
+      return s;
+    });
+    this.starting = p.catch(() => {});
+    return p;
   }
 
   list(): SessionInfo[] {
@@ -241,43 +283,45 @@ export class SessionManager {
   }
 
   /** Start bcc tool `name` with `argv` (its command-line flags). */
-  async startTool(name: string, argv: string[], view: SessionView): Promise<Session> {
+  startTool(name: string, argv: string[], view: SessionView): Promise<Session> {
+    return this.serialised(() => this.startToolNow(name, argv, view));
+  }
+
+  private async startToolNow(name: string, argv: string[], view: SessionView): Promise<Session> {
     const run: ToolRun<unknown> = await runTool(name, argv, { maxQueued: SOURCE_QUEUE });
     const s = new Session({ kind: 'tool', name, args: argv, view }, () => run.close().then(() => {}), this.o.onChange);
     this.sessions.set(s.id, s);
     const stackTool = view === 'flame';
-    if (stackTool) s.unit = name === 'offcputime' ? 'microseconds' : 'samples';
+    if (stackTool) s.unit = stackUnit(name);
     void (async () => {
       try {
         if (run.results === 'rows') {
           // one await per row; rows are gathered for up to one tick so a busy tool sends batches
           let batch: unknown[] = [];
           let scheduled = false;
+          const flush = (): void => {
+            const b = batch;
+            batch = [];
+            s.cost.measure(() => s.pushRows(b.map(toJson)));
+            s.info.lost = run.dropped;
+          };
           for await (const r of run.rows()) {
-            batch.push(toJson(r));
+            batch.push(r);
             if (!scheduled) {
               scheduled = true;
               setImmediate(() => {
                 scheduled = false;
-                const b = batch;
-                batch = [];
-                s.pushRows(b);
-                s.info.lost = run.dropped;
+                flush();
               });
             }
           }
-          if (batch.length) s.pushRows(batch);
+          if (batch.length) flush();
         } else {
           for await (const r of run.intervals()) {
-            if (stackTool) {
-              const fmt = { delimiter: false, annotate: true };
-              s.pushStacks(
-                (r as StackResult).stacks.map((e) => foldedLine(e, fmt)),
-                s.unit,
-              );
-            } else {
-              s.pushInterval(toJson(r));
-            }
+            s.cost.measure(() => {
+              if (stackTool) s.pushStacks(foldedStacks(r), s.unit);
+              else s.pushInterval(toJson(r));
+            });
             s.info.lost = run.dropped;
           }
         }
@@ -292,12 +336,18 @@ export class SessionManager {
   }
 
   /** Compile and start bpftrace program `source`. */
-  async startProgram(source: string): Promise<Session> {
+  startProgram(source: string): Promise<Session> {
     if (source.length > MAX_PROGRAM) {
-      throw new BpfscopeError(
-        `the program is ${source.length} characters long; the UI compiles programs of at most ${MAX_PROGRAM}`,
+      return Promise.reject(
+        new BpfscopeError(
+          `the program is ${source.length} characters long; the UI compiles programs of at most ${MAX_PROGRAM}`,
+        ),
       );
     }
+    return this.serialised(() => this.startProgramNow(source));
+  }
+
+  private async startProgramNow(source: string): Promise<Session> {
     const handle: TraceHandle = await trace(source, { unsafe: this.o.unsafe, bufferEvents: SOURCE_QUEUE });
     const s = new Session(
       { kind: 'program', name: 'one-liner', args: [], source, view: 'program' },
@@ -314,15 +364,17 @@ export class SessionManager {
         handle
           .maps()
           .then((maps) => {
-            const out = [...maps].map(([name, m]) => {
-              const entries: unknown[] = [];
-              for (const [k, v] of m) {
-                if (entries.length >= 200) break;
-                entries.push([toJson(k), toJson(v)]);
-              }
-              return { name, entries, total: m.size };
-            });
-            if (out.length) s.emit({ type: 'maps', session: s.id, maps: out });
+            const out = s.cost.measure(() =>
+              [...maps].map(([name, m]) => {
+                const entries: unknown[] = [];
+                for (const [k, v] of m) {
+                  if (entries.length >= 200) break;
+                  entries.push([toJson(k), toJson(v)]);
+                }
+                return { name, entries, total: m.size };
+              }),
+            );
+            if (out.length) s.cost.measure(() => s.emit({ type: 'maps', session: s.id, maps: out }));
           })
           .catch(() => {})
           .finally(() => (reading = false));
@@ -331,15 +383,17 @@ export class SessionManager {
     void (async () => {
       try {
         for await (const batch of handle.batches()) {
-          const lines: string[] = [];
-          for (const ev of batch) {
-            if (ev.kind === 'lost') lost += ev.count;
-            else if (ev.kind === 'exit') continue;
-            else if (ev.kind === 'printf' || ev.kind === 'print' || ev.kind === 'value') lines.push(ev.text());
-            else lines.push(ev.text);
-          }
-          s.info.lost = lost;
-          if (lines.length) s.pushRows(lines);
+          s.cost.measure(() => {
+            const lines: string[] = [];
+            for (const ev of batch) {
+              if (ev.kind === 'lost') lost += ev.count;
+              else if (ev.kind === 'exit') continue;
+              else if (ev.kind === 'printf' || ev.kind === 'print' || ev.kind === 'value') lines.push(ev.text());
+              else lines.push(ev.text);
+            }
+            s.info.lost = lost;
+            if (lines.length) s.pushRows(lines);
+          });
         }
         const exit = await handle.exited;
         // a program that ended by itself keeps its maps readable for a last look, then releases them
@@ -366,6 +420,7 @@ export class SessionManager {
   /** Close every session (server shutdown). */
   async closeAll(): Promise<void> {
     clearInterval(this.idleTimer);
+    this.meter.close();
     await Promise.all([...this.sessions.values()].map((s) => s.close()));
   }
 }

@@ -27,12 +27,14 @@ import { repoRoot } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
 import { liveLoopDevice, liveSkipReason, startBpfscope } from '../tools/helpers.js';
 import { stackprogPath, stackprogSkipReason } from '../tools/stackprog.js';
+import { startWakeprog } from '../tools/wakeprog.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const PICTURES = join(repoRoot(), 'docs', 'pictures', 'ui');
 
 // The page's globals inside page.evaluate / waitForFunction callbacks (this project compiles without the DOM library).
 declare const document: any;
+declare const MouseEvent: any;
 
 /** The process's perf event file descriptors (profile's timers, tracepoint attachments). */
 function perfEventFds(pid: number): number {
@@ -153,6 +155,11 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
     await page.click(`nav.catalog a[data-tool="${name}"]`);
     await page.waitForSelector('#tool-form');
   };
+  /** A tool of the catalogue that runTool does not run (none once every tool is on it). */
+  const unavailableTool = async (): Promise<string | undefined> => {
+    const groups = await getJson(origin, token, '/api/catalog');
+    return groups.flatMap((g: any) => g.tools).find((x: any) => !x.available)?.name;
+  };
   const serverAlive = async (): Promise<void> => {
     const r = await fetch(`${origin}/api/sessions`, { headers: { 'X-Bpfscope-Token': token } });
     assert.equal(r.status, 200);
@@ -213,7 +220,7 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
     assert.match(ok.headers.get('content-security-policy') ?? '', /^default-src 'self'; script-src 'self';/);
   });
 
-  it('the catalogue groups the tools; a tool runTool does not run is "not yet available"', async () => {
+  it('the catalogue groups the tools; a tool runTool does not run is "not yet available"', async (t) => {
     const groups: string[] = await page.$$eval('nav.catalog h3', (hs: any[]) => hs.map((h) => h.textContent));
     assert.deepEqual(groups, [
       'bpftrace',
@@ -226,11 +233,17 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
       'languages',
       'tracing (any layer)',
     ]);
-    // syscount's ticks are count tables, a view the page does not have yet
-    await page.click('nav.catalog a[data-tool="syscount"]');
+    // every tool runTool runs is available (syscount: the counting table); the others say so
+    assert.equal(await page.getAttribute('nav.catalog a[data-tool="syscount"]', 'class'), ' ');
+    const name = await unavailableTool();
+    if (!name) {
+      t.diagnostic('every tool of the catalogue runs in the UI: no "not yet available" page to check');
+      return;
+    }
+    await page.click(`nav.catalog a[data-tool="${name}"]`);
     assert.equal(
       await page.textContent('#unavailable'),
-      'syscount is not yet available in the UI: run it from the command line (bpfscope syscount -h).',
+      `${name} is not yet available in the UI: run it from the command line (bpfscope ${name} -h).`,
     );
   });
 
@@ -442,13 +455,256 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
       (await waitFor((m) => m.id === 8)).error.message,
       '"args" must be a list of at most 64 strings (the tool\'s command-line flags)',
     );
-    ws.send(JSON.stringify({ id: 9, type: 'start', tool: 'syscount' }));
+    // an option that writes a file as root (abbreviated, as argparse reads it): refused without ui --unsafe
+    const svgPath = join(dir, 'refused.svg');
+    ws.send(JSON.stringify({ id: 10, type: 'start', tool: 'profile', args: ['--sv', svgPath, '1'] }));
     assert.equal(
-      (await waitFor((m) => m.id === 9)).error.message,
-      'syscount is not yet available in the UI (run it from the command line)',
+      (await waitFor((m) => m.id === 10)).error.message,
+      'profile: --svg writes a file on the server as root: refused in the UI (start bpfscope ui with --unsafe to allow it)',
     );
+    assert.equal(existsSync(svgPath), false);
+    const unavailable = await unavailableTool();
+    if (unavailable) {
+      ws.send(JSON.stringify({ id: 9, type: 'start', tool: unavailable }));
+      assert.equal(
+        (await waitFor((m) => m.id === 9)).error.message,
+        `${unavailable} is not yet available in the UI (run it from the command line)`,
+      );
+    }
     ws.close();
     await serverAlive();
+  });
+
+  it(
+    'offwaketime: a reader blocked on a pipe and the writer that woke it, waker frames in blues',
+    { skip: stackprogSkipReason() },
+    async () => {
+      const w = startWakeprog(['pipe', '2', '300000']);
+      try {
+        await openTool('offwaketime');
+        await page.fill('#opt-tgid', String(w.pid));
+        await page.fill('#opt-duration', '120');
+        await page.click('#start');
+        await page.waitForSelector('#session-state:text("running")');
+        w.go();
+        await w.measured;
+        // Stop ends the capture: the tool reports its stacks then
+        await page.click('#stop');
+        await page.waitForFunction(() => Number(document.querySelector('#flame')?.dataset.stacks) > 0, null, {
+          timeout: 60_000,
+        });
+        const sid: string = await page.getAttribute('section.session', 'data-session');
+        const folded = await (await fetch(`${origin}/api/sessions/${sid}/stacks.folded?token=${token}`)).text();
+        // bcc's -f line: the blocked thread's stack, `--`, the waker's stack from the wake-up outwards, the waker
+        assert.match(
+          folded,
+          /^bpfs_reader;.*;bpfs_read_wait;.*;__schedule;--;try_to_wake_up;.*;bpfs_write_wake;.*;bpfs_writer \d+$/m,
+        );
+        const fills = (name: string): Promise<string[]> =>
+          page.$$eval(`#flame g[name="${name}"] rect`, (rs: any[]) => rs.map((r) => r.getAttribute('fill')));
+        // waker frames: blue (r = g < b); the separator grey; the blocked thread's frames: d3-flame-graph's warm hues
+        const BLUE = /^rgb\((\d+),\1,(19\d|2[0-4]\d)\)$/;
+        const waker = await fills('bpfs_write_wake');
+        assert.ok(waker.length > 0 && waker.every((f) => BLUE.test(f)), waker.join(' '));
+        assert.ok((await fills('try_to_wake_up')).every((f) => BLUE.test(f)));
+        assert.ok((await fills('--')).every((f) => f === 'rgb(160,160,160)'));
+        const target = await fills('bpfs_read_wait');
+        assert.ok(target.length > 0 && !target.some((f) => BLUE.test(f)), target.join(' '));
+        await page.fill('#flame-search', 'bpfs_write_wake');
+        await page.click('#flame-search-go');
+        await page.waitForFunction(() => Number(document.querySelector('#flame-match')?.dataset.matches) > 0);
+        assert.match(await page.textContent('#flame-match'), /^\d+ frames match: \d+ of \d+ microseconds/);
+        await page.click('text=Reset zoom and search');
+        await page.fill('#flame-search', 'bpfs_reader');
+        await page.click('#flame-search-go');
+        await page.waitForFunction(() => Number(document.querySelector('#flame-match')?.dataset.matches) > 0);
+        // zoomed on the reader's blocked stacks (a click on its widest frame), scrolled to the flame graph's base
+        await page.click('text=Reset zoom and search');
+        await page.$$eval('#flame g[name="bpfs_reader"]', (gs: any[]) => {
+          // the reader as the blocked thread (not as the waker of the main thread's pthread_join)
+          const widest = gs
+            .filter((g) => !g.__data__?.data?.waker)
+            .sort((a, b) => b.getBBox().width - a.getBBox().width)[0];
+          widest.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+        });
+        await page.setViewportSize({ width: 1400, height: 1200 });
+        try {
+          await page.$eval('main', (m: any) => (m.scrollTop = m.scrollHeight));
+          await shot('offwaketime');
+        } finally {
+          await page.setViewportSize({ width: 1400, height: 900 });
+        }
+        const svg = await (await fetch(`${origin}/api/sessions/${sid}/flame.svg?token=${token}`)).text();
+        assert.match(svg, /bpfs_write_wake/);
+        w.finish();
+        assert.equal((await w.done).code, 0);
+      } finally {
+        w.child.kill('SIGKILL');
+      }
+    },
+  );
+
+  it("syscount --exec: the counting table of the command's syscalls, sortable, with its tick time", async () => {
+    await openTool('syscount');
+    // the form asks for a tick every second; the command's calls are counted in one tick when it exits
+    assert.equal(await page.inputValue('#opt-interval'), '1');
+    await page.fill('#opt-interval', '');
+    await page.fill('#opt-exec', `${workloadPath()} getpgrp 137 getppid 3`);
+    await page.click('#start');
+    await page.waitForSelector('#session-state:text("ended: exit status 0")', { timeout: 60_000 });
+    await page.waitForSelector('table.counts[data-table="rows"] td[data-col="name"]:text-is("getpgrp")');
+    const table = async (): Promise<string[][]> =>
+      page.$$eval('table.counts[data-table="rows"] tbody tr', (trs: any[]) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td: any) => td.textContent)),
+      );
+    const cols: string[] = await page.$$eval('table.counts[data-table="rows"] th', (ths: any[]) =>
+      ths.map((t) => t.dataset.col),
+    );
+    assert.deepEqual(cols, ['key', 'name', 'count', 'totalNs']);
+    const rows = await table();
+    const count = (name: string) => rows.find((r) => r[1] === name)?.[2];
+    assert.equal(count('getpgrp'), '137');
+    assert.equal(count('getppid'), '3');
+    // bcc's order: by count, most first; a click on "name" sorts by name (descending), again ascending
+    assert.deepEqual(rows[0]!.slice(1, 3), ['getpgrp', '137']);
+    assert.match(await page.textContent('#tick'), /^tick at \d\d:\d\d:\d\d \(1 ticks so far\)$/);
+    await page.click('table.counts[data-table="rows"] th[data-col="name"]');
+    await page.click('table.counts[data-table="rows"] th[data-col="name"]');
+    const names = (await table()).map((r) => r[1]!);
+    assert.deepEqual(
+      names,
+      [...names].sort((a, b) => a.localeCompare(b)),
+    );
+    await page.click('table.counts[data-table="rows"] th[data-col="count"]');
+    assert.deepEqual((await table())[0]!.slice(1, 3), ['getpgrp', '137']);
+    await shot('counts');
+  });
+
+  it('funccount -p PID: Stop reports the last tick: getpid 2, getpgrp 3, getppid 4', async () => {
+    const w = spawn(workloadPath(), ['wait-stdin', 'getppid', '4', 'getpid', '2', 'getpgrp', '3'], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    const exited = new Promise<number | null>((resolve) => w.on('close', (c) => resolve(c)));
+    try {
+      await openTool('funccount');
+      await page.fill('#opt-pid', String(w.pid));
+      await page.fill('#opt-interval', '');
+      await page.fill('#opt-pattern', 't:syscalls:sys_enter_getp*');
+      await page.click('#start');
+      await page.waitForSelector('#session-state:text("running")');
+      assert.match(await page.textContent('#tick'), /^waiting for the first tick/);
+      w.stdin!.end('x');
+      assert.equal(await exited, 0);
+      await page.click('#stop');
+      await page.waitForSelector('table.counts[data-table="rows"] tbody tr', { timeout: 30_000 });
+      const rows: string[][] = await page.$$eval('table.counts[data-table="rows"] tbody tr', (trs: any[]) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td: any) => td.textContent)),
+      );
+      assert.deepEqual(rows, [
+        ['syscalls:sys_enter_getpid', '2'],
+        ['syscalls:sys_enter_getpgrp', '3'],
+        ['syscalls:sys_enter_getppid', '4'],
+      ]);
+    } finally {
+      w.kill('SIGKILL');
+    }
+  });
+
+  it('an event table: the row limit, pause and resume, and a reload that finds the session again', async () => {
+    const dirOpen = mkdtempSync(join(tmpdir(), 'bpfscope-ui-open-'));
+    const opens = (name: string, n: number): void => {
+      const path = join(dirOpen, name);
+      writeFileSync(path, '');
+      const r = spawnSync(workloadPath(), ['comm', 'bpfs_uirows', 'openat', path, String(n)], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+    };
+    const tableRows = (): Promise<number> => page.$$eval('#rows tbody tr', (trs: any[]) => trs.length);
+    const total = (n: number) =>
+      page.waitForFunction((x: number) => Number(document.querySelector('#showing')?.dataset.total) === x, n, {
+        timeout: 30_000,
+      });
+    try {
+      await openTool('opensnoop');
+      await page.fill('#opt-name', 'bpfs_uirows');
+      await page.click('#start');
+      await page.waitForSelector('#session-state:text("running")');
+      const sid: string = await page.getAttribute('section.session', 'data-session');
+      // the row limit: 200 opens, a table of 50, "showing 50 of 200"
+      await page.fill('#row-limit', '50');
+      await page.dispatchEvent('#row-limit', 'change');
+      opens('limit', 200);
+      await total(200);
+      assert.equal(await tableRows(), 50);
+      assert.equal(await page.textContent('#showing'), 'showing 50 of 200 rows');
+      // paused: rows that come are counted, not shown
+      await page.check('#pause');
+      opens('while-paused', 5);
+      await page.waitForFunction(() => document.querySelector('#paused-count')?.dataset.skipped === '5', null, {
+        timeout: 30_000,
+      });
+      assert.equal(await page.$$eval('#rows td:text-matches("while-paused")', (t: any[]) => t.length), 0);
+      assert.equal(await tableRows(), 50);
+      // resumed: new rows show again
+      await page.uncheck('#pause');
+      opens('resumed', 3);
+      await page.waitForSelector(`#rows td:text-is("${join(dirOpen, 'resumed')}")`, { timeout: 30_000 });
+      assert.equal(await page.$$eval('#rows td:text-matches("while-paused")', (t: any[]) => t.length), 0);
+      assert.equal(await tableRows(), 50);
+      // a reload (a new page and WebSocket): the session is still listed, and its rows come again
+      await page.reload();
+      await page.waitForSelector('.conn-open');
+      await page.waitForSelector(`#sessions-table tr[data-session="${sid}"][data-state="running"]`);
+      await page.click(`#sessions-table tr[data-session="${sid}"] a`);
+      await page.waitForSelector(`#rows td:text-is("${join(dirOpen, 'resumed')}")`);
+      opens('after-reload', 2);
+      await page.waitForSelector(`#rows td:text-is("${join(dirOpen, 'after-reload')}")`, { timeout: 30_000 });
+    } finally {
+      rmSync(dirOpen, { recursive: true, force: true });
+    }
+  });
+
+  it('the sessions list: a busy session costs more CPU than an idle one', async () => {
+    const start = async (source: string): Promise<string> => {
+      await page.click('#nav-oneliner');
+      await page.fill('#source', source);
+      await page.click('#run');
+      await page.waitForSelector('#session-state:text("running")');
+      return page.getAttribute('section.session', 'data-session');
+    };
+    // the idle one traces a syscall nothing makes (acct(2)); the busy one every getppid(2)
+    const idle = await start('tracepoint:syscalls:sys_enter_acct { @calls = count(); }');
+    const busy = await start('tracepoint:syscalls:sys_enter_getppid { @calls[comm] = count(); }');
+    await page.click('#nav-sessions');
+    const cost = (id: string, what: string): Promise<number> =>
+      page.$eval(
+        `#sessions-table tr[data-session="${id}"] td.cpu`,
+        (td: any, w: string) => Number(td.dataset[w]),
+        what,
+      );
+    // getppid(2) in a loop until the list (sent every 2 s; kernel time counted per second) shows the difference
+    let stop = false;
+    const loop = (async () => {
+      while (!stop) {
+        const c = spawn(workloadPath(), ['comm', 'bpfs_uibusy', 'getppid', '20000'], { stdio: 'ignore' });
+        await new Promise((r) => c.on('close', r));
+      }
+    })();
+    try {
+      await page.waitForFunction(
+        ([b, i]: string[]) => {
+          const v = (id: string, w: string) =>
+            Number(document.querySelector(`#sessions-table tr[data-session="${id}"] td.cpu`)?.dataset[w]);
+          return v(b!, 'bpf') > v(i!, 'bpf') && v(b!, 'cpu') > v(i!, 'cpu');
+        },
+        [busy, idle],
+        { timeout: 60_000 },
+      );
+    } finally {
+      stop = true;
+      await loop;
+    }
+    assert.equal(await cost(idle, 'bpf'), 0);
+    await shot('sessions-cpu');
   });
 
   it('a second tab watches the same session; stop all leaves no BPF object behind', async () => {

@@ -1,5 +1,6 @@
 /**
- * A stack tool's view (profile, offcputime): the captured stacks as a d3-flame-graph (click to zoom, search), a
+ * A stack tool's view (profile, offcputime, offwaketime, wakeuptime): the captured stacks as a d3-flame-graph
+ * (click to zoom, search; offwaketime's waker frames, after the `--` frame, in blues as the chain palette), a
  * differential view against the previous capture of the session's tab, downloads (SVG, folded, pprof, speedscope)
  * and "open in speedscope" (speedscope's own page, served by this server). A countdown while the capture runs.
  */
@@ -16,6 +17,8 @@ interface Node {
   value: number;
   self: number;
   delta?: number;
+  /** A frame of a waker (offwaketime: after the `--` separator frame of its folded line), or the separator. */
+  waker?: boolean;
   children: Node[];
   byName?: Map<string, Node>;
 }
@@ -29,11 +32,14 @@ export function foldedTree(lines: readonly string[]): Node {
     if (sp < 0 || !Number.isFinite(count)) continue;
     let n = root;
     n.value += count;
+    let waker = false;
     for (const name of line.slice(0, sp).split(';')) {
+      if (name === '--') waker = true;
       n.byName ??= new Map();
       let c = n.byName.get(name);
       if (!c) {
         c = { name, value: 0, self: 0, children: [] };
+        if (waker) c.waker = true;
         n.byName.set(name, c);
         n.children.push(c);
       }
@@ -52,7 +58,24 @@ function addDelta(now: Node, before: Node | undefined): void {
 }
 
 function strip(n: Node): unknown {
-  return { name: n.name, value: n.value, delta: n.delta, children: n.children.map(strip) };
+  return { name: n.name, value: n.value, delta: n.delta, waker: n.waker, children: n.children.map(strip) };
+}
+
+function hasWaker(n: Node): boolean {
+  return n.waker === true || n.children.some(hasWaker);
+}
+
+/**
+ * Waker frames in blues (flamegraph.pl's chain palette: `blue` with a variation from the name), the `--` separator
+ * grey; other frames keep d3-flame-graph's colours, and search matches its highlight.
+ */
+export function wakerColor(d: { highlight?: boolean; data: { name: string; waker?: boolean } }, original: string) {
+  if (d.highlight || !d.data.waker) return original;
+  if (d.data.name === '--') return 'rgb(160,160,160)';
+  let h = 0;
+  for (const ch of d.data.name) h = (h * 31 + ch.charCodeAt(0)) % 1000;
+  const v = h / 1000;
+  return `rgb(${Math.round(80 + 60 * v)},${Math.round(80 + 60 * v)},${Math.round(190 + 55 * v)})`;
 }
 
 export function FlameView({ data, info }: { data: SessionData; info: SessionInfo }) {
@@ -84,6 +107,8 @@ export function FlameView({ data, info }: { data: SessionData; info: SessionInfo
         setMatch({ n: results.length, sum, total }),
       );
     if (differential) chart.computeDelta(true).setColorMapper(colorMapper.differentialColorMapper);
+    else if (hasWaker(tree)) chart.setColorMapper(wakerColor);
+    chart.label((d: { data: { name: string }; value: number }) => `${d.data.name} (${d.value} ${data.unit})`);
     select(ref.current).datum(strip(tree)).call(chart);
     chartRef.current = chart;
     setMatch(null);

@@ -6,6 +6,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { conn, getJson, RequestFailed } from './conn';
+import { CountsView } from './counts';
 import { FlameView } from './flame';
 import { HistView } from './hist';
 import { ProgramEditor, ProgramOutput } from './program';
@@ -28,7 +29,7 @@ export interface CatalogTool {
   summary: string;
   group: string;
   available: boolean;
-  view?: 'table' | 'histogram' | 'flame';
+  view?: 'table' | 'histogram' | 'flame' | 'counts';
   options?: FormOption[];
 }
 
@@ -115,7 +116,8 @@ function App() {
 function ToolForm({ tool, onStarted }: { tool: CatalogTool; onStarted: (id: string) => void }) {
   const initial: Record<string, string | boolean> = {};
   for (const o of tool.options ?? []) {
-    if (o.kind === 'positional' && o.name === 'interval' && tool.view === 'histogram') initial[o.name] = '1';
+    // live views: a tick every second unless the user clears it (bcc's default for some is "at the end")
+    if (o.name === 'interval' && (tool.view === 'histogram' || tool.view === 'counts')) initial[o.name] = '1';
     else if (o.kind === 'positional' && o.name === 'duration' && tool.view === 'flame') initial[o.name] = '5';
   }
   const [values, setValues] = useState<Record<string, string | boolean>>(initial);
@@ -251,6 +253,7 @@ function SessionView({ id }: { id: string }) {
       {data && info.view === 'table' && <TableView data={data} />}
       {data && info.view === 'histogram' && <HistView data={data} />}
       {data && info.view === 'flame' && <FlameView data={data} info={info} />}
+      {data && info.view === 'counts' && <CountsView data={data} running={info.state === 'running'} />}
       {data && info.view === 'program' && <ProgramOutput data={data} />}
     </section>
   );
@@ -263,7 +266,8 @@ function SessionsList({ onOpen }: { onOpen: (id: string) => void }) {
       <h2>Sessions</h2>
       <p>
         Sessions nobody watches stop after {Math.round(st.idleMs / 1000)} s. One-liners may use unsafe builtins:{' '}
-        {st.unsafe ? 'yes (--unsafe)' : 'no'}.{' '}
+        {st.unsafe ? 'yes (--unsafe)' : 'no'}. CPU: the kernel run time of the session's BPF programs (BPF) plus the
+        server's time handling its results (UI), in ms (see docs/ui.md).{' '}
         <button id="stop-all" onClick={() => void conn.request({ type: 'stopAll' })}>
           Stop all
         </button>
@@ -277,6 +281,8 @@ function SessionsList({ onOpen }: { onOpen: (id: string) => void }) {
             <th>state</th>
             <th>results</th>
             <th>lost</th>
+            <th>BPF ms</th>
+            <th>UI ms</th>
             <th>CPU ms</th>
             <th>tabs</th>
             <th />
@@ -290,14 +296,21 @@ function SessionsList({ onOpen }: { onOpen: (id: string) => void }) {
                   {s.id}
                 </a>
               </td>
-              <td>
-                {s.name} <code>{s.kind === 'tool' ? s.args.join(' ') : (s.source ?? '').slice(0, 60)}</code>
+              <td class="what">
+                {s.name}{' '}
+                <code title={s.kind === 'tool' ? s.args.join(' ') : s.source}>
+                  {s.kind === 'tool' ? s.args.join(' ') : (s.source ?? '').slice(0, 200)}
+                </code>
               </td>
               <td>{new Date(s.startedAt).toLocaleTimeString()}</td>
               <td>{s.state === 'running' ? 'running' : `ended: ${s.ended ?? ''}`}</td>
               <td>{s.results}</td>
               <td>{s.lost}</td>
-              <td>{s.cpuMs}</td>
+              <td class="cpu-bpf">{s.bpfMs.toFixed(2)}</td>
+              <td class="cpu-user">{s.userMs.toFixed(2)}</td>
+              <td class="cpu" data-cpu={s.cpuMs} data-bpf={s.bpfMs} data-user={s.userMs}>
+                {s.cpuMs.toFixed(2)}
+              </td>
               <td>{s.watchers}</td>
               <td>
                 {s.state === 'running' ? (

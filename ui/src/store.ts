@@ -12,13 +12,16 @@ export interface SessionInfo {
   name: string;
   args: string[];
   source?: string;
-  view: 'table' | 'histogram' | 'flame' | 'program';
+  view: 'table' | 'histogram' | 'flame' | 'counts' | 'program';
   startedAt: number;
   state: 'running' | 'ended';
   ended?: string;
   results: number;
   lost: number;
   watchers: number;
+  /** Kernel run time of its BPF programs, user-space time of the server on its results, and their sum (ms). */
+  bpfMs: number;
+  userMs: number;
   cpuMs: number;
 }
 

@@ -48,13 +48,21 @@ export function TableView({ data }: { data: SessionData }) {
             }}
           />
         </label>{' '}
+        <span id="showing" data-shown={data.rows.length} data-total={data.produced}>
+          {data.rows.length === data.produced
+            ? `${data.produced} rows`
+            : `showing ${data.rows.length} of ${data.produced} rows`}
+        </span>
         <span id="sampling" data-received={data.received} data-produced={data.produced}>
           {data.received === data.produced
-            ? `${data.produced} rows`
-            : `showing ${data.received} of ${data.produced} rows (sampled: the server sends the newest rows when they come faster than the page can show)`}
+            ? ''
+            : ` · ${data.received} received (sampled: the server sends the newest rows when they come faster than the page can show)`}
         </span>
-        {data.paused && ` · ${data.skippedWhilePaused} arrived while paused`} · {rows.length} in the table · frames
-        dropped: {store.framesDropped}
+        {data.received > data.rows.length + data.skippedWhilePaused && ` · the oldest dropped at the row limit`}
+        <span id="paused-count" data-skipped={data.skippedWhilePaused}>
+          {data.skippedWhilePaused > 0 && ` · ${data.skippedWhilePaused} arrived while paused (not shown)`}
+        </span>{' '}
+        · {rows.length} in the table{active.length > 0 ? ' (filtered)' : ''} · frames dropped: {store.framesDropped}
       </p>
       <table class="rows" id="rows">
         <thead>

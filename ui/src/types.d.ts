@@ -10,6 +10,7 @@ declare module 'd3-flame-graph' {
     title(t: string): FlameGraph;
     computeDelta(on: boolean): FlameGraph;
     setColorMapper(f: unknown): FlameGraph;
+    label(f: unknown): FlameGraph;
     setSearchHandler(f: (results: unknown[], sum: number, total: number) => void): FlameGraph;
     search(term: string): void;
     clear(): void;
