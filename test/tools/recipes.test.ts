@@ -72,7 +72,7 @@ interface Traced {
 async function recipe(program: (pid: number) => string, step: string[], flags: string[] = []): Promise<Traced> {
   const wl = spawn(recipesPath(), ['-s', ...step], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<number | null>((resolve) => wl.on('exit', (code) => resolve(code)));
-  let out = '';
+  let out: string;
   try {
     const t = startTool('bpfscope', ['-e', program(wl.pid!), '-p', String(wl.pid)], { timeoutMs: 120_000 });
     const attached = await t.waitFor(/Attached \d+ probes?/, 60_000);
