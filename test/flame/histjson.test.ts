@@ -11,7 +11,8 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { HeatMapError } from '../../src/flame/heatmap.js';
 import { HistJsonInput } from '../../src/flame/histjson.js';
-import { repoRoot } from './helpers.js';
+import { fixture, repoRoot } from './helpers.js';
+import { readFileSync } from 'node:fs';
 
 function heat(lines: string[], name?: string, unit = ''): { rows: string[]; columns: number[][] } {
   const input = new HistJsonInput();
@@ -111,6 +112,25 @@ describe('HistJsonInput', () => {
       /^line 1 is not bpftrace's -f json output \(@a has a bucket that is not/,
     );
     bad([hist('@a', b(0, 4, 1)), hist('@a', b(10, 19, 1))], undefined, /neither log2 \(hist\) nor of one width/);
+  });
+});
+
+describe('recorded -f json output (the docs picture)', () => {
+  it("hist-intervals.jsonl: 20 columns, the read sizes 1 to 1 MiB, each column its record's total", () => {
+    // bpfscope -f json -e 'tracepoint:syscalls:sys_enter_read { @bytes = hist(args.count); }
+    //   interval:s:1 { print(@bytes); clear(@bytes); @n++; if (@n == 20) { exit(); } } END { clear(@bytes); clear(@n); }'
+    const input = new HistJsonInput();
+    input.bytes(readFileSync(fixture('hist-intervals.jsonl')));
+    input.end();
+    const m = input.heatMap(undefined, 'bytes');
+    assert.equal(m.rows.length, 20);
+    assert.equal(m.rows[0], '1 bytes');
+    assert.equal(m.rows[19], '524288-1048575 bytes');
+    // Totals per record, summed from the file by hand (python: sum of "count" per line).
+    assert.deepEqual(
+      m.columns.map((c) => Array.from(c).reduce((a, b) => a + b)),
+      [353, 474, 731, 208, 386, 51, 252, 399, 499, 579, 121, 1569, 28, 23, 42, 23, 1029, 47, 41, 28],
+    );
   });
 });
 
