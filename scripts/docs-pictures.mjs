@@ -14,7 +14,9 @@ if (!existsSync(join(lib, 'heatmap.js'))) {
   process.exit(1);
 }
 const { renderFlameGraph } = await import(join(lib, 'flamegraph.js'));
-const { HeatMapInput, renderHeatMap } = await import(join(lib, 'heatmap.js'));
+const { HeatMapInput, renderHeatMap, renderHistHeatMap } = await import(join(lib, 'heatmap.js'));
+const { HistJsonInput } = await import(join(lib, 'histjson.js'));
+const { HeatMapWriter } = await import(join(root, 'dist', 'src', 'tools', 'framework', 'heatmap.js'));
 const out = join(root, 'docs', 'pictures');
 mkdirSync(out, { recursive: true });
 const lines = (file) =>
@@ -44,3 +46,32 @@ if (existsSync(trace)) {
   const opts = { unitsTime: 'us', unitsLabel: 'us', maxLat: 15000, rows: 30, grid: true, title: 'Block I/O latency' };
   write('heatmap.svg', renderHeatMap(input, opts).svg);
 } else console.error(`docs-pictures: ${trace} not found: heatmap.svg not written`);
+
+// `bpfscope heatmap --hist`: a program's -f json output, recorded (read sizes, interval:s:1, 20 s).
+const reads = new HistJsonInput();
+reads.bytes(readFileSync(fixture('hist-intervals.jsonl')));
+reads.end();
+write(
+  'heatmap-hist.svg',
+  renderHistHeatMap(reads.heatMap(undefined, 'bytes'), {
+    title: 'read() sizes (heatmap --hist)',
+    boxSize: 14,
+    grid: true,
+  }).svg,
+);
+
+// A tool's --heatmap: runqlat --json 1 20, recorded on the busy 2-CPU test machine (sub-16 us waits and a band of
+// 8-32 ms ones), replayed through the tools' heat map writer (what runqlat --heatmap does with the same intervals).
+const runqlat = join(out, 'runqlat-heatmap.svg');
+const writer = new HeatMapWriter(runqlat, { kind: 'hist', title: 'Run Queue Latency (runqlat --heatmap)' });
+writer.setInterval(1);
+for (const line of lines(fixture('runqlat-intervals.jsonl'))) {
+  const i = JSON.parse(line);
+  for (const h of i.histograms) {
+    h.buckets = h.buckets.map((b) => ({ low: BigInt(b.low), high: BigInt(b.high), count: BigInt(b.count) }));
+  }
+  writer.add(i);
+}
+const note = writer.finish();
+if (note) console.error(note.trimEnd());
+console.log(`docs/pictures/runqlat-heatmap.svg (${readFileSync(runqlat).length} bytes)`);

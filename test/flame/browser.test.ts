@@ -1,7 +1,8 @@
 /**
  * The flame graph SVG's JavaScript in a real headless browser (Debian's chromium driven by playwright-core):
  * hover details, search (Ctrl-F prompt, regex, case toggle, "Matched: N%", highlight), click to zoom, reset zoom,
- * and the zoom/search state in the URL; the same on a --colors chain graph (waker frames after "--"); and the latency
+ * and the zoom/search state in the URL; the same on --colors chain graphs (waker frames after "--", one and two
+ * wakers deep: search across the levels, zoom into the second waker, the zoom in the URL); and the latency
  * heat map's hover details (trace2heatmap.pl's text).
  *
  * playwright-core is the project's devDependency; without node_modules it is taken from $BPFSCOPE_PLAYWRIGHT_CORE
@@ -242,6 +243,54 @@ describe('flame graph SVG in headless chromium', { skip }, () => {
     assert.equal((await state('cron')).cls, 'hide');
     assert.equal((await state('sshd')).cls, 'parent');
     assert.ok(widthOf('kworker') < 1180);
+  });
+
+  it('chain graph two wakers deep (--chain 2): search across levels, zoom into the second waker, URL state', async () => {
+    // A blocked, woken by B (60 us), which was itself woken by C (40 of them); D woken by swapper (40).
+    const chainPath = join(dir, 'chain2.svg');
+    const folded = [
+      'A;main;read;pipe_read;schedule;--;B;write;pipe_write;wake_up_pipe;--;C;kill;signal_wake_up;complete 40',
+      'A;main;read;pipe_read;schedule;--;B;write;pipe_write;wake_up_pipe 20',
+      'D;start;nanosleep;do_nanosleep;--;swapper;hrtimer_wakeup 40',
+    ];
+    const doc = renderFlameGraph(folded, { colors: 'chain', countname: 'us' }).svg;
+    writeFileSync(chainPath, doc);
+    const geometry = svgFrames(doc).map((f) => f.split('|'));
+    const original = (title: string) => geometry.find((f) => f[0]!.startsWith(`${title} (`))!;
+    const url2 = pathToFileURL(chainPath).href;
+    await page.goto(url2);
+    // Frames of both waker levels match; a match nested in another counts once.
+    page.once('dialog', (d: { accept: (v: string) => Promise<void> }) => d.accept('^(C|complete|wake_up_pipe)$'));
+    await page.click('#search');
+    await page.waitForFunction(() => !document.getElementById('matched')!.classList.contains('hide'));
+    assert.equal(await text('matched'), 'Matched: 60.0%');
+    for (const f of ['C', 'complete', 'wake_up_pipe']) assert.equal((await state(f)).fill, 'rgb(230,0,230)', f);
+    assert.notEqual((await state('B')).fill, 'rgb(230,0,230)');
+    assert.notEqual((await state('swapper')).fill, 'rgb(230,0,230)');
+    await page.click('#search');
+    assert.equal(await hidden('matched'), true);
+    // Zoom into the second-level waker C (40 of 100 us: 472 px of 1180 before).
+    assert.equal(original('C')[3], '472.0');
+    await page
+      .locator('#frames > *')
+      .filter({ has: page.locator('title', { hasText: /^C \(/ }) })
+      .click();
+    assert.equal((await state('C')).width, '1180.0');
+    assert.equal((await state('complete')).width, '1180.0');
+    for (const f of ['wake_up_pipe', 'B', 'schedule', 'A', 'all']) assert.equal((await state(f)).cls, 'parent', f);
+    for (const f of ['D', 'swapper', 'hrtimer_wakeup']) assert.equal((await state(f)).cls, 'hide', f);
+    assert.equal(await hidden('unzoom'), false);
+    const [, cx, cy] = original('C');
+    assert.match(page.url(), new RegExp(`[?&]x=${cx!.replace('.', '\\.')}&y=${cy}`));
+    // The URL restores the zoom; Reset Zoom puts every frame back.
+    await page.goto(page.url());
+    assert.equal((await state('C')).width, '1180.0');
+    assert.equal((await state('D')).cls, 'hide');
+    await page.click('#unzoom');
+    assert.equal((await state('C')).width, '472.0');
+    assert.equal((await state('D')).cls, '');
+    assert.equal((await state('B')).cls, '');
+    assert.doesNotMatch(page.url(), /[?&]x=/);
   });
 
   it('heat map: hovering a cell shows its time, range, count and column share; leaving clears it', async () => {

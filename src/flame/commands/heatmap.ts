@@ -2,6 +2,8 @@
  * `bpfscope heatmap [options] [FILE...]`: "time latency" lines to an interactive SVG latency heat map, with
  * trace2heatmap.pl's options (HeatMap commit c7f5b8f). Reads the files in order, or stdin (so a tracing tool's
  * output can be piped in as it runs); writes the SVG to stdout. Bad input or options: one sentence, exit status 1.
+ * `--hist [--map @name]`: the input is a bpftrace program's `-f json` output instead, each printed hist()/lhist()
+ * one column (see histjson.ts).
  */
 import { BpfscopeError } from '../../errors.js';
 import {
@@ -11,7 +13,9 @@ import {
   HeatMapInput,
   type HeatMapOptions,
   renderHeatMap,
+  renderHistHeatMap,
 } from '../heatmap.js';
+import { HistJsonInput } from '../histjson.js';
 import { readInputs } from '../input.js';
 import { floatOption, intOption, parseCommandArgs, writeOut } from './common.js';
 
@@ -37,10 +41,17 @@ letters is taken as a header and skipped. Reads standard input when no file is n
     --boxsize NUM     heat map box size in pixels (default 8)
     --accstats        show per-column accumulated statistics
     --grid            draw grid lines
+    --hist            the input is a bpftrace program's "-f json" output: each
+                      printed hist() or lhist() is one column, its buckets the rows
+    --map NAME        with --hist, the histogram map to draw (e.g. @us; needed
+                      when the input has several)
     -h, --help        this message
 
     eg,
     bpfscope ${NAME} --unitstime=us --unitslabel=us --minlat=2000 --maxlat=10000 trace.txt > heatmap.svg
+    bpfscope -f json -e 'tracepoint:block:block_rq_issue { @b = hist(args.bytes); }
+        interval:s:1 { print(@b); clear(@b); } END { clear(@b); }' -c ./work.sh |
+        bpfscope ${NAME} --hist --unitslabel=bytes > sizes.svg
 `;
 
 /** Command entry point: returns the exit status. */
@@ -60,6 +71,8 @@ export async function main(argv: string[]): Promise<number> {
     boxsize: { type: 'string' },
     accstats: { type: 'boolean' },
     grid: { type: 'boolean' },
+    hist: { type: 'boolean' },
+    map: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (v.help) {
@@ -88,6 +101,9 @@ export async function main(argv: string[]): Promise<number> {
   if (int('fontsize') !== undefined) opts.fontSize = int('fontsize');
   if (int('boxsize') !== undefined) opts.boxSize = int('boxsize');
 
+  if (v.hist) return histMain(opts, str('map'), positionals, v);
+  if (v.map !== undefined) throw new BpfscopeError(`${NAME}: --map needs --hist`);
+
   try {
     checkHeatMapOptions({ ...DEFAULT_HEATMAP_OPTIONS, ...opts }); // before waiting on the input
     const input = new HeatMapInput();
@@ -98,6 +114,40 @@ export async function main(argv: string[]): Promise<number> {
       () => input.end(),
     );
     const { svg } = renderHeatMap(input, opts);
+    await writeOut(svg);
+  } catch (err) {
+    if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
+    throw err;
+  }
+  return 0;
+}
+
+/** Row options of the event heat map, which `--hist` (rows = buckets) refuses. */
+const NOT_WITH_HIST = ['unitstime', 'minlat', 'maxlat', 'rows', 'steplat'];
+
+/** `--hist`: per-interval histograms of `-f json` output as columns. */
+async function histMain(
+  opts: Partial<HeatMapOptions>,
+  map: string | undefined,
+  files: string[],
+  v: Record<string, unknown>,
+): Promise<number> {
+  for (const k of NOT_WITH_HIST) {
+    if (v[k] !== undefined)
+      throw new BpfscopeError(`${NAME}: --${k} does not apply to --hist (the rows are the histogram's buckets)`);
+  }
+  try {
+    checkHeatMapOptions({ ...DEFAULT_HEATMAP_OPTIONS, ...opts });
+    const input = new HistJsonInput();
+    await readInputs(
+      files,
+      (chunk) => input.bytes(chunk),
+      () => input.end(),
+    );
+    const name = map === undefined || map.startsWith('@') ? map : `@${map}`;
+    const hist = input.heatMap(name, opts.unitsLabel ?? '');
+    if (opts.maxCol !== undefined) hist.columns = hist.columns.slice(0, opts.maxCol + 1);
+    const { svg } = renderHistHeatMap(hist, opts);
     await writeOut(svg);
   } catch (err) {
     if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
