@@ -106,8 +106,7 @@ export class StackTable {
     const e = this.size++;
     if (e === this.off.length) this.growEntries();
     if (this.arenaLen + n + 1 > this.arena.length) {
-      // By half again, not double: the old arena is alive while copied, and it is the largest array here.
-      const bigger = new Int32Array(Math.max(Math.ceil(this.arena.length * 1.5), this.arenaLen + n + 1));
+      const bigger = new Int32Array(Math.max(this.arena.length * 2, this.arenaLen + n + 1));
       bigger.set(this.arena.subarray(0, this.arenaLen));
       this.arena = bigger;
     }
