@@ -61,3 +61,12 @@ await build({
   banner: { js: `${PRELUDE}\n${common.banner.js}` },
 });
 chmodSync(join(outdir, 'bpfscope.cjs'), 0o755);
+// The worker thread of stackcollapse-perf's parallel reader (src/flame/collapse/perf-parallel.ts), found next to
+// cli.cjs: a bundle of its own, so a worker loads ~30 KB instead of the whole CLI.
+await build({
+  ...common,
+  entryPoints: [join(root, 'src', 'flame', 'collapse', 'perf-worker.ts')],
+  outfile: join(outdir, 'perf-worker.cjs'),
+  minifyWhitespace: true,
+  minifySyntax: true,
+});

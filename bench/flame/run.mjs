@@ -128,6 +128,8 @@ function compare(step, input, n, ours, theirs) {
   return { step, input, n, ours: summary(res.ours), perl: summary(res.perl) };
 }
 
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+const loadStart = loadavg();
 const rows = [];
 for (const input of inputs()) {
   const base = join(work, input.name);
@@ -162,6 +164,8 @@ for (const input of inputs()) {
 const fmt = (x, d = 1) => x.toFixed(d);
 const lines = [
   `bench/flame on ${new Date().toISOString().slice(0, 10)}, ${cpus().length} x ${cpus()[0]?.model ?? 'CPU'}, node ${process.version}`,
+  '',
+  `Load average (1, 5, 15 min) at the start: ${loadStart}; at the end: ${loadavg()}.`,
   '',
   perl
     ? `Perl scripts: ${flamegraphDir}. Medians of interleaved runs (ours, Perl, ours, Perl, ...); MB/s of input by wall time (CPU time in brackets); peak RSS is the largest of the runs.`

@@ -62,6 +62,11 @@ export interface FlameGraphOptions {
   nameattr?: Map<string, Record<string, string>>;
   /** --encoding: XML encoding declaration. */
   encoding?: string;
+  /**
+   * The caller knows that no line holds a character beyond U+FFFF (a surrogate pair), e.g. from the input bytes:
+   * sorting then skips the scan for them. Not a flamegraph.pl option.
+   */
+  bmpOnly?: boolean;
 }
 
 export const DEFAULT_OPTIONS: FlameGraphOptions = {
@@ -136,6 +141,7 @@ export function renderFlameGraph(
     reverse: o.reverse,
     order: o.flamechart ? 'input' : 'sorted',
     chain: o.colors === 'chain',
+    bmpOnly: o.bmpOnly,
   });
   const time = parsed.total;
   if (o.countname === 'samples' && time < 100)

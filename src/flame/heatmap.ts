@@ -85,6 +85,8 @@ export class HeatMapError extends Error {
 }
 
 const MIN_WIDTH = 500;
+/** Events per storage block of HeatMapInput. */
+const BLOCK_EVENTS = 1 << 16;
 const XPAD = 10;
 
 /**
@@ -94,8 +96,13 @@ const XPAD = 10;
 export class HeatMapInput {
   /** Events so far. */
   count = 0;
-  private rel = new Float64Array(1 << 16);
-  private lat = new Float64Array(1 << 16);
+  /**
+   * The events in blocks of BLOCK_EVENTS (time offset, latency) pairs: full blocks, then `block`, filled up to
+   * `fill` pairs. Blocks, not one array that doubles: no copying, and no array twice the data while it grows.
+   */
+  private readonly blocks: Float64Array[] = [];
+  private block = new Float64Array(2 * BLOCK_EVENTS);
+  private fill = 0;
   private lineNo = 0;
   private start: number | undefined;
   private startText = '';
@@ -138,85 +145,86 @@ export class HeatMapInput {
       this.slowLine(chunk, pos, nl);
       pos = nl + 1;
     }
-    // Plain "DIGITS DIGITS[ anything]" lines, parsed in one pass; any other line goes to line().
-    let rel = this.rel;
-    let lat = this.lat;
+    // Plain "DIGITS DIGITS[ anything]" lines, parsed in one pass; any other line goes to line(). The state is kept
+    // in locals and written back around each line() call.
+    let block = this.block;
+    let fill = this.fill;
     let count = this.count;
     let maxRel = this.maxRel;
     let largest = this.largestLatency;
     let lineNo = this.lineNo;
+    // The first event's time when it is a plain integer of at most 15 digits (else every line goes to line()).
+    let start = this.start !== undefined && this.startText.length <= 15 ? this.start : -1;
     // Only whole lines: every scan below stops at their "\n", so no read goes past the chunk.
     const limit = chunk.lastIndexOf(10) + 1;
     while (pos < limit) {
-      if (this.start === undefined || this.startText.length > 15) {
-        this.count = count;
-        this.maxRel = maxRel;
-        this.lineNo = lineNo;
-        const nl = chunk.indexOf(10, pos);
-        this.slowLine(chunk, pos, nl);
-        pos = nl + 1;
-        ({ rel, lat, count, maxRel, lineNo } = this);
-        largest = this.largestLatency;
-        continue;
-      }
+      let ok = start >= 0;
       let i = pos;
-      let c = chunk[i]!;
-      while (c === 32 || c === 9) c = chunk[++i]!;
-      const t0 = i;
       let time = 0;
-      while (c >= 48 && c <= 57) {
-        time = time * 10 + (c - 48);
-        c = chunk[++i]!;
-      }
-      const tl = i - t0;
-      let ok = tl > 0 && tl <= 15 && (tl === 1 || chunk[t0] !== 48) && (c === 32 || c === 9);
       let latency = 0;
       if (ok) {
+        let c = chunk[i]!;
         while (c === 32 || c === 9) c = chunk[++i]!;
-        const l0 = i;
+        const t0 = i;
         while (c >= 48 && c <= 57) {
-          latency = latency * 10 + (c - 48);
+          time = time * 10 + (c - 48);
           c = chunk[++i]!;
         }
-        const ll = i - l0;
-        ok = ll > 0 && ll <= 15 && (ll === 1 || chunk[l0] !== 48);
-        if (ok && c !== 10) {
-          if (c === 13 && chunk[i + 1] === 10) i++;
-          else if (c === 32 || c === 9 || c === 13)
-            i = chunk.indexOf(10, i); // further fields are ignored
-          else ok = false;
+        const tl = i - t0;
+        ok = tl > 0 && tl <= 15 && (tl === 1 || chunk[t0] !== 48) && (c === 32 || c === 9);
+        if (ok) {
+          while (c === 32 || c === 9) c = chunk[++i]!;
+          const l0 = i;
+          while (c >= 48 && c <= 57) {
+            latency = latency * 10 + (c - 48);
+            c = chunk[++i]!;
+          }
+          const ll = i - l0;
+          ok = ll > 0 && ll <= 15 && (ll === 1 || chunk[l0] !== 48);
+          if (ok && c !== 10) {
+            if (c === 13 && chunk[i + 1] === 10) i++;
+            else if (c === 32 || c === 9 || c === 13)
+              i = chunk.indexOf(10, i); // further fields are ignored
+            else ok = false;
+          }
         }
       }
       if (!ok) {
         const nl = chunk.indexOf(10, pos);
+        this.block = block;
+        this.fill = fill;
         this.count = count;
         this.maxRel = maxRel;
         this.lineNo = lineNo;
         this.slowLine(chunk, pos, nl);
-        ({ rel, lat, count, maxRel, lineNo } = this);
+        ({ block, fill, count, maxRel, lineNo } = this);
         largest = this.largestLatency;
+        start = this.start !== undefined && this.startText.length <= 15 ? this.start : -1;
         pos = nl + 1;
         continue;
       }
       // i is at the newline.
       lineNo++;
-      const r = time - this.start;
+      const r = time - start;
       if (latency > largest) {
         largest = latency;
         this.largestLatency = latency;
         this.largestLatencyText = String(latency);
       }
       if (r > maxRel) maxRel = r;
-      if (count === rel.length) {
-        this.count = count;
-        this.grow();
-        rel = this.rel;
-        lat = this.lat;
+      if (fill === BLOCK_EVENTS) {
+        this.blocks.push(block);
+        block = new Float64Array(2 * BLOCK_EVENTS);
+        fill = 0;
       }
-      rel[count] = r;
-      lat[count++] = latency;
+      block[2 * fill] = r;
+      block[2 * fill + 1] = latency;
+      fill++;
+      count++;
       pos = i + 1;
     }
+    this.block = block;
+    this.fill = fill;
     this.count = count;
     this.maxRel = maxRel;
     this.lineNo = lineNo;
@@ -225,15 +233,6 @@ export class HeatMapInput {
 
   private slowLine(b: Uint8Array, s: number, e: number): void {
     this.line(this.decoder.decode(b.subarray(s, e)));
-  }
-
-  private grow(): void {
-    const r = new Float64Array(this.rel.length * 2);
-    r.set(this.rel);
-    this.rel = r;
-    const l = new Float64Array(this.lat.length * 2);
-    l.set(this.lat);
-    this.lat = l;
   }
 
   /** End of one input: a last line without "\n" counts. */
@@ -246,9 +245,15 @@ export class HeatMapInput {
   }
 
   private push(rel: number, latency: number): void {
-    if (this.count === this.rel.length) this.grow();
-    this.rel[this.count] = rel;
-    this.lat[this.count++] = latency;
+    if (this.fill === BLOCK_EVENTS) {
+      this.blocks.push(this.block);
+      this.block = new Float64Array(2 * BLOCK_EVENTS);
+      this.fill = 0;
+    }
+    this.block[2 * this.fill] = rel;
+    this.block[2 * this.fill + 1] = latency;
+    this.fill++;
+    this.count++;
   }
 
   /** Takes one line (without "\n"): `text.slice(start, end)`. */
@@ -302,13 +307,29 @@ export class HeatMapInput {
     throw new HeatMapError(`line ${n} is not "TIME LATENCY" (two numbers): ${JSON.stringify(shown)}`);
   }
 
-  /** Time offsets from the first event, in the input's time unit (a view of the first `count`). */
+  /** Time offsets from the first event, in the input's time unit (a copy). */
   times(): Float64Array {
-    return this.rel.subarray(0, this.count);
+    return this.column(0);
   }
 
+  /** Latencies (a copy). */
   latencies(): Float64Array {
-    return this.lat.subarray(0, this.count);
+    return this.column(1);
+  }
+
+  private column(k: number): Float64Array {
+    const out = new Float64Array(this.count);
+    let at = 0;
+    this.forEachBlock((b, n) => {
+      for (let i = 0; i < n; i++) out[at++] = b[2 * i + k]!;
+    });
+    return out;
+  }
+
+  /** Calls `f` with each block of (time offset, latency) pairs and the number of pairs in it, in input order. */
+  forEachBlock(f: (pairs: Float64Array, n: number) => void): void {
+    for (const b of this.blocks) f(b, BLOCK_EVENTS);
+    if (this.fill > 0) f(this.block, this.fill);
   }
 
   /** The line number an event came from is not kept; lines read so far. */
@@ -632,28 +653,28 @@ function countCells(
     unit: string;
   },
 ): { largestCol: number; largestCount: number } {
-  const rel = input.times();
-  const lat = input.latencies();
   const { minLat, maxLat, stepLat, divisor, stepSec, maxCol } = o;
   let largestCol = 0;
   let largestCount = 0;
-  for (let i = 0; i < rel.length; i++) {
-    const latency = lat[i]!;
-    if (latency < minLat || latency > maxLat) continue;
-    const r = rel[i]!;
-    if (r < 0 && Math.trunc(r / divisor / stepSec) < 0) {
-      throw new HeatMapError(
-        `an event is ${perlNum(-r)} ${o.unit} before the first line's time: the input must be in time order`,
-      );
+  input.forEachBlock((pairs, n) => {
+    for (let i = 0; i < n; i++) {
+      const latency = pairs[2 * i + 1]!;
+      if (latency < minLat || latency > maxLat) continue;
+      const r = pairs[2 * i]!;
+      if (r < 0 && Math.trunc(r / divisor / stepSec) < 0) {
+        throw new HeatMapError(
+          `an event is ${perlNum(-r)} ${o.unit} before the first line's time: the input must be in time order`,
+        );
+      }
+      // Columns are at most MAX_COLUMNS + 1 and rows MAX_ROWS + 1 here, so int32 truncation is exact.
+      const col = (r / divisor / stepSec) | 0;
+      if (col > maxCol) continue;
+      const k = col * stride + (((latency - minLat) / stepLat) | 0);
+      const c = ++counts[k]!;
+      if (col > largestCol) largestCol = col;
+      if (c > largestCount) largestCount = c;
     }
-    // Columns are at most MAX_COLUMNS + 1 and rows MAX_ROWS + 1 here, so int32 truncation is exact.
-    const col = (r / divisor / stepSec) | 0;
-    if (col > maxCol) continue;
-    const k = col * stride + (((latency - minLat) / stepLat) | 0);
-    const c = ++counts[k]!;
-    if (col > largestCol) largestCol = col;
-    if (c > largestCount) largestCount = c;
-  }
+  });
   return { largestCol, largestCount };
 }
 

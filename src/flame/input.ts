@@ -52,6 +52,35 @@ function readFile(name: string, buf: Buffer, onChunk: (chunk: Buffer) => void): 
   }
 }
 
+/**
+ * Calls `onChunk` with successive pieces of the bytes [start, end) of the file `name` (the Buffer is reused, as in
+ * readInputs); stops early when `onChunk` returns false. Throws BpfscopeError when the file cannot be read.
+ */
+export function readRange(name: string, start: number, end: number, onChunk: (chunk: Buffer) => boolean | void): void {
+  let fd: number;
+  try {
+    fd = openSync(name, 'r');
+  } catch (err) {
+    throw new BpfscopeError(`cannot open ${name}: ${describe(err)}`);
+  }
+  try {
+    const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    for (let at = start; at < end;) {
+      let n: number;
+      try {
+        n = readSync(fd, buf, 0, Math.min(buf.length, end - at), at);
+      } catch (err) {
+        throw new BpfscopeError(`cannot read ${name}: ${describe(err)}`);
+      }
+      if (n === 0) break;
+      at += n;
+      if (onChunk(n === buf.length ? buf : buf.subarray(0, n)) === false) break;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
 async function readStdin(buf: Buffer, onChunk: (chunk: Buffer) => void): Promise<void> {
   // Blocking reads on fd 0 are fastest; when stdin is non-blocking (EAGAIN) fall back to the stream API.
   for (;;) {

@@ -28,15 +28,16 @@ export interface ParsedStacks {
 /**
  * Reads `lines` (without "\n") as flamegraph.pl does: `reverse` reverses each stack first (--reverse);
  * `order`: 'sorted' sorts lines as strings (the default merge order), 'input' keeps them (--flamechart);
- * `chain` marks waker frames after ";--;" with "_[w]" (--colors chain).
+ * `chain` marks waker frames after ";--;" with "_[w]" (--colors chain); `bmpOnly`: the caller knows no line has a
+ * surrogate pair (skips a scan of all the text before sorting).
  */
 export function parseStacks(
   lines: string[],
-  opts: { reverse?: boolean; order?: 'sorted' | 'input'; chain?: boolean } = {},
+  opts: { reverse?: boolean; order?: 'sorted' | 'input'; chain?: boolean; bmpOnly?: boolean } = {},
 ): ParsedStacks {
   let data = lines;
   if (opts.reverse) data = lines.map(reverseLine);
-  if (opts.order !== 'input') data = sortLines(data === lines ? lines.slice() : data);
+  if (opts.order !== 'input') data = sortLines(data === lines ? lines.slice() : data, !!opts.bmpOnly);
   const n = data.length;
   const stacks: string[] = [];
   const samples = new Float64Array(n);
@@ -85,8 +86,8 @@ function reverseLine(line: string): string {
 }
 
 /** Perl's `sort` on character strings: by code point (JavaScript's default compares UTF-16 units). */
-function sortLines(lines: string[]): string[] {
-  if (!lines.some((l) => /[\ud800-\udfff]/.test(l))) return lines.sort();
+function sortLines(lines: string[], bmpOnly: boolean): string[] {
+  if (bmpOnly || !lines.some((l) => /[\ud800-\udfff]/.test(l))) return lines.sort();
   return lines.sort((a, b) => {
     const x = Array.from(a);
     const y = Array.from(b);

@@ -29,6 +29,15 @@ const PERF =
   'java 100/101 [000] 1.0: 5 cycles:\n\tffff0001 leaf+0x10 (/usr/lib/libx.so)\n\t7f00 Lcom/Foo;.bar(I)V (/tmp/perf-100.map)\n\n';
 
 describe('flame graph commands', () => {
+  it('flamegraph sorts by code point when the input has characters beyond U+FFFF (as flamegraph.pl)', () => {
+    // UTF-16 order would put U+1F600 (surrogates 0xD83D...) before U+FF21; code point order puts it after.
+    const r = bpfscope(['flamegraph'], Buffer.from('a;\u{1F600} 1\na;\uFF21 1\n'));
+    assert.equal(r.code, 0);
+    const svg = r.stdout.toString();
+    assert.match(svg, /<title>\uFF21 \(1 samples, 50.00%\)<\/title><rect x="10.0" y="37" width="590.0"/);
+    assert.match(svg, /<title>\u{1F600} \(1 samples, 50.00%\)<\/title><rect x="600.0" y="37" width="590.0"/u);
+  });
+
   it('stackcollapse-perf reads stdin and files, with options', () => {
     assert.deepEqual(bpfscope(['stackcollapse-perf'], PERF), {
       code: 0,

@@ -25,7 +25,7 @@
 import { perlSplit } from '../perl.js';
 import { ByteTable, hashBytes } from './byte-table.js';
 import type { StackCollapser, WarnFn } from './collapser.js';
-import { Interner, StackTable } from './stack-table.js';
+import { type ExportedStacks, Interner, StackTable } from './stack-table.js';
 
 /** Options of stackcollapse-perf.pl (the Perl option names in comments). */
 export interface PerfCollapseOptions {
@@ -45,6 +45,11 @@ export interface PerfCollapseOptions {
   eventFilter?: string;
   /** Where warnings go (the Perl script prints them to stderr). Default: dropped. */
   warn?: WarnFn;
+  /**
+   * `eventFilter` was not given but taken from the input's first event (by a collapser of a later part of the
+   * input, see perf-parallel.ts): samples of other events are then dropped with stackcollapse-perf.pl's warning.
+   */
+  eventDefaulted?: boolean;
 }
 
 // Byte classes: Perl's \s on byte strings ([\t\n\v\f\r ]) and \w (ASCII letters, digits, underscore).
@@ -122,6 +127,7 @@ export class PerfCollapser implements StackCollapser {
     this.annotateJit = !!(opts.jit || opts.all);
     this.includeAddrs = !!opts.addrs;
     this.eventFilter = opts.eventFilter ?? '';
+    this.eventDefaulted = !!opts.eventDefaulted && this.eventFilter !== '';
     this.warn = opts.warn ?? (() => {});
     this.stacks = new StackTable(this.interner.names, true);
   }
@@ -194,6 +200,28 @@ export class PerfCollapser implements StackCollapser {
   *finish(): Generator<Uint8Array> {
     this.endFile();
     yield* this.stacks.lines();
+  }
+
+  /** The event samples are kept for: `eventFilter`, or the first event seen; "" before any. */
+  get event(): string {
+    return this.eventFilter;
+  }
+
+  /** Whether the "Filtering for events of type" warning was given. */
+  get warnedEventFilter(): boolean {
+    return this.eventWarned;
+  }
+
+  /** The stacks counted so far, for another thread to merge (`addStacks`). */
+  exportStacks(): ExportedStacks {
+    return this.stacks.exportStacks();
+  }
+
+  /** Adds the stacks another collapser counted (its `exportStacks()`), as if this one had read its input too. */
+  addStacks(other: ExportedStacks): void {
+    const idOf = new Int32Array(other.names.length);
+    for (let i = 0; i < idOf.length; i++) idOf[i] = this.interner.id(other.names[i]!);
+    this.stacks.addStacks(other, idOf);
   }
 
   private line(b: Buffer, dv: DataView, start: number, end: number): void {
@@ -430,4 +458,26 @@ export class PerfCollapser implements StackCollapser {
     this.pname = -1;
     this.prev = -1;
   }
+}
+
+/**
+ * The event name of the first event line in `b[start, end)` that would set the default event filter (a line not
+ * starting with whitespace or "#", with a PID and a period/event part), or undefined when there is none.
+ */
+export function firstEvent(b: Buffer, start: number, end: number): string | undefined {
+  let pos = start;
+  while (pos < end) {
+    let nl = b.indexOf(10, pos);
+    if (nl < 0 || nl > end) nl = end;
+    const c0 = b[pos]!;
+    if (nl > pos && c0 !== 35 && !isWs(c0)) {
+      const line = b.toString('latin1', pos, nl);
+      if (EVENT_LINE_RE.test(line)) {
+        const pe = PERIOD_EVENT_RE.exec(line);
+        if (pe) return pe[2]!;
+      }
+    }
+    pos = nl + 1;
+  }
+  return undefined;
 }

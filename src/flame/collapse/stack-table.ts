@@ -33,6 +33,18 @@ export class Interner {
   }
 }
 
+/** A StackTable's content as `StackTable.exportStacks` gives it (structured-clonable: it can cross threads). */
+export interface ExportedStacks {
+  /** The names the ids index. */
+  names: string[];
+  arena: Int32Array;
+  off: Int32Array;
+  len: Int32Array;
+  count: Float64Array;
+  /** [stack, count] for counts kept as bigint (beyond 2^53). */
+  big: [number, bigint][];
+}
+
 /**
  * Distinct stacks and their counts. `reversed`: the frame ids after the first are given leaf first (as perf prints
  * them) and printed in reverse. Stacks are stored in printed order.
@@ -111,6 +123,43 @@ export class StackTable {
     this.addCount(e, count, big);
     if (this.size * 2 > slots.length) this.rehash();
     else slots[s] = e;
+  }
+
+  /**
+   * This table's stacks in a form another thread can take: per stack its ids in printed order at
+   * `arena[off[e], off[e] + len[e])`, its count, and the counts beyond 2^53 by stack. The typed arrays are views of
+   * this table's own (not copies): transfer their buffers, and use this table no more.
+   */
+  exportStacks(): ExportedStacks {
+    const n = this.size;
+    return {
+      names: this.names,
+      arena: this.arena.subarray(0, this.arenaLen),
+      off: this.off.subarray(0, n),
+      len: this.len.subarray(0, n),
+      count: this.count.subarray(0, n),
+      big: [...this.big],
+    };
+  }
+
+  /**
+   * Adds the stacks of another table (`exportStacks()`, from a collapser that read another part of the input):
+   * `idOf[i]` is this table's id for the other table's id `i`. Counts of equal stacks are summed.
+   */
+  addStacks(other: ExportedStacks, idOf: Int32Array): void {
+    const { arena, off, len, count } = other;
+    const big = new Map(other.big);
+    let ids = new Int32Array(256);
+    for (let e = 0; e < off.length; e++) {
+      const o = off[e]!;
+      const n = len[e]! - 1;
+      if (n > ids.length) ids = new Int32Array(n * 2);
+      // add() takes the frames after the first in the order it was given them (leaf first when reversed).
+      if (this.reversed) for (let i = 0; i < n; i++) ids[i] = idOf[arena[o + n - i]!]!;
+      else for (let i = 0; i < n; i++) ids[i] = idOf[arena[o + 1 + i]!]!;
+      const b = big.get(e) ?? null;
+      this.add(idOf[arena[o]!]!, ids, n, b === null ? count[e]! : Number(b), b);
+    }
   }
 
   private addCount(e: number, count: number, big: bigint | null): void {

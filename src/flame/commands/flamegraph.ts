@@ -152,7 +152,8 @@ export async function main(argv: string[]): Promise<number> {
   if (v.cp) opts.paletteMap = existsSync(paletteFile) ? readPalette(paletteFile) : new Map();
 
   // Input is UTF-8 text (flamegraph.pl reads it with the :utf8 layer).
-  const lines = await readLines(positionals);
+  const { lines, astral } = await readLines(positionals);
+  opts.bmpOnly = !astral;
   // The SVG goes out piece by piece as it is made (stdout writes to files and pipes complete at once on Linux).
   const writes: Promise<void>[] = [];
   const chunks: Buffer[] = [];
@@ -170,22 +171,29 @@ export async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** Reads the input as text lines (UTF-8). */
-async function readLines(files: string[]): Promise<string[]> {
+/**
+ * Reads the input as text lines (UTF-8); `astral`: whether the bytes may encode a character beyond U+FFFF (hold a
+ * 4-byte sequence's lead byte, 0xF0-0xF4; else the decoded text has no surrogate pairs).
+ */
+async function readLines(files: string[]): Promise<{ lines: string[]; astral: boolean }> {
   const lines: string[] = [];
+  let astral = false;
   const splitter = new LineSplitter((text, start, end) => {
     lines.push(text.slice(start, end));
   });
   const decoder = new TextDecoder('utf-8');
   await readInputs(
     files,
-    (chunk) => splitter.push(decoder.decode(chunk, { stream: true })),
+    (chunk) => {
+      for (let b = 0xf0; b <= 0xf4 && !astral; b++) astral = chunk.includes(b); // native memchr
+      splitter.push(decoder.decode(chunk, { stream: true }));
+    },
     () => {
       splitter.push(decoder.decode());
       splitter.end();
     },
   );
-  return lines;
+  return { lines, astral };
 }
 
 function writeFile(file: string, data: string | Uint8Array): void {
@@ -231,7 +239,7 @@ async function convert(
     periodNs = intOption(NAME, 'period', str('period'), 0);
     if (periodNs <= 0) throw new BpfscopeError(`${NAME}: --period must be a positive number of nanoseconds`);
   }
-  const lines = await readLines(files);
+  const { lines } = await readLines(files);
   let data: string | Uint8Array;
   try {
     const folded = readFoldedStacks(lines);

@@ -3,7 +3,8 @@
  * stackcollapse-perf.pl does (same options, byte-identical output). Reads the files in order, or stdin.
  */
 import { BpfscopeError } from '../../errors.js';
-import { PerfCollapser } from '../collapse/perf.js';
+import { collapsePerfParallel } from '../collapse/perf-parallel.js';
+import { type PerfCollapseOptions, PerfCollapser } from '../collapse/perf.js';
 import { readInputs } from '../input.js';
 import { parseCommandArgs, warnTo, writeOut } from './common.js';
 
@@ -49,7 +50,7 @@ export async function main(argv: string[]): Promise<number> {
   for (const o of ['inline', 'context', 'srcline']) {
     if (values[o]) throw new BpfscopeError(`${NAME}: --${o} is not supported (it needs addr2line source lookups)`);
   }
-  const collapser = new PerfCollapser({
+  const opts: PerfCollapseOptions = {
     pid: !!values.pid,
     tid: !!values.tid,
     kernel: !!values.kernel,
@@ -58,12 +59,19 @@ export async function main(argv: string[]): Promise<number> {
     addrs: !!values.addrs,
     eventFilter: (values['event-filter'] as string | undefined) ?? '',
     warn: warnTo(NAME),
-  });
-  await readInputs(
-    positionals,
-    (chunk) => collapser.push(chunk),
-    () => collapser.endFile(),
-  );
+  };
+  // One large file: read in parts by several threads (same output); otherwise in order on this one.
+  let collapser =
+    positionals.length === 1 && positionals[0] !== '-' ? await collapsePerfParallel(positionals[0]!, opts) : null;
+  if (collapser === null) {
+    const one = new PerfCollapser(opts);
+    await readInputs(
+      positionals,
+      (chunk) => one.push(chunk),
+      () => one.endFile(),
+    );
+    collapser = one;
+  }
   for (const piece of collapser.finish()) await writeOut(piece);
   return 0;
 }
