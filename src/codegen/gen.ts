@@ -13,7 +13,6 @@ import { BpfscopeError } from '../errors.js';
 import { onlineCpus, possibleCpus } from '../kernel/cpus.js';
 import { currentPidNamespace } from '../kernel/pidns.js';
 import { kallsyms } from '../symbols/kallsyms.js';
-import { TS_COMPAT } from '../probes/syscalls.js';
 import type { SyscallTable } from '../probes/types.js';
 import { resolveUaddr, type UaddrTarget } from '../probes/uaddr.js';
 import type {
@@ -1217,7 +1216,7 @@ export class ProbeGen {
     this.callHelper(H.probe_read_kernel, [{ stack: status }, { imm: 4 }, task]);
     const st = fn.vreg();
     fn.emit(I.ldx(4, st, this.fb, status));
-    fn.emit(I.jmpImm('jset', st, TS_COMPAT, this.endLabel));
+    fn.emit(I.jmpImm('jset', st, table.compatMask, this.endLabel));
   }
 
   /** `probe` of a syscall wildcard: the name of the record's syscall number from the table, in a stack temporary. */

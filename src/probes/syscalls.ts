@@ -165,7 +165,14 @@ export function rewriteSyscallEvents(ap: AttachPoint, probes: readonly ExpandedP
       names[nr] = p.name;
       replaced.add(p);
     }
-    out.push(new SyscallsProbe(ap, dir, { names, idOffset: id.offset, compatStatusOffset: statusOffset }, fs));
+    out.push(
+      new SyscallsProbe(
+        ap,
+        dir,
+        { names, idOffset: id.offset, compatStatusOffset: statusOffset, compatMask: TS_COMPAT },
+        fs,
+      ),
+    );
   }
   if (replaced.size === 0) return [...probes];
   return [...out, ...probes.filter((p) => !replaced.has(p))];

@@ -158,4 +158,6 @@ export interface SyscallTable {
   readonly idOffset: number;
   /** x86-64: byte offset of `thread_info.status` in `task_struct` (BTF), for the TS_COMPAT check. */
   readonly compatStatusOffset: number;
+  /** The status bit of a compat syscall (x86-64 `TS_COMPAT`): the program returns when it is set. */
+  readonly compatMask: number;
 }
