@@ -133,6 +133,6 @@ function codegenMode(opts: CliOptions, source: SourceFile, debug: typeof import(
   if (!opts.noWarnings) for (const w of result.warnings) process.stderr.write(`${formatDiagnostic(w, source)}\n`);
   if (opts.debug.has('ast')) debug?.printDebugAst(result.ast);
   if (opts.debug.has('ir')) debug?.printDebugIr(result.compiled);
-  if (opts.verbose) for (const p of programs) process.stderr.write(`${p.name}: ${p.insnSlots} instructions\n`);
+  if (opts.verbose) for (const p of programs) process.stderr.write(`${p.probe}: ${p.insnSlots} instructions\n`);
   return 0;
 }

@@ -11,6 +11,8 @@ import { link } from './loader.js';
 
 /** One generated program of a `--mode codegen` run. */
 export interface CodegenProgram {
+  /** The probe's name (`begin`, `tracepoint:sched:sched_switch`), as `-v` names loaded programs. */
+  probe: string;
   /** Kernel name the program would be loaded under. */
   name: string;
   /** BPF instructions (8-byte slots; `ld_imm64` counts 2). */
@@ -36,7 +38,7 @@ export function codegenOnly(source: SourceFile, opts: CompileOptions = {}): Code
   const programs: CodegenProgram[] = [];
   for (const plan of result.compiled.programs) {
     const out = link(plan, () => NO_FD);
-    programs.push({ name: plan.kernelName, insnSlots: out.bytes.length / 8 });
+    programs.push({ probe: plan.expanded.name, name: plan.kernelName, insnSlots: out.bytes.length / 8 });
   }
   return { result, programs };
 }

@@ -303,12 +303,12 @@ describe('bpfscope command line', () => {
     ]);
     assert.equal(ok.code, 0, ok.stderr);
     assert.equal(ok.stdout, '');
-    assert.match(ok.stderr, /^BEGIN_0: \d+ instructions\nsys_enter_o_1: \d+ instructions\n$/);
+    assert.match(ok.stderr, /^begin: \d+ instructions\ntracepoint:syscalls:sys_enter_openat: \d+ instructions\n$/);
     const bad = await runTool('bpfscope', ['--mode', 'codegen', '-e', 'BEGIN { @x = 1 << 64; }']);
     assert.equal(bad.code, 1);
     assert.equal(
       bad.stderr,
-      'stdin:1:14-20: ERROR: unable to fold literals due to overflow or underflow\n' +
+      'stdin:1:14-21: ERROR: unable to fold literals due to overflow or underflow\n' +
         'BEGIN { @x = 1 << 64; }\n' +
         '             ~~~~~~~\n',
     );
