@@ -31,6 +31,10 @@ import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { expandAttachPoint } from './probes/registry.js';
 import type { Target } from './lang/target.js';
 import { hostTarget } from './target.js';
+import { rewriteSyscallEvents, SYSCALL_REWRITE_MIN } from './probes/syscalls.js';
+import type { TracepointProbe } from './probes/tracepoint.js';
+import { nodesOfKind } from './lang/astwalk.js';
+import type { BuiltinExpr, Probe } from './lang/ast.js';
 
 /**
  * The options of a program run that compilation reads, declared once: `compile()` takes them in
@@ -144,7 +148,13 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     // where bpftrace expands to one program per match
     for (const ap of probe.attachPoints) {
       try {
-        for (const expanded of expandAttachPoint(ap)) units.push({ probe, expanded, probeIndex });
+        let matches = expandAttachPoint(ap);
+        // syscall tracepoint wildcards become one raw_syscalls program where the body does not read `args`
+        if (matches.length >= SYSCALL_REWRITE_MIN && !readsRecord(probe)) {
+          const first = matches[0] as Partial<TracepointProbe>;
+          if (first.fs) matches = rewriteSyscallEvents(ap, matches, first.fs);
+        }
+        for (const expanded of matches) units.push({ probe, expanded, probeIndex });
       } catch (e) {
         if (!(e instanceof CompileError)) throw e;
         // config missing_probes = warn / ignore: an attach point that matches nothing is skipped (bpftrace)
@@ -302,6 +312,12 @@ function checkMapCount(u: ProbeUnit, fns: readonly IrFunction[], source: SourceF
 }
 
 /** Kernel program name: provider initial + sanitised probe name, at most 15 characters. */
+/** The probe's predicate or body reads the event record (`args`, `ctx`), which differs between tracepoints. */
+function readsRecord(probe: Probe): boolean {
+  const uses = nodesOfKind<BuiltinExpr>([probe.predicate, probe.body], 'BuiltinExpr');
+  return uses.some((b) => b.name === 'args' || b.name === 'ctx');
+}
+
 function programName(u: ProbeUnit, i: number): string {
   const base = u.expanded.name.split(':').pop() ?? u.expanded.provider;
   let clean = base.replace(/[^A-Za-z0-9_]/g, '_');

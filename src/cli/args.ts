@@ -46,7 +46,7 @@ export interface CliOptions {
   /** --probe-filter REGEX: only probes whose name the regex finds (BEGIN/END always kept). */
   probeFilter?: RegExp;
   /** `--mode bench` / `--bench`: time the `bench:` probes; `--mode test` / `--test`: run the `test:` probes. */
-  mode?: 'bench' | 'test';
+  mode?: 'bench' | 'test' | 'codegen';
   /** `--no-feature A,B`: kernel features not to use (bpftrace's names: kprobe_multi, uprobe_multi, kprobe_session). */
   noFeatures: string[];
   /** `--include FILE` (repeatable): a header included before the program, for its integer `#define`s. */
@@ -122,6 +122,7 @@ DEVELOPER OPTIONS:
     --bench        same as --mode bench
     --mode test    run every test:NAME probe once: passes unless it exits non-zero or calls errorf()
     --test         same as --mode test
+    --mode codegen compile to BPF instructions and stop: nothing is loaded or attached (-v: the programs' sizes)
     --probe-filter REGEX
                    only attach and run probes whose name matches REGEX (BEGIN/END always run)
 
@@ -219,9 +220,9 @@ export function parseCli(argv: string[]): CliOptions {
     const modes = ['codegen', 'compiler-bench', 'bench', 'test', 'format'];
     if (!modes.includes(v.mode))
       throw new UsageError("--mode can only be 'codegen', 'compiler-bench', 'bench', 'test' or 'format'.");
-    if (v.mode !== 'bench' && v.mode !== 'test')
+    if (v.mode !== 'bench' && v.mode !== 'test' && v.mode !== 'codegen')
       throw new BpfscopeError(`--mode ${v.mode} is not supported by bpfscope yet`);
-    opts.mode = v.mode;
+    opts.mode = v.mode as 'bench' | 'test' | 'codegen';
   }
   if (v.test) {
     if (opts.mode) throw new UsageError('--test conflicts with existing --mode');

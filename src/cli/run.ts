@@ -8,6 +8,7 @@ import { BpfscopeError } from '../errors.js';
 import { formatDiagnostic, type SourceFile } from '../lang/diagnostics.js';
 import { createOutput } from '../runtime/output/index.js';
 import { OutputSink } from '../runtime/output/sink.js';
+import { codegenOnly } from '../runtime/codegen-only.js';
 import { NoProbesToAttach, Tracer } from '../runtime/tracer.js';
 import type { CliOptions } from './args.js';
 import { setReportSource } from './report.js';
@@ -17,6 +18,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
   const source = readSource(opts);
   setReportSource(source);
   const debug = opts.debug.size ? await import('./debug.js') : undefined;
+  if (opts.mode === 'codegen') return codegenMode(opts, source, debug);
   const fd = opts.outputFile ? openOutput(opts.outputFile) : 1;
   let tracer: Tracer | undefined;
   let brokenPipe = false;
@@ -112,4 +114,25 @@ function openOutput(path: string): number {
   } catch (e) {
     throw new BpfscopeError(`Failed to open output file '${path}': ${(e as Error).message}`);
   }
+}
+
+/**
+ * `--mode codegen`: compile to BPF instructions, print warnings (and `-d ast/ir`, and with `-v` each program's
+ * size), load nothing. `-c` is not started; `-p` only sets the filter the programs would apply.
+ */
+function codegenMode(opts: CliOptions, source: SourceFile, debug: typeof import('./debug.js') | undefined): number {
+  const { result, programs } = codegenOnly(source, {
+    positional: opts.positional,
+    named: opts.named,
+    ...(opts.unsafe ? { unsafe: true } : {}),
+    ...(opts.helperWarnings ? { helperWarnings: true } : {}),
+    ...(opts.includeFiles.length ? { includeFiles: opts.includeFiles } : {}),
+    ...(opts.includeDirs.length ? { includeDirs: opts.includeDirs } : {}),
+    ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
+  });
+  if (!opts.noWarnings) for (const w of result.warnings) process.stderr.write(`${formatDiagnostic(w, source)}\n`);
+  if (opts.debug.has('ast')) debug?.printDebugAst(result.ast);
+  if (opts.debug.has('ir')) debug?.printDebugIr(result.compiled);
+  if (opts.verbose) for (const p of programs) process.stderr.write(`${p.probe}: ${p.insnSlots} instructions\n`);
+  return 0;
 }

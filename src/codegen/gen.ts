@@ -11,6 +11,7 @@ import { HELPER_ID as H } from '../bpf/helpers.js';
 import * as I from '../bpf/insn.js';
 import { FP, R0, R1, R2, R3, R4, R5, R9 } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
+import type { SyscallTable } from '../lang/probe.js';
 import type {
   AssignStmt,
   BinaryExpr,
@@ -152,6 +153,7 @@ export class ProbeGen {
     // -p: task-context probes only fire for the target (interval timers run in whatever task is on the CPU, and
     // profile events are opened for the target already)
     const timer = this.unit.expanded.provider === 'interval' || this.unit.expanded.provider === 'profile';
+    if (this.unit.expanded.syscalls) this.syscallFilter(this.unit.expanded.syscalls);
     if (this.tables.filterPid !== undefined && !this.unit.expanded.special && !timer) {
       const tgid = this.callHelper(H.get_current_pid_tgid, []);
       fn.emit(I.alu64Imm('rsh', tgid, 32));
@@ -1122,6 +1124,62 @@ export class ProbeGen {
     return { kind: 'mem', off, size };
   }
 
+  /** The IR name of the name table of a syscall wildcard (see {@link syscallFilter}), registered on first use. */
+  private syscallTableName(table: SyscallTable): string {
+    const tables = this.tables.funcTables;
+    let name = [...tables.values()].find((t) => t.funcs === table.names)?.name;
+    if (name === undefined) {
+      name = `syscall_names_${tables.size}`;
+      tables.set(name, { name, valueSize: (this.tables.probeNameSize + 7) & ~7, funcs: table.names });
+    }
+    return name;
+  }
+
+  /**
+   * A syscall wildcard on `raw_syscalls:sys_*` (probes/syscalls.ts): end the probe unless the record's syscall
+   * number names a matched event in the table (ARRAY map number -> probe name, '' for the others), and for 32-bit
+   * compat syscalls (`task->thread_info.status & TS_COMPAT`), which the syscall tracepoints skip as well.
+   */
+  private syscallFilter(table: SyscallTable): void {
+    const fn = this.fn;
+    const id = fn.vreg();
+    fn.emit(I.ldx(8, id, this.ctx, table.idOffset));
+    // unsigned: a negative id (no syscall, -1) is out of range too
+    fn.emit(I.jmpImm('jge', id, table.names.length, this.endLabel));
+    const key = this.frame.temp(8);
+    fn.emit(I.stx(4, this.fb, id, key));
+    const p = this.callHelper(H.map_lookup_elem, [{ map: this.syscallTableName(table) }, { stack: key }]);
+    fn.emit(I.jmpImm('jeq', p, 0, this.endLabel));
+    const first = fn.vreg();
+    fn.emit(I.ldx(1, first, p, 0));
+    fn.emit(I.jmpImm('jeq', first, 0, this.endLabel));
+    const task = this.callHelper(H.get_current_task, []);
+    fn.emit(I.alu64Imm('add', task, table.compatStatusOffset));
+    const status = this.frame.temp(8);
+    fn.emit(I.st(8, this.fb, status, 0));
+    this.callHelper(H.probe_read_kernel, [{ stack: status }, { imm: 4 }, task]);
+    const st = fn.vreg();
+    fn.emit(I.ldx(4, st, this.fb, status));
+    fn.emit(I.jmpImm('jset', st, table.compatMask, this.endLabel));
+  }
+
+  /** `probe` of a syscall wildcard: the name of the record's syscall number from the table, in a stack temporary. */
+  private syscallProbeName(table: SyscallTable, size: number): Val {
+    const fn = this.fn;
+    const id = fn.vreg();
+    fn.emit(I.ldx(8, id, this.ctx, table.idOffset));
+    const key = this.frame.temp(8);
+    fn.emit(I.stx(4, this.fb, id, key));
+    const p = this.callHelper(H.map_lookup_elem, [{ map: this.syscallTableName(table) }, { stack: key }]);
+    const off = this.frame.temp(size);
+    zeroStack(fn, off, size);
+    const missing = fn.newLabel('nosyscall');
+    fn.emit(I.jmpImm('jeq', p, 0, missing));
+    copyMem(fn, this.fb, off, p, 0, size);
+    fn.mark(missing);
+    return { kind: 'mem', off, size };
+  }
+
   /** Constant bytes, NUL padded to `size`, in a stack temporary. */
   constBytes(bytes: Uint8Array, size: number): Val {
     const off = this.frame.temp(size);
@@ -1163,6 +1221,8 @@ export class ProbeGen {
         return { kind: 'mem', off, size: 16 };
       }
       case 'probe':
+        // a syscall wildcard on raw_syscalls: the matched event's name, by syscall number
+        if (this.unit.expanded.syscalls) return this.syscallProbeName(this.unit.expanded.syscalls, sizeOf(t));
         // a multi-attach probe: the matched function's own probe name, by attach cookie
         if (this.unit.expanded.probeNames) return this.funcFromCookie(this.unit.expanded.probeNames, sizeOf(t));
         return this.constString(this.unit.expanded.name, sizeOf(t));

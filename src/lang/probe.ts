@@ -81,6 +81,11 @@ export interface ExpandedProbe {
    */
   readonly probeNames?: readonly string[];
   /**
+   * A syscall tracepoint wildcard attached as one `raw_syscalls` program (probes/syscalls.ts): the program returns
+   * unless the syscall number has a name in this table, and `probe` reads the name from it.
+   */
+  readonly syscalls?: SyscallTable;
+  /**
    * BEGIN/END: the runtime runs the program once with BPF_PROG_TEST_RUN instead of calling `attach`; `signal`
    * (`self:signal:SIGUSR1`): it runs the program that way each time bpfscope receives the signal; bench probes
    * (`bench:NAME`) are test-run repeatedly, and only in `--mode bench`; test probes (`test:NAME`) once each, in
@@ -92,4 +97,16 @@ export interface ExpandedProbe {
    * @throws KernelError / BpfscopeError when the kernel refuses (nothing stays open then).
    */
   attach(progFd: number, opts?: AttachOptions): AttachedProbe;
+}
+
+/** See {@link ExpandedProbe.syscalls}. */
+export interface SyscallTable {
+  /** `probe` by syscall number (index = number; `''` = not matched: the program returns). */
+  readonly names: readonly string[];
+  /** Byte offset of `long id` (the syscall number) in the raw_syscalls record, from its format file. */
+  readonly idOffset: number;
+  /** x86-64: byte offset of `thread_info.status` in `task_struct` (BTF), for the TS_COMPAT check. */
+  readonly compatStatusOffset: number;
+  /** The status bit of a compat syscall (x86-64 `TS_COMPAT`): the program returns when it is set. */
+  readonly compatMask: number;
 }

@@ -35,7 +35,8 @@ export class TracepointProbe implements ExpandedProbe {
     readonly attachPoint: AttachPoint,
     readonly category: string,
     readonly event: string,
-    private readonly fs: Tracefs,
+    /** The tracefs tree the event was found in. */
+    readonly fs: Tracefs,
   ) {
     this.name = `tracepoint:${category}:${event}`;
   }

@@ -28,7 +28,7 @@ export const BPF_ATTACH_TYPE = {
 } as const;
 
 // The probe description the compiler consumes is declared in lang/probe.ts (the analyser reads it).
-export type { AttachedProbe, AttachOptions, ExpandedProbe, UsdtArg } from '../lang/probe.js';
+export type { AttachedProbe, AttachOptions, ExpandedProbe, SyscallTable, UsdtArg } from '../lang/probe.js';
 
 /** What the compiler tells a provider about the probe an attach point belongs to. */
 export interface ExpandOptions {

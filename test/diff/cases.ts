@@ -294,6 +294,21 @@ export function diffCases(): DiffCase[] {
         cmd: W('comm', 'bpfs_wl', 'getppid', 2, 'getpid', 4, 'getpgrp', 6),
       },
     ),
+    // 30 matches: attached as one raw_syscalls program (probes/syscalls.ts), `probe` by syscall number
+    c(
+      'tp-wildcard-get-raw-syscalls',
+      'tracepoint:syscalls:sys_enter_get* /pid == cpid && comm == "bpfs_wl"/ { @[probe] = count(); }',
+      {
+        cmd: W('comm', 'bpfs_wl', 'getppid', 2, 'getpid', 4, 'getpgrp', 6, 'getuid', 3, 'getgid', 5, 'gettid', 1),
+      },
+    ),
+    c(
+      'tp-wildcard-exit-get-raw-syscalls',
+      'tracepoint:syscalls:sys_exit_get* /pid == cpid && comm == "bpfs_wl"/ { @[probe] = count(); }',
+      {
+        cmd: W('comm', 'bpfs_wl', 'getppid', 2, 'getpid', 4, 'getpgrp', 6, 'getuid', 3, 'getgid', 5, 'gettid', 1),
+      },
+    ),
     c('tp-wildcard-get-star-ppid', 'tracepoint:syscalls:sys_enter_get*ppid /pid == cpid/ { @[probe] = count(); }', {
       cmd: W('getppid', 4),
     }),

@@ -293,6 +293,27 @@ describe('bpfscope command line', () => {
     assert.equal(other.stderr, 'ERROR: --mode format is not supported by bpfscope yet\n');
   });
 
+  it('--mode codegen compiles to instructions and runs nothing: no BEGIN output, sizes with -v, errors positioned', async () => {
+    const ok = await runTool('bpfscope', [
+      '--mode',
+      'codegen',
+      '-v',
+      '-e',
+      'BEGIN { printf("ran\\n"); } tracepoint:syscalls:sys_enter_openat { @[comm] = count(); }',
+    ]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal(ok.stdout, '');
+    assert.match(ok.stderr, /^begin: \d+ instructions\ntracepoint:syscalls:sys_enter_openat: \d+ instructions\n$/);
+    const bad = await runTool('bpfscope', ['--mode', 'codegen', '-e', 'BEGIN { @x = 1 << 64; }']);
+    assert.equal(bad.code, 1);
+    assert.equal(
+      bad.stderr,
+      'stdin:1:14-21: ERROR: unable to fold literals due to overflow or underflow\n' +
+        'BEGIN { @x = 1 << 64; }\n' +
+        '             ~~~~~~~\n',
+    );
+  });
+
   it('--no-feature uprobe_multi attaches a uprobe wildcard function by function; bad values are usage errors', async () => {
     const prog = 'uprobe:/bin/bash:*read* { } interval:ms:200 { exit(); }';
     const count = (stderr: string): number => Number(/Attached (\d+) probe/.exec(stderr)?.[1]);

@@ -170,9 +170,13 @@ class Folder {
       case '^':
         return this.int(BigInt.asIntN(64, a ^ b), at);
       case '<<':
-        return this.int(BigInt.asIntN(64, a << b), at);
       case '>>':
-        return this.int(a >> b, at);
+        // a count outside 0..63 has no 64-bit result (and a huge one would exhaust BigInt): not folded, an error
+        if (b < 0n || b > 63n) {
+          this.errors.push({ severity: 'error', message: FLOW_ERROR, pos: at.pos });
+          return at;
+        }
+        return this.int(op === '<<' ? BigInt.asIntN(64, a << b) : a >> b, at);
       default:
         return at;
     }
