@@ -32,6 +32,10 @@ import type { FiletopInterval } from './filetop.js';
 import type { ParserSpec } from './framework/argparse.js';
 import type { FunccountInterval } from './funccount.js';
 import type { LlcstatInterval } from './llcstat.js';
+import type { MemleakInterval } from './memleak.js';
+import type { OffwakeResult } from './offwaketime.js';
+import type { StackcountInterval } from './stackcount.js';
+import type { WakeupResult } from './wakeuptime.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
 import type { IrqInterval } from './framework/histmaps.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
@@ -76,7 +80,9 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   hardirqs: () => import('./hardirqs.js'),
   killsnoop: () => import('./killsnoop.js'),
   llcstat: () => import('./llcstat.js'),
+  memleak: () => import('./memleak.js'),
   offcputime: () => import('./offcputime.js'),
+  offwaketime: () => import('./offwaketime.js'),
   oomkill: () => import('./oomkill.js'),
   opensnoop: () => import('./opensnoop.js'),
   pidpersec: () => import('./pidpersec.js'),
@@ -86,6 +92,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   runqslower: () => import('./runqslower.js'),
   slabratetop: () => import('./slabratetop.js'),
   softirqs: () => import('./softirqs.js'),
+  stackcount: () => import('./stackcount.js'),
   statsnoop: () => import('./statsnoop.js'),
   syncsnoop: () => import('./syncsnoop.js'),
   syscount: () => import('./syscount.js'),
@@ -94,6 +101,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   tcplife: () => import('./tcplife.js'),
   threadsnoop: () => import('./threadsnoop.js'),
   vfsstat: () => import('./vfsstat.js'),
+  wakeuptime: () => import('./wakeuptime.js'),
 };
 
 /** The result type of each tool (rows or intervals). */
@@ -117,7 +125,9 @@ export interface ToolResults {
   hardirqs: IrqInterval;
   killsnoop: KillRow;
   llcstat: LlcstatInterval;
+  memleak: MemleakInterval;
   offcputime: StackResult;
+  offwaketime: OffwakeResult;
   oomkill: OomKillRow;
   opensnoop: OpenRow;
   pidpersec: PidpersecInterval;
@@ -127,6 +137,7 @@ export interface ToolResults {
   runqslower: WaitRow;
   slabratetop: SlabratetopInterval;
   softirqs: IrqInterval;
+  stackcount: StackcountInterval;
   statsnoop: StatRow;
   syncsnoop: SyncRow;
   syscount: SyscountInterval;
@@ -135,6 +146,7 @@ export interface ToolResults {
   tcplife: TcpSessionRow;
   threadsnoop: ThreadRow;
   vfsstat: VfsstatInterval;
+  wakeuptime: WakeupResult;
 }
 
 /** Names of the tools runTool runs. */
