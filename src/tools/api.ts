@@ -32,6 +32,10 @@ import type { FiletopInterval } from './filetop.js';
 import type { ParserSpec } from './framework/argparse.js';
 import type { FunccountInterval } from './funccount.js';
 import type { LlcstatInterval } from './llcstat.js';
+import type { MemleakInterval } from './memleak.js';
+import type { OffwakeResult } from './offwaketime.js';
+import type { StackcountInterval } from './stackcount.js';
+import type { WakeupResult } from './wakeuptime.js';
 import { type ApiSink, ToolWriter } from './framework/output.js';
 import type { IrqInterval } from './framework/histmaps.js';
 import { type AnyToolDef, runToolDef } from './framework/runner.js';
@@ -78,6 +82,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   hardirqs: () => import('./hardirqs.js'),
   killsnoop: () => import('./killsnoop.js'),
   llcstat: () => import('./llcstat.js'),
+  memleak: () => import('./memleak.js'),
   offcputime: () => import('./offcputime.js'),
   offwaketime: () => import('./offwaketime.js'),
   oomkill: () => import('./oomkill.js'),
@@ -89,6 +94,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   runqslower: () => import('./runqslower.js'),
   slabratetop: () => import('./slabratetop.js'),
   softirqs: () => import('./softirqs.js'),
+  stackcount: () => import('./stackcount.js'),
   statsnoop: () => import('./statsnoop.js'),
   syncsnoop: () => import('./syncsnoop.js'),
   syscount: () => import('./syscount.js'),
@@ -121,6 +127,7 @@ export interface ToolResults {
   hardirqs: IrqInterval;
   killsnoop: KillRow;
   llcstat: LlcstatInterval;
+  memleak: MemleakInterval;
   offcputime: StackResult;
   offwaketime: OffwakeResult;
   oomkill: OomKillRow;
@@ -132,6 +139,7 @@ export interface ToolResults {
   runqslower: WaitRow;
   slabratetop: SlabratetopInterval;
   softirqs: IrqInterval;
+  stackcount: StackcountInterval;
   statsnoop: StatRow;
   syncsnoop: SyncRow;
   syscount: SyscountInterval;

@@ -25,16 +25,17 @@ import { BpfscopeError } from '../errors.js';
 import { resolveBinary } from '../probes/uprobe.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
 import { ElfFile, STT_FUNC, STT_GNU_IFUNC } from '../symbols/elf.js';
-import { bccName, type Frame, SymbolResolver } from '../symbols/resolver.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { bccName, foldedName, type Frame, SymbolResolver } from '../symbols/resolver.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, withInterruptNote } from './framework/runner.js';
+import { defineTool, runProgram, toolMain, withInterruptNote } from './framework/runner.js';
+import { STACK_FORMAT_TYPE, StackOutput } from './framework/stackout.js';
 import { clockTime, pageSizeKb, tracepointExists } from './framework/system.js';
 import { ProcessPreparer, parseRawStack } from './stacktool.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'memleak',
   description: `Trace outstanding memory allocations that weren't freed.
 Supports both user-mode allocations made with libc functions and kernel-mode
@@ -134,12 +135,26 @@ memory release functions.`,
       help: 'report sorted in given key; available key list: size, count',
     },
     { flags: ['--symbols-prefix'], kind: 'value', help: 'memory allocator symbols prefix' },
+    {
+      flags: ['--svg'],
+      kind: 'value',
+      metavar: 'FILE',
+      help: 'write a flame graph (SVG) of the outstanding bytes by allocation stack to FILE when the run ends',
+    },
+    {
+      flags: ['--format'],
+      kind: 'value',
+      metavar: 'FORMAT',
+      type: STACK_FORMAT_TYPE,
+      help: 'write the outstanding bytes by allocation stack when the run ends as folded, svg (a flame graph), pprof (profile.proto, space/bytes) or speedscope (JSON), to the --output file or, instead of the reports, to stdout',
+    },
+    { flags: ['--output'], kind: 'value', metavar: 'FILE', help: 'the file --format writes' },
   ],
   positionals: [
     { name: 'interval', help: 'interval in seconds to print outstanding allocations', type: INT, default: 5 },
     { name: 'count', help: 'number of times to print the report before exiting', type: INT },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** bcc's sort keys (`--sort`). */
 export const SORT_KEYS = ['size', 'count'] as const;
@@ -479,6 +494,56 @@ export function frameLine(address: bigint, f: Frame, withAddress: boolean): stri
   return withAddress ? `0x${address.toString(16).padStart(16, '0')}\t${name}` : name;
 }
 
+// ---- results ----
+
+/** One stack of a report: its outstanding bytes and allocations and its frames (innermost first). */
+export interface MemleakStack {
+  /** Bytes allocated from this stack and not freed. */
+  size: bigint;
+  /** Allocations from this stack not freed. */
+  count: bigint;
+  /** The allocation's stack, innermost first: user frames (-p/-c) or kernel frames. */
+  frames: Frame[];
+}
+
+/**
+ * What memleak yields as data (`--json`, runTool): one object per report, what bcc's report prints: its time, the
+ * top `-T` stacks ascending by `--sort` (bcc's order), and with `-a` each outstanding allocation counted (by size).
+ */
+export interface MemleakInterval {
+  /** Wall-clock time of the report, HH:MM:SS (the report header's). */
+  time: string;
+  stacks: MemleakStack[];
+  /** -a (not with --combined-only): the allocations of the report, ascending by size. */
+  allocations?: { address: bigint; size: bigint }[];
+}
+
+/** flamegraph.pl's options for memleak's flame graphs: the memory palette, bytes. */
+export const MEMLEAK_FLAMEGRAPH = {
+  colors: 'mem',
+  countname: 'bytes',
+  title: 'Outstanding Allocations Flame Graph',
+} as const;
+
+/**
+ * The folded lines of outstanding bytes by stack (`frame;...;frame bytes`, outermost frame first, bare symbol names;
+ * the exports' input): equal lines summed, ascending by bytes (ties by text), stacks without bytes left out.
+ */
+export function memleakFolded(stacks: { size: bigint; frames: Frame[] }[]): string[] {
+  const sums = new Map<string, bigint>();
+  for (const s of stacks) {
+    if (s.size <= 0n || s.frames.length === 0) continue;
+    const key = s.frames
+      .map((f) => foldedName(f))
+      .reverse()
+      .join(';');
+    sums.set(key, (sums.get(key) ?? 0n) + s.size);
+  }
+  return [...sums]
+    .sort((x, y) => (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))
+    .map(([k, n]) => `${k} ${n}`);
+}
+
 // ---- running ----
 
 interface RunState {
@@ -491,84 +556,121 @@ function symbolize(st: RunState, stack: bigint[]): Frame[] {
   return st.pid > 0 ? st.resolver.userStack(st.pid, stack) : st.resolver.kernelStack(stack);
 }
 
-function printReport(a: Parsed, st: RunState, read: (name: string) => MapDump, writer: ToolWriter): void {
-  const top = a.top as number;
+type MemleakArgs = OptionsOf<typeof SPEC>;
+
+/**
+ * One report from the maps (`read`): the result (bcc's selection: the top N stacks) and its text, and the
+ * folded lines of every outstanding stack (the exports draw all of them, not only the top N).
+ */
+function report(
+  a: MemleakArgs,
+  st: RunState,
+  read: (name: string) => MapDump,
+): { result: MemleakInterval; text: string; folded: string[] } {
+  const top = a.top;
   const sort = a.sort as SortKey;
+  const time = clockTime();
+  const frames = (s: StackTotal): Frame[] => symbolize(st, s.stack);
   if (a.combined_only) {
-    const list = combined(read('__csize'), read('__ccount'), { top, sort });
-    writer.line(reportHeader(top));
-    const entries = list.map((s) =>
-      entryText(
-        s,
-        symbolize(st, s.stack).map((f, i) => frameLine(s.stack[i]!, f, false)),
-      ),
-    );
-    writer.line(entries.join('\n'));
-    return;
+    const sizes = read('__csize');
+    const counts = read('__ccount');
+    const all = combined(sizes, counts, { top: Number.MAX_SAFE_INTEGER, sort });
+    const list = all.slice(-Math.max(1, top));
+    const stacks = list.map((s) => ({ size: s.size, count: s.count, frames: frames(s) }));
+    const text = `${reportHeader(top, time)}\n${stacks
+      .map((s, i) =>
+        entryText(
+          list[i]!,
+          s.frames.map((f, j) => frameLine(list[i]!.stack[j]!, f, false)),
+        ),
+      )
+      .join('\n')}\n`;
+    const folded = memleakFolded(all.map((s) => ({ size: s.size, frames: frames(s) })));
+    return { result: { time, stacks }, text, folded };
   }
-  writer.line(reportHeader(top));
-  const now = process.hrtime.bigint();
-  const sel = outstanding(readAllocations(read('__allocs')), {
-    nowNs: now,
-    minAgeNs: BigInt(a.older as number) * 1_000_000n,
-    top,
-    sort,
+  const allocs = readAllocations(read('__allocs'));
+  const opts = { nowNs: process.hrtime.bigint(), minAgeNs: BigInt(a.older) * 1_000_000n, sort };
+  const sel = outstanding(allocs, { ...opts, top });
+  let text = `${reportHeader(top, time)}\n`;
+  if (a.show_allocs) text += sel.addrLines.map((l) => `${l}\n`).join('');
+  const stacks = sel.stacks.map((s) => ({ size: s.size, count: s.count, frames: frames(s) }));
+  stacks.forEach((s, i) => {
+    text += `${entryText(
+      sel.stacks[i]!,
+      s.frames.map((f, j) => frameLine(sel.stacks[i]!.stack[j]!, f, true)),
+    )}\n`;
   });
-  if (a.show_allocs) for (const l of sel.addrLines) writer.line(l);
-  for (const s of sel.stacks) {
-    writer.line(
-      entryText(
-        s,
-        symbolize(st, s.stack).map((f, i) => frameLine(s.stack[i]!, f, true)),
-      ),
-    );
+  const result: MemleakInterval = { time, stacks };
+  if (a.show_allocs) {
+    const kept = allocs
+      .filter((x) => opts.nowNs - opts.minAgeNs >= x.timestampNs && x.stack.length > 0)
+      .sort((x, y) =>
+        x.size !== y.size ? (x.size < y.size ? -1 : 1) : x.address < y.address ? -1 : x.address > y.address ? 1 : 0,
+      );
+    result.allocations = kept.map((x) => ({ address: x.address, size: x.size }));
   }
+  const every = outstanding(allocs, { ...opts, top: Number.MAX_SAFE_INTEGER }).stacks;
+  const folded = memleakFolded(every.map((s) => ({ size: s.size, frames: frames(s) })));
+  return { result, text, folded };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const sort = a.sort as string;
+async function run(a: MemleakArgs, writer: ToolWriter): Promise<number> {
+  const sort = a.sort;
   if (!(SORT_KEYS as readonly string[]).includes(sort)) {
     writer.line(`Given sort_key: ${sort}`);
     writer.line(`Supporting sort key list: ['size', 'count']`);
     return 1;
   }
-  const minSize = a.min_size as number | null;
-  const maxSize = a.max_size as number | null;
+  const minSize = a.min_size;
+  const maxSize = a.max_size;
   if (minSize !== null && maxSize !== null && minSize > maxSize) {
     writer.line("min_size (-z) can't be greater than max_size (-Z)");
     return 1;
   }
-  const command = a.command as string | null;
-  const pidArg = a.pid as number;
+  if (a.trace && (writer.mode === 'json' || writer.mode === 'api')) {
+    throw new BpfscopeError(
+      'memleak: -t prints one text line per call; --json and runTool give the reports (leave out -t)',
+    );
+  }
+  const out = StackOutput.from(
+    { folded: false, svg: a.svg, format: a.format, output: a.output },
+    'memleak',
+    '--output',
+  );
+  // With the export on stdout (--format without --output), the reports (and every other line) are left out.
+  const folded = out.text === 'folded';
+  const printing = !folded && (out.file === null || out.file.path !== null);
+  const say = (text: string): void => {
+    if (printing) writer.line(text);
+  };
+  const command = a.command;
+  const pidArg = a.pid;
   const kernel = pidArg === -1 && command === null;
   const o: MemleakOptions = {
-    trace: a.trace as boolean,
-    combinedOnly: a.combined_only as boolean,
-    waMissingFree: a.wa_missing_free as boolean,
-    sampleRate: a.sample_rate as number,
+    trace: a.trace,
+    combinedOnly: a.combined_only,
+    waMissingFree: a.wa_missing_free,
+    sampleRate: a.sample_rate,
     minSize,
     maxSize,
-    percpu: a.percpu as boolean,
+    percpu: a.percpu,
   };
   if (kernel) {
     o.nodeTracepoints = tracepointExists('kmem', 'kmalloc_node');
     o.pageSize = pageSizeKb() * 1024;
   } else {
-    const obj = a.obj as string;
+    const obj = a.obj;
     const path = findObject(obj, command === null ? pidArg : null);
     if (!path) throw new BpfscopeError(`memleak: could not find the object ${obj}`);
-    const prefix = (a.symbols_prefix as string | null) ?? '';
+    const prefix = a.symbols_prefix ?? '';
     o.user = { path, functions: availableFunctions(path, prefix), prefix, command: command !== null };
   }
   const program = buildProgram(o);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  if (command !== null) {
-    writer.line(pyFormat("Executing '%s' and tracing the resulting process.", command));
+  if (command !== null && writer.mode !== 'ebpf') {
+    say(pyFormat("Executing '%s' and tracing the resulting process.", command));
     writer.flush();
   }
+  if (writer.mode !== 'ebpf') out.prepare('memleak');
   const st: RunState = { resolver: await SymbolResolver.create(), pid: kernel ? -1 : pidArg };
   const preparer = new ProcessPreparer(st.resolver);
   let cpidKnown = false;
@@ -581,8 +683,8 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
       ...(pidArg !== -1 && command === null ? { pid: pidArg } : {}),
       ...(command !== null ? { command } : {}),
       onStarted: () => {
-        if (kernel) writer.line('Attaching to kernel allocators, Ctrl+C to quit.');
-        else if (command === null) writer.line(pyFormat('Attaching to pid %d, Ctrl+C to quit.', pidArg));
+        if (kernel) say('Attaching to kernel allocators, Ctrl+C to quit.');
+        else if (command === null) say(pyFormat('Attaching to pid %d, Ctrl+C to quit.', pidArg));
       },
       onEvent: (f) => {
         if (f.length === 1) {
@@ -590,7 +692,7 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
             // BEGIN's record (the first of all): the command's process ID.
             cpidKnown = true;
             st.pid = Number(f[0]);
-            writer.line(pyFormat('Attaching to pid %d, Ctrl+C to quit.', st.pid));
+            say(pyFormat('Attaching to pid %d, Ctrl+C to quit.', st.pid));
           } else preparer.onEvent(f);
           return;
         }
@@ -600,22 +702,27 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
           `${comm}-${tid} [${cpu!.padStart(3, '0')}] ${secs / 1_000_000_000n}.${String((secs / 1000n) % 1_000_000n).padStart(6, '0')}: ${msg}`,
         );
       },
-      ...(o.trace
-        ? {}
-        : {
-            interval: { seconds: a.interval as number, count: a.count as number | null },
-            onTick: (t, last) => {
-              // bcc exits on Ctrl-C without a report; a last interval, the command's or the process's end print one.
-              if (last) preparer.stop();
-              if (last && interrupted()) return;
-              printReport(a, st, (name) => t.readMap(name), writer);
-            },
-          }),
+      // -t: no reports (bcc), only the export at the end
+      interval: o.trace ? { seconds: null } : { seconds: a.interval, count: a.count },
+      onTick: (t, last) => {
+        if (last) preparer.stop();
+        if (o.trace && !last) return;
+        const rep = o.trace && !out.file && !folded ? null : report(a, st, (name) => t.readMap(name));
+        // bcc exits on Ctrl-C without a report; a last interval, the command's or the process's end print one.
+        if (rep && !o.trace && printing && !(last && interrupted())) writer.emit(rep.result, () => rep.text);
+        if (last && rep) {
+          if (folded) writer.write(rep.folded.map((l) => `${l}\n`).join(''));
+          writer.flush();
+          out.finish(rep.folded, { tool: 'memleak', kind: 'space', flame: { ...MEMLEAK_FLAMEGRAPH } }, writer);
+        }
+      },
     }),
   );
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope memleak [flags] [interval] [count]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

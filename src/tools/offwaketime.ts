@@ -27,15 +27,26 @@
  */
 import { BpfscopeError } from '../errors.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
-import { bccName, type Frame, foldedName, SymbolResolver } from '../symbols/resolver.js';
-import type { ParserSpec, ValueType } from './framework/argparse.js';
+import { bccName, type SymbolResolver } from '../symbols/resolver.js';
+import type { OptionsOf, ParserSpec, ValueType } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { defineTool, runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
 import { FOREVER, PF_KTHREAD, TASK_DEAD } from './offcputime.js';
 import { STACK_OUTPUT_OPTIONS, StackOutput } from './framework/stackout.js';
-import { dropTracingFrames, parseRawStack, POSITIVE_INT, POSITIVE_NONZERO_INT, ProcessPreparer } from './stacktool.js';
+import {
+  dropTracingFrames,
+  foldedLine,
+  parseRawStack,
+  POSITIVE_INT,
+  POSITIVE_NONZERO_INT,
+  ProcessPreparer,
+  runStackReport,
+  type StackEntry,
+  type StackResult,
+  type StackThread,
+} from './stacktool.js';
 
 /** bcc's default `--stack-storage-size` of offwaketime and wakeuptime. */
 export const WAKE_STACK_STORAGE = 1024;
@@ -332,23 +343,15 @@ export function header(o: Pick<OffwaketimeOptions, 'userOnly' | 'kernelOnly'>, d
   return `Tracing blocked time (us) by ${stack} off-CPU and waker stack${end}`;
 }
 
-/** One thread in an off-wake entry: its name, IDs and stacks (innermost frame first; undefined: not collected). */
-export interface WakeThread {
-  comm: string;
-  tid: number;
-  tgid: number;
-  kernel?: Frame[];
-  user?: Frame[];
-}
+/**
+ * One aggregated off-wake stack, as the other stack tools' entries (stacktool.ts {@link StackEntry}): the blocked
+ * thread (`comm`, `id` its thread ID, `tgid`, its stacks), `wakers` (nearest first, each with the stacks it had at
+ * the wake-up) and `value`, the microseconds blocked.
+ */
+export type OffwakeEntry = StackEntry & { tgid: number; wakers: WakeThread[] };
 
-/** One aggregated off-wake stack: the blocked thread, its wakers (nearest first) and the blocked time in us. */
-export interface OffwakeEntry {
-  target: WakeThread;
-  /** `wakers[0]` woke the target; `wakers[1]` woke `wakers[0]` before that; ... (`--chain`). */
-  wakers: WakeThread[];
-  /** Microseconds blocked. */
-  value: bigint;
-}
+/** One waker of an off-wake entry: its name, thread ID (`id`), process ID and stacks (innermost frame first). */
+export type WakeThread = StackThread & { tgid: number };
 
 function valueAt(key: Value[], i: number): Value {
   const v = key[i];
@@ -369,7 +372,7 @@ function num(v: Value): number {
 function threadAt(key: Value[], l: WakeKeyLayout, resolver: SymbolResolver): WakeThread {
   const t: WakeThread = {
     comm: str(valueAt(key, l.comm)),
-    tid: num(valueAt(key, l.tid)),
+    id: num(valueAt(key, l.tid)),
     tgid: num(valueAt(key, l.tgid)),
   };
   if (l.kernel !== undefined)
@@ -393,7 +396,7 @@ export function symbolizeOffwake(dump: MapDump, o: OffwaketimeOptions, resolver:
       if (level > 1 && num(valueAt(e.key, l.tid)) === 0) break;
       wakers.push(threadAt(e.key, l, resolver));
     }
-    return { target, wakers, value };
+    return { ...target, value, wakers };
   });
 }
 
@@ -402,26 +405,13 @@ export interface OffwakeFormat {
   delimiter: boolean;
 }
 
-function names(frames: Frame[] | undefined): string[] {
-  return (frames ?? []).map((f) => foldedName(f, false));
-}
-
 /**
  * bcc's folded line: `target;target user frames;[-;]target kernel frames` (outermost first), then per waker level
  * `--;waker kernel frames;[-;]waker user frames;waker` (innermost first, so the waker's stack grows upwards from
- * the wake-up), then ` N`.
+ * the wake-up), then ` N` (stacktool.ts {@link foldedLine}).
  */
 export function offwakeFolded(e: OffwakeEntry, fmt: OffwakeFormat): string {
-  const t = e.target;
-  const parts = [t.comm, ...names(t.user).reverse()];
-  if (fmt.delimiter && t.kernel?.length && t.user?.length) parts.push('-');
-  parts.push(...names(t.kernel).reverse());
-  for (const w of e.wakers) {
-    parts.push('--', ...names(w.kernel));
-    if (fmt.delimiter && w.kernel?.length && w.user?.length) parts.push('-');
-    parts.push(...names(w.user), w.comm);
-  }
-  return `${parts.join(';')} ${e.value}`;
+  return foldedLine(e, { delimiter: fmt.delimiter, annotate: false });
 }
 
 /**
@@ -433,17 +423,16 @@ export function offwakeLines(e: OffwakeEntry, fmt: OffwakeFormat): string {
   let s = '';
   for (let i = e.wakers.length - 1; i >= 0; i--) {
     const w = e.wakers[i]!;
-    s += `${pyFormat('    %-16s %s %s', 'waker:', w.comm, String(w.tid))}\n`;
+    s += `${pyFormat('    %-16s %s %s', 'waker:', w.comm, String(w.id))}\n`;
     for (const f of [...(w.user ?? [])].reverse()) s += `    ${bccName(f)}\n`;
     if (fmt.delimiter && w.user?.length && w.kernel?.length) s += '    -\n';
     for (const f of [...(w.kernel ?? [])].reverse()) s += `    ${bccName(f)}\n`;
     s += `${pyFormat('    %-16s %s', '--', '--')}\n`;
   }
-  const t = e.target;
-  for (const f of t.kernel ?? []) s += `    ${bccName(f)}\n`;
-  if (fmt.delimiter && t.user?.length && t.kernel?.length) s += '    -\n';
-  for (const f of t.user ?? []) s += `    ${bccName(f)}\n`;
-  s += `${pyFormat('    %-16s %s %s', 'target:', t.comm, String(t.tid))}\n`;
+  for (const f of e.kernel ?? []) s += `    ${bccName(f)}\n`;
+  if (fmt.delimiter && e.user?.length && e.kernel?.length) s += '    -\n';
+  for (const f of e.user ?? []) s += `    ${bccName(f)}\n`;
+  s += `${pyFormat('    %-16s %s %s', 'target:', e.comm, String(e.id))}\n`;
   s += `        ${e.value}\n\n`;
   return s;
 }
@@ -465,12 +454,15 @@ export function sortOffwake(entries: OffwakeEntry[], fmt: OffwakeFormat): { entr
   return keyed;
 }
 
-/** What offwaketime yields as data (`--json`, runTool): the entries in bcc's order. */
-export interface OffwakeResult {
+/**
+ * What offwaketime yields as data (`--json`, runTool): one result at the end with the entries in bcc's order, the
+ * shape of profile's and offcputime's (stacktool.ts {@link StackResult}) with each entry's `tgid` and `wakers`.
+ */
+export interface OffwakeResult extends StackResult {
   stacks: OffwakeEntry[];
 }
 
-async function run(a: import('./framework/argparse.js').OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const o: OffwaketimeOptions = {
     tgids: a.tgid,
     tids: a.pid,
@@ -486,39 +478,27 @@ async function run(a: import('./framework/argparse.js').OptionsOf<typeof SPEC>, 
   const duration = a.duration;
   const fmt: OffwakeFormat = { delimiter: a.delimited && !(o.userOnly || o.kernelOnly) };
   const out = StackOutput.from({ folded: a.folded, svg: a.svg, format: a.format, output: a.output }, 'offwaketime');
-  out.prepare('offwaketime');
-  const resolver = await SymbolResolver.create();
-  const preparer = new ProcessPreparer(resolver);
-  return runProgram({
+  return runStackReport<OffwakeResult>({
     tool: 'offwaketime',
     program: buildProgram(o),
     writer,
-    onEvent: preparer.onEvent,
-    fieldCount: 2,
-    stackMapEntries: a.stack_storage_size,
+    output: out,
+    meta: { tool: 'offwaketime', kind: 'offcpu', flame: { ...OFFWAKE_FLAMEGRAPH } },
+    header: `${header(o, duration)}\n`,
+    ...(o.kernelOnly ? {} : { processFields: 2 as const }),
+    stackStorageSize: a.stack_storage_size,
     interval: { seconds: duration, count: 1 },
-    onStarted: () => {
-      if (out.header) writer.line(header(o, duration));
-    },
-    onTick: (t, last) => {
-      if (!last) return;
-      preparer.stop();
-      if (out.header) writer.line();
+    exportFrom: 'last',
+    report: (t, resolver, last) => {
+      if (!last) return null;
       const dump = t.readMap('');
       // kernel symbols of the programs just loaded: their frames are recognised and dropped
       resolver.reloadKernel();
       const sorted = sortOffwake(symbolizeOffwake(dump, o, resolver), fmt);
-      const result: OffwakeResult = { stacks: sorted.map((s) => s.entry) };
-      writer.emit(result, () => '');
-      if (out.text === 'folded') for (const s of sorted) writer.line(s.folded);
-      else if (out.text === 'report') for (const s of sorted) writer.write(offwakeLines(s.entry, fmt));
-      writer.flush();
-      const meta = { tool: 'offwaketime', kind: 'offcpu', flame: { ...OFFWAKE_FLAMEGRAPH } } as const;
-      out.finish(
-        sorted.map((s) => s.folded),
-        meta,
-        writer,
-      );
+      let text = out.header ? '\n' : '';
+      if (out.text === 'folded') text += sorted.map((s) => `${s.folded}\n`).join('');
+      else if (out.text === 'report') text += sorted.map((s) => offwakeLines(s.entry, fmt)).join('');
+      return { result: { stacks: sorted.map((s) => s.entry) }, text, folded: sorted.map((s) => s.folded) };
     },
   });
 }

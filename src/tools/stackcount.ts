@@ -12,17 +12,25 @@
  * (bcc only kernel ones).
  */
 import type { MapDump } from '../runtime/output/model.js';
-import { bccName, foldedName, type Frame, SymbolResolver } from '../symbols/resolver.js';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { bccName, foldedName, type Frame } from '../symbols/resolver.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { intervalOf, intervalPrefix, resolveTargetsOrReport, type Targets, tracingLine } from './framework/functool.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
-import { STACK_OUTPUT_OPTIONS, type StackFileFormat, StackOutput } from './framework/stackout.js';
-import { ProcessPreparer, type StackEntry, symbolizeEntries } from './stacktool.js';
+import { defineTool, toolMain } from './framework/runner.js';
+import { STACK_OUTPUT_OPTIONS, StackOutput } from './framework/stackout.js';
+import { clockTime } from './framework/system.js';
+import {
+  ProcessPreparer,
+  runStackReport,
+  type StackEntry,
+  type StackResult,
+  sortEntries,
+  symbolizeEntries,
+} from './stacktool.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'stackcount',
   description: 'Count events and their stack traces',
   raw: true,
@@ -74,7 +82,7 @@ export const SPEC: ParserSpec = {
     ...STACK_OUTPUT_OPTIONS,
   ],
   positionals: [{ name: 'pattern', help: 'search expression for events', required: true }],
-};
+} as const satisfies ParserSpec;
 
 /** bcc's `BPF_STACK_TRACE(stack_traces, 1024)`. */
 export const STACK_STORAGE = 1024;
@@ -169,91 +177,82 @@ export function formatReport(entries: StackEntry[], fmt: StackcountFormat, folde
   return rows.map(([text, n]) => (folded ? `${text} ${n}\n` : `${text}    ${n}\n\n`)).join('');
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  const kOnly = a.kernel_stacks_only as boolean;
-  const uOnly = a.user_stacks_only as boolean;
+/**
+ * What stackcount yields as data (`--json`, runTool): one result per interval (and one at the end), the shape of
+ * the other stack tools' results (stacktool.ts {@link StackResult}). Each entry is one stack of one process
+ * (`comm`, `id` the process ID), `value` the number of events, in bcc's order (ascending, ties by the folded text);
+ * the text report merges processes' equal stacks unless -P.
+ */
+export interface StackcountInterval extends StackResult {
+  /** Wall-clock time of the interval's end, HH:MM:SS (the `-T` line). */
+  time: string;
+}
+
+/** flamegraph.pl's options for stackcount's `--svg`/`--format svg`. */
+export const STACKCOUNT_FLAMEGRAPH = { title: 'Stack Count Flame Graph', countname: 'events' } as const;
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  const kOnly = a.kernel_stacks_only;
+  const uOnly = a.user_stacks_only;
   if (kOnly && uOnly) {
     writer.line('ERROR: -K and -U are mutually exclusive. If you want both stacks, that is the default.');
     return 1;
   }
-  const pattern = a.pattern as string;
-  const t = resolveTargetsOrReport(pattern, a.regexp as boolean, writer);
+  const pattern = a.pattern;
+  const t = resolveTargetsOrReport(pattern, a.regexp, writer);
   if (!t) return 1;
-  const pid = a.pid as number | null;
-  const o: StackcountOptions = { pid, cpu: a.cpu as number | null, kernel: !uOnly, user: !kOnly };
+  const pid = a.pid;
+  const o: StackcountOptions = { pid, cpu: a.cpu, kernel: !uOnly, user: !kOnly };
   const program = buildProgram(t, o);
   if (a.debug) writer.write(program);
-  const out = StackOutput.from(
-    {
-      folded: a.folded as boolean,
-      svg: a.svg as string | null,
-      format: a.format as StackFileFormat | null,
-      output: a.output as string | null,
-    },
-    'stackcount',
-  );
-  out.prepare('stackcount');
+  const out = StackOutput.from({ folded: a.folded, svg: a.svg, format: a.format, output: a.output }, 'stackcount');
   const folded = out.text === 'folded';
-  // --svg/--format: the folded stacks of the whole run, summed over the intervals
-  const whole = new Map<string, bigint>();
   const fmt: StackcountFormat = {
-    offset: a.offset as boolean,
-    verbose: a.verbose as boolean,
-    delimiter: (a.delimited as boolean) && !kOnly && !uOnly,
-    perPid: (a.perpid as boolean) || (pid !== null && pid > 0),
+    offset: a.offset,
+    verbose: a.verbose,
+    delimiter: a.delimited && !kOnly && !uOnly,
+    perPid: a.perpid || (pid !== null && pid > 0),
     pidGiven: pid !== null && pid !== 0,
   };
-  const resolver = await SymbolResolver.create();
-  const preparer = new ProcessPreparer(resolver);
   const layout = keyLayout(o);
-  return runProgram({
+  const sortFmt = { delimiter: fmt.delimiter, annotate: false };
+  return runStackReport<StackcountInterval>({
     tool: 'stackcount',
     program,
     writer,
-    onEvent: preparer.onEvent,
-    fieldCount: 1,
-    stackMapEntries: STACK_STORAGE,
-    interval: { seconds: intervalOf(a.interval as number | null, a.duration as number | null) },
-    durationSec: a.duration as number | null,
-    onStarted: () => {
-      if (out.header) writer.write(tracingLine(t.names.length, pattern));
-    },
-    onTick: (tracer, last) => {
+    output: out,
+    meta: { tool: 'stackcount', kind: 'count', flame: { ...STACKCOUNT_FLAMEGRAPH } },
+    header: tracingLine(t.names.length, pattern),
+    footer: 'Detaching...\n',
+    ...(o.user ? { processFields: 1 as const } : {}),
+    stackStorageSize: STACK_STORAGE,
+    interval: { seconds: intervalOf(a.interval, a.duration) },
+    durationSec: a.duration,
+    exportFrom: 'sum',
+    report: (tracer, resolver, last) => {
+      const now = new Date();
       const dump: MapDump = tracer.readMap('counts');
-      const entries = symbolizeEntries(dump, layout, resolver, (k) =>
-        Number((k[layout.id] as { value: bigint }).value),
+      if (!last) tracer.clearMap('counts');
+      const entries = sortEntries(
+        symbolizeEntries(dump, layout, resolver, (k) => Number((k[layout.id] as { value: bigint }).value)),
+        sortFmt,
       );
+      let text = '';
       if (out.text !== 'none') {
-        let text = folded ? '' : '\n';
-        if (a.timestamp) text += intervalPrefix(true).slice(1);
+        text = folded ? '' : '\n';
+        if (a.timestamp) text += intervalPrefix(true, now).slice(1);
         text += formatReport(entries, fmt, folded);
-        writer.write(text);
       }
-      if (out.file) {
-        for (const e of entries) {
-          // without -P the folded text starts with an empty name: no root frame in the exports
-          const key = foldedText(e, fmt).replace(/^;/, '');
-          whole.set(key, (whole.get(key) ?? 0n) + e.value);
-        }
-      }
-      if (last) {
-        preparer.stop();
-        writer.flush();
-        const lines = [...whole]
-          .sort((x, y) => (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))
-          .map(([k, n]) => `${k} ${n}`);
-        out.finish(
-          lines,
-          { tool: 'stackcount', kind: 'count', flame: { title: 'Stack Count Flame Graph', countname: 'events' } },
-          writer,
-        );
-        if (out.header) writer.line('Detaching...');
-      } else tracer.clearMap('counts');
+      // without -P the folded text starts with an empty name: no root frame in the exports
+      const lines = entries.map((e) => `${foldedText(e, fmt).replace(/^;/, '')} ${e.value}`);
+      return { result: { time: clockTime(now), stacks: entries }, text, folded: lines };
     },
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'intervals', run });
+
 /** `bpfscope stackcount [flags] pattern`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -20,7 +20,8 @@ import { ArgError, formatUsage, INT, type Parsed, type ParserSpec, type ValueTyp
 import type { ToolWriter } from './framework/output.js';
 import { runProgram } from './framework/runner.js';
 import { pyFormat } from './framework/pyformat.js';
-import { type StackFileFormat, StackOutput } from './framework/stackout.js';
+import { type StackFileFormat, type StackMeta, StackOutput } from './framework/stackout.js';
+import type { Tracer } from '../runtime/tracer.js';
 
 // ---- options ----
 
@@ -185,17 +186,28 @@ export function dropTracingFrames(frames: Frame[]): Frame[] {
   return i === 0 ? frames : frames.slice(i);
 }
 
-/** One aggregated stack of a stack tool, symbolized. */
-export interface StackEntry {
+/** A thread of a stack entry: its name, IDs and stacks (frames innermost first). */
+export interface StackThread {
   comm: string;
-  /** The number printed in `comm (N)`: the process ID for profile, the thread ID for offcputime. */
+  /** The number printed in `comm (N)`: the process ID for profile, the thread ID for offcputime/offwaketime. */
   id: number;
+  /** offwaketime: the thread's process ID (`id` is its thread ID). */
+  tgid?: number;
   /** Kernel frames, innermost first; undefined when kernel stacks were not collected (-U). */
   kernel?: Frame[];
   /** User frames, innermost first; undefined when user stacks were not collected (-K). */
   user?: Frame[];
-  /** Samples (profile) or microseconds (offcputime). */
+}
+
+/** One aggregated stack of a stack tool, symbolized. */
+export interface StackEntry extends StackThread {
+  /** Samples (profile), microseconds (offcputime, offwaketime) or events (stackcount). */
   value: bigint;
+  /**
+   * offwaketime: the threads that woke this one, nearest first (`wakers[0]` woke it, `wakers[1]` woke
+   * `wakers[0]` before that, ... with `--chain`); their stacks are the waker's at the wake-up.
+   */
+  wakers?: StackThread[];
 }
 
 /** Which parts of a map key hold what: indexes into the key tuple (undefined: not collected). */
@@ -260,7 +272,9 @@ export interface StackFormat {
 
 /**
  * bcc's folded line: `comm;user frames outermost first;[-;]kernel frames outermost first value`. Frame names are
- * bare symbols (`[unknown]` when unknown), kernel frames with `_[k]` when annotating.
+ * bare symbols (`[unknown]` when unknown), kernel frames with `_[k]` when annotating. With wakers (offwaketime),
+ * each waker follows as `--;kernel frames innermost first;[-;]user frames innermost first;comm` (bcc's
+ * offwaketime.py folded line: the waker's stack grows upwards from the wake-up), before the value.
  */
 export function foldedLine(e: StackEntry, fmt: Pick<StackFormat, 'delimiter' | 'annotate'>): string {
   const parts = [e.comm];
@@ -268,6 +282,13 @@ export function foldedLine(e: StackEntry, fmt: Pick<StackFormat, 'delimiter' | '
   if (e.kernel) {
     if (fmt.delimiter && e.kernel.length > 0 && e.user && e.user.length > 0) parts.push('-');
     for (let i = e.kernel.length - 1; i >= 0; i--) parts.push(foldedName(e.kernel[i]!, fmt.annotate));
+  }
+  for (const w of e.wakers ?? []) {
+    parts.push('--');
+    for (const f of w.kernel ?? []) parts.push(foldedName(f, fmt.annotate));
+    if (fmt.delimiter && w.kernel?.length && w.user?.length) parts.push('-');
+    for (const f of w.user ?? []) parts.push(foldedName(f, false));
+    parts.push(w.comm);
   }
   return `${parts.join(';')} ${e.value}`;
 }
@@ -442,9 +463,10 @@ export class ProcessPreparer {
 }
 
 /**
- * What profile and offcputime yield as data (runTool's one interval at the end, `--json`'s object): the stacks in
- * bcc's report order, each with its frames symbolized (innermost first) and its value (samples for profile,
- * microseconds off CPU for offcputime).
+ * What the stack tools yield as data (runTool's results, `--json`'s objects): the stacks in bcc's report order, each
+ * with its frames symbolized (innermost first) and its value (samples for profile, microseconds off CPU for
+ * offcputime and offwaketime, events for stackcount). profile, offcputime and offwaketime yield one at the end;
+ * stackcount one per interval.
  */
 export interface StackResult {
   stacks: StackEntry[];
@@ -453,7 +475,110 @@ export interface StackResult {
 /** bcc's default `--stack-storage-size` (profile and offcputime). */
 export const DEFAULT_STACK_STORAGE = 16384;
 
-/** What differs between the stack tools' runs (profile, offcputime); see {@link runStackTool}. */
+/** One report of a stack tool (see {@link StackRun.report}). */
+export interface StackReport<R> {
+  /** The result object: `--json` prints it, runTool yields it. */
+  result: R;
+  /** bcc's text of the report (stdout in text mode), written as is. */
+  text: string;
+  /** The report's folded lines (`frame;...;frame count`), for `--svg`/`--format`. */
+  folded: string[];
+}
+
+/**
+ * One run of a stack tool ({@link runStackReport}): the program, where the stacks go, and the tool's report.
+ * Everything else (the symbol resolver, loading symbols of processes seen during the run, the interval and
+ * duration, the header and footer, the result objects and the exports) is the runner's.
+ */
+export interface StackRun<R> {
+  tool: string;
+  program: string;
+  writer: ToolWriter;
+  /** bcc's text, the export and whether the header is printed (framework/stackout.ts). */
+  output: StackOutput;
+  /** What the exports' counts are (pprof sample types, flame graph palette and title). */
+  meta: StackMeta;
+  /** The "Tracing ..." text (with its newline), printed once attached when the output has a header. */
+  header: string;
+  /** Printed after the last report when the output has a header (bcc's "Detaching..."). */
+  footer?: string;
+  /**
+   * Fields of the program's process records ({@link ProcessPreparer.statement}: 1, or 2 with priority records);
+   * absent when the program reports no processes (kernel stacks only).
+   */
+  processFields?: 1 | 2;
+  /** Distinct stacks each kstack/ustack map holds (bcc's --stack-storage-size). */
+  stackStorageSize: number;
+  /** Report every `seconds` (null: only at the end), at most `count` times; stop after `durationSec`. */
+  interval: { seconds: number | null; count?: number | null };
+  durationSec?: number | null;
+  /**
+   * The exports: the folded stacks of the `last` report, or the `sum` of every report's (interval tools whose
+   * maps are cleared after each report).
+   */
+  exportFrom: 'last' | 'sum';
+  /** One report, made while the maps still exist (`last`: the run is ending); null: nothing to report. */
+  report(tracer: Tracer, resolver: SymbolResolver, last: boolean): StackReport<R> | null;
+  /** Called after the last report and the export (e.g. a "hash table full" warning). */
+  afterReport?: (tracer: Tracer) => void;
+}
+
+function sumFolded(into: Map<string, bigint>, lines: string[]): void {
+  for (const l of lines) {
+    const sp = l.lastIndexOf(' ');
+    const k = l.slice(0, sp);
+    into.set(k, (into.get(k) ?? 0n) + BigInt(l.slice(sp + 1)));
+  }
+}
+
+/**
+ * The shared run of the stack tools: check the export's file, trace while the symbols of new processes are loaded,
+ * and at each report (every interval, or once at the end) give the tool's result to the writer (bcc's text, a JSON
+ * object, or runTool's result); at the end write the export (`--svg`, `--format`, see framework/stackout.ts) and the
+ * footer. Resolves with the exit status.
+ */
+export async function runStackReport<R>(r: StackRun<R>): Promise<number> {
+  const { writer, output: out } = r;
+  out.prepare(r.tool);
+  const resolver = await SymbolResolver.create();
+  const preparer = r.processFields ? new ProcessPreparer(resolver) : null;
+  const whole = new Map<string, bigint>();
+  let lastFolded: string[] = [];
+  return runProgram({
+    tool: r.tool,
+    program: r.program,
+    writer,
+    ...(preparer ? { onEvent: preparer.onEvent, fieldCount: r.processFields } : {}),
+    stackMapEntries: r.stackStorageSize,
+    interval: r.interval,
+    durationSec: r.durationSec ?? null,
+    onStarted: () => {
+      if (out.header) writer.write(r.header);
+    },
+    onTick: (tracer, last) => {
+      if (last) preparer?.stop();
+      const rep = r.report(tracer, resolver, last);
+      if (rep) {
+        writer.emit(rep.result, () => rep.text);
+        if (r.exportFrom === 'sum') sumFolded(whole, rep.folded);
+        else lastFolded = rep.folded;
+      }
+      if (!last) return;
+      writer.flush();
+      const folded =
+        r.exportFrom === 'sum'
+          ? [...whole]
+              .sort((x, y) => (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))
+              .map(([k, n]) => `${k} ${n}`)
+          : lastFolded;
+      out.finish(folded, r.meta, writer);
+      if (r.footer !== undefined && out.header) writer.write(r.footer);
+      r.afterReport?.(tracer);
+    },
+  });
+}
+
+/** What differs between profile's and offcputime's runs; see {@link runStackTool}. */
 export interface StackToolRun {
   tool: string;
   program: string;
@@ -485,43 +610,37 @@ export interface StackToolRun {
 }
 
 /**
- * The shared run of the stack tools: check the output file, trace for `duration` seconds while symbols of new
- * processes are prepared, then symbolize, sort and print the stacks (bcc's multi-line or folded form) and/or write
- * the export (`--svg`, `--format`, see framework/stackout.ts). Resolves with the exit status.
+ * profile's and offcputime's run ({@link runStackReport}): trace for `duration` seconds, then symbolize, sort and
+ * print the stacks of `@` (bcc's multi-line or folded form) and/or write the export. Resolves with the exit status.
  */
 export async function runStackTool(r: StackToolRun): Promise<number> {
   const { writer, fmt } = r;
   const out = StackOutput.from({ folded: r.folded, svg: r.svg, format: r.format, output: r.output }, r.tool);
-  out.prepare(r.tool);
-  const resolver = await SymbolResolver.create();
-  const preparer = new ProcessPreparer(resolver);
-  return runProgram({
+  let dump: MapDump | null = null;
+  return runStackReport<StackResult>({
     tool: r.tool,
     program: r.program,
     writer,
-    onEvent: preparer.onEvent,
-    fieldCount: 1,
-    stackMapEntries: r.stackStorageSize,
+    output: out,
+    meta: { tool: r.tool, kind: r.kind, periodNs: r.periodNs, flame: { ...r.flameOptions } },
+    header: `${r.header}\n`,
+    processFields: 1,
+    stackStorageSize: r.stackStorageSize,
     interval: { seconds: r.duration, count: 1 },
-    onStarted: () => {
-      if (out.header) writer.line(r.header);
-    },
-    onTick: (t, last) => {
-      if (!last) return;
-      preparer.stop();
-      if (out.header) writer.line();
-      const dump = t.readMap('');
+    exportFrom: 'last',
+    report: (t, resolver, last) => {
+      if (!last) return null;
+      dump = t.readMap('');
       r.beforeReport?.(resolver);
       const entries = sortEntries(symbolizeEntries(dump, r.layout, resolver, r.userPid, r.kernelFilter), fmt);
-      const lines = entries.map((e) => foldedLine(e, fmt));
-      // JSON and runTool: one result with the stacks (the text forms below are left out).
-      const result: StackResult = { stacks: entries };
-      writer.emit(result, () => '');
-      if (out.text === 'folded') for (const l of lines) writer.line(l);
-      else if (out.text === 'report') for (const e of entries) writer.write(stackLines(e, fmt));
-      writer.flush();
-      out.finish(lines, { tool: r.tool, kind: r.kind, periodNs: r.periodNs, flame: { ...r.flameOptions } }, writer);
-      r.afterReport?.(dump);
+      const folded = entries.map((e) => foldedLine(e, fmt));
+      let text = out.header ? '\n' : '';
+      if (out.text === 'folded') text += folded.map((l) => `${l}\n`).join('');
+      else if (out.text === 'report') text += entries.map((e) => stackLines(e, fmt)).join('');
+      return { result: { stacks: entries }, text, folded };
+    },
+    afterReport: () => {
+      if (dump) r.afterReport?.(dump);
     },
   });
 }

@@ -19,14 +19,15 @@ import { ArgError, formatUsage, type OptionsOf, type ParserSpec, type ValueType 
 import type { ToolWriter } from './framework/output.js';
 import { configBlock } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { defineTool, runProgram, toolMain } from './framework/runner.js';
+import { defineTool, toolMain } from './framework/runner.js';
+import { StackOutput } from './framework/stackout.js';
 import { FOREVER, PF_KTHREAD, TASK_DEAD } from './offcputime.js';
 import { POS_NONZERO, WAKE_STORAGE_OPTIONS } from './offwaketime.js';
-import { type Frame, SymbolResolver } from '../symbols/resolver.js';
+import type { Frame, SymbolResolver } from '../symbols/resolver.js';
 import { bccName } from '../symbols/resolver.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
 import { BpfscopeError } from '../errors.js';
-import { dropTracingFrames, parseRawStack, POSITIVE_INT } from './stacktool.js';
+import { dropTracingFrames, parseRawStack, POSITIVE_INT, runStackReport } from './stacktool.js';
 
 const POS_INT: ValueType<number> = { name: 'positive_int', convert: (t) => POSITIVE_INT.convert(t) as number };
 
@@ -144,6 +145,9 @@ export interface WakeupResult {
   stacks: WakeupEntry[];
 }
 
+/** flamegraph.pl's options for wake-up flame graphs (`--colors wakeup`), for the folded lines' exports. */
+export const WAKEUP_FLAMEGRAPH = { colors: 'wakeup', countname: 'us', title: 'Wakeup Time Flame Graph' } as const;
+
 async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   if (a.pid && a.useronly) {
     writer.err.write(new ArgError('use either -p or -u.', formatUsage(SPEC), SPEC.prog).text());
@@ -155,21 +159,21 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
     minUs: a.min_block_time,
     maxUs: a.max_block_time,
   };
-  const folded = a.folded;
   const duration = a.duration;
-  const resolver = await SymbolResolver.create();
-  return runProgram({
+  const out = StackOutput.from({ folded: a.folded }, 'wakeuptime');
+  return runStackReport<WakeupResult>({
     tool: 'wakeuptime',
     program: buildProgram(o),
     writer,
-    stackMapEntries: a.stack_storage_size,
+    output: out,
+    meta: { tool: 'wakeuptime', kind: 'offcpu', flame: { ...WAKEUP_FLAMEGRAPH } },
+    header: `${header(duration)}\n`,
+    footer: 'Detaching...\n',
+    stackStorageSize: a.stack_storage_size,
     interval: { seconds: duration, count: 1 },
-    onStarted: () => {
-      if (!folded) writer.line(header(duration));
-    },
-    onTick: (t, last) => {
-      if (!last) return;
-      if (!folded) writer.line();
+    exportFrom: 'last',
+    report: (t, resolver, last) => {
+      if (!last) return null;
       const dump = t.readMap('');
       resolver.reloadKernel();
       const keyed = symbolizeWakeup(dump, resolver).map((entry) => ({ entry, folded: wakeupFolded(entry) }));
@@ -184,14 +188,11 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
                 ? 1
                 : 0,
       );
-      const result: WakeupResult = { stacks: keyed.map((k) => k.entry) };
-      writer.emit(result, () => '');
-      for (const k of keyed) {
-        if (folded) writer.line(k.folded);
-        else writer.write(wakeupLines(k.entry));
-      }
-      if (!folded) writer.line('Detaching...');
-      writer.flush();
+      const text =
+        out.text === 'folded'
+          ? keyed.map((k) => `${k.folded}\n`).join('')
+          : `\n${keyed.map((k) => wakeupLines(k.entry)).join('')}`;
+      return { result: { stacks: keyed.map((k) => k.entry) }, text, folded: keyed.map((k) => k.folded) };
     },
   });
 }

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseArgs } from '../../src/tools/framework/argparse.js';
@@ -27,6 +27,10 @@ import type { MapDump } from '../../src/runtime/output/model.js';
 import { argparseFixtureTests, loadArgparseFixture } from './argparse-fixture.js';
 import { leakprogPath, leakprogSkipReason } from './leakprog.js';
 import { liveSkipReason, removeScratch, runBpfscope, startBpfscope, tempDir } from './helpers.js';
+import { Profile } from 'pprof-format';
+import { runTool } from '../../src/tools/api.js';
+import { memleakFolded } from '../../src/tools/memleak.js';
+import { jsonLines } from './jsonrun.js';
 
 const fixture = loadArgparseFixture('bcc-help-bashreadline-memleak');
 
@@ -295,5 +299,125 @@ describe('memleak on the live kernel', () => {
     assert.match(rep[1]!, /^\t\tbpfs_leak_malloc\+0x[0-9a-f]+ \[bpfs_leakprog\]$/);
     assert.match(rep[2]!, /^\t\tmain\+0x[0-9a-f]+ \[bpfs_leakprog\]$/);
     assert.equal(rep.filter((l) => / bytes in /.test(l)).length, 1, r.stdout);
+  });
+
+  /** The two leaking stacks as the text test sees them: [function, bytes, allocations], ascending by bytes. */
+  const LEAKS = [
+    ['bpfs_leak_calloc', 3000, 3],
+    ['bpfs_leak_malloc', 28000, 7],
+  ];
+
+  it(
+    '--json -c COMMAND --svg FILE: the two leaking stacks as objects, and a flame graph of their bytes',
+    { skip },
+    async () => {
+      const dir = tempDir();
+      try {
+        const svg = join(dir, 'leak.svg');
+        const cmd = `${leakprogPath()} linger`;
+        const r = await runBpfscope(['memleak', '--json', '-c', cmd, '--svg', svg], { timeoutMs: 60_000 });
+        assert.equal(r.code, 0, r.stderr);
+        // the command's own line shares stdout; every other line is one JSON object (no messages)
+        const objs = jsonLines<{
+          time: string;
+          stacks: { size: number; count: number; frames: { name?: string }[] }[];
+        }>(r.stdout.replace(/^leaked\n/m, ''));
+        assert.ok(objs.length >= 1, r.stdout);
+        const last = objs.at(-1)!;
+        assert.match(last.time, /^\d\d:\d\d:\d\d$/);
+        const leaks = last.stacks.filter((s) => /^bpfs_leak_/.test(s.frames[0]?.name ?? ''));
+        assert.deepEqual(
+          leaks.map((s) => [s.frames[0]!.name, s.size, s.count, s.frames[1]!.name]),
+          LEAKS.map(([fn, size, n]) => [fn, size, n, 'main']),
+        );
+        assert.ok(!JSON.stringify(last).includes('bpfs_churn'));
+        const text = readFileSync(svg, 'utf8');
+        assert.match(text, /<\/svg>\n$/);
+        assert.match(text, /<text id="title" [^>]*>Outstanding Allocations Flame Graph<\/text>/);
+        assert.match(text, /<title>bpfs_leak_malloc \(28,000 bytes, [\d.]+%\)<\/title>/);
+        assert.match(text, /<title>bpfs_leak_calloc \(3,000 bytes, [\d.]+%\)<\/title>/);
+        assert.doesNotMatch(text, /bpfs_churn/);
+      } finally {
+        removeScratch(dir);
+      }
+    },
+  );
+
+  it(
+    "-c COMMAND --format folded: the leaking functions' folded stacks with their bytes, on stdout",
+    { skip },
+    async () => {
+      const cmd = `${leakprogPath()} linger`;
+      const r = await runBpfscope(['memleak', '-c', cmd, '--format', 'folded'], { timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      const lines = r.stdout.split('\n').filter((l) => l !== '' && l !== 'leaked');
+      // no messages nor reports: folded lines only, ascending by bytes
+      for (const l of lines) assert.match(l, /^\S.* \d+$/, l);
+      const leaks = lines.filter((l) => /;main;bpfs_leak_\w+ \d+$/.test(l)).map((l) => l.replace(/^.*;main;/, 'main;'));
+      assert.deepEqual(leaks, ['main;bpfs_leak_calloc 3000', 'main;bpfs_leak_malloc 28000']);
+    },
+  );
+
+  it(
+    'runTool -c COMMAND --format pprof --output FILE: the report as objects, pprof space/bytes',
+    { skip },
+    async () => {
+      const dir = tempDir();
+      try {
+        const pb = join(dir, 'leak.pb');
+        const run = await runTool('memleak', ['-c', `${leakprogPath()} linger`, '--format', 'pprof', '--output', pb]);
+        const results = [];
+        for await (const x of run.intervals()) results.push(x);
+        assert.equal(await run.done, 0);
+        assert.ok(results.length >= 1);
+        const leaks = results.at(-1)!.stacks.filter((s) => /^bpfs_leak_/.test(s.frames[0]?.name ?? ''));
+        assert.deepEqual(
+          leaks.map((s) => [s.frames[0]!.name, s.size, s.count]),
+          LEAKS.map(([fn, size, n]) => [fn, BigInt(size!), BigInt(n!)]),
+        );
+        const p = Profile.decode(readFileSync(pb));
+        const str = p.stringTable.strings;
+        assert.deepEqual(
+          p.sampleType.map((t) => `${str[Number(t.type)]}/${str[Number(t.unit)]}`),
+          ['space/bytes'],
+        );
+        const fn = new Map(p.function.map((f) => [Number(f.id), str[Number(f.name)]!]));
+        const leaf = new Map(p.location.map((l) => [Number(l.id), fn.get(Number(l.line[0]!.functionId))!]));
+        const bytes = new Map<string, number>();
+        for (const x of p.sample) {
+          const name = leaf.get(Number(x.locationId[0]))!;
+          bytes.set(name, (bytes.get(name) ?? 0) + Number(x.value[0]));
+        }
+        assert.equal(bytes.get('bpfs_leak_malloc'), 28000);
+        assert.equal(bytes.get('bpfs_leak_calloc'), 3000);
+      } finally {
+        removeScratch(dir);
+      }
+    },
+  );
+});
+
+describe('memleak flame graph input', () => {
+  it('memleakFolded: outermost frame first, equal stacks summed, ascending, empty ones left out', () => {
+    const f = (name: string) => ({ addr: 1n, name, offset: 0, kernel: false, source: 'elf' as never });
+    assert.deepEqual(
+      memleakFolded([
+        { size: 40n, frames: [f('leak'), f('main')] },
+        { size: 2n, frames: [f('other'), f('main')] },
+        { size: 8n, frames: [f('leak'), f('main')] },
+        { size: 0n, frames: [f('freed'), f('main')] },
+        { size: 5n, frames: [] },
+      ]),
+      ['main;other 2', 'main;leak 48'],
+    );
+  });
+
+  it('--json with -t is refused in one sentence; --output without --format too', async () => {
+    const t = await runBpfscope(['memleak', '--json', '-t', '-p', String(process.pid)]);
+    assert.equal(t.code, 1);
+    assert.match(t.stderr, /memleak: -t prints one text line per call; --json and runTool give the reports/);
+    const o = await runBpfscope(['memleak', '--output', '/tmp/x.pb', '-p', String(process.pid)]);
+    assert.equal(o.code, 1);
+    assert.match(o.stderr, /memleak: --output FILE goes with --format/);
   });
 });

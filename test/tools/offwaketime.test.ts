@@ -26,7 +26,10 @@ import {
 import * as wakeup from '../../src/tools/wakeuptime.js';
 import type { Frame } from '../../src/symbols/resolver.js';
 import { repoRoot } from '../helpers/cli.js';
+import { runTool } from '../../src/tools/api.js';
+import { foldedLine } from '../../src/tools/stacktool.js';
 import { liveSkipReason, runBpfscope, startBpfscope, waitForLinks } from './helpers.js';
+import { jsonLines } from './jsonrun.js';
 import { foldedLines, stackprogSkipReason } from './stackprog.js';
 import { startWakeprog, within10 } from './wakeprog.js';
 
@@ -52,17 +55,15 @@ const u = (name: string): Frame => ({
 
 /** An entry as symbolizeOffwake makes it: frames innermost first. */
 const entry: OffwakeEntry = {
-  target: {
-    comm: 'reader',
-    tid: 11,
-    tgid: 10,
-    kernel: [k('__schedule'), k('schedule'), k('pipe_read')],
-    user: [u('read_wait'), u('main')],
-  },
+  comm: 'reader',
+  id: 11,
+  tgid: 10,
+  kernel: [k('__schedule'), k('schedule'), k('pipe_read')],
+  user: [u('read_wait'), u('main')],
   wakers: [
     {
       comm: 'writer',
-      tid: 12,
+      id: 12,
       tgid: 10,
       kernel: [k('try_to_wake_up'), k('pipe_write')],
       user: [u('write_wake'), u('writer_main')],
@@ -170,13 +171,13 @@ describe('offwaketime options, program and formats', () => {
     );
     // no waker seen: bcc's empty waker name and stacks
     assert.equal(
-      offwakeFolded({ ...entry, wakers: [{ comm: '', tid: 0, tgid: 0, kernel: [], user: [] }] }, { delimiter: false }),
+      offwakeFolded({ ...entry, wakers: [{ comm: '', id: 0, tgid: 0, kernel: [], user: [] }] }, { delimiter: false }),
       'reader;main;read_wait;pipe_read;schedule;__schedule;--; 1234',
     );
     // a chain: the waker's waker follows after another --
     const chained = {
       ...entry,
-      wakers: [...entry.wakers, { comm: 'c', tid: 13, tgid: 10, kernel: [k('try_to_wake_up')], user: [u('cw')] }],
+      wakers: [...entry.wakers, { comm: 'c', id: 13, tgid: 10, kernel: [k('try_to_wake_up')], user: [u('cw')] }],
     };
     assert.ok(offwakeFolded(chained, { delimiter: false }).endsWith(';writer_main;writer;--;try_to_wake_up;cw;c 1234'));
     assert.ok(
@@ -340,6 +341,110 @@ describe('offwaketime and wakeuptime on the live kernel', () => {
       assert.ok(mine.length >= 1, r.stdout);
       const us = mine.reduce((a, [, n]) => a + n, 0);
       assert.ok(within10(us, blockedUs), `${us} us blocked; the reader measured ${blockedUs} us`);
+    } finally {
+      w.child.kill('SIGKILL');
+    }
+  });
+
+  /** JSON frames or API frames: their names, innermost first. */
+  const names = (frames: readonly { name?: string }[] | undefined): (string | undefined)[] =>
+    (frames ?? []).map((f) => f.name);
+
+  it('offwaketime --json -p: the reader woken by the writer, both stacks, time within 10%', { skip }, async () => {
+    const w = startWakeprog(['pipe', String(ROUNDS), String(USEC)]);
+    try {
+      const run = startBpfscope(['offwaketime', '--json', '-p', String(w.child.pid)], { timeoutMs: 90_000 });
+      assert.ok(await waitForLinks(run.pid, 2, 60_000), run.stderr());
+      w.go();
+      const blockedUs = await w.measured;
+      run.child.kill('SIGINT');
+      const r = await run.done;
+      w.finish();
+      assert.equal((await w.done).code, 0);
+      assert.equal(r.code, 0, r.stderr);
+      type Thread = { comm: string; id: number; tgid: number; kernel: { name?: string }[]; user: { name?: string }[] };
+      const objs = jsonLines<{ stacks: (Thread & { value: number; wakers: Thread[] })[] }>(r.stdout);
+      assert.equal(objs.length, 1, r.stdout.slice(0, 2000));
+      const mine = objs[0]!.stacks.filter((e) => e.comm === 'bpfs_reader' && e.wakers[0]?.comm === 'bpfs_writer');
+      assert.ok(mine.length >= 1, r.stdout.slice(0, 3000));
+      const e = mine[0]!;
+      assert.equal(e.tgid, w.child.pid);
+      assert.equal(e.wakers[0]!.tgid, w.child.pid);
+      assert.equal(e.wakers.length, 1);
+      assert.equal(names(e.kernel)[0], '__schedule');
+      assert.ok(names(e.user).includes('bpfs_read_wait'), names(e.user).join(','));
+      assert.equal(names(e.wakers[0]!.kernel)[0], 'try_to_wake_up');
+      assert.ok(names(e.wakers[0]!.user).includes('bpfs_write_wake'), names(e.wakers[0]!.user).join(','));
+      const us = mine.reduce((a, x) => a + x.value, 0);
+      assert.ok(within10(us, blockedUs), `${us} us blocked; the reader measured ${blockedUs} us`);
+    } finally {
+      w.child.kill('SIGKILL');
+    }
+  });
+
+  it('runTool offwaketime --chain 2: A waits on B, B waits on C, as StackResult entries', { skip }, async () => {
+    const w = startWakeprog(['chain', String(ROUNDS), String(USEC)]);
+    try {
+      const run = await runTool('offwaketime', ['--chain', '2', '-p', String(w.child.pid)]);
+      w.go();
+      const blockedUs = await w.measured;
+      const closing = run.close();
+      const results = [];
+      for await (const x of run.intervals()) results.push(x);
+      assert.equal(await closing, 0);
+      w.finish();
+      assert.equal((await w.done).code, 0);
+      assert.equal(results.length, 1);
+      const mine = results[0]!.stacks.filter(
+        (e) => e.comm === 'bpfs_a' && e.wakers[0]?.comm === 'bpfs_b' && e.wakers[1]?.comm === 'bpfs_c',
+      );
+      assert.ok(
+        mine.length >= 1,
+        results[0]!.stacks.map((e) => foldedLine(e, { delimiter: false, annotate: false })).join('\n'),
+      );
+      // the folded line of an entry is offwaketime -f's
+      assert.match(
+        foldedLine(mine[0]!, { delimiter: false, annotate: false }),
+        /^bpfs_a;(.+;)?reader;bpfs_read_wait;.*;__schedule;--;try_to_wake_up;.*;bpfs_write_wake;relay;(.+;)?bpfs_b;--;try_to_wake_up;.*;bpfs_write_wake;writer;(.+;)?bpfs_c \d+$/,
+      );
+      const us = mine.reduce((a, x) => a + Number(x.value), 0);
+      assert.ok(within10(us, blockedUs), `${us} us blocked; bpfs_a measured ${blockedUs} us`);
+    } finally {
+      w.child.kill('SIGKILL');
+    }
+  });
+
+  it('wakeuptime --json and runTool -p: the writer wakes the reader, time within 10%', { skip }, async () => {
+    type Entry = { waker: string; target: string; kernel: { name?: string }[]; value: number | bigint };
+    const check = (stacks: Entry[], blockedUs: number, what: string): void => {
+      const mine = stacks.filter((e) => e.waker === 'bpfs_writer' && e.target === 'bpfs_reader');
+      assert.ok(mine.length >= 1, `${what}: ${JSON.stringify(stacks.map((e) => [e.waker, e.target]))}`);
+      assert.equal(names(mine[0]!.kernel)[0], 'try_to_wake_up');
+      assert.ok(names(mine[0]!.kernel).includes('ksys_write'), names(mine[0]!.kernel).join(','));
+      const us = mine.reduce((a, e) => a + Number(e.value), 0);
+      assert.ok(within10(us, blockedUs), `${what}: ${us} us blocked; the reader measured ${blockedUs} us`);
+    };
+    const w = startWakeprog(['pipe', String(ROUNDS), String(USEC)]);
+    try {
+      const cli = startBpfscope(['wakeuptime', '--json', '-p', String(w.child.pid)], { timeoutMs: 90_000 });
+      assert.ok(await waitForLinks(cli.pid, 2, 60_000), cli.stderr());
+      const api = await runTool('wakeuptime', ['-p', String(w.child.pid)]);
+      w.go();
+      const blockedUs = await w.measured;
+      cli.child.kill('SIGINT');
+      const closing = api.close();
+      const results = [];
+      for await (const x of api.intervals()) results.push(x);
+      assert.equal(await closing, 0);
+      const r = await cli.done;
+      w.finish();
+      assert.equal((await w.done).code, 0);
+      assert.equal(r.code, 0, r.stderr);
+      const objs = jsonLines<{ stacks: Entry[] }>(r.stdout);
+      assert.equal(objs.length, 1, r.stdout.slice(0, 2000));
+      check(objs[0]!.stacks, blockedUs, '--json');
+      assert.equal(results.length, 1);
+      check(results[0]!.stacks, blockedUs, 'runTool');
     } finally {
       w.child.kill('SIGKILL');
     }

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { workloadPath } from '../helpers/workload.js';
-import { startBpfscope } from './helpers.js';
+import { startBpfscope, waitForLinks } from './helpers.js';
 
 /**
  * `bpfscope TOOL ARGS... -p PID PATTERN` (`pidArgs(pid)` gives the arguments) around one workload run with `steps`
@@ -16,24 +16,43 @@ import { startBpfscope } from './helpers.js';
 export async function runAgainstWorkload(
   pidArgs: (pid: number) => string[],
   steps: (string | number)[],
-  ready: RegExp = /Hit Ctrl-C to end\.\n/,
+  ready: RegExp | { links: number } = /Hit Ctrl-C to end\.\n/,
 ): Promise<{ code: number | null; stdout: string; stderr: string; pid: number }> {
+  const w = await startBlockedWorkload(steps);
+  const run = startBpfscope(pidArgs(w.pid), { timeoutMs: 60_000 });
+  try {
+    const started =
+      ready instanceof RegExp ? await run.waitFor(ready, 45_000) : await waitForLinks(run.pid, ready.links, 45_000);
+    if (!started) throw new Error(`tool did not start: ${run.stderr()}${run.stdout()}`);
+    await w.release();
+  } finally {
+    w.kill();
+    run.child.kill('SIGINT');
+  }
+  const r = await run.done;
+  return { code: r.code, stdout: r.stdout, stderr: r.stderr, pid: w.pid };
+}
+
+/**
+ * The test workload started with `wait-stdin` and `steps`, resolved once blocked in that read (nothing of the steps
+ * has run): `release()` lets it run its steps and resolves when it exited 0 (throws otherwise); `kill()` ends it.
+ */
+export async function startBlockedWorkload(
+  steps: (string | number)[],
+): Promise<{ pid: number; release(): Promise<void>; kill(): void }> {
   const w = spawn(workloadPath(), ['wait-stdin', ...steps.map(String)], { stdio: ['pipe', 'ignore', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => w.on('close', (c) => resolve(c)));
   const pid = w.pid!;
   await blockedInRead(pid);
-  const run = startBpfscope(pidArgs(pid), { timeoutMs: 60_000 });
-  try {
-    if (!(await run.waitFor(ready, 45_000))) throw new Error(`tool did not start: ${run.stderr()}${run.stdout()}`);
-    w.stdin!.end('x');
-    const status = await exited;
-    if (status !== 0) throw new Error(`workload exited with ${status}`);
-  } finally {
-    w.kill('SIGKILL');
-    run.child.kill('SIGINT');
-  }
-  const r = await run.done;
-  return { code: r.code, stdout: r.stdout, stderr: r.stderr, pid };
+  return {
+    pid,
+    release: async () => {
+      w.stdin!.end('x');
+      const status = await exited;
+      if (status !== 0) throw new Error(`workload exited with ${status}`);
+    },
+    kill: () => w.kill('SIGKILL'),
+  };
 }
 
 /**

@@ -15,8 +15,10 @@ import { buildProgram, formatReport, keyLayout, SPEC, type StackcountFormat } fr
 import type { StackEntry } from '../../src/tools/stacktool.js';
 import { repoRoot } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
+import { runTool } from '../../src/tools/api.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
-import { runAgainstWorkload } from './pidrun.js';
+import { jsonLines } from './jsonrun.js';
+import { runAgainstWorkload, startBlockedWorkload } from './pidrun.js';
 
 const fixture = JSON.parse(
   readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'func-tools-argparse.json'), 'utf8'),
@@ -171,5 +173,62 @@ describe('stackcount on the live kernel', { skip: liveSkipReason() }, () => {
     const stacks = body.split('\n\n').filter((s) => s.trim() !== '');
     assert.equal(stacks.length, 1, r.stdout);
     assert.match(stacks[0]!, /^ {2}\S+\n[\s\S]* {2}do_syscall_64\n[\s\S]*\n {4}--\n {2}syscall\n(?: {2}\S+\n)* {4}7$/);
+  });
+
+  it('--json -U -p: the same 8 num calls in one object at the end, every stack num <- step', async () => {
+    const r = await runAgainstWorkload(
+      (pid) => ['stackcount', '--json', '-U', '-p', String(pid), `${workloadPath()}:num`],
+      steps,
+      { links: 1 },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const objs = jsonLines<{
+      time: string;
+      stacks: { comm: string; id: number; user: { name?: string }[]; value: number; kernel?: unknown }[];
+    }>(r.stdout);
+    assert.equal(objs.length, 1, r.stdout);
+    assert.match(objs[0]!.time, /^\d\d:\d\d:\d\d$/);
+    // one object per distinct stack (the text merges those that print alike: num called from several places in step)
+    const stacks = objs[0]!.stacks;
+    assert.equal(
+      stacks.reduce((n, e) => n + e.value, 0),
+      8,
+      r.stdout,
+    );
+    for (const e of stacks) {
+      assert.deepEqual([e.comm, e.id, e.kernel], ['bpfs_workload', r.pid, undefined]);
+      assert.deepEqual(
+        e.user.slice(0, 2).map((f) => f.name),
+        ['num', 'step'],
+      );
+    }
+  });
+
+  it('runTool -d -p: getppid, 7 events with kernel stacks through do_syscall_64 below syscall()', async () => {
+    const w = await startBlockedWorkload(steps);
+    try {
+      const run = await runTool('stackcount', ['-d', '-p', String(w.pid), 't:syscalls:sys_enter_getppid']);
+      await w.release();
+      const results = [];
+      const closing = run.close();
+      for await (const x of run.intervals()) results.push(x);
+      assert.equal(await closing, 0);
+      assert.equal(results.length, 1);
+      const stacks = results[0]!.stacks;
+      assert.equal(
+        stacks.reduce((n, e) => n + e.value, 0n),
+        7n,
+      );
+      for (const e of stacks) {
+        assert.deepEqual([e.comm, e.id], ['bpfs_workload', w.pid]);
+        assert.ok(
+          e.kernel?.some((f) => f.name === 'do_syscall_64'),
+          'kernel frames reach do_syscall_64',
+        );
+        assert.equal(e.user?.[0]?.name, 'syscall');
+      }
+    } finally {
+      w.kill();
+    }
   });
 });

@@ -10,6 +10,7 @@
  *   period = 1e9 / hz, or the period given); default sample type cpu.
  * - `offcpu`: offcpu/nanoseconds, the value count * `unitNs` (bcc's offcputime -f writes microseconds: 1000).
  * - `count`: events/count, the value the count (stackcount: how often the traced event happened with this stack).
+ * - `space`: space/bytes, the value the count in bytes (memleak: bytes allocated and not yet freed by this stack).
  * Values are int64: a count that is not a whole number of nanoseconds is an ExportError.
  */
 import {
@@ -25,8 +26,8 @@ import {
 import { ExportError, type FoldedStacks } from './stacks.js';
 
 export interface PprofOptions {
-  /** What the counts are: CPU samples, off-CPU time, or events counted (stackcount). */
-  kind: 'cpu' | 'offcpu' | 'count';
+  /** What the counts are: CPU samples, off-CPU time, events counted (stackcount), or bytes (memleak). */
+  kind: 'cpu' | 'offcpu' | 'count' | 'space';
   /** cpu: nanoseconds between samples (1e9 / the sampling frequency). Required for cpu. */
   periodNs?: number;
   /** offcpu: nanoseconds per unit of the counts (default 1000: microseconds). */
@@ -60,6 +61,9 @@ export function stacksToPprof(folded: FoldedStacks, opts: PprofOptions): Uint8Ar
     values = (count) => [whole(count, 1), whole(count, p)];
   } else if (opts.kind === 'count') {
     sampleType = [new ValueType({ type: str('events'), unit: str('count') })];
+    values = (count) => [whole(count, 1)];
+  } else if (opts.kind === 'space') {
+    sampleType = [new ValueType({ type: str('space'), unit: str('bytes') })];
     values = (count) => [whole(count, 1)];
   } else {
     const unit = opts.unitNs ?? 1000;

@@ -6,7 +6,8 @@
  * - `svg`: the flame graph flamegraph.pl would draw from the folded lines (the tool's palette and units);
  * - `pprof`: pprof's profile.proto (github.com/google/pprof proto/profile.proto) via the pprof-format package, with
  *   the sample types of src/flame/export/pprof.ts (`samples/count` + `cpu/nanoseconds` for profile,
- *   `offcpu/nanoseconds` for off-CPU time, `events/count` for stackcount);
+ *   `offcpu/nanoseconds` for off-CPU time, `events/count` for stackcount, `space/bytes` for memleak's outstanding
+ *   bytes);
  * - `speedscope`: speedscope's file format (https://www.speedscope.app/file-format-schema.json), one sampled
  *   profile weighted by the counts.
  * The exports are made from the same folded lines the tool prints with `-f`.
@@ -43,11 +44,14 @@ export const STACK_OUTPUT_OPTIONS = [
   { flags: ['-o', '--output'], kind: 'value', metavar: 'FILE', help: 'the file --format writes' },
 ] as const;
 
+/** The `--format` value type (folded, svg, pprof, speedscope), for a tool declaring its own `--format` help. */
+export const STACK_FORMAT_TYPE = FORMAT;
+
 /** What the counts of a tool's stacks are, for the exports. */
 export interface StackMeta {
   tool: string;
-  /** pprof sample types: CPU samples (profile), off-CPU microseconds, or event counts (stackcount). */
-  kind: 'cpu' | 'offcpu' | 'count';
+  /** pprof sample types: CPU samples (profile), off-CPU microseconds, event counts (stackcount) or bytes (memleak). */
+  kind: 'cpu' | 'offcpu' | 'count' | 'space';
   /** cpu: nanoseconds between samples. */
   periodNs?: number;
   /** The flame graph's options (palette, count name, title). */
@@ -78,16 +82,18 @@ export class StackOutput {
 
   /**
    * The output for the options `a`. @throws BpfscopeError for `-o` without `--format`, `--svg` with `--format`,
-   * or two things written to stdout (`-f` with `--format` other than folded and no `-o`)
+   * or two things written to stdout (`-f` with `--format` other than folded and no `-o`). `outputFlag` names the
+   * output option in these messages (memleak has only `--output`: its `-o` is bcc's `--older`).
    */
-  static from(a: StackOutputArgs, tool: string): StackOutput {
+  static from(a: StackOutputArgs, tool: string, outputFlag = '-o/--output'): StackOutput {
+    const o = outputFlag.split('/')[0]!;
     const format = a.format ?? null;
     const output = a.output ?? null;
     const svg = a.svg ?? null;
-    if (output !== null && format === null) throw new BpfscopeError(`${tool}: -o/--output FILE goes with --format`);
+    if (output !== null && format === null) throw new BpfscopeError(`${tool}: ${outputFlag} FILE goes with --format`);
     if (svg !== null && format !== null) {
       throw new BpfscopeError(
-        `${tool}: give --svg FILE or --format ${format}, not both (--format svg -o FILE is --svg FILE)`,
+        `${tool}: give --svg FILE or --format ${format}, not both (--format svg ${o} FILE is --svg FILE)`,
       );
     }
     if (svg !== null) return new StackOutput(a.folded ? 'folded' : 'none', { format: 'svg', path: svg });
@@ -95,7 +101,7 @@ export class StackOutput {
     if (output === null) {
       if (format === 'folded') return new StackOutput('folded', null);
       if (a.folded)
-        throw new BpfscopeError(`${tool}: -f and --format ${format} would both write to stdout: add -o FILE`);
+        throw new BpfscopeError(`${tool}: -f and --format ${format} would both write to stdout: add ${o} FILE`);
       return new StackOutput('none', { format, path: null });
     }
     return new StackOutput(a.folded ? 'folded' : 'none', { format, path: output });
@@ -155,7 +161,7 @@ export function exportStacks(format: StackFileFormat, folded: string[], meta: St
     }
     const doc = stacksToSpeedscope(stacks, {
       name: meta.tool,
-      unit: meta.kind === 'offcpu' ? 'microseconds' : 'none',
+      unit: meta.kind === 'offcpu' ? 'microseconds' : meta.kind === 'space' ? 'bytes' : 'none',
       exporter: 'bpfscope',
     });
     return Buffer.from(`${JSON.stringify(doc)}\n`);
