@@ -42,7 +42,6 @@ import { type AnyToolDef, runToolDef } from './framework/runner.js';
 import type { FunclatencyInterval } from './funclatency.js';
 import type { LookupRow } from './gethostlatency.js';
 import type { KillRow } from './killsnoop.js';
-import type { OffwakeResult } from './offwaketime.js';
 import type { OomKillRow } from './oomkill.js';
 import type { OpenRow } from './opensnoop.js';
 import type { PidpersecInterval } from './pidpersec.js';
@@ -59,7 +58,6 @@ import type { ConnectCountRow, ConnectRow } from './tcpconnect.js';
 import type { TcpSessionRow } from './tcplife.js';
 import type { ThreadRow } from './threadsnoop.js';
 import type { VfsstatInterval } from './vfsstat.js';
-import type { WakeupResult } from './wakeuptime.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
 const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
