@@ -52,6 +52,7 @@ import type { SyncRow } from './syncsnoop.js';
 import type { AcceptRow } from './tcpaccept.js';
 import type { ConnectCountRow, ConnectRow } from './tcpconnect.js';
 import type { TcpSessionRow } from './tcplife.js';
+import type { RetransCountRow, RetransRow } from './tcpretrans.js';
 import type { ThreadRow } from './threadsnoop.js';
 import type { VfsstatInterval } from './vfsstat.js';
 
@@ -92,6 +93,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   tcpaccept: () => import('./tcpaccept.js'),
   tcpconnect: () => import('./tcpconnect.js'),
   tcplife: () => import('./tcplife.js'),
+  tcpretrans: () => import('./tcpretrans.js'),
   threadsnoop: () => import('./threadsnoop.js'),
   vfsstat: () => import('./vfsstat.js'),
 };
@@ -133,6 +135,7 @@ export interface ToolResults {
   tcpaccept: AcceptRow;
   tcpconnect: ConnectRow | ConnectCountRow;
   tcplife: TcpSessionRow;
+  tcpretrans: RetransRow | RetransCountRow;
   threadsnoop: ThreadRow;
   vfsstat: VfsstatInterval;
 }

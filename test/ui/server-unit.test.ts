@@ -47,6 +47,7 @@ describe('ui catalogue', () => {
       tcpaccept: 'table',
       tcpconnect: 'table',
       tcplife: 'table',
+      tcpretrans: 'table',
       threadsnoop: 'table',
     });
   });
