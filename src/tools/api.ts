@@ -52,6 +52,7 @@ import type { SyncRow } from './syncsnoop.js';
 import type { AcceptRow } from './tcpaccept.js';
 import type { ConnectCountRow, ConnectRow } from './tcpconnect.js';
 import type { TcpSessionRow } from './tcplife.js';
+import type { DropRow } from './tcpdrop.js';
 import type { RetransCountRow, RetransRow } from './tcpretrans.js';
 import type { ThreadRow } from './threadsnoop.js';
 import type { VfsstatInterval } from './vfsstat.js';
@@ -92,6 +93,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   syscount: () => import('./syscount.js'),
   tcpaccept: () => import('./tcpaccept.js'),
   tcpconnect: () => import('./tcpconnect.js'),
+  tcpdrop: () => import('./tcpdrop.js'),
   tcplife: () => import('./tcplife.js'),
   tcpretrans: () => import('./tcpretrans.js'),
   threadsnoop: () => import('./threadsnoop.js'),
@@ -134,6 +136,7 @@ export interface ToolResults {
   syscount: SyscountInterval;
   tcpaccept: AcceptRow;
   tcpconnect: ConnectRow | ConnectCountRow;
+  tcpdrop: DropRow;
   tcplife: TcpSessionRow;
   tcpretrans: RetransRow | RetransCountRow;
   threadsnoop: ThreadRow;

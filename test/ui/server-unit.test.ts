@@ -46,6 +46,7 @@ describe('ui catalogue', () => {
       syncsnoop: 'table',
       tcpaccept: 'table',
       tcpconnect: 'table',
+      tcpdrop: 'table',
       tcplife: 'table',
       tcpretrans: 'table',
       threadsnoop: 'table',
