@@ -28,6 +28,7 @@ import type { CapCheckRow } from './capable.js';
 import type { CpudistInterval } from './cpudist.js';
 import type { ExecRow } from './execsnoop.js';
 import type { ExitRow } from './exitsnoop.js';
+import type { Ext4Row } from './ext4slower.js';
 import type { FiletopInterval } from './filetop.js';
 import type { ParserSpec } from './framework/argparse.js';
 import type { FunccountInterval } from './funccount.js';
@@ -71,6 +72,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   cpudist: () => import('./cpudist.js'),
   execsnoop: () => import('./execsnoop.js'),
   exitsnoop: () => import('./exitsnoop.js'),
+  ext4slower: () => import('./ext4slower.js'),
   filetop: () => import('./filetop.js'),
   funccount: () => import('./funccount.js'),
   funclatency: () => import('./funclatency.js'),
@@ -114,6 +116,7 @@ export interface ToolResults {
   cpudist: CpudistInterval;
   execsnoop: ExecRow;
   exitsnoop: ExitRow;
+  ext4slower: Ext4Row;
   filetop: FiletopInterval;
   funccount: FunccountInterval;
   funclatency: FunclatencyInterval;

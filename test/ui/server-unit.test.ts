@@ -31,6 +31,7 @@ describe('ui catalogue', () => {
       cpudist: 'histogram',
       execsnoop: 'table',
       exitsnoop: 'table',
+      ext4slower: 'table',
       funclatency: 'histogram',
       gethostlatency: 'table',
       hardirqs: 'histogram',
