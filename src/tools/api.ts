@@ -56,6 +56,7 @@ import type { TcpSessionRow } from './tcplife.js';
 import type { DropRow } from './tcpdrop.js';
 import type { RetransCountRow, RetransRow } from './tcpretrans.js';
 import type { ThreadRow } from './threadsnoop.js';
+import type { TraceRow } from './trace.js';
 import type { VfsstatInterval } from './vfsstat.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
@@ -99,6 +100,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   tcplife: () => import('./tcplife.js'),
   tcpretrans: () => import('./tcpretrans.js'),
   threadsnoop: () => import('./threadsnoop.js'),
+  trace: () => import('./trace.js'),
   vfsstat: () => import('./vfsstat.js'),
 };
 
@@ -143,6 +145,7 @@ export interface ToolResults {
   tcplife: TcpSessionRow;
   tcpretrans: RetransRow | RetransCountRow;
   threadsnoop: ThreadRow;
+  trace: TraceRow;
   vfsstat: VfsstatInterval;
 }
 

@@ -112,10 +112,10 @@ describe('trace probe syntax (bcc Probe._parse_probe)', () => {
       prog,
       'config = { max_map_keys = 10240 }\n' +
         'uprobe:/bin/x:f /(pid == 42) && ((((int32)arg0) == 1))/ {\n' +
-        '  printf("%d\\x1f%u\\x1f%u\\x1f%llu\\x1f%s\\x1f%lld\\x1f%llu\\x1f%s\\x1f%s\\n", 0, pid, tid, nsecs, ustack(raw), ' +
-        '(int32)(((int32)arg0)), (uint64)((arg2)), comm, str((arg1), 80));\n}\n' +
+        '  printf("0\\x1f%u\\x1f%u\\x1f%lu\\x1f%ld\\x1f%lu\\x1f%s\\x1f%s\\x1f%s\\n", pid, tid, nsecs, ' +
+        '(int32)(((int32)arg0)), (uint64)((arg2)), ustack(raw), comm, str((arg1), 80));\n}\n' +
         'tracepoint:syscalls:sys_enter_getppid /pid == 42/ {\n' +
-        '  printf("%d\\x1f%u\\x1f%u\\x1f%llu\\x1f%s\\x1f%s\\n", 1, pid, tid, nsecs, ustack(raw), comm);\n}\n',
+        '  printf("1\\x1f%u\\x1f%u\\x1f%lu\\x1f%s\\x1f%s\\n", pid, tid, nsecs, ustack(raw), comm);\n}\n',
     );
   });
 });

@@ -51,6 +51,7 @@ describe('ui catalogue', () => {
       tcplife: 'table',
       tcpretrans: 'table',
       threadsnoop: 'table',
+      trace: 'table',
     });
   });
 
