@@ -28,6 +28,7 @@ import type { CapCheckRow } from './capable.js';
 import type { CpudistInterval } from './cpudist.js';
 import type { ExecRow } from './execsnoop.js';
 import type { ExitRow } from './exitsnoop.js';
+import type { Ext4Row } from './ext4slower.js';
 import type { FiletopInterval } from './filetop.js';
 import type { ParserSpec } from './framework/argparse.js';
 import type { FunccountInterval } from './funccount.js';
@@ -56,7 +57,10 @@ import type { SyncRow } from './syncsnoop.js';
 import type { AcceptRow } from './tcpaccept.js';
 import type { ConnectCountRow, ConnectRow } from './tcpconnect.js';
 import type { TcpSessionRow } from './tcplife.js';
+import type { DropRow } from './tcpdrop.js';
+import type { RetransCountRow, RetransRow } from './tcpretrans.js';
 import type { ThreadRow } from './threadsnoop.js';
+import type { TraceRow } from './trace.js';
 import type { VfsstatInterval } from './vfsstat.js';
 
 /** The tools runTool runs, with their modules (loaded on use). */
@@ -73,6 +77,7 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   cpudist: () => import('./cpudist.js'),
   execsnoop: () => import('./execsnoop.js'),
   exitsnoop: () => import('./exitsnoop.js'),
+  ext4slower: () => import('./ext4slower.js'),
   filetop: () => import('./filetop.js'),
   funccount: () => import('./funccount.js'),
   funclatency: () => import('./funclatency.js'),
@@ -98,8 +103,11 @@ const TOOLS: Readonly<Record<string, () => Promise<{ TOOL: AnyToolDef }>>> = {
   syscount: () => import('./syscount.js'),
   tcpaccept: () => import('./tcpaccept.js'),
   tcpconnect: () => import('./tcpconnect.js'),
+  tcpdrop: () => import('./tcpdrop.js'),
   tcplife: () => import('./tcplife.js'),
+  tcpretrans: () => import('./tcpretrans.js'),
   threadsnoop: () => import('./threadsnoop.js'),
+  trace: () => import('./trace.js'),
   vfsstat: () => import('./vfsstat.js'),
   wakeuptime: () => import('./wakeuptime.js'),
 };
@@ -118,6 +126,7 @@ export interface ToolResults {
   cpudist: CpudistInterval;
   execsnoop: ExecRow;
   exitsnoop: ExitRow;
+  ext4slower: Ext4Row;
   filetop: FiletopInterval;
   funccount: FunccountInterval;
   funclatency: FunclatencyInterval;
@@ -143,8 +152,11 @@ export interface ToolResults {
   syscount: SyscountInterval;
   tcpaccept: AcceptRow;
   tcpconnect: ConnectRow | ConnectCountRow;
+  tcpdrop: DropRow;
   tcplife: TcpSessionRow;
+  tcpretrans: RetransRow | RetransCountRow;
   threadsnoop: ThreadRow;
+  trace: TraceRow;
   vfsstat: VfsstatInterval;
   wakeuptime: WakeupResult;
 }

@@ -8,15 +8,16 @@
  * These functions have no tracepoints giving their latency per file, so without kprobes the tool exits 1 with
  * one sentence.
  */
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { firstKernelFunction, kernelSymbolAddress, kfuncKind, noKfuncError } from './framework/kfunc.js';
 import type { ToolWriter } from './framework/output.js';
 import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'ext4slower',
   description: 'Trace common ext4 file operations slower than a threshold',
   raw: true,
@@ -33,7 +34,7 @@ export const SPEC: ParserSpec = {
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
   positionals: [{ name: 'min_ms', help: 'minimum I/O duration to trace, in ms (default 10)', type: INT, default: 10 }],
-};
+} as const satisfies ParserSpec;
 
 export interface Ext4slowerOptions {
   /** The read function: ext4_file_read_iter, or generic_file_read_iter on old kernels. */
@@ -48,10 +49,46 @@ export interface Ext4slowerOptions {
 const NAME_BYTES = 32;
 
 /** Operation letters by bcc's TRACE_* number. */
-const TYPES = ['R', 'W', 'O', 'S'];
+const TYPES = ['R', 'W', 'O', 'S'] as const;
 
-/** Event record fields, in order (the name last). */
-export const FIELDS = ['ts_us', 'type', 'size', 'offset', 'delta_us', 'pid', 'comm', 'file'] as const;
+/**
+ * The program's record: one per operation over the threshold: its end time (µs, CLOCK_MONOTONIC), bcc's TRACE_*
+ * number, the bytes (read/write's return), the file offset at entry, the latency (µs), the process and the file
+ * name (last).
+ */
+export const RECORDS = records({
+  op: {
+    tsUs: 'num',
+    type: 'u32',
+    size: 'u32',
+    offset: 'num',
+    deltaUs: 'num',
+    pid: 'u32',
+    comm: 'str',
+    file: 'str',
+  },
+});
+export type Ext4Record = DecodedOf<typeof RECORDS.decls>;
+
+/** One slow operation (runTool's row, `--json`'s object). */
+export interface Ext4Row {
+  /** Wall-clock time when the line was printed, HH:MM:SS. */
+  time: string;
+  /** When the operation ended, µs of CLOCK_MONOTONIC (bcc's ENDTIME_us of -j). */
+  endTimeUs: number;
+  comm: string;
+  pid: number;
+  /** `R` read, `W` write, `O` open, `S` fsync. */
+  type: 'R' | 'W' | 'O' | 'S';
+  /** Bytes read or written (0 for open and fsync). */
+  bytes: number;
+  /** File offset of a read or write, bytes (0 for open and fsync); the text shows it in KiB (OFF_KB). */
+  offset: number;
+  /** The operation's latency, µs (the text shows ms, LAT(ms)). */
+  latencyUs: number;
+  /** The file's name (its dentry name, not the path). */
+  file: string;
+}
 
 /** The bpftrace program for `o`. */
 export function buildProgram(o: Ext4slowerOptions): string {
@@ -73,9 +110,17 @@ export function buildProgram(o: Ext4slowerOptions): string {
     p += '    $delta_us = (nsecs - $i.0) / 1000;\n';
     p += `    if (${o.minMs === 0 ? '1' : `$delta_us > ${o.minMs * 1000}`}) {\n`;
     p += '      $de = ((struct file *)$i.1)->f_path.dentry;\n      if ($de->d_name.len != 0) {\n';
-    p += '        printf("%llu\\x1f%d\\x1f%u\\x1f%llu\\x1f%llu\\x1f%d\\x1f%s\\x1f%s\\n", nsecs / 1000, ';
-    p += `${type}, (uint32)retval, $i.2, $delta_us, pid, comm, str($de->d_name.name, ${NAME_BYTES + 1}));\n`;
-    p += '      }\n    }\n  }\n}\n';
+    const rec = RECORDS.emit('op', {
+      tsUs: 'nsecs / 1000',
+      type: String(type),
+      size: '(uint32)retval',
+      offset: '$i.2',
+      deltaUs: '$delta_us',
+      pid: 'pid',
+      comm: 'comm',
+      file: `str($de->d_name.name, ${NAME_BYTES + 1})`,
+    });
+    p += `        ${rec}\n      }\n    }\n  }\n}\n`;
   }
   return p;
 }
@@ -87,16 +132,32 @@ export function header(minMs: number, csv: boolean): string {
   return `${title}\n${pyFormat('%-8s %-14s %-6s %1s %-7s %-8s %7s %s', 'TIME', 'COMM', 'PID', 'T', 'BYTES', 'OFF_KB', 'LAT(ms)', 'FILENAME')}\n`;
 }
 
-/** One event (see {@link FIELDS}) as bcc prints it. */
-export function formatRow(f: string[], csv: boolean, time: string = clockTime()): string {
-  const [ts, type, size, offset, delta, pid, comm = '', file = ''] = f;
-  const t = TYPES[Number(type)] ?? 'R';
-  if (csv) return `${ts},${comm},${pid},${t},${size},${offset},${delta},${file}\n`;
-  return `${pyFormat('%-8s %-14.14s %-6s %1s %-7s %-8d %7.2f %s', time, comm, String(Number(pid)), t, String(Number(size)), Math.trunc(Number(offset) / 1024), Number(delta) / 1000, file)}\n`;
+/** The row of one record. */
+export function toRow(r: Ext4Record, time: string = clockTime()): Ext4Row {
+  return {
+    time,
+    endTimeUs: r.tsUs,
+    comm: r.comm,
+    pid: r.pid,
+    type: TYPES[r.type] ?? 'R',
+    bytes: r.size,
+    offset: r.offset,
+    latencyUs: r.deltaUs,
+    file: r.file,
+  };
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  if (!a.ebpf && kfuncKind() !== 'kprobe') {
+/** bcc's line for one row (`csv`: -j's comma-separated fields). */
+export function formatRow(row: Ext4Row, csv: boolean): string {
+  if (csv) {
+    return `${row.endTimeUs},${row.comm},${row.pid},${row.type},${row.bytes},${row.offset},${row.latencyUs},${row.file}\n`;
+  }
+  return `${pyFormat('%-8s %-14.14s %-6s %1s %-7s %-8d %7.2f %s', row.time, row.comm, String(row.pid), row.type, String(row.bytes), Math.trunc(row.offset / 1024), row.latencyUs / 1000, row.file)}\n`;
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  // --ebpf prints the kprobe program even where kprobes are missing
+  if (writer.mode !== 'ebpf' && kfuncKind() !== 'kprobe') {
     throw noKfuncError('ext4slower', 'timing ext4_file_read_iter() and the other ext4 file operations', false);
   }
   const ops = kernelSymbolAddress('ext4_file_operations');
@@ -105,25 +166,36 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     writer.line('HINT: the kernel should be built with CONFIG_KALLSYMS_ALL.');
     return 1;
   }
-  const minMs = a.min_ms as number;
+  const minMs = a.min_ms;
   const program = buildProgram({
     readFunc: firstKernelFunction(['ext4_file_read_iter']) ?? 'generic_file_read_iter',
     ext4Ops: ops,
     minMs,
-    pid: a.pid as number | null,
+    pid: a.pid,
   });
-  const csv = a.csv as boolean;
+  const csv = a.csv;
   return runProgram({
     tool: 'ext4slower',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => writer.write(header(minMs, csv)),
-    onEvent: (f) => writer.write(formatRow(f, csv)),
+    records: RECORDS,
+    onRecord: (r: Ext4Record) => writer.emit(toRow(r), (row) => formatRow(row, csv)),
   });
 }
 
+export const TOOL = defineTool({
+  spec: SPEC,
+  results: 'rows',
+  run,
+  heatmap: {
+    kind: 'events',
+    title: 'ext4 Operation Latency Heat Map',
+    point: (r: Ext4Row) => ({ timeUs: r.endTimeUs, latencyUs: r.latencyUs }),
+  },
+});
+
 /** `bpfscope ext4slower [-j] [-p PID] [min_ms]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -17,18 +17,19 @@
  *   the device they arrived on; bcc's "tcp_drop() ... not found" warning is not printed (kfree_skb is the method).
  */
 import { statSync } from 'node:fs';
-import { INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
-import { configBlock, eventPrintf, predicate } from './framework/program.js';
+import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { dropReasonNames, tracepointFields } from './framework/skb.js';
 import { clockTime } from './framework/system.js';
 import { IPPROTO_TCP, tcpFlagsText, tcpStateName } from './framework/tcp.js';
 import { bccName, SymbolResolver } from '../symbols/resolver.js';
 import { parseRawStack } from './stacktool.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'tcpdrop',
   description: 'Trace TCP drops by the kernel',
   raw: true,
@@ -44,7 +45,7 @@ export const SPEC: ParserSpec = {
     { flags: ['--netns-id'], kind: 'value', type: INT, default: 0, help: 'the netns id to filter by' },
     { flags: ['--pid-netns'], kind: 'value', type: INT, default: 0, help: 'the pid whose netns to filter by' },
   ],
-};
+} as const satisfies ParserSpec;
 
 /** ETH_P_IP and ETH_P_IPV6 (`include/uapi/linux/if_ether.h`), as kfree_skb's `protocol` (host order) has them. */
 export const ETH_P_IP = 0x0800;
@@ -62,8 +63,49 @@ export interface TcpdropOptions {
   rxSk?: boolean;
 }
 
-/** Event record fields, in order (the stack last: it spans lines). */
-export const FIELDS = ['pid', 'ip', 'saddr', 'sport', 'daddr', 'dport', 'state', 'flags', 'reason', 'stack'] as const;
+/**
+ * The program's record: one per dropped TCP packet; `state` is -1 without a socket, `flags` the TCP header's flag
+ * byte, `stack` the kernel stack as `kstack(raw)` text (last: it spans lines).
+ */
+export const RECORDS = records({
+  drop: {
+    pid: 'u32',
+    ip: 'u32',
+    sport: 'u32',
+    dport: 'u32',
+    state: 's32',
+    flags: 'u32',
+    reason: 'u32',
+    saddr: 'str',
+    daddr: 'str',
+    stack: 'str',
+  },
+});
+export type DropRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One dropped packet (runTool's row, `--json`'s object). */
+export interface DropRow {
+  /** Wall-clock time when the line was printed, HH:MM:SS. */
+  time: string;
+  /** The process on the CPU when the packet was freed (often 0, the softirq context), as bcc's PID column. */
+  pid: number;
+  /** 4 or 6. */
+  ip: number;
+  /** Source and destination address and port, from the packet's IP and TCP headers. */
+  saddr: string;
+  sport: number;
+  daddr: string;
+  dport: number;
+  /** The socket's TCP state, bcc's name, or null for a packet without a socket (printed `-`). */
+  state: string | null;
+  /** The TCP flags, bcc's text (`PSH|ACK`). */
+  flags: string;
+  /** The drop reason's name from the kernel's `enum skb_drop_reason` (`UNKNOWN` if absent) and its number. */
+  reason: string;
+  reasonCode: number;
+  /** The kernel stack, innermost first, as bcc prints each frame: `func+0xoff`. */
+  stack: string[];
+}
 
 /** The bpftrace program for `o`. */
 export function buildProgram(o: TcpdropOptions): string {
@@ -84,18 +126,18 @@ export function buildProgram(o: TcpdropOptions): string {
   // tcp_flag_byte(th): byte 13 of the TCP header (include/net/tcp.h).
   p += '  $flags = *(uint8 *)($skb->head + $skb->transport_header + 13);\n';
   const row = (ip: 4 | 6, saddr: string, daddr: string): string =>
-    eventPrintf([
-      ['%d', 'pid'],
-      ['%d', String(ip)],
-      ['%s', saddr],
-      ['%u', 'bswap($th->source)'],
-      ['%s', daddr],
-      ['%u', 'bswap($th->dest)'],
-      ['%d', '$state'],
-      ['%u', '$flags'],
-      ['%u', 'args.reason'],
-      ['%s', 'kstack(raw)'],
-    ]);
+    RECORDS.emit('drop', {
+      pid: 'pid',
+      ip: String(ip),
+      saddr,
+      sport: 'bswap($th->source)',
+      daddr,
+      dport: 'bswap($th->dest)',
+      state: '$state',
+      flags: '$flags',
+      reason: 'args.reason',
+      stack: 'kstack(raw)',
+    });
   const branches: string[] = [];
   if (!o.ipv6) {
     branches.push(
@@ -122,28 +164,47 @@ export function header(): string {
   return `${pyFormat('%-8s %-7s %-2s %-20s > %-20s %-20s %s', 'TIME', 'PID', 'IP', 'SADDR:SPORT', 'DADDR:DPORT', 'STATE (FLAGS)', 'REASON (CODE)')}\n`;
 }
 
+/** The row of one record: `reasons` names the drop reasons, `frames` are the stack's frames as bcc prints them. */
+export function toRow(
+  r: DropRecord,
+  reasons: ReadonlyMap<number, string>,
+  frames: string[],
+  time: string = clockTime(),
+): DropRow {
+  return {
+    time,
+    pid: r.pid,
+    ip: r.ip,
+    saddr: r.saddr,
+    sport: r.sport,
+    daddr: r.daddr,
+    dport: r.dport,
+    state: r.state < 0 ? null : tcpStateName(r.state),
+    flags: tcpFlagsText(r.flags),
+    reason: reasons.get(r.reason) ?? 'UNKNOWN',
+    reasonCode: r.reason,
+    stack: frames,
+  };
+}
+
 /**
- * One event's text: bcc's line, then its kernel stack (`frames`, innermost first, as bcc's `b.ksym(addr,
- * show_offset=True)` texts) one per line after a tab, then a blank line. `state` -1 (no socket) prints `-`.
+ * One event's text: bcc's line, then its kernel stack (innermost first) one frame per line after a tab, then a
+ * blank line. A packet without a socket prints `-` as its state.
  */
-export function formatEvent(f: string[], reasons: Map<number, string>, frames: string[], time = clockTime()): string {
-  const [pid, ip, saddr, sport, daddr, dport, stateText, flags, reasonText] = f;
-  const state = Number(stateText);
-  const reason = Number(reasonText);
-  const stateFlags = `${state < 0 ? '-' : tcpStateName(state)} (${tcpFlagsText(Number(flags))})`;
+export function formatEvent(row: DropRow): string {
   let s = pyFormat(
     '%-8s %-7d %-2d %-20s > %-20s %-20s %s (%d)',
-    time,
-    Number(pid),
-    Number(ip),
-    `${saddr}:${sport}`,
-    `${daddr}:${dport}`,
-    stateFlags,
-    reasons.get(reason) ?? 'UNKNOWN',
-    reason,
+    row.time,
+    row.pid,
+    row.ip,
+    `${row.saddr}:${row.sport}`,
+    `${row.daddr}:${row.dport}`,
+    `${row.state ?? '-'} (${row.flags})`,
+    row.reason,
+    row.reasonCode,
   );
   s += '\n';
-  for (const fr of frames) s += `\t${fr}\n`;
+  for (const fr of row.stack) s += `\t${fr}\n`;
   return `${s}\n`;
 }
 
@@ -156,9 +217,9 @@ export function pidNetns(pid: number): number {
   }
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  let netnsId = a.netns_id as number;
-  const pidNs = a.pid_netns as number;
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  let netnsId = a.netns_id;
+  const pidNs = a.pid_netns;
   if (pidNs !== 0) {
     if (netnsId !== 0) {
       writer.line('ERROR: --pid_netns and --netns-id not allowed together');
@@ -167,17 +228,8 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     netnsId = pidNetns(pidNs);
   }
   const fields = tracepointFields('skb', 'kfree_skb');
-  const program = buildProgram({
-    ipv4: a.ipv4 as boolean,
-    ipv6: a.ipv6 as boolean,
-    netnsId,
-    rxSk: fields.has('rx_sk'),
-  });
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  if (!fields.has('reason')) {
+  const program = buildProgram({ ipv4: a.ipv4, ipv6: a.ipv6, netnsId, rxSk: fields.has('rx_sk') });
+  if (!fields.has('reason') && writer.mode !== 'ebpf') {
     throw unsupported(
       'tcpdrop: this kernel has no skb:kfree_skb tracepoint with a drop reason (Linux 5.17+), and bpfscope does not trace tcp_drop() with a kprobe',
     );
@@ -188,16 +240,18 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     tool: 'tcpdrop',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => writer.write(header()),
-    onEvent: (f) => {
-      const frames = resolver.kernelStack(parseRawStack(f[9] ?? '')).map((fr) => bccName(fr, { showOffset: true }));
-      writer.write(formatEvent(f, reasons, frames));
+    records: RECORDS,
+    onRecord: (r: DropRecord) => {
+      const frames = resolver.kernelStack(parseRawStack(r.stack)).map((fr) => bccName(fr, { showOffset: true }));
+      writer.emit(toRow(r, reasons, frames), formatEvent);
     },
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope tcpdrop [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

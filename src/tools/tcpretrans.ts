@@ -8,18 +8,19 @@
  * `-l` adds bcc's kprobe on `tcp_send_loss_probe()` (there is no tracepoint for tail loss probes): on kernels
  * without kprobes the tool says so and exits.
  */
-import { type Parsed, type ParserSpec } from './framework/argparse.js';
+import type { OptionsOf, ParserSpec } from './framework/argparse.js';
 import { keyPart } from './framework/histmaps.js';
 import type { ToolWriter } from './framework/output.js';
-import { configBlock, eventPrintf, predicate } from './framework/program.js';
+import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type DecodedOf, records } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { clockTime } from './framework/system.js';
 import { AF_INET, AF_INET6, familyFilter, perFamily, tcpStateName } from './framework/tcp.js';
 import { kprobesAvailable } from './framework/probespec.js';
 import type { Tracer } from '../runtime/tracer.js';
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'tcpretrans',
   description: 'Trace TCP retransmits',
   raw: true,
@@ -37,7 +38,7 @@ export const SPEC: ParserSpec = {
     { flags: ['-6', '--ipv6'], kind: 'flag', group: 'family', help: 'trace IPv6 family only' },
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
-};
+} as const satisfies ParserSpec;
 
 export interface TcpretransOptions {
   /** -l: also trace tail loss probes (kprobe on tcp_send_loss_probe). */
@@ -50,8 +51,56 @@ export interface TcpretransOptions {
   sequence?: boolean;
 }
 
-/** Event record fields, in order: type is bcc's `R` (retransmit) or `L` (tail loss probe). */
-export const FIELDS = ['pid', 'ip', 'saddr', 'lport', 'type', 'daddr', 'dport', 'state', 'seq'] as const;
+/**
+ * The program's record: one per retransmit (`type` is bcc's `R`) or tail loss probe (`L`); `seq` is 0 without -s.
+ */
+export const RECORDS = records({
+  retransmit: {
+    pid: 'u32',
+    ip: 'u32',
+    lport: 'u32',
+    dport: 'u32',
+    state: 's32',
+    seq: 'u32',
+    saddr: 'str',
+    type: 'str',
+    daddr: 'str',
+  },
+});
+export type RetransRecord = DecodedOf<typeof RECORDS.decls>;
+
+/** One retransmit or tail loss probe (runTool's row, `--json`'s object), without `-c`. */
+export interface RetransRow {
+  /** Wall-clock time when the line was printed, HH:MM:SS. */
+  time: string;
+  /** The process on CPU when the kernel retransmitted (often 0, the softirq context), as bcc's PID column. */
+  pid: number;
+  /** 4 or 6. */
+  ip: number;
+  /** Local address and port. */
+  saddr: string;
+  lport: number;
+  /** `R`: retransmit; `L`: tail loss probe (-l). */
+  type: 'R' | 'L';
+  /** Remote address and port. */
+  daddr: string;
+  dport: number;
+  /** The socket's TCP state, bcc's name (`ESTABLISHED`, ...). */
+  state: string;
+  /** -s: the segment's TCP sequence number (0 for a tail loss probe); null without -s. */
+  seq: number | null;
+}
+
+/** With `-c`: one row per flow when the run ends, in bcc's print order (IPv4 then IPv6, ascending count). */
+export interface RetransCountRow {
+  /** 4 or 6. */
+  ip: number;
+  saddr: string;
+  lport: number;
+  daddr: string;
+  dport: number;
+  retransmits: bigint;
+}
 
 /** The statement that reports one retransmit: an event, or a count keyed by the flow (-c). */
 function report(
@@ -63,17 +112,17 @@ function report(
   seq: string,
 ): string {
   if (o.count) return `@ipv${ip}[${t.saddr}, ${t.lport}, ${t.daddr}, ${t.dport}] = count();`;
-  return eventPrintf([
-    ['%d', 'pid'],
-    ['%d', String(ip)],
-    ['%s', t.saddr],
-    ['%u', t.lport],
-    ['%s', `"${type}"`],
-    ['%s', t.daddr],
-    ['%u', t.dport],
-    ['%d', state],
-    ['%u', seq],
-  ]);
+  return RECORDS.emit('retransmit', {
+    pid: 'pid',
+    ip: String(ip),
+    saddr: t.saddr,
+    lport: t.lport,
+    type: `"${type}"`,
+    daddr: t.daddr,
+    dport: t.dport,
+    state,
+    seq,
+  });
 }
 
 /** The bpftrace program for `o`. */
@@ -125,20 +174,34 @@ export function header(sequence: boolean): string {
   return `${h}\n`;
 }
 
-/** One event line for the fields (see {@link FIELDS}). */
-export function formatRow(f: string[], sequence: boolean, time: string = clockTime()): string {
-  const [pid, ip, saddr, lport, type, daddr, dport, state, seq] = f;
+/** The row of one record (`sequence`: -s). */
+export function toRow(r: RetransRecord, sequence: boolean, time: string = clockTime()): RetransRow {
+  return {
+    time,
+    pid: r.pid,
+    ip: r.ip,
+    saddr: r.saddr,
+    lport: r.lport,
+    type: r.type === 'L' ? 'L' : 'R',
+    daddr: r.daddr,
+    dport: r.dport,
+    state: tcpStateName(r.state),
+    seq: sequence ? r.seq : null,
+  };
+}
+
+/** bcc's event line for one row (with the SEQ column when the row has a sequence number, -s). */
+export function formatRow(row: RetransRow): string {
   let s = pyFormat(
     '%-8s %-7d %-2d %-20s %1s> %-20s',
-    time,
-    Number(pid),
-    Number(ip),
-    `${saddr}:${lport}`,
-    type ?? '',
-    `${daddr}:${dport}`,
+    row.time,
+    row.pid,
+    row.ip,
+    `${row.saddr}:${row.lport}`,
+    row.type,
+    `${row.daddr}:${row.dport}`,
   );
-  const name = tcpStateName(Number(state));
-  s += sequence ? pyFormat(' %-12s %s', name, seq ?? '0') : ` ${name}`;
+  s += row.seq !== null ? pyFormat(' %-12s %s', row.state, String(row.seq)) : ` ${row.state}`;
   return `${s}\n`;
 }
 
@@ -163,37 +226,57 @@ export function flowCounts(tracer: Pick<Tracer, 'readMap' | 'mapNames'>, name: s
   }));
 }
 
-/**
- * bcc's -c report: a blank line, the header, then the IPv4 flows and the IPv6 flows, each sorted by ascending
- * count (ties, which bcc leaves in hash order, by their text), as `[addr]#port <-> [addr]#port  count`.
- */
-export function formatCounts(v4: FlowCount[], v6: FlowCount[]): string {
-  let s = `\n${pyFormat('%-25s %-25s %-10s', 'LADDR:LPORT', 'RADDR:RPORT', 'RETRANSMITS')}\n`;
-  for (const flows of [v4, v6]) {
-    const rows = flows.map((f) => ({
-      key: pyFormat('%-20s <-> %-20s', `[${f.saddr}]#${f.lport}`, `[${f.daddr}]#${f.dport}`),
-      count: f.count,
-    }));
-    rows.sort((a, b) => (a.count < b.count ? -1 : a.count > b.count ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    for (const r of rows) s += `${pyFormat('%s %10d', r.key, r.count)}\n`;
-  }
-  return s;
+/** bcc's -c report header: a blank line, then the column names. */
+export function countsHeader(): string {
+  return `\n${pyFormat('%-25s %-25s %-10s', 'LADDR:LPORT', 'RADDR:RPORT', 'RETRANSMITS')}\n`;
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
+/** The key text of a flow in bcc's -c report: `[addr]#port <-> [addr]#port` padded to 20 each. */
+function flowKey(f: Pick<FlowCount, 'saddr' | 'lport' | 'daddr' | 'dport'>): string {
+  return pyFormat('%-20s <-> %-20s', `[${f.saddr}]#${f.lport}`, `[${f.daddr}]#${f.dport}`);
+}
+
+/**
+ * The -c report's rows in bcc's order: the IPv4 flows then the IPv6 flows, each sorted by ascending count (ties,
+ * which bcc leaves in hash order, by their text).
+ */
+export function countRows(v4: FlowCount[], v6: FlowCount[]): RetransCountRow[] {
+  const out: RetransCountRow[] = [];
+  for (const [ip, flows] of [
+    [4, v4],
+    [6, v6],
+  ] as const) {
+    const rows = flows.map((f) => ({ f, key: flowKey(f) }));
+    rows.sort((a, b) =>
+      a.f.count < b.f.count ? -1 : a.f.count > b.f.count ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
+    );
+    for (const { f } of rows) {
+      out.push({ ip, saddr: f.saddr, lport: f.lport, daddr: f.daddr, dport: f.dport, retransmits: f.count });
+    }
+  }
+  return out;
+}
+
+/** bcc's -c report line of one flow: `[addr]#port <-> [addr]#port  count`. */
+export function formatCountRow(r: RetransCountRow): string {
+  return `${pyFormat('%s %10d', flowKey(r), r.retransmits)}\n`;
+}
+
+/** bcc's whole -c report (see {@link countRows}). */
+export function formatCounts(v4: FlowCount[], v6: FlowCount[]): string {
+  return countsHeader() + countRows(v4, v6).map(formatCountRow).join('');
+}
+
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
   const o: TcpretransOptions = {
-    lossprobe: a.lossprobe as boolean,
-    count: a.count as boolean,
-    ipv4: a.ipv4 as boolean,
-    ipv6: a.ipv6 as boolean,
-    sequence: a.sequence as boolean,
+    lossprobe: a.lossprobe,
+    count: a.count,
+    ipv4: a.ipv4,
+    ipv6: a.ipv6,
+    sequence: a.sequence,
   };
   const program = buildProgram(o);
-  if (a.ebpf) {
-    writer.write(program);
-    return 0;
-  }
-  if (o.lossprobe && !kprobesAvailable()) {
+  if (o.lossprobe && writer.mode !== 'ebpf' && !kprobesAvailable()) {
     throw unsupported(
       'tcpretrans: -l traces tail loss probes with a kprobe on tcp_send_loss_probe(), and this kernel has no kprobes (CONFIG_KPROBES)',
     );
@@ -203,23 +286,29 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     tool: 'tcpretrans',
     program,
     writer,
-    fieldCount: FIELDS.length,
     onStarted: () => {
       writer.line('Tracing retransmits ... Hit Ctrl-C to end');
       if (!o.count) writer.write(header(sequence));
     },
-    onEvent: (f) => writer.write(formatRow(f, sequence)),
+    records: RECORDS,
+    onRecord: (r: RetransRecord) => writer.emit(toRow(r, sequence), formatRow),
     ...(o.count
       ? {
           onTick: (t: Tracer, last: boolean) => {
-            if (last) writer.write(formatCounts(flowCounts(t, 'ipv4'), flowCounts(t, 'ipv6')));
+            if (!last) return;
+            writer.write(countsHeader());
+            for (const row of countRows(flowCounts(t, 'ipv4'), flowCounts(t, 'ipv6'))) {
+              writer.emit(row, formatCountRow);
+            }
           },
         }
       : {}),
   });
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope tcpretrans [flags]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

@@ -15,9 +15,9 @@
 import { BpfscopeError } from '../errors.js';
 import type { Tracer } from '../runtime/tracer.js';
 import { bccName, SymbolResolver } from '../symbols/resolver.js';
-import { ArgError, formatUsage, INT, type Parsed, type ParserSpec } from './framework/argparse.js';
+import { ArgError, formatUsage, INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import { convertTo, type CType, paramExpr, parseSignature, translateCExpr } from './framework/cexpr.js';
-import { splitFields, type ToolWriter } from './framework/output.js';
+import type { ToolWriter } from './framework/output.js';
 import {
   kprobesAvailable,
   matchTargets,
@@ -25,9 +25,10 @@ import {
   type ProbeSpec,
   toAttachPoint,
 } from './framework/probespec.js';
-import { configBlock, eventPrintf, predicate } from './framework/program.js';
+import { configBlock, predicate } from './framework/program.js';
 import { pyFormat } from './framework/pyformat.js';
-import { runProgram, toolMain, unsupported } from './framework/runner.js';
+import { type FieldType, records, type RecordSet } from './framework/record.js';
+import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
 import { clockTime, onlineCpus } from './framework/system.js';
 
 const EXAMPLES = `EXAMPLES:
@@ -94,7 +95,7 @@ trace -s /lib/x86_64-linux-gnu/libc.so.6,/bin/ping 'p:c:inet_pton' -U
         symbol resolution.
 `;
 
-export const SPEC: ParserSpec = {
+export const SPEC = {
   prog: 'trace',
   description: 'Attach to functions and print trace messages.',
   raw: true,
@@ -184,7 +185,7 @@ export const SPEC: ParserSpec = {
     { flags: ['--ebpf'], kind: 'flag', help: null },
   ],
   positionals: [{ name: 'probes', metavar: 'probe', nargs: '+', help: 'probe specifier (see examples)' }],
-};
+} as const satisfies ParserSpec;
 
 /** A bcc `trace` probe error: bcc's `error in probe '<text>': <reason>`. */
 export class TraceProbeError extends BpfscopeError {
@@ -468,22 +469,48 @@ export function traceNames(p: TraceProbe): (name: string) => string | undefined 
   };
 }
 
-/** Field layout of a probe's event record, after the probe index. */
-interface Layout {
-  ints: number[];
-  strings: number[];
+/** The probes' records: one record kind per probe (`p0`, `p1`, ... in probe order). */
+export type TraceRecords = RecordSet<Readonly<Record<string, Readonly<Record<string, FieldType>>>>>;
+
+/**
+ * The record of probe `p`: the process and thread ids, the optional time (-t), CPU (-C) and stacks (-K/-U) as
+ * `kstack(raw)`/`ustack(raw)` text, then the format's values (`v0`, `v1`, ... in format order: integers as 64-bit
+ * values of their conversion's signedness, `%s` as strings) and the comm.
+ */
+function probeFields(p: TraceProbe, o: TraceOptions): Record<string, FieldType> {
+  const f: Record<string, FieldType> = { tgid: 'u32', tid: 'u32' };
+  if (o.timestamp) f.ts = 'u64';
+  if (o.cpu) f.cpu = 'u32';
+  if (o.kernelStack) f.kstack = 'str';
+  if (o.userStack) f.ustack = 'str';
+  const convs = p.format.flatMap((x) => ('conv' in x ? [x.conv] : []));
+  convs.forEach((c, i) => {
+    if (c !== 's') f[`v${i}`] = C_TYPE[c].kind === 'int' && C_TYPE[c].signed ? 's64' : 'u64';
+  });
+  f.comm = 'str';
+  convs.forEach((c, i) => {
+    if (c === 's') f[`v${i}`] = 'str';
+  });
+  return f;
 }
 
-function layoutOf(p: TraceProbe): Layout {
-  const convs = p.format.flatMap((f) => ('conv' in f ? [f.conv] : []));
-  const ints: number[] = [];
-  const strings: number[] = [];
-  convs.forEach((c, i) => (c === 's' ? strings : ints).push(i));
-  return { ints, strings };
+/** The records of `probes` with options `o` (see {@link probeFields}); the program and the decoder both use them. */
+export function traceRecords(probes: readonly TraceProbe[], o: TraceOptions): TraceRecords {
+  const decls: Record<string, Record<string, FieldType>> = {};
+  probes.forEach((p, i) => {
+    decls[`p${i}`] = probeFields(p, o);
+  });
+  return records(decls);
 }
 
-/** The bpftrace probe for trace probe `p` (index `index`): filters, then one event record. */
-export function probeProgram(p: TraceProbe, index: number, o: TraceOptions, attach: string): string {
+/** The bpftrace probe for trace probe `p` (index `index`): filters, then one `p<index>` record of `recs`. */
+export function probeProgram(
+  p: TraceProbe,
+  index: number,
+  o: TraceOptions,
+  attach: string,
+  recs: TraceRecords,
+): string {
   const names = traceNames(p);
   const tr = (e: string): string => {
     try {
@@ -502,30 +529,24 @@ export function probeProgram(p: TraceProbe, index: number, o: TraceOptions, atta
           : null;
   const conds = [who, o.uid != null ? `uid == ${o.uid}` : null, p.filter !== null ? tr(p.filter) : null];
   const convs = p.format.flatMap((f) => ('conv' in f ? [f.conv] : []));
-  const { ints, strings } = layoutOf(p);
-  const fields: [string, string][] = [
-    ['%d', `${index}`],
-    ['%u', 'pid'],
-    ['%u', 'tid'],
-  ];
-  if (o.timestamp) fields.push(['%llu', 'nsecs']);
-  if (o.cpu) fields.push(['%u', 'cpu']);
-  if (o.kernelStack) fields.push(['%s', 'kstack(raw)']);
-  if (o.userStack) fields.push(['%s', 'ustack(raw)']);
-  for (const i of ints) {
-    const t = C_TYPE[convs[i] as Exclude<TraceConv, 's'>] as CType & { kind: 'int' };
-    fields.push([t.signed ? '%lld' : '%llu', convertTo(t, tr(p.values[i]!), o.stringSize)]);
-  }
-  fields.push(['%s', 'comm']);
-  for (const i of strings) fields.push(['%s', convertTo({ kind: 'string' }, tr(p.values[i]!), o.stringSize)]);
-  return `${attach}${predicate(conds)} {\n  ${eventPrintf(fields)}\n}\n`;
+  const exprs: Record<string, string> = { tgid: 'pid', tid: 'tid', comm: 'comm' };
+  if (o.timestamp) exprs.ts = 'nsecs';
+  if (o.cpu) exprs.cpu = 'cpu';
+  if (o.kernelStack) exprs.kstack = 'kstack(raw)';
+  if (o.userStack) exprs.ustack = 'ustack(raw)';
+  convs.forEach((c, i) => {
+    const t: CType = c === 's' ? { kind: 'string' } : C_TYPE[c];
+    exprs[`v${i}`] = convertTo(t, tr(p.values[i]!), o.stringSize);
+  });
+  return `${attach}${predicate(conds)} {\n  ${recs.emit(`p${index}`, exprs)}\n}\n`;
 }
 
 /** The bpftrace program for `probes` (attach points given, in order). */
 export function buildProgram(probes: TraceProbe[], attach: string[], o: TraceOptions): string {
+  const recs = traceRecords(probes, o);
   let prog = configBlock(o.ringPages ? { ringPages: o.ringPages } : {});
   probes.forEach((p, i) => {
-    prog += probeProgram(p, i, o, attach[i]!);
+    prog += probeProgram(p, i, o, attach[i]!, recs);
   });
   return prog;
 }
@@ -548,29 +569,24 @@ export function rawStack(text: string): bigint[] {
   return (text.match(/[0-9a-fA-F]+/g) ?? []).map((h) => BigInt(`0x${h}`));
 }
 
-/** Decode the fields after the probe index (see {@link probeProgram}). */
-export function decodeEvent(p: TraceProbe, o: TraceOptions, rest: string): TraceEvent {
-  const { ints, strings } = layoutOf(p);
-  const fixed = 2 + (o.timestamp ? 1 : 0) + (o.cpu ? 1 : 0) + (o.kernelStack ? 1 : 0) + (o.userStack ? 1 : 0);
-  const f = splitFields(rest, fixed + ints.length + 1 + strings.length);
-  let k = 0;
-  const next = (): string => f[k++] ?? '';
-  const ev: TraceEvent = {
-    tgid: Number(next()),
-    tid: Number(next()),
-    ts: o.timestamp ? BigInt(next()) : null,
-    cpu: o.cpu ? Number(next()) : null,
-    kstack: o.kernelStack ? rawStack(next()) : [],
-    ustack: o.userStack ? rawStack(next()) : [],
-    comm: '',
-    values: [],
-  };
+/** The probe index and event of one decoded record (see {@link traceRecords}). */
+export function eventOf(
+  r: { kind: string } & Readonly<Record<string, unknown>>,
+  o: TraceOptions,
+): [number, TraceEvent] {
   const values: (bigint | string)[] = [];
-  for (const i of ints) values[i] = BigInt(next());
-  ev.comm = next();
-  for (const i of strings) values[i] = next();
-  ev.values = values;
-  return ev;
+  for (let i = 0; `v${i}` in r; i++) values.push(r[`v${i}`] as bigint | string);
+  const ev: TraceEvent = {
+    tgid: r.tgid as number,
+    tid: r.tid as number,
+    ts: o.timestamp ? (r.ts as bigint) : null,
+    cpu: o.cpu ? (r.cpu as number) : null,
+    kstack: o.kernelStack ? rawStack(r.kstack as string) : [],
+    ustack: o.userStack ? rawStack(r.ustack as string) : [],
+    comm: r.comm as string,
+    values,
+  };
+  return [Number(r.kind.slice(1)), ev];
 }
 
 /** Symbol text of `%K` (kernel, pid -1) and `%U` (the event's process) values: bcc's `sym(addr, pid, True, True)`. */
@@ -670,6 +686,67 @@ export function stackText(addrs: bigint[], name: (a: bigint) => string, address:
   return s;
 }
 
+/** One event (runTool's row, `--json`'s object): bcc's columns as data. */
+export interface TraceRow {
+  /** The TIME column as printed (-t: seconds since the start, -u: UNIX time, -T: HH:MM:SS), or null without. */
+  time: string | null;
+  /** -C: the CPU, else null. */
+  cpu: number | null;
+  /** The process (PID column), the thread (TID) and its comm. */
+  pid: number;
+  tid: number;
+  comm: string;
+  /** The FUNC column: the function, the tracepoint's event or the USDT probe. */
+  func: string;
+  /** The probe's message (its format with the values), '' for a probe without one. */
+  message: string;
+  /** -K / -U: the stacks' frames, innermost first, as printed (with -a, `%16x ` address first); [] without. */
+  kernelStack: string[];
+  userStack: string[];
+  /** -A: how many events printed this same text (the rows come at -M's end, most frequent first). */
+  count?: number;
+}
+
+/** The row of event `ev` of probe `p` with message `msg`. */
+export function toRow(
+  p: TraceProbe,
+  ev: TraceEvent,
+  msg: string,
+  o: RowOptions & { kernelStack: boolean; userStack: boolean },
+  sym: Symbolizer,
+  now = new Date(),
+): TraceRow {
+  let time: string | null = null;
+  if (o.timestamp || o.time) {
+    const t = timeText(ev.ts, o, now);
+    time = o.unixTimestamp ? t.slice(0, 17) : t.slice(0, 8);
+  }
+  const frames = (addrs: bigint[], name: (a: bigint) => string): string[] =>
+    addrs.map((a) => `${o.address ? pyFormat('%16x ', a) : ''}${name(a)}`);
+  return {
+    time,
+    cpu: o.cpu ? ev.cpu : null,
+    pid: ev.tgid,
+    tid: ev.tid,
+    comm: ev.comm,
+    func: p.display,
+    message: msg,
+    kernelStack: o.kernelStack ? frames(ev.kstack, (a) => sym.kernel(a)) : [],
+    userStack: o.userStack ? frames(ev.ustack, (a) => sym.user(ev.tgid, a)) : [],
+  };
+}
+
+/** bcc's `print_event` text for one row (the line, then its stacks, 8 spaces before each frame). */
+export function formatRow(row: TraceRow, o: Pick<RowOptions, 'unixTimestamp'>): string {
+  let s = '';
+  if (row.time !== null) s += o.unixTimestamp ? pyFormat('%-17s ', row.time) : pyFormat('%-8s ', row.time);
+  if (row.cpu !== null) s += pyFormat('%-3s ', String(row.cpu));
+  s += pyFormat('%-7d %-7d %-15s %-16s %s\n', row.pid, row.tid, row.comm, row.func, row.message);
+  for (const f of row.kernelStack) s += `        ${f}\n`;
+  for (const f of row.userStack) s += `        ${f}\n`;
+  return s;
+}
+
 /** bcc's `print_event` text for one event (the row, then its stacks). */
 export function formatEvent(
   p: TraceProbe,
@@ -679,28 +756,16 @@ export function formatEvent(
   sym: Symbolizer,
   now = new Date(),
 ): string {
-  let s = '';
-  if (o.timestamp || o.time) {
-    const t = timeText(ev.ts, o, now);
-    s += o.unixTimestamp ? pyFormat('%-17s ', t.slice(0, 17)) : pyFormat('%-8s ', t.slice(0, 8));
-  }
-  if (o.cpu) s += pyFormat('%-3s ', String(ev.cpu));
-  s += pyFormat('%-7d %-7d %-15s %-16s %s\n', ev.tgid, ev.tid, ev.comm, p.display, msg);
-  if (o.kernelStack) s += stackText(ev.kstack, (a) => sym.kernel(a), o.address);
-  if (o.userStack) s += stackText(ev.ustack, (a) => sym.user(ev.tgid, a), o.address);
-  return s;
+  return formatRow(toRow(p, ev, msg, o, sym, now), o);
 }
 
 function usageError(message: string): ArgError {
   return new ArgError(message, formatUsage(SPEC), SPEC.prog);
 }
 
-async function run(a: Parsed, writer: ToolWriter): Promise<number> {
-  if (a.tgid && a.pid) {
-    writer.err.write(usageError('only one of -p and -L may be specified').text());
-    return 2;
-  }
-  const maxEvents = a.max_events as number | null;
+async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<number> {
+  if (a.tgid && a.pid) throw usageError('only one of -p and -L may be specified');
+  const maxEvents = a.max_events;
   if (a.aggregate && maxEvents === null) {
     writer.line('-M/--max-events should be specified with -A/--aggregate');
     return 1;
@@ -716,7 +781,7 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
   let probes: TraceProbe[];
   const attach: string[] = [];
   try {
-    probes = (a.probes as string[]).map(parseTraceProbe);
+    probes = a.probes.map(parseTraceProbe);
     for (const p of probes) {
       attach.push(
         attachPoint(p, (spec) => {
@@ -734,16 +799,16 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     throw e;
   }
   const opts: TraceOptions = {
-    tgid: a.tgid as number | null,
-    tid: a.pid as number | null,
-    uid: a.uid as number | null,
+    tgid: a.tgid,
+    tid: a.pid,
+    uid: a.uid,
     selfPid: a.include_self ? null : process.pid,
-    stringSize: a.string_size as number,
-    timestamp: Boolean(a.timestamp),
-    cpu: a.print_cpu as boolean,
-    kernelStack: a.kernel_stack as boolean,
-    userStack: a.user_stack as boolean,
-    ringPages: (a.buffer_pages as number) > 0 ? (a.buffer_pages as number) * onlineCpus() : 0,
+    stringSize: a.string_size,
+    timestamp: a.timestamp,
+    cpu: a.print_cpu,
+    kernelStack: a.kernel_stack,
+    userStack: a.user_stack,
+    ringPages: a.buffer_pages > 0 ? a.buffer_pages * onlineCpus() : 0,
   };
   let program: string;
   try {
@@ -755,16 +820,14 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     }
     throw e;
   }
-  if (a.verbose || a.ebpf) {
-    writer.line(program);
-    if (a.ebpf) return 0;
-  }
+  // --ebpf: the framework prints the program (runProgram); -v prints it before running.
+  if (a.verbose && !a.ebpf) writer.line(program);
   const rows: RowOptions & { kernelStack: boolean; userStack: boolean } = {
-    timestamp: a.timestamp as boolean,
-    time: a.time as boolean,
-    unixTimestamp: a.unix_timestamp as boolean,
+    timestamp: a.timestamp,
+    time: a.time,
+    unixTimestamp: a.unix_timestamp,
     cpu: opts.cpu,
-    address: a.address as boolean,
+    address: a.address,
     kernelStack: opts.kernelStack,
     userStack: opts.userStack,
     firstTs: process.hrtime.bigint(),
@@ -775,10 +838,13 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
       ? (opts.tgid ?? null)
       : null,
   );
-  const name = a.name as string | null;
-  const msgFilter = a.msg_filter as string | null;
-  const aggregate = a.aggregate as boolean;
-  const counts = new Map<string, number>();
+  const name = a.name;
+  const msgFilter = a.msg_filter;
+  const aggregate = a.aggregate;
+  const recs = traceRecords(probes, opts);
+  const stacks = rows.kernelStack || rows.userStack;
+  // -A: each distinct text, its first row and its count
+  const counts = new Map<string, { row: TraceRow; count: number }>();
   let eventCount = 0;
   let done = false;
   let tracer: Tracer | null = null;
@@ -786,7 +852,6 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
     tool: 'trace',
     program,
     writer,
-    fieldCount: 2,
     stackMapEntries: 1024,
     onStarted: (t) => {
       tracer = t;
@@ -797,25 +862,39 @@ async function run(a: Parsed, writer: ToolWriter): Promise<number> {
         ),
       );
     },
-    onEvent: (f) => {
+    records: recs,
+    onRecord: (r: { kind: string } & Readonly<Record<string, unknown>>) => {
       if (done) return;
-      const p = probes[Number(f[0])];
+      const [index, ev] = eventOf(r, opts);
+      const p = probes[index];
       if (!p) return;
-      const ev = decodeEvent(p, opts, f[1] ?? '');
       if (name !== null && !ev.comm.includes(name)) return;
       const msg = formatMessage(p, ev, sym);
       if (msgFilter && !msg.includes(msgFilter)) return;
-      const text = formatEvent(p, ev, msg, rows, sym);
-      if (!aggregate) writer.write(rows.kernelStack || rows.userStack ? `${text}\n` : text);
-      else counts.set(text, (counts.get(text) ?? 0) + 1);
+      const row = toRow(p, ev, msg, rows, sym);
+      if (!aggregate) writer.emit(row, (x) => (stacks ? `${formatRow(x, rows)}\n` : formatRow(x, rows)));
+      else {
+        const text = formatRow(row, rows);
+        const seen = counts.get(text);
+        if (seen) seen.count++;
+        else counts.set(text, { row, count: 1 });
+      }
       eventCount++;
       if (maxEvents !== null && eventCount >= maxEvents) {
-        if (aggregate) writer.write(formatAggregate(counts));
+        if (aggregate) {
+          const sorted = [...counts.values()].sort((x, y) => y.count - x.count);
+          for (const e of sorted) writer.emit({ ...e.row, count: e.count }, (x) => formatAggregateRow(x, rows));
+        }
         done = true;
         (tracer as Tracer | null)?.stop();
       }
     },
   });
+}
+
+/** One line of bcc's `print_aggregate_events`: the event's text and `-->COUNT n`, then a blank line. */
+export function formatAggregateRow(row: TraceRow, o: Pick<RowOptions, 'unixTimestamp'>): string {
+  return `${formatRow(row, o)}-->COUNT ${row.count ?? 1}\n\n`;
 }
 
 /** bcc's `print_aggregate_events`: each distinct event text with its count, most frequent first. */
@@ -826,7 +905,9 @@ export function formatAggregate(counts: Map<string, number>): string {
     .join('');
 }
 
+export const TOOL = defineTool({ spec: SPEC, results: 'rows', run });
+
 /** `bpfscope trace [flags] probe [probe ...]`; resolves with the exit status. */
 export function main(argv: string[]): Promise<number> {
-  return toolMain(SPEC, argv, run);
+  return toolMain(TOOL, argv);
 }

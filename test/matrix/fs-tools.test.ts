@@ -9,10 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { cliCommand, guestSkipReason, runGuestScript } from './guest.js';
+import { cliCommand, FROM_DIST, guestSkipReason, ROOT, runGuestScript } from './guest.js';
 import { workloadPath } from '../helpers/workload.js';
 
 /** The guest script: each section prints `=== NAME` then the tool's output, `=== end` at the end. */
@@ -57,12 +57,51 @@ function guestScript(work: string): string {
     ...traced('ext4slower', 'ext4slower -j 0', 'ENDTIME_us', [
       `${wl} comm bpfs_e4 odirect-read ${work}/mnt/data 2 4096 fsync ${work}/mnt/data 2; echo "workload $?"`,
     ]),
+    // --json prints no header: the run is ready once it holds its 8 links (4 kprobes, 4 kretprobes).
+    'echo "=== ext4json"',
+    `${cli} ext4slower --json --heatmap ${work}/ext4.svg 0 > ${work}/ext4json.out 2> ${work}/ext4json.err &`,
+    'T=$!',
+    'for i in $(seq 600); do [ "$(ls -l /proc/$T/fd 2>/dev/null | grep -c bpf_link)" -ge 8 ] && break; kill -0 $T || break; sleep 0.2; done',
+    `${wl} comm bpfs_e4 odirect-read ${work}/mnt/data 2 4096 fsync ${work}/mnt/data 2; echo "workload $?"`,
+    'sleep 2; kill -INT $T; wait $T; echo "rc $?"',
+    `cat ${work}/ext4json.out ${work}/ext4json.err`,
+    // runTool: attached when it resolves; the script runs the workload, closes the run and prints its rows.
+    'echo "=== ext4api"',
+    `${cli.replace(/ \S+$/, '')} ${work}/api.mjs ${API_MODULE} ${wl} ${work}/mnt/data`,
     'echo "=== cachestat"',
     `${cli} cachestat 1 3 2>&1 & T=$!`,
     'sleep 1; echo 3 > /proc/sys/vm/drop_caches; cat mnt/data > /dev/null; wait $T; echo "rc $?"',
     'umount mnt',
     'echo "=== end"',
   ].join('\n');
+}
+
+/** This tree's package entry (runTool) as the guest's node imports it: built, or the source through tsx. */
+const API_MODULE = FROM_DIST ? `${ROOT}/dist/src/index.js` : `${ROOT}/src/index.ts`;
+
+/** The runTool case: `node api.mjs MODULE WORKLOAD FILE` runs ext4slower 0 around the workload, prints its rows. */
+const API_SCRIPT = `
+import { spawnSync } from 'node:child_process';
+const [mod, wl, file] = process.argv.slice(2);
+const { runTool } = await import(mod);
+const run = await runTool('ext4slower', ['0']);
+const w = spawnSync(wl, ['comm', 'bpfs_e4', 'odirect-read', file, '2', '4096', 'fsync', file, '2']);
+console.log('workload ' + w.status);
+console.log('rc ' + (await run.close()));
+for await (const r of run.rows()) console.log(JSON.stringify(r));
+`;
+
+/** The facts the -j text run gives, from rows (objects of --json or runTool): the workload's operations. */
+function ext4Ops(rows: { comm: string; type: string; bytes: number; offset: number; file: string }[]): string[] {
+  return rows.filter((r) => r.comm === 'bpfs_e4').map((r) => `${r.type} ${r.bytes} ${r.offset} ${r.file}`);
+}
+
+/** The JSON object lines of a section. */
+function objects<T>(text: string): T[] {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as T);
 }
 
 function section(out: string, name: string): string {
@@ -78,6 +117,7 @@ describe(
       try {
         copyFileSync(workloadPath(), join(work, 'bpfs_workload'));
         spawnSync('chmod', ['+x', join(work, 'bpfs_workload')]);
+        writeFileSync(join(work, 'api.mjs'), API_SCRIPT);
         // BPFSCOPE_MATRIX_LOG=FILE keeps the guest's console (the tools' output) for reading.
         const out = runGuestScript([guestScript(work)], work);
 
@@ -142,6 +182,35 @@ describe(
           ['O 0 0 data', 'R 4096 0 data', 'R 4096 4096 data', 'O 0 0 data', 'S 0 0 data', 'S 0 0 data'],
           e,
         );
+
+        // The same operations as --json objects and as runTool rows; the heat map drew every object of its run.
+        const OPS = ['O 0 0 data', 'R 4096 0 data', 'R 4096 4096 data', 'O 0 0 data', 'S 0 0 data', 'S 0 0 data'];
+        const ej = section(out, 'ext4json');
+        assert.match(ej, /workload 0\n[\s\S]*rc 0\n/, ej);
+        const e4rows = objects<{
+          comm: string;
+          type: string;
+          bytes: number;
+          offset: number;
+          file: string;
+          latencyUs: number;
+        }>(ej);
+        assert.deepEqual(ext4Ops(e4rows), OPS, ej);
+        assert.ok(
+          e4rows.every((r) => Number.isInteger(r.latencyUs) && r.latencyUs >= 0),
+          ej,
+        );
+        const cells = [
+          ...readFileSync(join(work, 'ext4.svg'), 'utf8').matchAll(/onmouseover="s\('[^']*','(\d+)-(\d+)us',(\d+),/g),
+        ];
+        assert.equal(
+          cells.reduce((a, m) => a + Number(m[3]), 0),
+          e4rows.length,
+          ej,
+        );
+        const ea = section(out, 'ext4api');
+        assert.match(ea, /^workload 0\nrc 0\n/, ea);
+        assert.deepEqual(ext4Ops(objects(ea)), OPS, ea);
 
         // cachestat 1 3: the header, three rows, no "Detaching..." (the count ran out); the cold read missed.
         const s = section(out, 'cachestat');

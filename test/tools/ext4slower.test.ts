@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { features } from '../../src/kernel/features.js';
-import { buildProgram, formatRow, header, SPEC } from '../../src/tools/ext4slower.js';
+import { buildProgram, type Ext4Record, formatRow, header, SPEC, toRow } from '../../src/tools/ext4slower.js';
 import { assertBccHelp } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
 
@@ -22,13 +22,24 @@ describe('ext4slower options and output (bcc tools/ext4slower.py)', () => {
     );
     assert.equal(header(0, false).split('\n')[0], 'Tracing ext4 operations');
     assert.equal(header(1, true), 'ENDTIME_us,TASK,PID,TYPE,BYTES,OFFSET_b,LATENCY_us,FILE\n');
-    const f = ['5000000', '1', '8192', '1049600', '12345', '181', 'a_very_long_command', 'data.bin'];
+    const f: Ext4Record = {
+      kind: 'op',
+      tsUs: 5000000,
+      type: 1,
+      size: 8192,
+      offset: 1049600,
+      deltaUs: 12345,
+      pid: 181,
+      comm: 'a_very_long_command',
+      file: 'data.bin',
+    };
     assert.equal(
-      formatRow(f, false, '10:00:00'),
+      formatRow(toRow(f, '10:00:00'), false),
       '10:00:00 a_very_long_co 181    W 8192    1025       12.35 data.bin\n',
     );
-    assert.equal(formatRow(f, true), '5000000,a_very_long_command,181,W,8192,1049600,12345,data.bin\n');
-    assert.match(formatRow(['1', '3', '0', '0', '10', '1', 'c', 'f'], false, 'T'), / S 0 {7}0 {11}0\.01 f\n$/);
+    assert.equal(formatRow(toRow(f), true), '5000000,a_very_long_command,181,W,8192,1049600,12345,data.bin\n');
+    const s = toRow({ ...f, tsUs: 1, type: 3, size: 0, offset: 0, deltaUs: 10, pid: 1, comm: 'c', file: 'f' }, 'T');
+    assert.match(formatRow(s, false), / S 0 {7}0 {11}0\.01 f\n$/);
   });
 
   it('program: entry kprobes keep (time, file, offset) per thread; return probes print over the threshold', () => {

@@ -12,7 +12,9 @@ import { describe, it } from 'node:test';
 import { buildProgram, type FileRow, formatScreen, SPEC } from '../../src/tools/filetop.js';
 import { workloadPath } from '../helpers/workload.js';
 import { assertBccHelp } from './argparse-fixture.js';
+import { runTool } from '../../src/index.js';
 import { liveSkipReason, removeScratch, scratchDir, startBpfscope } from './helpers.js';
+import { jsonLines, startJson } from './jsonrun.js';
 
 const row = (o: Partial<FileRow>): FileRow => ({
   tid: 1,
@@ -96,5 +98,75 @@ describe('filetop on the live kernel', () => {
     } finally {
       removeScratch(dir);
     }
+  });
+
+  /** The text test's rows as data: the workload's reads, writes and bytes per file. */
+  async function workloadRows(
+    start: () => Promise<
+      () => Promise<
+        {
+          rows: {
+            tid: number;
+            comm: string;
+            name: string;
+            type: string;
+            reads: unknown;
+            writes: unknown;
+            rbytes: unknown;
+            wbytes: unknown;
+          }[];
+        }[]
+      >
+    >,
+  ): Promise<void> {
+    const dir = scratchDir();
+    try {
+      const file = join(dir, 'filetop-data');
+      writeFileSync(file, Buffer.alloc(16384, 1));
+      const end = await start();
+      const w = spawnSync(
+        workloadPath(),
+        ['comm', 'bpfs_ft', 'read', '7', '4096', 'write', '3', '8192', 'odirect-read', file, '2', '4096'],
+        { encoding: 'utf8' },
+      );
+      assert.equal(w.status, 0, w.stderr);
+      const ticks = await end();
+      const mine = ticks
+        .flatMap((t) => t.rows)
+        .filter((r) => r.tid === w.pid && r.comm === 'bpfs_ft')
+        .map((r) => [r.name, r.type, Number(r.reads), Number(r.writes), Number(r.rbytes), Number(r.wbytes)])
+        .sort();
+      assert.deepEqual(mine, [
+        ['filetop-data', 'R', 2, 0, 8192, 0],
+        ['null', 'O', 0, 3, 0, 24576],
+        ['zero', 'O', 7, 0, 28672, 0],
+      ]);
+    } finally {
+      removeScratch(dir);
+    }
+  }
+
+  it('--json -a: the same counts in the final interval object', { skip }, async () => {
+    await workloadRows(async () => {
+      const run = await startJson(['filetop', '--json', '-a', '-C', '-r', '100000', '60'], 4);
+      return async () => {
+        run.child.kill('SIGINT');
+        const r = await run.done;
+        assert.equal(r.code, 0, r.stderr);
+        return jsonLines(r.stdout);
+      };
+    });
+  });
+
+  it('runTool -a: the same counts as data', { skip }, async () => {
+    await workloadRows(async () => {
+      const run = await runTool('filetop', ['-a', '-C', '-r', '100000', '60']);
+      return async () => {
+        assert.equal(await run.close(), 0);
+        const ticks = [];
+        for await (const t of run.intervals()) ticks.push(t);
+        return ticks;
+      };
+    });
   });
 });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { runTool } from '../../src/index.js';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { MapDump } from '../../src/runtime/output/model.js';
@@ -18,7 +18,8 @@ import { buildProgram, formatCounts, SPEC } from '../../src/tools/funccount.js';
 import { repoRoot } from '../helpers/cli.js';
 import { workloadPath } from '../helpers/workload.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
-import { runAgainstWorkload } from './pidrun.js';
+import { jsonLines, startJson } from './jsonrun.js';
+import { blockedInRead, runAgainstWorkload } from './pidrun.js';
 
 const fixture = JSON.parse(
   readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'func-tools-argparse.json'), 'utf8'),
@@ -174,6 +175,43 @@ describe('funccount runTool', { skip: liveSkipReason() }, () => {
           ['syscalls:sys_enter_getpid', 2n],
           ['syscalls:sys_enter_getpgrp', 3n],
           ['syscalls:sys_enter_getppid', 4n],
+        ],
+      );
+    } finally {
+      w.kill('SIGKILL');
+    }
+  });
+});
+
+describe('funccount --json', { skip: liveSkipReason() }, () => {
+  it('-p PID t:syscalls:sys_enter_getp* --json: the final interval as one object with the same counts', async () => {
+    const w = spawn(workloadPath(), ['wait-stdin', 'getppid', '4', 'getpid', '2', 'getpgrp', '3'], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    const exited = new Promise<number | null>((resolve) => w.on('close', (c) => resolve(c)));
+    try {
+      await blockedInRead(w.pid!);
+      // one link per matching tracepoint: attached once the process holds them all
+      const links = readdirSync('/sys/kernel/tracing/events/syscalls').filter((d) =>
+        d.startsWith('sys_enter_getp'),
+      ).length;
+      const run = await startJson(['funccount', '--json', '-p', String(w.pid), 't:syscalls:sys_enter_getp*'], links);
+      try {
+        w.stdin!.end('x');
+        assert.equal(await exited, 0);
+      } finally {
+        run.child.kill('SIGINT');
+      }
+      const r = await run.done;
+      assert.equal(r.code, 0, r.stderr);
+      const ticks = jsonLines<{ rows: { name: string; count: number }[] }>(r.stdout);
+      assert.equal(ticks.length, 1, r.stdout);
+      assert.deepEqual(
+        ticks[0]!.rows.map((x) => [x.name, x.count]),
+        [
+          ['syscalls:sys_enter_getpid', 2],
+          ['syscalls:sys_enter_getpgrp', 3],
+          ['syscalls:sys_enter_getppid', 4],
         ],
       );
     } finally {

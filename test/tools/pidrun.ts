@@ -59,7 +59,7 @@ export async function startBlockedWorkload(
  * Resolves once `pid` sleeps (state S) as bpfs_workload: blocked in its wait-stdin read, so that no call of the
  * steps (nor that read's entry) can happen before the tool attaches. Throws after 10 s.
  */
-async function blockedInRead(pid: number): Promise<void> {
+export async function blockedInRead(pid: number): Promise<void> {
   for (let i = 0; i < 1000; i++) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

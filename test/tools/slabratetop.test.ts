@@ -9,7 +9,9 @@ import { lstatSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { MapDump } from '../../src/runtime/output/model.js';
 import { buildProgram, collectRows, formatScreen, SPEC, TABLE_HEADER } from '../../src/tools/slabratetop.js';
+import { runTool } from '../../src/index.js';
 import { workloadPath } from '../helpers/workload.js';
+import { jsonLines, startJson } from './jsonrun.js';
 import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, startBpfscope } from './helpers.js';
 
@@ -103,5 +105,50 @@ describe('slabratetop on the live kernel', () => {
     const allocs = BigInt(m[1]!.trim());
     assert.ok(allocs >= 20000n, r.stdout);
     assert.equal(BigInt(m[2]!.trim()), allocs * size);
+  });
+
+  /** The text test's facts on an interval object: a names_cache row with >= 20000 allocations of its size. */
+  function assertNames(ticks: { rows: { name: string; allocs: number | bigint; bytes: number | bigint }[] }[]): void {
+    const size = BigInt(readFileSync(`${slab}/slab_size`, 'utf8').trim());
+    const rows = ticks.flatMap((t) => t.rows).filter((r) => r.name === 'names_cache');
+    assert.equal(
+      rows.length,
+      1,
+      JSON.stringify(ticks, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v)),
+    );
+    const allocs = BigInt(rows[0]!.allocs);
+    assert.ok(allocs >= 20000n, String(allocs));
+    assert.equal(BigInt(rows[0]!.bytes), allocs * size);
+  }
+
+  it('-C --json: the same names_cache row in the final interval object', { skip }, async () => {
+    const run = await startJson(['slabratetop', '--json', '-C', '-r', '1000', '99'], 1);
+    try {
+      const w = spawnSync(workloadPath(), ['comm', 'bpfs_slab', 'openat', '/bpfs-missing', '20000'], {
+        encoding: 'utf8',
+      });
+      assert.equal(w.status, 0, w.stderr);
+    } finally {
+      run.child.kill('SIGINT');
+    }
+    const r = await run.done;
+    assert.equal(r.code, 0, r.stderr);
+    const ticks = jsonLines<{ time: string; rows: { name: string; allocs: number; bytes: number }[] }>(r.stdout);
+    assert.equal(ticks.length, 1, r.stdout);
+    assert.match(ticks[0]!.time, /^\d\d:\d\d:\d\d$/);
+    assertNames(ticks);
+  });
+
+  it('runTool -C: the same names_cache row', { skip }, async () => {
+    const run = await runTool('slabratetop', ['-C', '-r', '1000', '99']);
+    const w = spawnSync(workloadPath(), ['comm', 'bpfs_slab', 'openat', '/bpfs-missing', '20000'], {
+      encoding: 'utf8',
+    });
+    assert.equal(w.status, 0, w.stderr);
+    assert.equal(await run.close(), 0);
+    const ticks = [];
+    for await (const t of run.intervals()) ticks.push(t);
+    assert.equal(ticks.length, 1);
+    assertNames(ticks);
   });
 });

@@ -7,7 +7,17 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { formatHelp } from '../../src/tools/framework/argparse.js';
 import { dropReasonNames } from '../../src/tools/framework/skb.js';
-import { buildProgram, formatEvent, header, SPEC } from '../../src/tools/tcpdrop.js';
+import { runTool } from '../../src/index.js';
+import {
+  buildProgram,
+  type DropRecord,
+  type DropRow,
+  formatEvent,
+  header,
+  SPEC,
+  toRow,
+} from '../../src/tools/tcpdrop.js';
+import { jsonLines, startJson } from './jsonrun.js';
 import { runBpfscope, startBpfscope } from './helpers.js';
 import { createLossyNetns, type LossyNetns, lossyNetnsSkipReason } from './netns.js';
 import { ipv6LoopbackSkipReason } from './tcp.js';
@@ -42,15 +52,27 @@ examples:
       'TIME     PID     IP SADDR:SPORT          > DADDR:DPORT          STATE (FLAGS)        REASON (CODE)\n',
     );
     const reasons = new Map([[12, 'NETFILTER_DROP']]);
-    const f = ['18659', '4', '127.0.0.1', '39012', '127.0.0.1', '9123', '-1', '24', '12', ''];
+    const f: DropRecord = {
+      kind: 'drop',
+      pid: 18659,
+      ip: 4,
+      saddr: '127.0.0.1',
+      sport: 39012,
+      daddr: '127.0.0.1',
+      dport: 9123,
+      state: -1,
+      flags: 24,
+      reason: 12,
+      stack: '',
+    };
     assert.equal(
-      formatEvent(f, reasons, ['sk_skb_reason_drop+0x90', 'nft_do_chain+0x3e8'], '04:15:08'),
+      formatEvent(toRow(f, reasons, ['sk_skb_reason_drop+0x90', 'nft_do_chain+0x3e8'], '04:15:08')),
       '04:15:08 18659   4  127.0.0.1:39012      > 127.0.0.1:9123       - (PSH|ACK)          NETFILTER_DROP (12)\n' +
         '\tsk_skb_reason_drop+0x90\n\tnft_do_chain+0x3e8\n\n',
     );
-    const g = ['0', '6', '::1', '22', '::1', '50514', '1', '16', '99', ''];
+    const g: DropRecord = { ...f, pid: 0, ip: 6, saddr: '::1', sport: 22, daddr: '::1', dport: 50514, state: 1 };
     assert.equal(
-      formatEvent(g, reasons, [], '10:00:00'),
+      formatEvent(toRow({ ...g, flags: 16, reason: 99 }, reasons, [], '10:00:00')),
       '10:00:00 0       6  ::1:22               > ::1:50514            ESTABLISHED (ACK)    UNKNOWN (99)\n\n',
     );
   });
@@ -186,4 +208,67 @@ describe('tcpdrop on the live kernel', () => {
       }
     },
   );
+});
+
+describe('tcpdrop --json and runTool', () => {
+  const skip = lossyNetnsSkipReason();
+  let ns: LossyNetns | undefined;
+  after(() => ns?.remove());
+
+  /**
+   * The facts the text test checks, on rows: one row per packet the rule dropped, from the client to the server,
+   * ACK set, NETFILTER_DROP with the kernel's number, a stack through the nftables input hook.
+   */
+  function assertDrops(rows: DropRow[], clientPort: number, dropped: number): void {
+    const code = [...dropReasonNames()].find(([, n]) => n === 'NETFILTER_DROP')?.[0] ?? 12;
+    const mine = rows.filter((r) => r.sport === clientPort && r.dport === ns!.port);
+    assert.equal(mine.length, dropped, JSON.stringify(rows));
+    for (const r of mine) {
+      assert.deepEqual(
+        [r.ip, r.saddr, r.daddr, r.reason, r.reasonCode],
+        [4, '127.0.0.1', '127.0.0.1', 'NETFILTER_DROP', code],
+      );
+      assert.match(r.flags, /ACK/);
+      assert.match(r.time, /^\d\d:\d\d:\d\d$/);
+      assert.ok(r.state === null || /^[A-Z_0-9]+$/.test(r.state), String(r.state));
+      assert.ok(r.stack.length > 0 && r.stack.every((f) => /^\S+$/.test(f)), r.stack.join(' '));
+      assert.ok(
+        r.stack.some((f) => f.startsWith('nf_hook_slow+0x')),
+        r.stack.join(' '),
+      );
+    }
+  }
+
+  it('--json: one object per dropped packet', { skip }, async () => {
+    ns ??= createLossyNetns(4);
+    const before = ns.dropped();
+    const run = await startJson(['tcpdrop', '--netns-id', String(ns.inode), '--json'], 1, { timeoutMs: 60_000 });
+    let t;
+    try {
+      t = ns.transfer(300_000);
+      assert.equal(t.received, 300_000);
+    } finally {
+      run.child.kill('SIGINT');
+    }
+    const r = await run.done;
+    assert.equal(r.code, 0, r.stderr);
+    assertDrops(jsonLines<DropRow>(r.stdout), t.clientPort, ns.dropped() - before);
+  });
+
+  it('runTool: the same packets as rows', { skip }, async () => {
+    ns ??= createLossyNetns(4);
+    const before = ns.dropped();
+    const run = await runTool('tcpdrop', ['--netns-id', String(ns.inode)]);
+    let t;
+    try {
+      t = ns.transfer(300_000);
+      assert.equal(t.received, 300_000);
+    } finally {
+      // The transfer is over: close() reads what is left in the buffer, then ends.
+      assert.equal(await run.close(), 0);
+    }
+    const rows: DropRow[] = [];
+    for await (const row of run.rows()) rows.push(row);
+    assertDrops(rows, t.clientPort, ns.dropped() - before);
+  });
 });

@@ -8,11 +8,24 @@ import { after, describe, it } from 'node:test';
 import { formatHelp } from '../../src/tools/framework/argparse.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { splitFields } from '../../src/tools/framework/output.js';
 import { kprobesAvailable } from '../../src/tools/framework/probespec.js';
 import { configBlock } from '../../src/tools/framework/program.js';
-import { buildProgram, formatCounts, formatRow, header, lossProbeBlock, SPEC } from '../../src/tools/tcpretrans.js';
+import {
+  buildProgram,
+  formatCounts,
+  formatRow,
+  header,
+  lossProbeBlock,
+  RECORDS,
+  type RetransCountRow,
+  type RetransRecord,
+  type RetransRow,
+  SPEC,
+  toRow,
+} from '../../src/tools/tcpretrans.js';
 import { removeScratch, runBpfscope, startBpfscope, tempDir, waitForLinks } from './helpers.js';
+import { runTool } from '../../src/index.js';
+import { jsonLines, startJson } from './jsonrun.js';
 import { createLossyNetns, type LossyNetns, lossyNetnsSkipReason } from './netns.js';
 import { ipv6LoopbackSkipReason } from './tcp.js';
 
@@ -47,18 +60,40 @@ examples:
       header(true),
       'TIME     PID     IP LADDR:LPORT          T> RADDR:RPORT          STATE        SEQ       \n',
     );
-    const f = ['18659', '4', '127.0.0.1', '39012', 'R', '127.0.0.1', '9123', '4', '906602072'];
+    const r: RetransRecord = {
+      kind: 'retransmit',
+      pid: 18659,
+      ip: 4,
+      saddr: '127.0.0.1',
+      lport: 39012,
+      type: 'R',
+      daddr: '127.0.0.1',
+      dport: 9123,
+      state: 4,
+      seq: 906602072,
+    };
     assert.equal(
-      formatRow(f, false, '04:15:08'),
+      formatRow(toRow(r, false, '04:15:08')),
       '04:15:08 18659   4  127.0.0.1:39012      R> 127.0.0.1:9123       FIN_WAIT1\n',
     );
     assert.equal(
-      formatRow(f, true, '04:15:08'),
+      formatRow(toRow(r, true, '04:15:08')),
       '04:15:08 18659   4  127.0.0.1:39012      R> 127.0.0.1:9123       FIN_WAIT1    906602072\n',
     );
-    const v6 = ['0', '6', '2001:db8::1', '22', 'L', '2001:db8::2', '50514', '1', '0'];
+    const v6: RetransRecord = {
+      ...r,
+      pid: 0,
+      ip: 6,
+      saddr: '2001:db8::1',
+      lport: 22,
+      type: 'L',
+      daddr: '2001:db8::2',
+      dport: 50514,
+      state: 1,
+      seq: 0,
+    };
     assert.equal(
-      formatRow(v6, false, '10:00:00'),
+      formatRow(toRow(v6, false, '10:00:00')),
       '10:00:00 0       6  2001:db8::1:22       L> 2001:db8::2:50514    ESTABLISHED\n',
     );
   });
@@ -164,8 +199,22 @@ describe('tcpretrans on the live kernel', () => {
         assert.equal(m[3], cport, 'one flow');
         // The sender is the client: it retransmits while established or, after its last write, closing.
         assert.match(m[5]!, /^(ESTABLISHED|FIN_WAIT1|CLOSING|LAST_ACK|CLOSE_WAIT)$/);
-        const f = [m[2]!, '4', '127.0.0.1', cport, 'R', '127.0.0.1', port, '0', m[6]!];
-        assert.equal(formatRow(f, true, m[1]!).replace(/ \S+ +(\d+)\n$/, ' $1'), m[0].replace(/ \S+ +(\d+)$/, ' $1'));
+        const f: RetransRecord = {
+          kind: 'retransmit',
+          pid: Number(m[2]),
+          ip: 4,
+          saddr: '127.0.0.1',
+          lport: Number(cport),
+          type: 'R',
+          daddr: '127.0.0.1',
+          dport: Number(port),
+          state: 0,
+          seq: Number(m[6]),
+        };
+        assert.equal(
+          formatRow(toRow(f, true, m[1]!)).replace(/ \S+ +(\d+)\n$/, ' $1'),
+          m[0].replace(/ \S+ +(\d+)$/, ' $1'),
+        );
       }
       // Both runs saw the same retransmits: the count of the flow is the number of event rows.
       assert.match(c.stdout, /\nLADDR:LPORT {15}RADDR:RPORT {15}RETRANSMITS\n/);
@@ -218,8 +267,9 @@ describe('tcpretrans on the live kernel', () => {
       const rowsOf = (text: string): string[] =>
         text
           .split('\n')
-          .filter((l) => l.includes('\x1f'))
-          .map((l) => formatRow(splitFields(l), false, '00:00:00'));
+          .map((l) => RECORDS.decode(l))
+          .filter((r) => r !== null)
+          .map((r) => formatRow(toRow(r, false, '00:00:00')));
       try {
         assert.ok(await waitForLinks(run.pid, 1, 30_000), run.stderr());
         for (const host of ipv6LoopbackSkipReason() ? ['127.0.0.1'] : ['127.0.0.1', '::1']) {
@@ -245,4 +295,79 @@ describe('tcpretrans on the live kernel', () => {
       }
     },
   );
+});
+
+describe('tcpretrans --json and runTool', () => {
+  const skip = lossyNetnsSkipReason();
+  let ns: LossyNetns | undefined;
+  after(() => ns?.remove());
+
+  /**
+   * The facts the text test checks, on rows: the flow's retransmits (one client port, type R, a sending state, a
+   * sequence number with -s) and, from the -c run, the flow's count equal to the number of rows.
+   */
+  function assertFlow(rows: RetransRow[], counts: RetransCountRow[], port: number): void {
+    const mine = rows.filter((r) => r.dport === port);
+    assert.ok(mine.length >= 1, JSON.stringify(rows));
+    const cport = mine[0]!.lport;
+    for (const r of mine) {
+      assert.deepEqual(
+        [r.ip, r.saddr, r.lport, r.type, r.daddr, r.dport],
+        [4, '127.0.0.1', cport, 'R', '127.0.0.1', port],
+      );
+      assert.match(r.state, /^(ESTABLISHED|FIN_WAIT1|CLOSING|LAST_ACK|CLOSE_WAIT)$/);
+      assert.match(r.time, /^\d\d:\d\d:\d\d$/);
+      assert.equal(typeof r.seq, 'number');
+    }
+    const flow = counts.filter((c) => c.dport === port);
+    assert.equal(
+      flow.length,
+      1,
+      JSON.stringify(counts, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v)),
+    );
+    assert.deepEqual(
+      { ...flow[0]!, retransmits: Number(flow[0]!.retransmits) },
+      { ip: 4, saddr: '127.0.0.1', lport: cport, daddr: '127.0.0.1', dport: port, retransmits: mine.length },
+    );
+  }
+
+  it('--json -s and -c --json: the same retransmits and their count as objects', { skip }, async () => {
+    ns ??= createLossyNetns(4);
+    const events = await startJson(['tcpretrans', '-s', '--json'], 1, { timeoutMs: 60_000 });
+    const counts = await startJson(['tcpretrans', '-c', '--json'], 1, { timeoutMs: 60_000 }).catch((e: unknown) => {
+      events.child.kill('SIGINT');
+      throw e;
+    });
+    try {
+      const t = ns.transfer(300_000);
+      assert.equal(t.received, 300_000);
+      assert.ok(await events.waitFor(new RegExp(`"dport":${ns.port},`), 10_000), events.stdout());
+    } finally {
+      events.child.kill('SIGINT');
+      counts.child.kill('SIGINT');
+    }
+    const e = await events.done;
+    const c = await counts.done;
+    assert.equal(e.code, 0, e.stderr);
+    assert.equal(c.code, 0, c.stderr);
+    assertFlow(jsonLines<RetransRow>(e.stdout), jsonLines<RetransCountRow>(c.stdout), ns.port);
+  });
+
+  it('runTool -s and -c: the same retransmits as rows, and their count', { skip }, async () => {
+    ns ??= createLossyNetns(4);
+    const events = await runTool('tcpretrans', ['-s']);
+    const counts = await runTool('tcpretrans', ['-c']).catch(async (e: unknown) => {
+      await events.close();
+      throw e;
+    });
+    const t = ns.transfer(300_000);
+    assert.equal(t.received, 300_000);
+    // The transfer is over: every retransmit happened; close() reads what is left in the buffer, then ends.
+    assert.deepEqual(await Promise.all([events.close(), counts.close()]), [0, 0]);
+    const rows: (RetransRow | RetransCountRow)[] = [];
+    for await (const r of events.rows()) rows.push(r);
+    const flows: (RetransRow | RetransCountRow)[] = [];
+    for await (const f of counts.rows()) flows.push(f);
+    assertFlow(rows as RetransRow[], flows as RetransCountRow[], ns.port);
+  });
 });

@@ -4,7 +4,7 @@
  * tracepoint, a uprobe and a uretprobe (exact rows), with -M/-t/-C and -U.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -20,12 +20,15 @@ import {
   SPEC,
   type Symbolizer,
   type TraceEvent,
+  type TraceRow,
 } from '../../src/tools/trace.js';
+import { runTool } from '../../src/index.js';
+import { jsonLines, startJson } from './jsonrun.js';
 import { repoRoot } from '../helpers/cli.js';
 import { ccSkipReason, compileFixture } from '../helpers/compile.js';
 import { WORKLOAD_COMM, workloadPath } from '../helpers/workload.js';
 import { liveSkipReason, runBpfscope, startBpfscope } from './helpers.js';
-import { runAgainstWorkload } from './pidrun.js';
+import { blockedInRead, runAgainstWorkload } from './pidrun.js';
 
 const fixture = JSON.parse(
   readFileSync(join(repoRoot(), 'test', 'tools', 'fixtures', 'trace-argdist-argparse.json'), 'utf8'),
@@ -112,10 +115,10 @@ describe('trace probe syntax (bcc Probe._parse_probe)', () => {
       prog,
       'config = { max_map_keys = 10240 }\n' +
         'uprobe:/bin/x:f /(pid == 42) && ((((int32)arg0) == 1))/ {\n' +
-        '  printf("%d\\x1f%u\\x1f%u\\x1f%llu\\x1f%s\\x1f%lld\\x1f%llu\\x1f%s\\x1f%s\\n", 0, pid, tid, nsecs, ustack(raw), ' +
-        '(int32)(((int32)arg0)), (uint64)((arg2)), comm, str((arg1), 80));\n}\n' +
+        '  printf("0\\x1f%u\\x1f%u\\x1f%lu\\x1f%ld\\x1f%lu\\x1f%s\\x1f%s\\x1f%s\\n", pid, tid, nsecs, ' +
+        '(int32)(((int32)arg0)), (uint64)((arg2)), ustack(raw), comm, str((arg1), 80));\n}\n' +
         'tracepoint:syscalls:sys_enter_getppid /pid == 42/ {\n' +
-        '  printf("%d\\x1f%u\\x1f%u\\x1f%llu\\x1f%s\\x1f%s\\n", 1, pid, tid, nsecs, ustack(raw), comm);\n}\n',
+        '  printf("1\\x1f%u\\x1f%u\\x1f%lu\\x1f%s\\x1f%s\\n", pid, tid, nsecs, ustack(raw), comm);\n}\n',
     );
   });
 });
@@ -288,5 +291,71 @@ describe('trace on the live kernel', () => {
     const l = await runBpfscope(['trace', '-p', '1', '-L', '2', 'f']);
     assert.equal(l.code, 2);
     assert.equal(l.stderr, fixture.errors.find((e) => e.argv.includes('-L'))!.stderr);
+  });
+});
+
+describe('trace --json and runTool', () => {
+  const skip = liveSkipReason();
+  const STEPS = ['getppid', '2', 'args6', '1', '2', '3', '4', '5', '6'];
+  const probes = (): string[] => {
+    const w = workloadPath();
+    return ['t:syscalls:sys_enter_getppid "nr=%d", args->__syscall_nr', `r:${w}:num (retval > 4) "ret=%ld", retval`];
+  };
+  /** The rows the text test's format gives for these probes: (FUNC, message) in order, with the ids. */
+  function assertRows(rows: TraceRow[], pid: number): void {
+    const mine = rows.filter((r) => r.pid === pid);
+    assert.deepEqual(
+      mine.map((r) => [r.func, r.message]),
+      [
+        ['sys_enter_getppid', 'nr=110'],
+        ['sys_enter_getppid', 'nr=110'],
+        ['num', 'ret=5'],
+        ['num', 'ret=6'],
+      ],
+      JSON.stringify(rows),
+    );
+    for (const r of mine) {
+      assert.deepEqual(
+        [r.tid, r.comm, r.time, r.cpu, r.kernelStack, r.userStack],
+        [pid, WORKLOAD_COMM, null, null, [], []],
+      );
+    }
+  }
+
+  it('--json -p PID: one object per event', { skip }, async () => {
+    const w = spawn(workloadPath(), ['wait-stdin', ...STEPS], { stdio: ['pipe', 'ignore', 'ignore'] });
+    const exited = new Promise<number | null>((resolve) => w.on('close', (c) => resolve(c)));
+    try {
+      await blockedInRead(w.pid!);
+      const run = await startJson(['trace', '--json', '-p', String(w.pid), ...probes()], 2, { timeoutMs: 60_000 });
+      try {
+        w.stdin!.end('x');
+        assert.equal(await exited, 0);
+      } finally {
+        run.child.kill('SIGINT');
+      }
+      const r = await run.done;
+      assert.equal(r.code, 0, r.stderr);
+      assertRows(jsonLines<TraceRow>(r.stdout), w.pid!);
+    } finally {
+      w.kill('SIGKILL');
+    }
+  });
+
+  it('runTool -p PID: the same events as rows', { skip }, async () => {
+    const w = spawn(workloadPath(), ['wait-stdin', ...STEPS], { stdio: ['pipe', 'ignore', 'ignore'] });
+    const exited = new Promise<number | null>((resolve) => w.on('close', (c) => resolve(c)));
+    try {
+      await blockedInRead(w.pid!);
+      const run = await runTool('trace', ['-p', String(w.pid), ...probes()]);
+      w.stdin!.end('x');
+      assert.equal(await exited, 0);
+      assert.equal(await run.close(), 0);
+      const rows: TraceRow[] = [];
+      for await (const r of run.rows()) rows.push(r);
+      assertRows(rows, w.pid!);
+    } finally {
+      w.kill('SIGKILL');
+    }
   });
 });
