@@ -604,6 +604,20 @@ export class Session {
     for (const st of this.compiled.stackMaps) if (which(st.name)) this.maps.get(st.name)?.clear();
   }
 
+  /**
+   * The stored-stack map `name` (`stack_k127`, `stack_u127`, ...: an 8-byte FNV-1a id -> `limit` u64 frames, see
+   * codegen's stack()), for callers that remove stacks one by one (the fleet agent); undefined when the program
+   * has no such map.
+   */
+  stackStore(name: string): BpfMap | undefined {
+    return this.compiled.stackMaps.some((s) => s.name === name) ? this.maps.get(name) : undefined;
+  }
+
+  /** The kernel map of `@name`'s plan, for callers that read its bytes themselves (the fleet agent). */
+  bpfMap(plan: MapPlan): BpfMap {
+    return this.mapFor(plan);
+  }
+
   /** Close every kernel object. Idempotent; safe at any point. */
   close(): void {
     if (this.closed) return;

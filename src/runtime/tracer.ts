@@ -8,9 +8,10 @@
  */
 
 import { writeSync } from 'node:fs';
+import type { BpfMap } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { Insn } from '../codegen/ir.js';
-import type { CompiledProgram } from '../codegen/plan.js';
+import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
 import { type CompileResult, compile } from '../compiler.js';
 import { BpfscopeError } from '../errors.js';
 import { requireTracingPrivileges } from '../kernel/privileges.js';
@@ -249,6 +250,25 @@ export class Tracer {
    */
   clearStacks(limit?: number): void {
     this.session.clearStackMaps((n) => limit === undefined || n === `stack_k${limit}` || n === `stack_u${limit}`);
+  }
+
+  /**
+   * The stored-stack map of `kstack(..., limit)` (`kind` k) or `ustack(..., limit)` (u), undefined when the program
+   * has none, for callers that read or remove stacks one by one instead of {@link clearStacks}. Keys: u64 stack
+   * id; values: `limit` u64 frames, zero-filled after the last.
+   */
+  stackStore(kind: 'k' | 'u', limit: number): BpfMap | undefined {
+    return this.session.stackStore(`stack_${kind}${limit}`);
+  }
+
+  /**
+   * Map `@name`'s plan (key types and offsets, value type, per-CPU) and its kernel map, for callers that decode the
+   * bytes themselves instead of {@link readMap} (the fleet agent, which reads stack ids, not stacks).
+   * @throws BpfscopeError for an unknown map
+   */
+  rawMap(name: string): { plan: MapPlan; map: BpfMap } {
+    const plan = this.plan(name);
+    return { plan, map: this.session.bpfMap(plan) };
   }
 
   /** Names of the program's maps (without '@'). */

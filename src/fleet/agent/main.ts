@@ -24,6 +24,7 @@ const USAGE = `usage: bpfscope agent (--pyroscope URL | --parca URL)... [options
 
 Continuous CPU profiling: samples every CPU, and every period pushes one pprof profile
 (labels: comm, pid, cgroup, container_id, build_id) to Pyroscope and/or Parca.
+With --offcpu, a second profile per period: the time threads spent off the CPU, by stack.
 
 options:
   --pyroscope URL          push to Pyroscope (Connect /push.v1.PusherService/Push, /ingest fallback)
@@ -34,10 +35,12 @@ options:
   -F, --hz N               samples per second per CPU, 19-99 (default 49)
   --period DURATION        profile length: 10s, 1m, 1500ms; at least 1s (default 15s)
   -p, --pid PID[,PID...]   profile these processes only (default: every process)
+  --offcpu                 also push off-CPU time per stack (series __name__="off_cpu")
   --max-stacks N           distinct stacks x processes per period (default 10240)
   --stack-storage-size N   distinct stacks kept per stack map (default 16384)
   --queue-size N           profiles held per backend while it is down, oldest dropped (default 20)
   --queue-bytes N          bytes held per backend (default 33554432)
+  --queue-dir DIR          keep the queues on disk in DIR too: a restarted agent sends what was left
   --timeout DURATION       one push's timeout (default 10s)
   --retry-max DURATION     longest wait between retries (default 8s)
   --metrics-address H:P    serve the agent's metrics on http://H:P/metrics (default 127.0.0.1:9436)
@@ -76,6 +79,11 @@ function checkUrl(u: string, flag: string): string {
   return u;
 }
 
+function nonEmpty(s: string, flag: string): string {
+  if (s === '') throw new UsageError(`${flag} needs a directory`);
+  return s;
+}
+
 /** A label name as Prometheus/Pyroscope accept it. */
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
@@ -86,10 +94,12 @@ export interface AgentConfig {
   hz: number;
   periodMs: number;
   pids?: number[];
+  offcpu: boolean;
   maxStacks: number;
   stackStorage: number;
   queueSize: number;
   queueBytes: number;
+  queueDir?: string;
   timeoutMs: number;
   retryMaxMs: number;
   metrics: { host: string; port: number } | null;
@@ -112,10 +122,12 @@ export function parseAgentArgs(argv: string[]): AgentConfig | 'help' {
         hz: { type: 'string', short: 'F' },
         period: { type: 'string' },
         pid: { type: 'string', short: 'p' },
+        offcpu: { type: 'boolean' },
         'max-stacks': { type: 'string' },
         'stack-storage-size': { type: 'string' },
         'queue-size': { type: 'string' },
         'queue-bytes': { type: 'string' },
+        'queue-dir': { type: 'string' },
         timeout: { type: 'string' },
         'retry-max': { type: 'string' },
         'metrics-address': { type: 'string' },
@@ -166,10 +178,12 @@ export function parseAgentArgs(argv: string[]): AgentConfig | 'help' {
     hz,
     periodMs,
     ...(pids ? { pids } : {}),
+    offcpu: v.offcpu === true,
     maxStacks: intArg(v['max-stacks'], '--max-stacks', 16, 1 << 20, 10240),
     stackStorage: intArg(v['stack-storage-size'], '--stack-storage-size', 16, 1 << 20, 16384),
     queueSize: intArg(v['queue-size'], '--queue-size', 1, 100000, 20),
     queueBytes: intArg(v['queue-bytes'], '--queue-bytes', 1024, 2 ** 40, 32 << 20),
+    ...(v['queue-dir'] !== undefined ? { queueDir: nonEmpty(v['queue-dir'], '--queue-dir') } : {}),
     timeoutMs: parseDuration(v.timeout ?? '10s', '--timeout'),
     retryMaxMs: parseDuration(v['retry-max'] ?? '8s', '--retry-max'),
     metrics,
@@ -179,6 +193,10 @@ export function parseAgentArgs(argv: string[]): AgentConfig | 'help' {
 /** State the metrics are rendered from. */
 interface Counters {
   periods: number;
+  /** Profiles made (one per period, two with --offcpu). */
+  profiles: number;
+  /** Off-CPU nanoseconds measured. */
+  offcpuNs: number;
   samples: number;
   mapFull: number;
   processes: number;
@@ -197,6 +215,18 @@ function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profi
       help: 'Profiling periods completed.',
       type: 'counter',
       samples: [{ value: c.periods }],
+    },
+    {
+      name: 'bpfscope_agent_profiles_total',
+      help: 'Profiles made and queued for each backend (one per period; two with --offcpu).',
+      type: 'counter',
+      samples: [{ value: c.profiles }],
+    },
+    {
+      name: 'bpfscope_agent_offcpu_seconds_total',
+      help: 'Off-CPU time measured (--offcpu), seconds.',
+      type: 'counter',
+      samples: [{ value: c.offcpuNs / 1e9 }],
     },
     {
       name: 'bpfscope_agent_samples_total',
@@ -265,6 +295,12 @@ function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profi
       samples: [...per((q) => q.dropped, { reason: 'queue_full' }), ...per((q) => q.rejected, { reason: 'rejected' })],
     },
     {
+      name: 'bpfscope_agent_queue_loaded_profiles',
+      help: 'Profiles found in the on-disk queue at start (left by an earlier run).',
+      type: 'gauge',
+      samples: per((q) => q.loaded),
+    },
+    {
       name: 'bpfscope_agent_queue_profiles',
       help: 'Profiles waiting to be sent.',
       type: 'gauge',
@@ -305,9 +341,9 @@ function log(msg: string): void {
 export async function runAgent(cfg: AgentConfig): Promise<number> {
   const started = Date.now() / 1000;
   const failingSince = new Map<string, boolean>();
-  const queues = cfg.backends.map(
-    (b) =>
-      new SendQueue(b, {
+  const queues = cfg.backends.map((b) => {
+    try {
+      return new SendQueue(b, {
         maxItems: cfg.queueSize,
         maxBytes: cfg.queueBytes,
         timeoutMs: cfg.timeoutMs,
@@ -317,24 +353,60 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
           if (!failingSince.get(name)) log(`${name}: ${m} (retrying; later failures are counted in /metrics)`);
           failingSince.set(name, true);
         },
-      }),
-  );
-  const counters: Counters = { periods: 0, samples: 0, mapFull: 0, processes: 0, lastReadMs: 0 };
+        ...(cfg.queueDir !== undefined ? { dir: cfg.queueDir } : {}),
+      });
+    } catch (e) {
+      throw new BpfscopeError(`cannot use the queue directory ${cfg.queueDir}: ${(e as Error).message}`);
+    }
+  });
+  for (const q of queues) {
+    if (q.loaded > 0) log(`${q.backend.name}: ${q.loaded} profiles queued on disk by an earlier run, sending them`);
+    q.start();
+  }
+  const counters: Counters = {
+    periods: 0,
+    profiles: 0,
+    offcpuNs: 0,
+    samples: 0,
+    mapFull: 0,
+    processes: 0,
+    lastReadMs: 0,
+  };
   const series: SeriesLabel[] = [
     { name: '__name__', value: 'process_cpu' },
     { name: 'service_name', value: cfg.app },
     ...cfg.labels,
   ];
+  const offSeries: SeriesLabel[] = [{ name: '__name__', value: 'off_cpu' }, ...series.slice(1)];
   const periodNs = Math.round(1e9 / cfg.hz);
   const onPeriod = (d: PeriodData): void => {
     const t0 = performance.now();
+    // build-ids of mapped files, once per process and file in a period (each costs a stat, and an ELF read once)
+    const ids = new Map<string, string>();
+    const buildIdOf = (file: string, s: { labels: Readonly<Record<string, string>> }): string => {
+      const k = `${s.labels.pid}\0${file}`;
+      let id = ids.get(k);
+      if (id === undefined) ids.set(k, (id = profiler?.procs.mappedBuildId(Number(s.labels.pid), file) ?? ''));
+      return id;
+    };
     const pprof = buildAgentProfile(d.samples, {
       periodNs,
       timeNanos: d.startNs,
       durationNanos: d.durationNs,
-      buildIdOf: (file, s) => profiler?.procs.mappedBuildId(Number(s.labels.pid), file) ?? '',
+      buildIdOf,
     });
+    const offPprof = d.offcpu
+      ? buildAgentProfile(d.offcpu, {
+          kind: 'offcpu',
+          periodNs,
+          timeNanos: d.startNs,
+          durationNanos: d.durationNs,
+          buildIdOf,
+        })
+      : undefined;
     counters.periods++;
+    counters.profiles += offPprof ? 2 : 1;
+    counters.offcpuNs += d.offcpuTotal ?? 0;
     counters.samples += d.total;
     if (d.mapFull) counters.mapFull++;
     counters.processes = d.processes;
@@ -345,6 +417,8 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
         failingSince.set(q.backend.name, false);
       }
       q.add({ pprof, labels: series, startNs: d.startNs, durationNs: d.durationNs, hz: cfg.hz });
+      if (offPprof)
+        q.add({ pprof: offPprof, labels: offSeries, startNs: d.startNs, durationNs: d.durationNs, hz: cfg.hz });
     }
   };
   let profiler: Profiler | undefined;
@@ -354,6 +428,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
       periodMs: cfg.periodMs,
       maxStacks: cfg.maxStacks,
       stackStorage: cfg.stackStorage,
+      offcpu: cfg.offcpu,
       ...(cfg.pids ? { pids: cfg.pids } : {}),
     },
     onPeriod,

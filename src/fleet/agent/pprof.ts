@@ -40,7 +40,13 @@ export interface AgentSample {
 }
 
 export interface AgentProfileOptions {
-  /** Nanoseconds between samples (1e9 / Hz). */
+  /**
+   * `cpu` (default): sampled CPU time, sample types `samples/count` and `cpu/nanoseconds` (n, n x periodNs);
+   * `offcpu`: measured off-CPU time, one sample type `offcpu/nanoseconds` (the sample's count is nanoseconds),
+   * period type `offcpu/nanoseconds`, period 1.
+   */
+  kind?: 'cpu' | 'offcpu';
+  /** Nanoseconds between samples (1e9 / Hz); ignored for `offcpu`. */
   periodNs: number;
   /** Start of the period, ns since the epoch. */
   timeNanos: number;
@@ -54,7 +60,8 @@ export interface AgentProfileOptions {
 export function buildAgentProfile(samples: readonly AgentSample[], o: AgentProfileOptions): Uint8Array {
   const strings = new StringTable();
   const str = (s: string): number => strings.dedup(s);
-  const cpu = str('cpu');
+  const off = o.kind === 'offcpu';
+  const cpu = str(off ? 'offcpu' : 'cpu');
   const ns = str('nanoseconds');
   const mappings: Mapping[] = [];
   const mappingOf = new Map<string, number>();
@@ -111,12 +118,14 @@ export function buildAgentProfile(samples: readonly AgentSample[], o: AgentProfi
     const label = Object.entries(s.labels)
       .filter(([, v]) => v !== '')
       .map(([k, v]) => ({ key: str(k), str: str(v) }));
-    out.push(new Sample({ locationId: ids, value: [s.count, s.count * o.periodNs], label }));
+    out.push(new Sample({ locationId: ids, value: off ? [s.count] : [s.count, s.count * o.periodNs], label }));
   }
   const profile = new Profile({
-    sampleType: [new ValueType({ type: str('samples'), unit: str('count') }), new ValueType({ type: cpu, unit: ns })],
+    sampleType: off
+      ? [new ValueType({ type: cpu, unit: ns })]
+      : [new ValueType({ type: str('samples'), unit: str('count') }), new ValueType({ type: cpu, unit: ns })],
     periodType: new ValueType({ type: cpu, unit: ns }),
-    period: o.periodNs,
+    period: off ? 1 : o.periodNs,
     sample: out,
     mapping: mappings,
     location: locations,

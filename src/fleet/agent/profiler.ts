@@ -21,18 +21,25 @@
  * and processes not sampled for two periods are dropped from the symbol and label caches. Symbols are cached across
  * periods: a process is prepared (its ELF symbol tables loaded) once when first seen, again only after an exec.
  */
-import { SymbolResolver } from '../../symbols/resolver.js';
-import type { MapDump, Value } from '../../runtime/output/model.js';
+import { type Frame, SymbolResolver } from '../../symbols/resolver.js';
+import { tupleLayout } from '../../lang/types.js';
 import { Tracer } from '../../runtime/tracer.js';
 import { ToolOutput, ToolWriter } from '../../tools/framework/output.js';
 import { configBlock } from '../../tools/framework/program.js';
-import { parseRawStack } from '../../tools/stacktool.js';
+import { dropTracingFrames } from '../../tools/stacktool.js';
+import { type BpfMap, BPF_NOEXIST } from '../../bpf/map.js';
 import { OutputSink } from '../../runtime/output/sink.js';
 import type { AgentSample } from './pprof.js';
 import { ProcCache } from './procinfo.js';
 
 /** Frame limits of the two buffers' stacks (they name the stack maps, see the module comment). */
 const LIMIT = { a: 127, b: 126 } as const;
+/** Frame limit of the off-CPU stacks (one store for both off-CPU buffers, pruned stack by stack: see pruneOffStacks). */
+export const OFF_LIMIT = 125;
+/** include/linux/sched.h: a task switching out for the last time. */
+const TASK_DEAD = 0x80;
+/** include/linux/sched.h: task_struct.flags of a kernel thread. */
+const PF_KTHREAD = 0x00200000;
 /** How long after a period's end its buffer is read (lets probes that started before the boundary finish), ms. */
 const GRACE_MS = 50;
 
@@ -47,6 +54,8 @@ export interface ProfilerOptions {
   maxStacks: number;
   /** Distinct stacks each stack map holds. */
   stackStorage: number;
+  /** Also measure off-CPU time per stack (sched_switch; see the module comment). */
+  offcpu?: boolean;
 }
 
 /** One period's profile data. */
@@ -64,6 +73,13 @@ export interface PeriodData {
   processes: number;
   /** Milliseconds spent reading and symbolizing the period. */
   readMs: number;
+  /**
+   * With `offcpu`: off-CPU time per (stack, process) of the threads that went back on a CPU during the period
+   * (`count` is nanoseconds); stacks as they were when the thread left the CPU.
+   */
+  offcpu?: AgentSample[];
+  /** Sum of the off-CPU nanoseconds. */
+  offcpuTotal?: number;
 }
 
 /** The profiler's program for `o` (see the module comment). */
@@ -77,15 +93,52 @@ export function buildAgentProgram(o: ProfilerOptions): string {
   p += `  if ((nsecs / ${periodNs}) % 2 == 0) {\n`;
   p += `    @a[kstack(raw, ${LIMIT.a}), ustack(raw, ${LIMIT.a}), comm, pid] = count();\n  } else {\n`;
   p += `    @b[kstack(raw, ${LIMIT.b}), ustack(raw, ${LIMIT.b}), comm, pid] = count();\n  }\n}\n`;
+  if (o.offcpu) {
+    // switch-out: the thread leaving the CPU is current (its stacks are the blocked ones); switch-in of
+    // args.next: its time off the CPU goes to the buffer of the period it comes back in.
+    // user threads only: kernel threads sleep waiting for work, which is not what an off-CPU profile is for
+    const outConds = ['tid != 0', `args.prev_state != ${TASK_DEAD}`, `(args.prev->flags & ${PF_KTHREAD}) == 0`];
+    if (o.pids?.length) outConds.push(`(${o.pids.map((x) => `pid == ${x}`).join(' || ')})`);
+    p += 'rawtracepoint:sched_switch {\n';
+    p += `  if (${outConds.join(' && ')}) {\n`;
+    p +=
+      '    if (@__seen[pid, comm] == 0) {\n      @__seen[pid, comm] = 1;\n      printf("%d\\x1f%s\\n", pid, comm);\n    }\n';
+    p += `    @__off[tid] = (nsecs, kstack(raw, ${OFF_LIMIT}), ustack(raw, ${OFF_LIMIT}));\n  }\n`;
+    p += '  $next = args.next->pid;\n  $o = @__off[$next];\n  if ($o.0 != 0) {\n    delete(@__off[$next]);\n';
+    p += '    $ns = nsecs - $o.0;\n';
+    p += `    if ((nsecs / ${periodNs}) % 2 == 0) {\n`;
+    p += '      @oa[$o.1, $o.2, args.next->comm, args.next->tgid] = sum($ns);\n    } else {\n';
+    p += '      @ob[$o.1, $o.2, args.next->comm, args.next->tgid] = sum($ns);\n    }\n  }\n}\n';
+  }
   return p;
 }
 
-function str(v: Value | undefined): string {
-  return v?.kind === 'string' ? v.value : '';
+/** The buffer of period number `n`. */
+function parity(n: bigint): 'a' | 'b' {
+  return n % 2n === 0n ? 'a' : 'b';
 }
 
-function int(v: Value | undefined): number {
-  return v?.kind === 'int' ? Number(v.value) : 0;
+/** One entry of a count buffer, as read from the map's bytes. */
+interface RawEntry {
+  /** Kernel and user stack ids (negative: no stack). */
+  k: bigint;
+  u: bigint;
+  comm: string;
+  pid: number;
+  /** Samples (CPU) or nanoseconds (off-CPU). */
+  value: number;
+}
+
+/** Frames read from the stack maps for stacks not cached yet, by id (undefined: not stored, an empty stack). */
+interface Fetched {
+  kernel: Map<bigint, Buffer | undefined>;
+  user: Map<number, Map<bigint, Buffer | undefined>>;
+}
+
+interface CachedStack {
+  frames: readonly Frame[];
+  /** Last period it was used in. */
+  seen: number;
 }
 
 /** A running profiler (see the module comment). */
@@ -102,6 +155,16 @@ export class Profiler {
   readonly procs = new ProcCache();
   /** Periods whose read came more than a period late (their samples went into the next profile). */
   latePeriods = 0;
+  /** Off-CPU stacks removed from their store because nothing referenced them any more. */
+  offStacksPruned = 0;
+  /** Stack lookups answered from the cache / read from a stack map and symbolized. */
+  stackHits = 0;
+  stackMisses = 0;
+  /** End of the time the last profile covered (monotonic ns). */
+  private coveredTo = 0n;
+  private readonly kcache = new Map<bigint, CachedStack>();
+  private readonly kcacheOff = new Map<bigint, CachedStack>();
+  private readonly ucache = new Map<number, Map<bigint, CachedStack>>();
 
   private constructor(
     private readonly tracer: Tracer,
@@ -199,61 +262,244 @@ export class Profiler {
     const now = process.hrtime.bigint();
     if (now < this.nextBoundary) return;
     const ended = this.nextBoundary / this.periodNs - 1n; // the period that ended at nextBoundary
-    // Late by a period or more: the later buffer already holds the next period's samples too; report them as one.
     const behind = (now - this.nextBoundary) / this.periodNs;
-    if (behind > 0n) this.latePeriods += Number(behind);
     this.nextBoundary += (behind + 1n) * this.periodNs;
-    this.emit(ended % 2n === 0n ? 'a' : 'b', ended * this.periodNs, this.nextBoundary - this.periodNs, now);
+    if (behind === 0n) {
+      this.emit([parity(ended)], ended * this.periodNs, this.nextBoundary - this.periodNs, now);
+      return;
+    }
+    // Late by a period or more: both buffers hold ended periods, one of them the current period so far too. Both
+    // are read into one profile covering up to now; the rest of the current period goes into the next profile.
+    this.latePeriods += Number(behind);
+    const cur = parity(now / this.periodNs);
+    this.emit([cur === 'a' ? 'b' : 'a', cur], ended * this.periodNs, now, now, cur);
   }
 
-  private emit(buf: 'a' | 'b', fromMono: bigint, toMono: bigint, nowMono: bigint): void {
+  /**
+   * One profile from buffers `bufs`, covering [fromMono, toMono] (from the end of the last profile at the
+   * earliest). `current`: the buffer the kernel is writing into (a late read), whose stacks are not cleared.
+   */
+  private emit(bufs: ('a' | 'b')[], fromMono: bigint, toMono: bigint, nowMono: bigint, current?: 'a' | 'b'): void {
     const t0 = performance.now();
-    const from = fromMono < this.startedMono ? this.startedMono : fromMono;
-    const dump = this.tracer.readMap(buf);
-    this.tracer.clearMap(buf);
-    this.tracer.clearStacks(LIMIT[buf]);
-    this.tracer.clearMap('__seen');
+    let from = fromMono < this.startedMono ? this.startedMono : fromMono;
+    if (from < this.coveredTo) from = this.coveredTo;
+    this.coveredTo = toMono;
     this.periodNo++;
-    const samples = this.symbolize(dump);
-    const total = samples.reduce((s, x) => s + x.count, 0);
+    // Each buffer and the frames of its stacks not cached yet are read, then the buffer (and its stacks) cleared
+    // at once; symbolizing comes after, when the kernel may write into the buffer again.
+    const reads: { raw: RawEntry[]; fetched: Fetched; off: boolean }[] = [];
+    for (const buf of bufs) {
+      const raw = this.readRaw(buf);
+      reads.push({ raw, fetched: this.fetchStacks(raw, LIMIT[buf], this.kcache), off: false });
+      if (buf !== current) this.tracer.clearStacks(LIMIT[buf]);
+    }
+    if (this.o.offcpu) {
+      for (const buf of bufs) {
+        const ob = buf === 'a' ? 'oa' : 'ob';
+        const raw = this.readRaw(ob);
+        reads.push({ raw, fetched: this.fetchStacks(raw, OFF_LIMIT, this.kcacheOff), off: true });
+      }
+      const now = process.hrtime.bigint();
+      this.pruneOffStacks(parity(now / this.periodNs) === 'a' ? 'oa' : 'ob');
+    }
+    this.tracer.clearMap('__seen');
+    const samples: AgentSample[] = [];
+    const offcpu: AgentSample[] = [];
+    let entries = 0;
+    const pids = new Set<number>();
+    for (const r of reads) {
+      (r.off ? offcpu : samples).push(...this.symbolize(r.raw, r.fetched, r.off));
+      if (!r.off) {
+        entries = Math.max(entries, r.raw.length);
+        for (const e of r.raw) pids.add(e.pid);
+      }
+    }
+    let total = 0;
+    for (const s of samples) total += s.count;
     // Drop what is known about processes not sampled in the last two periods (bounded caches).
     for (const pid of this.procs.expire(this.periodNo - 1)) {
       this.resolver.forget(pid);
       this.comms.delete(pid);
+      this.ucache.delete(pid);
     }
+    this.expireStacks();
     const wallNowNs = Date.now() * 1e6;
+    let offTotal = 0;
+    for (const s of offcpu) offTotal += s.count;
     this.onPeriod({
       startNs: Math.round(wallNowNs - Number(nowMono - from)),
       durationNs: Number(toMono - from),
       samples,
       total,
-      mapFull: dump.entries.length >= this.o.maxStacks,
-      processes: new Set(samples.map((s) => s.labels.pid)).size,
+      mapFull: entries >= this.o.maxStacks,
+      processes: pids.size,
       readMs: performance.now() - t0,
+      ...(this.o.offcpu ? { offcpu, offcpuTotal: offTotal } : {}),
     });
   }
 
-  private symbolize(dump: MapDump): AgentSample[] {
-    const out: AgentSample[] = [];
-    for (const e of dump.entries) {
-      const pid = int(e.key[3]);
-      const v = e.value;
-      const count = 'value' in v && typeof v.value === 'bigint' ? Number(v.value) : 0;
-      const info = this.procs.get(pid, this.periodNo);
+  /**
+   * The entries of a count buffer (`@a`, `@b`, `@oa`, `@ob`: key `[kstack, ustack, comm, pid]`) straight from the
+   * map's bytes: the stack ids (not the stacks), comm, pid, and the value summed over the CPUs. Drains the map.
+   */
+  private readRaw(name: string): RawEntry[] {
+    const { plan, map } = this.tracer.rawMap(name);
+    const [ko, uo, co, po] = plan.keyOffsets as [number, number, number, number];
+    const pidType = plan.keyTypes[3]!;
+    const pidSize = pidType.kind === 'int' ? pidType.size : 8;
+    const out: RawEntry[] = [];
+    // Each key read is deleted with its value in one step (BPF_MAP_LOOKUP_AND_DELETE_ELEM): what the kernel adds
+    // meanwhile stays for the next read, nothing is lost between reading and clearing.
+    for (const [k] of map.entries()) {
+      const key = Buffer.from(k);
+      const value = map.lookupAndDelete(key);
+      if (value === undefined) continue;
+      let v = 0n;
+      for (const slot of map.perCpu ? map.perCpuValues(value) : [value]) v += slot.readBigInt64LE(0);
+      let end = co;
+      while (end < co + 16 && key[end] !== 0) end++;
       out.push({
-        kernel: this.resolver.kernelStack(parseRawStack(str(e.key[0]))),
-        user: this.resolver.userStack(pid, parseRawStack(str(e.key[1]))),
-        labels: {
-          comm: str(e.key[2]),
-          pid: String(pid),
-          container_id: info.containerId,
-          cgroup: info.cgroup,
-          build_id: info.buildId,
-        },
-        count,
+        k: key.readBigInt64LE(ko),
+        u: key.readBigInt64LE(uo),
+        comm: key.toString('utf8', co, end),
+        pid: pidSize === 4 ? key.readInt32LE(po) : Number(key.readBigInt64LE(po)),
+        value: Number(v),
       });
     }
     return out;
+  }
+
+  /** The stored frames of the stacks of `raw` that are not cached yet (kernel: in `kc`; user: per process). */
+  private fetchStacks(raw: readonly RawEntry[], limit: number, kc: Map<bigint, CachedStack>): Fetched {
+    const out: Fetched = { kernel: new Map(), user: new Map() };
+    const km = this.tracer.stackStore('k', limit);
+    const um = this.tracer.stackStore('u', limit);
+    const key = Buffer.alloc(8);
+    const get = (m: BpfMap | undefined, id: bigint): Buffer | undefined => {
+      if (!m || id < 0n) return undefined;
+      key.writeBigInt64LE(id, 0);
+      return m.lookup(key);
+    };
+    for (const r of raw) {
+      if (!kc.has(r.k) && !out.kernel.has(r.k)) out.kernel.set(r.k, get(km, r.k));
+      if (this.ucache.get(r.pid)?.has(r.u)) continue;
+      let pu = out.user.get(r.pid);
+      if (pu === undefined) out.user.set(r.pid, (pu = new Map()));
+      if (!pu.has(r.u)) pu.set(r.u, get(um, r.u));
+    }
+    return out;
+  }
+
+  /**
+   * Symbolized samples of `raw`. Stacks are cached by id across periods (an id is a hash of the frames, so the same
+   * id is the same stack in every period and stack map): kernel stacks once, user stacks once per process, dropped
+   * when unused for two periods; labels once per process and comm.
+   */
+  private symbolize(raw: readonly RawEntry[], fetched: Fetched, offcpu: boolean): AgentSample[] {
+    const out: AgentSample[] = [];
+    const kc = offcpu ? this.kcacheOff : this.kcache;
+    const labelsOf = new Map<string, Record<string, string>>();
+    for (const r of raw) {
+      let ke = kc.get(r.k);
+      if (ke === undefined) {
+        const b = fetched.kernel.get(r.k);
+        const f = b ? this.resolver.kernelStackFromBytes(b) : [];
+        ke = { frames: offcpu ? dropTracingFrames(f) : f, seen: this.periodNo };
+        kc.set(r.k, ke);
+        this.stackMisses++;
+      } else {
+        ke.seen = this.periodNo;
+        this.stackHits++;
+      }
+      let pc = this.ucache.get(r.pid);
+      if (pc === undefined) this.ucache.set(r.pid, (pc = new Map()));
+      let ue = pc.get(r.u);
+      if (ue === undefined) {
+        const b = fetched.user.get(r.pid)?.get(r.u);
+        ue = { frames: b ? this.resolver.userStackFromBytes(r.pid, b) : [], seen: this.periodNo };
+        pc.set(r.u, ue);
+        this.stackMisses++;
+      } else {
+        ue.seen = this.periodNo;
+        this.stackHits++;
+      }
+      const lk = `${r.pid}\0${r.comm}`;
+      let labels = labelsOf.get(lk);
+      if (labels === undefined) {
+        const info = this.procs.get(r.pid, this.periodNo);
+        labels = {
+          comm: r.comm,
+          pid: String(r.pid),
+          container_id: info.containerId,
+          cgroup: info.cgroup,
+          build_id: info.buildId,
+        };
+        labelsOf.set(lk, labels);
+      }
+      out.push({ kernel: ke.frames, user: ue.frames, labels, count: r.value });
+    }
+    return out;
+  }
+
+  /** Drop cached stacks not used in the last two periods. */
+  private expireStacks(): void {
+    const old = this.periodNo - 1;
+    for (const c of [this.kcache, this.kcacheOff]) for (const [id, e] of c) if (e.seen < old) c.delete(id);
+    for (const [pid, c] of this.ucache) {
+      for (const [id, e] of c) if (e.seen < old) c.delete(id);
+      if (c.size === 0) this.ucache.delete(pid);
+    }
+  }
+
+  /** Stack ids the off-CPU store must keep: the sleeping threads' (`@__off`), then those of buffer `current`. */
+  private offReferences(current: 'oa' | 'ob'): Set<bigint> {
+    const refs = new Set<bigint>();
+    const off = this.tracer.rawMap('__off');
+    const vt = off.plan.valueType;
+    const vo = vt.kind === 'tuple' ? tupleLayout(vt.elems).offsets : [0, 8, 24];
+    for (const [, v] of off.map.entries()) {
+      refs.add(v.readBigInt64LE(vo[1]!));
+      refs.add(v.readBigInt64LE(vo[2]!));
+    }
+    const cur = this.tracer.rawMap(current);
+    const [ko, uo] = cur.plan.keyOffsets as [number, number];
+    for (const [k] of cur.map.entries()) {
+      refs.add(k.readBigInt64LE(ko));
+      refs.add(k.readBigInt64LE(uo));
+    }
+    return refs;
+  }
+
+  /**
+   * Remove from the off-CPU stack store the stacks no longer referenced: the buffer just read is cleared, so the
+   * references left are the sleeping threads' (`@__off`) and the current period's buffer (`current`). Race-free
+   * with the program: a thread that leaves the CPU while this runs with a stack about to be deleted (stored
+   * already, so not stored again) is seen in the second look at the references, and its stack is put back.
+   */
+  private pruneOffStacks(current: 'oa' | 'ob'): void {
+    const before = this.offReferences(current);
+    const deleted: [BpfMap, Buffer, Buffer, bigint][] = [];
+    for (const kind of ['k', 'u'] as const) {
+      const m = this.tracer.stackStore(kind, OFF_LIMIT);
+      if (!m) continue;
+      for (const [k, v] of m.entries()) {
+        const id = k.readBigInt64LE(0);
+        if (before.has(id)) continue;
+        const key = Buffer.from(k);
+        if (m.delete(key)) deleted.push([m, key, Buffer.from(v), id]);
+      }
+    }
+    if (deleted.length === 0) return;
+    const after = this.offReferences(current);
+    for (const [m, k, v, id] of deleted) {
+      if (!after.has(id)) continue;
+      try {
+        m.update(k, v, BPF_NOEXIST);
+      } catch {
+        /* stored again by the program meanwhile */
+      }
+    }
+    this.offStacksPruned += deleted.length;
   }
 
   /**
@@ -268,7 +514,7 @@ export class Profiler {
       this.tracer.stop();
       const now = process.hrtime.bigint();
       const cur = now / this.periodNs;
-      this.emit(cur % 2n === 0n ? 'a' : 'b', cur * this.periodNs, now, now);
+      this.emit([parity(cur)], cur * this.periodNs, now, now);
     } finally {
       this.stopped = true;
       this.tracer.finish();

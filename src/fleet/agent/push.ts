@@ -45,6 +45,8 @@ export interface OutgoingProfile {
 export interface Backend {
   /** `pyroscope` or `parca` (the metrics' `backend` label). */
   readonly name: string;
+  /** Where profiles go (names the backend's on-disk queue). */
+  readonly url: string;
   send(p: OutgoingProfile, timeoutMs: number): Promise<void>;
   close(): void;
 }
@@ -65,7 +67,7 @@ export class PyroscopeBackend implements Backend {
   legacy = false;
 
   constructor(
-    private readonly url: string,
+    readonly url: string,
     private readonly tenant = '',
   ) {}
 
@@ -131,7 +133,9 @@ export class PyroscopeBackend implements Backend {
 export function ingestUrl(base: string, p: OutgoingProfile): string {
   const app = p.labels.find((l) => l.name === 'service_name')?.value ?? 'bpfscope';
   const rest = p.labels.filter((l) => l.name !== 'service_name' && l.name !== '__name__');
-  const name = `${app}.cpu{${rest.map((l) => `${l.name}=${l.value}`).join(',')}}`;
+  // the profile's kind is the series' __name__: process_cpu -> APP.cpu, off_cpu -> APP.off_cpu
+  const kind = p.labels.find((l) => l.name === '__name__')?.value === 'off_cpu' ? 'off_cpu' : 'cpu';
+  const name = `${app}.${kind}{${rest.map((l) => `${l.name}=${l.value}`).join(',')}}`;
   const q = new URLSearchParams({
     name,
     from: String(Math.floor(p.startNs / 1e9)),
@@ -149,7 +153,7 @@ export class ParcaBackend implements Backend {
   private session: ClientHttp2Session | undefined;
 
   constructor(
-    private readonly url: string,
+    readonly url: string,
     private readonly tenant = '',
   ) {}
 

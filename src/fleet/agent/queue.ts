@@ -6,6 +6,9 @@
  * with exponential backoff (`minBackoffMs` doubling up to `maxBackoffMs`), other failures (the server refused the
  * profile) drop it, counted in `rejected`.
  */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Backend, OutgoingProfile } from './push.js';
 import { PushError } from './push.js';
 
@@ -18,10 +21,76 @@ export interface QueueOptions {
   maxBackoffMs: number;
   /** Called with each failed attempt's message (the agent logs the first of a series). */
   onError?: (message: string, backend: string) => void;
+  /**
+   * Keep the queue on disk too, in a directory of its own under `dir` (see {@link DiskStore}): profiles queued
+   * when the agent stops are sent by the next agent started with the same directory.
+   */
+  dir?: string;
+}
+
+/** A queued profile and, with an on-disk queue, its file; `dropped`: dropped while its send was in flight. */
+type Item = OutgoingProfile & { file?: string; dropped?: boolean };
+
+/**
+ * The on-disk copy of a queue: one file per profile, `DIR/BACKEND-HASH/SEQ.profile` (HASH: of the backend's URL;
+ * SEQ: 16 digits, increasing), holding one JSON line (series labels, start, duration, Hz) then the gzip'ed pprof.
+ * Written to a temporary name and renamed (a crash leaves a whole file or none); removed when the profile is sent
+ * or dropped. The directory is created mode 0700, the files 0600 (profiles name the host's processes).
+ */
+export class DiskStore {
+  readonly dir: string;
+  private seq = 0;
+
+  constructor(root: string, backend: Backend) {
+    const h = createHash('sha256').update(backend.url).digest('hex').slice(0, 12);
+    this.dir = join(root, `${backend.name}-${h}`);
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+  }
+
+  /** The profiles a previous agent left, oldest first (unreadable files are removed). */
+  load(): Item[] {
+    const names = readdirSync(this.dir)
+      .filter((n) => /^\d{16}\.profile$/.test(n))
+      .sort();
+    const out: Item[] = [];
+    for (const n of names) {
+      const file = join(this.dir, n);
+      this.seq = Math.max(this.seq, Number(n.slice(0, 16)) + 1);
+      try {
+        const buf = readFileSync(file);
+        const nl = buf.indexOf(10);
+        const head = JSON.parse(buf.subarray(0, nl).toString('utf8')) as Omit<OutgoingProfile, 'pprof'>;
+        out.push({ ...head, pprof: new Uint8Array(buf.subarray(nl + 1)), file });
+      } catch {
+        this.remove(file);
+      }
+    }
+    return out;
+  }
+
+  /** Write `p`; returns its file. @throws on a write error (the caller keeps the profile in memory only) */
+  save(p: OutgoingProfile): string {
+    const file = join(this.dir, `${String(this.seq++).padStart(16, '0')}.profile`);
+    const head = JSON.stringify({ labels: p.labels, startNs: p.startNs, durationNs: p.durationNs, hz: p.hz });
+    writeFileSync(`${file}.tmp`, Buffer.concat([Buffer.from(`${head}\n`), p.pprof]), { mode: 0o600 });
+    renameSync(`${file}.tmp`, file);
+    return file;
+  }
+
+  remove(file: string): void {
+    try {
+      unlinkSync(file);
+    } catch {
+      /* gone already */
+    }
+  }
 }
 
 export class SendQueue {
-  private items: OutgoingProfile[] = [];
+  private items: Item[] = [];
+  private readonly disk: DiskStore | undefined;
+  /** Profiles loaded from the on-disk queue at start. */
+  loaded = 0;
   private bytesHeld = 0;
   private running = false;
   private wake: (() => void) | undefined;
@@ -40,10 +109,18 @@ export class SendQueue {
   /** Consecutive failed attempts now (0 while the backend is healthy). */
   failing = 0;
 
+  /** @throws when `o.dir` cannot be created or read (the agent reports it and does not start) */
   constructor(
     readonly backend: Backend,
     private readonly o: QueueOptions,
-  ) {}
+  ) {
+    if (o.dir !== undefined) {
+      this.disk = new DiskStore(o.dir, backend);
+      const old = this.disk.load();
+      this.loaded = old.length;
+      for (const p of old) this.enqueue(p);
+    }
+  }
 
   get length(): number {
     return this.items.length;
@@ -56,15 +133,34 @@ export class SendQueue {
   /** Queue `p`, dropping the oldest profiles that do not fit, and make sure the sender runs. */
   add(p: OutgoingProfile): void {
     if (this.closed) return;
-    this.items.push(p);
-    this.bytesHeld += p.pprof.length;
+    let item: Item = p;
+    if (this.disk) {
+      try {
+        item = { ...p, file: this.disk.save(p) };
+      } catch (e) {
+        this.o.onError?.(`cannot write the on-disk queue: ${(e as Error).message}`, this.backend.name);
+      }
+    }
+    this.enqueue(item);
+    if (!this.running) void this.run();
+  }
+
+  private enqueue(item: Item): void {
+    this.items.push(item);
+    this.bytesHeld += item.pprof.length;
     // The head may be in flight: it is dropped too if it must (its send result is then ignored).
     while (this.items.length > this.o.maxItems || (this.bytesHeld > this.o.maxBytes && this.items.length > 1)) {
       const old = this.items.shift()!;
       this.bytesHeld -= old.pprof.length;
+      if (old.file) this.disk?.remove(old.file);
+      old.dropped = true;
       this.dropped++;
     }
-    if (!this.running) void this.run();
+  }
+
+  /** Start sending what was loaded from disk. */
+  start(): void {
+    if (!this.running && this.items.length > 0) void this.run();
   }
 
   private sleep(ms: number): Promise<void> {
@@ -88,6 +184,8 @@ export class SendQueue {
         const p = this.items[0]!;
         try {
           await this.backend.send(p, this.o.timeoutMs);
+          // dropped while in flight, yet delivered: it counts as sent, not dropped
+          if (p.dropped) this.dropped--;
           this.sent++;
           this.sentBytes += p.pprof.length;
           this.failing = 0;
@@ -99,6 +197,7 @@ export class SendQueue {
           const err = e instanceof PushError ? e : new PushError((e as Error).message, true);
           this.o.onError?.(err.message, this.backend.name);
           if (!err.retry) {
+            if (p.dropped) this.dropped--;
             this.rejected++;
             this.remove(p);
             continue;
@@ -112,12 +211,13 @@ export class SendQueue {
     }
   }
 
-  private remove(p: OutgoingProfile): void {
+  private remove(p: Item): void {
     const i = this.items.indexOf(p);
     if (i >= 0) {
       this.items.splice(i, 1);
       this.bytesHeld -= p.pprof.length;
     }
+    if (p.file) this.disk?.remove(p.file);
   }
 
   /**
@@ -133,7 +233,8 @@ export class SendQueue {
     }
     this.closed = true;
     this.wake?.();
-    this.dropped += this.items.length;
+    // on disk, what is left waits for the next agent; in memory it is lost
+    if (!this.disk) this.dropped += this.items.length;
     this.items = [];
     this.bytesHeld = 0;
     this.backend.close();
