@@ -1104,35 +1104,39 @@ export class ProbeGen {
    * copied into a `size`-byte string temporary (empty if the cookie is out of range).
    */
   private funcFromCookie(funcs: readonly string[], size: number): Val {
-    const fn = this.fn;
-    const tables = this.tables.funcTables;
-    let name = [...tables.values()].find((t) => t.funcs === funcs)?.name;
-    if (name === undefined) {
-      name = `func_names_${tables.size}`;
-      tables.set(name, { name, valueSize: (size + 7) & ~7, funcs });
-    }
-    const key = this.frame.temp(8);
     const cookie = this.callHelper(H.get_attach_cookie, [this.ctx]);
-    fn.emit(I.stx(4, this.fb, cookie, key));
-    const p = this.callHelper(H.map_lookup_elem, [{ map: name }, { stack: key }]);
+    return this.nameFromTable(this.nameTable('func_names', funcs, size), cookie, size);
+  }
+
+  /** The IR map name of a name table (`prefix_N`), registered in {@link GenTables.funcTables} on first use. */
+  private nameTable(prefix: string, names: readonly string[], size: number): string {
+    const tables = this.tables.funcTables;
+    let name = [...tables.values()].find((t) => t.funcs === names)?.name;
+    if (name === undefined) {
+      name = `${prefix}_${tables.size}`;
+      tables.set(name, { name, valueSize: (size + 7) & ~7, funcs: names });
+    }
+    return name;
+  }
+
+  /** Entry `index` (a u32 register) of name table `map`, copied into a `size`-byte string temporary (empty if none). */
+  private nameFromTable(map: string, index: number, size: number): Val {
+    const fn = this.fn;
+    const key = this.frame.temp(8);
+    fn.emit(I.stx(4, this.fb, index, key));
+    const p = this.callHelper(H.map_lookup_elem, [{ map }, { stack: key }]);
     const off = this.frame.temp(size);
     zeroStack(fn, off, size);
-    const missing = fn.newLabel('nofunc');
+    const missing = fn.newLabel('noname');
     fn.emit(I.jmpImm('jeq', p, 0, missing));
     copyMem(fn, this.fb, off, p, 0, size);
     fn.mark(missing);
     return { kind: 'mem', off, size };
   }
 
-  /** The IR name of the name table of a syscall wildcard (see {@link syscallFilter}), registered on first use. */
+  /** The IR name of the name table of a syscall wildcard (see {@link syscallFilter}). */
   private syscallTableName(table: SyscallTable): string {
-    const tables = this.tables.funcTables;
-    let name = [...tables.values()].find((t) => t.funcs === table.names)?.name;
-    if (name === undefined) {
-      name = `syscall_names_${tables.size}`;
-      tables.set(name, { name, valueSize: (this.tables.probeNameSize + 7) & ~7, funcs: table.names });
-    }
-    return name;
+    return this.nameTable('syscall_names', table.names, this.tables.probeNameSize);
   }
 
   /**
@@ -1165,19 +1169,9 @@ export class ProbeGen {
 
   /** `probe` of a syscall wildcard: the name of the record's syscall number from the table, in a stack temporary. */
   private syscallProbeName(table: SyscallTable, size: number): Val {
-    const fn = this.fn;
-    const id = fn.vreg();
-    fn.emit(I.ldx(8, id, this.ctx, table.idOffset));
-    const key = this.frame.temp(8);
-    fn.emit(I.stx(4, this.fb, id, key));
-    const p = this.callHelper(H.map_lookup_elem, [{ map: this.syscallTableName(table) }, { stack: key }]);
-    const off = this.frame.temp(size);
-    zeroStack(fn, off, size);
-    const missing = fn.newLabel('nosyscall');
-    fn.emit(I.jmpImm('jeq', p, 0, missing));
-    copyMem(fn, this.fb, off, p, 0, size);
-    fn.mark(missing);
-    return { kind: 'mem', off, size };
+    const id = this.fn.vreg();
+    this.fn.emit(I.ldx(8, id, this.ctx, table.idOffset));
+    return this.nameFromTable(this.syscallTableName(table), id, size);
   }
 
   /** Constant bytes, NUL padded to `size`, in a stack temporary. */
