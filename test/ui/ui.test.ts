@@ -386,6 +386,21 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
     await shot('oneliner-error');
   });
 
+  it('the unsafe builtins are refused in a one-liner without ui --unsafe', async () => {
+    await page.click('#nav-oneliner');
+    await page.fill('#source', 'BEGIN { system("true"); }');
+    await page.click('#run');
+    await page.waitForFunction(
+      () => (document.querySelector('#program-error li')?.textContent ?? '').includes('unsafe'),
+      undefined,
+      { timeout: 20_000 },
+    );
+    assert.equal(
+      await page.textContent('#program-error li'),
+      '1:9: ERROR: system() is an unsafe function being used in safe mode (use --unsafe)',
+    );
+  });
+
   it('a one-liner: its printf lines and maps, live', async () => {
     const tag = `bpfs_ol_${process.pid}`;
     await page.click('#nav-oneliner');
@@ -498,7 +513,7 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
         // bcc's -f line: the blocked thread's stack, `--`, the waker's stack from the wake-up outwards, the waker
         assert.match(
           folded,
-          /^bpfs_reader;.*;bpfs_read_wait;.*;__schedule;--;try_to_wake_up;.*;bpfs_write_wake;.*;bpfs_writer \d+$/m,
+          /^bpfs_reader;.*;bpfs_read_wait;.*;__schedule(_\[k\])?;--;try_to_wake_up(_\[k\])?;.*;bpfs_write_wake;.*;bpfs_writer \d+$/m,
         );
         const fills = (name: string): Promise<string[]> =>
           page.$$eval(`#flame g[name="${name}"] rect`, (rs: any[]) => rs.map((r) => r.getAttribute('fill')));
