@@ -32,7 +32,9 @@ import {
   exclusiveGroupError,
   POSITIVE_INT,
   POSITIVE_INTS,
+  POSITIVE_NONZERO_BIG,
   POSITIVE_NONZERO_INT,
+  U64_MAX,
   ProcessPreparer,
   type StackFormat,
   type StackKeyLayout,
@@ -47,21 +49,6 @@ export const PF_KTHREAD = 0x00200000;
 export const TASK_DEAD = 0x80;
 /** flamegraph.pl options of Brendan Gregg's off-CPU flame graphs (and bcc's offcputime_example.txt). */
 export const OFFCPU_FLAMEGRAPH = { colors: 'io', countname: 'us', title: 'Off-CPU Time Flame Graph' } as const;
-
-const U64_MAX = (1n << 64n) - 1n;
-
-/** argparse `type=positive_nonzero_int` for -M, whose default is U64_MAX: kept as a bigint. */
-const POSITIVE_NONZERO_BIG = {
-  name: 'positive_nonzero_int',
-  convert: (text: string) => {
-    const t = text.trim().replace(/_/g, '');
-    if (!/^[+-]?\d+$/.test(t)) throw new Error('argparse: must be an integer');
-    const n = BigInt(t);
-    if (n < 0n) throw new Error('argparse: must be positive');
-    if (n === 0n) throw new Error('argparse: must be nonzero');
-    return n;
-  },
-};
 
 export const SPEC: ParserSpec = {
   prog: 'offcputime',

@@ -40,7 +40,9 @@ import {
   foldedLine,
   parseRawStack,
   POSITIVE_INT,
+  POSITIVE_NONZERO_BIG,
   POSITIVE_NONZERO_INT,
+  U64_MAX,
   ProcessPreparer,
   runStackReport,
   type StackEntry,
@@ -54,21 +56,6 @@ export const WAKE_STACK_STORAGE = 1024;
 export const MAX_CHAIN = 4;
 /** flamegraph.pl options of off-wake flame graphs (`--colors chain`: waker frames after `--` in blue). */
 export const OFFWAKE_FLAMEGRAPH = { colors: 'chain', countname: 'us', title: 'Off-Wake Time Flame Graph' } as const;
-
-const U64_MAX = (1n << 64n) - 1n;
-
-/** -M's default is U64_MAX: kept as a bigint. */
-const POS_NONZERO_BIG: ValueType<bigint> = {
-  name: 'positive_nonzero_int',
-  convert: (text: string) => {
-    const t = text.trim().replace(/_/g, '');
-    if (!/^[+-]?\d+$/.test(t)) throw new Error('argparse: must be an integer');
-    const n = BigInt(t);
-    if (n < 0n) throw new Error('argparse: must be positive');
-    if (n === 0n) throw new Error('argparse: must be nonzero');
-    return n;
-  },
-};
 
 /** bcc offwaketime's `positive_int`: `val.split(",", 5)`, the first 5 parts as `_positive_int`s (a 6th is dropped). */
 const PIDS5: ValueType<number[]> = {
@@ -104,7 +91,7 @@ export const WAKE_STORAGE_OPTIONS = [
   {
     flags: ['-M', '--max-block-time'],
     kind: 'value',
-    type: POS_NONZERO_BIG,
+    type: POSITIVE_NONZERO_BIG,
     default: U64_MAX,
     help: 'the amount of time in microseconds under which we store traces (default U64_MAX)',
   },

@@ -53,6 +53,22 @@ export const POSITIVE_NONZERO_INT: ValueType = {
   },
 };
 
+/** 2^64 - 1: bcc's `U64_MAX`, the default of `-M/--max-block-time` (offcputime, offwaketime). */
+export const U64_MAX = (1n << 64n) - 1n;
+
+/** bcc's `positive_nonzero_int` for `-M`, whose default is U64_MAX: the value kept as a bigint. */
+export const POSITIVE_NONZERO_BIG: ValueType<bigint> = {
+  name: 'positive_nonzero_int',
+  convert: (text: string) => {
+    const t = text.trim().replace(/_/g, '');
+    if (!/^[+-]?\d+$/.test(t)) throw new Error('argparse: must be an integer');
+    const n = BigInt(t);
+    if (n < 0n) throw new Error('argparse: must be positive');
+    if (n === 0n) throw new Error('argparse: must be nonzero');
+    return n;
+  },
+};
+
 /** profile's `positive_int_list`: comma-separated `positive_int`s (`185,186` → [185, 186]). */
 export const POSITIVE_INT_LIST: ValueType = {
   name: 'positive_int_list',
@@ -148,8 +164,6 @@ export function exclusiveGroupError(
 }
 
 // ---- reading stacks ----
-
-const U64_MAX = 0xffffffffffffffffn;
 
 /**
  * Addresses of a `kstack(raw)` / `ustack(raw)` value as the runtime decodes it (a newline, then one hex address
