@@ -582,6 +582,7 @@ export class Session {
     for (const p of this.programs) if (p.plan.expanded.special === 'end') p.prog.testRun({});
     this.drain();
     this.checkLost();
+    this.reportRecursionMisses();
     if ((opts.printMaps ?? true) && this.compiled.printMapsOnExit !== false) {
       this.opts.output.exitMaps(this.planByIndex.map((plan) => this.dumpMap(plan)));
     } else {
@@ -660,6 +661,29 @@ export class Session {
       this.drain();
       this.stop();
     }
+  }
+
+  /**
+   * Probe firings the kernel skipped because a BPF program was already running on that CPU (e.g. a block completion
+   * in a softirq interrupting a program): `recursion_misses` of `struct bpf_prog_info` (uapi bpf.h, kernel >= 5.12),
+   * summed over the session's event programs. Such events never reach the ring buffer, so the lost-event count
+   * cannot include them; one warning at the end says how many there were.
+   */
+  private reportRecursionMisses(): void {
+    let missed = 0n;
+    for (const p of this.programs) {
+      if (p.plan.expanded.special) continue;
+      try {
+        missed += p.prog.info().recursionMisses;
+      } catch {
+        // info unavailable (closed program): nothing to report for it
+      }
+    }
+    if (missed === 0n) return;
+    const warn = this.opts.warn ?? ((m: string) => process.stderr.write(`WARNING: ${m}\n`));
+    warn(
+      `${missed} probe firing${missed === 1n ? ' was' : 's were'} skipped by the kernel: a BPF program was already running on that CPU (recursion_misses)`,
+    );
   }
 
   private checkLost(): void {

@@ -50,6 +50,12 @@ function diskOf(dir: string): string {
   return majmin;
 }
 
+/** Probe firings a run's end-of-run warning says the kernel skipped (recursion_misses), 0 without the warning. */
+function skippedFirings(stderr: string): number {
+  const m = /WARNING: (\d+) probe firings? (?:was|were) skipped by the kernel/.exec(stderr);
+  return m ? Number(m[1]) : 0;
+}
+
 function throttleSkipReason(): string | undefined {
   if (!existsSync(join(BLKIO, 'blkio.throttle.read_iops_device'))) {
     return 'no cgroup v1 blkio controller with throttling (blkio.throttle.read_iops_device)';
@@ -111,37 +117,47 @@ describe('--heatmap (live)', () => {
       assert.equal(r.code, 0, r.stderr);
       const sr = await snoop.done;
       assert.equal(sr.code, 0, sr.stderr);
-      assert.equal(sr.stdout.trim().split('\n').length, 1 + 32, sr.stdout);
+      // A probe firing that interrupts a running BPF program on its CPU (any program on the machine) is skipped by the
+      // kernel (recursion_misses); the run then says how many on stderr, counting other disks' events too. Only then
+      // may up to two of the 32 reads be missing (seen once in a few hundred runs).
+      const snoopLines = sr.stdout.trim().split('\n').length - 1;
+      const snoopMissed = skippedFirings(sr.stderr) > 0 ? 32 - snoopLines : 0;
+      assert.ok(snoopMissed >= 0 && snoopMissed <= 2, sr.stdout + sr.stderr);
+      assert.equal(snoopLines, 32 - snoopMissed, sr.stdout + sr.stderr);
       // biosnoop's heat map is bpfscope heatmap's (trace2heatmap.pl's rules: 50 linear rows up to the largest
-      // latency, in us; here every event is drawn): the 32 reads, the fast ones in the bottom row, the throttled
+      // latency, in us; here every event is drawn): the 32 reads, the fast ones in the bottom rows (under 8 ms: a loaded machine
+      // stretches a fast read past the first 2 ms row), the throttled
       // ones in the upper half.
       const snoopCells = [
         ...readFileSync(snoopPath, 'utf8').matchAll(/onmouseover="s\('[^']*','(\d+)-(\d+)us',(\d+),/g),
       ];
-      const bottom = snoopCells.filter((m) => m[1] === '0').reduce((a, m) => a + Number(m[3]), 0);
+      const bottom = snoopCells.filter((m) => Number(m[2]) <= 8192).reduce((a, m) => a + Number(m[3]), 0);
       const upper = snoopCells.filter((m) => Number(m[1]) >= 32768).reduce((a, m) => a + Number(m[3]), 0);
       assert.equal(
         snoopCells.reduce((a, m) => a + Number(m[3]), 0),
-        32,
+        32 - snoopMissed,
       );
-      assert.ok(bottom >= 16, `biosnoop bottom row: ${bottom}`);
+      assert.ok(bottom >= 16 - snoopMissed, `biosnoop rows under 8 ms: ${bottom}`);
       assert.ok(upper >= 12, `biosnoop upper rows: ${upper}`);
       const svg = readFileSync(svgPath, 'utf8');
       const all = cells(svg);
       assert.ok(all.every((c) => c.unit === 'usecs'));
       const sum = (f: (c: Cell) => boolean): number => all.filter(f).reduce((a, c) => a + c.count, 0);
+      const drawn = all.reduce((a, c) => a + c.count, 0);
+      const missed = skippedFirings(r.stderr) > 0 ? 32 - drawn : 0;
+      assert.ok(missed >= 0 && missed <= 2, r.stderr + JSON.stringify(all));
       assert.equal(
         sum(() => true),
-        32,
+        32 - missed,
         JSON.stringify(all),
       );
       // Two bands: everything under 8 ms (the unthrottled reads, and those the throttle let through at once) or at
       // 32 ms and above (the throttled ones, ~100 ms each); at least 12 of the 16 throttled reads waited.
       const low = sum((c) => c.high < 8192);
       const high = sum((c) => c.low >= 32768);
-      assert.equal(low + high, 32, JSON.stringify(all));
+      assert.equal(low + high, 32 - missed, JSON.stringify(all));
       assert.ok(high >= 12 && high <= 16, `throttled band: ${high}`);
-      assert.ok(low >= 16, `fast band: ${low}`);
+      assert.ok(low >= 16 - missed, `fast band: ${low}`);
       // The rows between the bands are drawn (empty), so the y axis keeps its log2 scale.
       assert.match(svg, /<svg version="1.1" width="\d+" height="\d+"/);
       const rows = svg.match(/'(\d+)-(\d+) usecs'/g) ?? [];
