@@ -148,7 +148,10 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     // where bpftrace expands to one program per match
     for (const ap of probe.attachPoints) {
       try {
-        let matches = expandAttachPoint(ap);
+        let matches = expandAttachPoint(ap, {
+          ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
+          ...(opts.unsafe ? { unsafe: true } : {}),
+        });
         // syscall tracepoint wildcards become one raw_syscalls program where the body does not read `args`
         if (matches.length >= SYSCALL_REWRITE_MIN && !readsRecord(probe)) {
           const first = matches[0] as Partial<TracepointProbe>;

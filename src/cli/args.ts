@@ -114,6 +114,9 @@ OPTIONS:
     --include FILE include FILE before the program (its integer #define constants become usable)
 
     --unsafe       allow unsafe functions (signal)
+    --usdt-file-activation
+                   activate USDT semaphores in every process running the file (always so: the kernel's
+                   uprobe reference counter does it; accepted for bpftrace's command lines)
     --no-feature FEATURE[,FEATURE]
                    do not use these detected features: kprobe_multi, uprobe_multi, kprobe_session
 
@@ -330,6 +333,7 @@ function parse(args: string[]) {
       bench: { type: 'boolean' },
       test: { type: 'boolean' },
       unsafe: { type: 'boolean' },
+      'usdt-file-activation': { type: 'boolean' },
       'no-warnings': { type: 'boolean' },
       warnings: { type: 'boolean', short: 'k', multiple: true },
     },

@@ -16,14 +16,14 @@ const RATE_PROVIDERS = new Set(['interval', 'profile', 'software', 'hardware']);
  * Lines to print; with `verbose` (`-lv`), each probe's arguments under it, as `-lv PROBE` prints them.
  * @throws CompileError for a program that does not parse or names probes that do not exist
  */
-export function listProgramProbes(source: SourceFile, verbose = false): string[] {
+export function listProgramProbes(source: SourceFile, verbose = false, pid?: number): string[] {
   const ast = parse(source);
   const out: string[] = [];
   const errors: Diagnostic[] = [];
   for (const probe of ast.probes) {
     for (const ap of probe.attachPoints) {
       try {
-        for (const p of expandAttachPoint(ap, { full: true })) {
+        for (const p of expandAttachPoint(ap, { full: true, ...(pid !== undefined ? { pid } : {}) })) {
           if (p.provider === 'begin' || p.provider === 'end') continue;
           if (RATE_PROVIDERS.has(p.provider)) out.push(p.name.replace(/^([^:]+:[^:]+:).*$/, '$1'));
           // listed with the BTF it comes from, as `-l rawtracepoint:*` prints it

@@ -40,12 +40,12 @@ async function main(argv: string[]): Promise<number> {
       ]);
       const source = readSource(opts);
       setReportSource(source);
-      lines = listProgramProbes(source, opts.verbose);
+      lines = listProgramProbes(source, opts.verbose, opts.pid);
     } else {
       const { filenameLikeWarning, listProbes } = await import('../probes/list.js');
       const warning = opts.listPattern !== null ? filenameLikeWarning(opts.listPattern) : null;
       if (warning && !opts.noWarnings) process.stderr.write(`WARNING: ${warning}\n`);
-      lines = listProbes(opts.listPattern, opts.verbose);
+      lines = listProbes(opts.listPattern, opts.verbose, opts.pid !== undefined ? { pid: opts.pid } : {});
     }
     // a full listing is larger than a pipe holds: wait until it is written before exiting
     if (lines.length)

@@ -21,15 +21,18 @@ import type { ProbeProvider } from './types.js';
  * starting with `struct `/`union `/`enum ` lists kernel types (see list-types.ts).
  * @throws BpfscopeError when tracefs cannot be read.
  */
-export function listProbes(pattern: string | null, verbose: boolean): string[] {
-  if (pattern === null || pattern === '') return listOne('*:*', verbose);
+export function listProbes(pattern: string | null, verbose: boolean, opts: { pid?: number } = {}): string[] {
+  if (pattern === null || pattern === '') return listOne('*:*', verbose, opts);
   return pattern.split(',').flatMap((raw) => {
     const search = raw.replace(/\s+/g, ' ').trim();
-    return isTypeSearch(search) ? listTypes(search, verbose) : listOne(search, verbose);
+    return isTypeSearch(search) ? listTypes(search, verbose) : listOne(search, verbose, opts);
   });
 }
 
-function listOne(pattern: string, verbose: boolean): string[] {
+/** Providers of user-space probes: listed under a wildcard provider only for a file (`*:./bin:*`) or with `-p`. */
+const USER_PROVIDERS = ['uprobe', 'usdt'];
+
+function listOne(pattern: string, verbose: boolean, opts: { pid?: number }): string[] {
   let full = pattern === '' || pattern === '*' ? '*:*' : pattern;
   // bpftrace: a search without `:` is a search over every provider (`*do_nanosleep*` = `*:*do_nanosleep*`); a bare
   // provider name (`tracepoint`, `t`) lists that provider's probes.
@@ -41,14 +44,18 @@ function listOne(pattern: string, verbose: boolean): string[] {
   let selected: ProbeProvider[];
   if (hasWildcard(providerPattern) || providerPattern === '') {
     const re = globToRegExp(providerPattern || '*');
-    selected = providers().filter((p) => p.listed && re.test(p.names[0]!));
+    // bpftrace lists uprobes and USDT probes of a file named in the search (`*:./bin:*`) or of the -p process
+    const user = opts.pid !== undefined || search.includes('/');
+    selected = providers().filter(
+      (p) => (p.listed || (user && USER_PROVIDERS.includes(p.names[0]!))) && re.test(p.names[0]!),
+    );
   } else {
     const p = findProvider(providerPattern);
     selected = p ? [p] : [];
   }
   // bpftrace walks the provider names in sorted order (a std::set).
   selected.sort((a, b) => byteCompare(a.names[0]!, b.names[0]!));
-  return selected.flatMap((p) => p.list(search, verbose));
+  return selected.flatMap((p) => p.list(search, verbose, opts));
 }
 
 /**

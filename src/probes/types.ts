@@ -37,6 +37,10 @@ export interface ExpandOptions {
    * expansion"); otherwise a wildcard may become one multi-attach probe (kprobe_multi) where the kernel has it.
    */
   full?: boolean;
+  /** `-p PID`: uprobe/USDT targets may be wildcards over the process's mappings, or in its mount namespace. */
+  pid?: number;
+  /** `--unsafe`: a uprobe on a function whose symbol has no size is allowed (bpftrace refuses it otherwise). */
+  unsafe?: boolean;
 }
 
 /** A probe provider: parses, expands, lists and attaches one kind of attach point. */
@@ -56,7 +60,7 @@ export interface ProbeProvider {
   /**
    * Lines of `-l` output for the attach points matching `search`, the text after `provider:` (a glob, e.g.
    * `sched:sched_*`, `*:*`); with `verbose`, each probe's argument lines follow it, indented by four spaces, as
-   * `bpftrace -lv` prints them.
+   * `bpftrace -lv` prints them. `opts.pid` (`-l -p PID`): uprobe/USDT searches cover the process's mappings.
    */
-  list(search: string, verbose: boolean): string[];
+  list(search: string, verbose: boolean, opts?: { pid?: number }): string[];
 }

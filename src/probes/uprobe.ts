@@ -9,10 +9,7 @@
  * (`/sys/bus/event_source/devices/uprobe`) at the function's *file offset*, so nothing is written to tracefs'
  * `uprobe_events` and nothing outlives the process.
  */
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
-import { childProcess } from '../builtins.js';
-import { readLdCache } from './ldcache.js';
+import { statSync } from 'node:fs';
 import type { KernelError } from '../errors.js';
 import { linkCreate } from '../kernel/bpf.js';
 import { close as closeFd } from '../kernel/ffi.js';
@@ -24,6 +21,7 @@ import { attachPointError, closestNames, didYouMean, isRefusedProbe } from './er
 import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents, linkHandle } from './perf-attach.js';
 import { PtRegsProbe } from './regs-probe.js';
+import { type BinaryTarget, resolveBinary, resolveTargets } from './targets.js';
 import {
   type AttachedProbe,
   type AttachOptions,
@@ -34,6 +32,7 @@ import {
 } from './types.js';
 
 export { PT_REGS_X86_64 } from './regs-probe.js';
+export { resolveBinary } from './targets.js';
 
 export class UprobeProbe extends PtRegsProbe {
   readonly name: string;
@@ -48,9 +47,11 @@ export class UprobeProbe extends PtRegsProbe {
     /** Offset in the file where the probe goes. */
     readonly fileOffset: number,
     display: string,
+    /** The binary as bpftrace prints it (as written for a path: targets.ts); `path` when absent. */
+    displayPath: string = path,
   ) {
     super(attachPoint, provider);
-    this.name = `${provider}:${path}:${display}`;
+    this.name = `${provider}:${displayPath}:${display}`;
   }
 
   attach(progFd: number, opts: AttachOptions = {}): AttachedProbe {
@@ -86,10 +87,12 @@ export class UprobeMultiProbe extends PtRegsProbe {
     readonly funcs: readonly string[],
     /** File offset of each function's probe (bytes). */
     readonly fileOffsets: readonly number[],
+    /** The binary as bpftrace prints it (as written for a path: targets.ts); `path` when absent. */
+    readonly displayPath: string = path,
   ) {
     super(attachPoint, provider);
-    this.name = `${provider}:${path}:${glob}`;
-    this.probeNames = funcs.map((f) => `${provider}:${path}:${f}`);
+    this.name = `${provider}:${displayPath}:${glob}`;
+    this.probeNames = funcs.map((f) => `${provider}:${displayPath}:${f}`);
   }
 
   readonly probeNames: readonly string[];
@@ -122,7 +125,7 @@ export class UprobeMultiProbe extends PtRegsProbe {
       const warn = opts.warn ?? ((m: string) => process.stderr.write(`WARNING: ${m}\n`));
       for (const i of refused) {
         warn(
-          `${this.provider}:${this.path}:${this.funcs[i]}: the kernel cannot probe this function (${(e as KernelError).message.replace(/^.*: /, '')}), skipped`,
+          `${this.provider}:${this.displayPath}:${this.funcs[i]}: the kernel cannot probe this function (${(e as KernelError).message.replace(/^.*: /, '')}), skipped`,
         );
       }
       return { ...linkHandle(create(rest)), count: rest.length };
@@ -148,55 +151,6 @@ function refusedIndexes(indexes: readonly number[], create: (i: readonly number[
 
 /** `bpf_attr.link_create.uprobe_multi.flags`: attach to the functions' returns (uapi `BPF_F_UPROBE_MULTI_RETURN`). */
 const BPF_F_UPROBE_MULTI_RETURN = 1;
-
-let ldCache: Map<string, string> | undefined;
-
-/**
- * Library name → path from the dynamic linker's cache for this machine's architecture: /etc/ld.so.cache read
- * directly, else `ldconfig -p` (an older cache format).
- */
-function libraryCache(): Map<string, string> {
-  if (ldCache) return ldCache;
-  ldCache = readLdCache();
-  if (ldCache) return ldCache;
-  ldCache = new Map();
-  for (const bin of ['/sbin/ldconfig', '/usr/sbin/ldconfig', 'ldconfig']) {
-    try {
-      const out = childProcess().execFileSync(bin, ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-      for (const line of out.split('\n')) {
-        const m = /^\s+(\S+) \(([^)]*)\) => (\S+)$/.exec(line);
-        if (!m) continue;
-        if (process.arch === 'x64' && !m[2]!.includes('x86-64')) continue;
-        if (!ldCache.has(m[1]!)) ldCache.set(m[1]!, m[3]!);
-      }
-      break;
-    } catch {
-      /* try the next location */
-    }
-  }
-  return ldCache;
-}
-
-/** Resolve a uprobe target the way bpftrace does: a path, else a library name (`libc`, `c`, `libc.so.6`), else `$PATH`. */
-export function resolveBinary(target: string): string | undefined {
-  // paths are kept as written (bpftrace prints them so in `probe`); the kernel resolves symlinks at attach
-  if (target.includes('/')) return existsSync(target) ? resolve(target) : undefined;
-  const cache = libraryCache();
-  const names = [target, `lib${target}`].flatMap((n) => [n, `${n}.so`]);
-  for (const [soname, path] of cache) {
-    if (names.some((n) => soname === n || soname.startsWith(`${n}.`))) return path;
-  }
-  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(delimiter)) {
-    const p = join(dir, target);
-    try {
-      accessSync(p, constants.X_OK);
-      return p;
-    } catch {
-      /* not here */
-    }
-  }
-  return undefined;
-}
 
 function isFunction(type: number): boolean {
   return type === STT_FUNC || type === STT_GNU_IFUNC;
@@ -250,26 +204,54 @@ export class UprobeProvider implements ProbeProvider {
   }
 
   expand(ap: AttachPoint, opts: ExpandOptions = {}): ExpandedProbe[] {
-    if (ap.parts.length !== 2 || ap.parts[0] === '' || ap.parts[1] === '') {
+    if (ap.parts.length !== 2 || ap.parts[1] === '' || (ap.parts[0] === '' && opts.pid === undefined)) {
       throw attachPointError(ap, `${this.kind} probe type requires 2 arguments: ${this.kind}:BINARY:FUNCTION`);
     }
     const [target, fnSpec] = ap.parts as [string, string];
-    const path = resolveBinary(target);
-    if (!path) throw attachPointError(ap, `could not find binary or library '${target}'`);
+    const targets = resolveTargets(target, opts.pid);
+    if (targets.length === 0) {
+      if (hasWildcard(target) && !target.includes('/') && opts.pid === undefined) {
+        throw attachPointError(
+          ap,
+          `a wildcard binary ('${target}') needs -p PID: it stands for the process's mappings`,
+        );
+      }
+      throw attachPointError(ap, `could not find binary or library '${target}'`);
+    }
+    const several = targets.length > 1 || hasWildcard(target) || target === '';
+    const out: ExpandedProbe[] = [];
+    for (const t of targets) {
+      let probes: ExpandedProbe[];
+      try {
+        probes = this.expandIn(ap, t, fnSpec, opts);
+      } catch (e) {
+        // a wildcard over binaries: those without a match are skipped (bpftrace matches over all of them)
+        if (several) continue;
+        throw e;
+      }
+      out.push(...probes);
+    }
+    if (out.length === 0) throw attachPointError(ap, `No matches for ${this.kind} ${target}:${fnSpec}.`);
+    return out;
+  }
+
+  /** The probes of one binary (see {@link expand}). @throws CompileError when nothing matches in it */
+  private expandIn(ap: AttachPoint, t: BinaryTarget, fnSpec: string, opts: ExpandOptions): ExpandedProbe[] {
+    const { path, display } = t;
     let table: FunctionTable;
     try {
       table = functionTable(path);
     } catch (e) {
-      throw attachPointError(ap, `${path}: ${(e as Error).message}`);
+      throw attachPointError(ap, `${display}: ${(e as Error).message}`);
     }
     const { funcs, sizes, loads } = table;
     if (/^0x[0-9a-f]+$/i.test(fnSpec) || /^\d+$/.test(fnSpec)) {
       // an address must lie inside a function (bpftrace: `Could not resolve address: /bin/bash:0xa`)
       const addr = Number(fnSpec);
       const inside = [...funcs].some(([n, v]) => addr >= v && addr < v + Math.max(1, sizes.get(n) ?? 0));
-      if (!inside) throw attachPointError(ap, `Could not resolve address: ${path}:0x${addr.toString(16)}`);
+      if (!inside) throw attachPointError(ap, `Could not resolve address: ${display}:0x${addr.toString(16)}`);
       const off = symbolFileOffset(loads, { name: fnSpec, value: addr });
-      return [new UprobeProbe(ap, this.kind, path, fnSpec, off, fnSpec)];
+      return [new UprobeProbe(ap, this.kind, path, fnSpec, off, fnSpec, display)];
     }
     const m = /^(.*?)\+(0x[0-9a-f]+|\d+)$/i.exec(fnSpec);
     const fnGlob = m ? m[1]! : fnSpec;
@@ -278,13 +260,14 @@ export class UprobeProvider implements ProbeProvider {
     if (hasWildcard(fnGlob)) {
       const re = globToRegExp(fnGlob);
       names = [...funcs.keys()].filter((n) => re.test(n)).sort();
-      if (names.length === 0) throw attachPointError(ap, `No matches for ${this.kind} ${path}:${fnGlob}`);
+      if (names.length === 0) throw attachPointError(ap, `No matches for ${this.kind} ${display}:${fnGlob}.`);
     } else {
       if (!funcs.has(fnGlob)) {
+        // current bpftrace's wording (ap_probe_expansion.cpp), which config missing_probes = warn/ignore skips
         throw attachPointError(
           ap,
-          `Could not resolve symbol: ${path}:${fnGlob}`,
-          didYouMean(closestNames(fnGlob, funcs.keys()).map((n) => `${this.kind}:${path}:${n}`)),
+          `No matches for ${this.kind} ${display}:${fnGlob}.`,
+          didYouMean(closestNames(fnGlob, funcs.keys()).map((n) => `${this.kind}:${display}:${n}`)),
         );
       }
       names = [fnGlob];
@@ -292,30 +275,41 @@ export class UprobeProvider implements ProbeProvider {
       if (extra && size && extra >= size) {
         throw attachPointError(ap, `Offset outside the function bounds ('${fnGlob}' size is ${size})`);
       }
+      if (size === 0 && !opts.unsafe) {
+        // bpftrace's check (attached_probe.cpp): without a size the probe cannot be checked to be on an instruction
+        throw attachPointError(
+          ap,
+          `Could not determine boundary for ${fnGlob} (symbol has size 0). Use --unsafe to force attachment. WARNING: This option could lead to data corruption in the target process.`,
+        );
+      }
     }
     const offsets = names.map((n) => symbolFileOffset(loads, { name: n, value: funcs.get(n)! }) + extra);
     // bpftrace's multi expansion: a wildcard without an offset, unless the body reads `probe`; where the kernel has it
     if (hasWildcard(fnGlob) && !extra && !opts.full && hasFeature('uprobeMulti')) {
-      return [new UprobeMultiProbe(ap, this.kind, path, fnGlob, names, offsets)];
+      return [new UprobeMultiProbe(ap, this.kind, path, fnGlob, names, offsets, display)];
     }
-    return names.map((n, i) => new UprobeProbe(ap, this.kind, path, n, offsets[i]!, extra ? `${n}+${extra}` : n));
+    return names.map(
+      (n, i) => new UprobeProbe(ap, this.kind, path, n, offsets[i]!, extra ? `${n}+${extra}` : n, display),
+    );
   }
 
-  /** `-l 'uprobe:/path:glob'`: the binary's function symbols. */
-  list(search: string): string[] {
+  /** `-l 'uprobe:/path:glob'` (with `-p`, also `uprobe:*:glob` over the process's mappings): function symbols. */
+  list(search: string, _verbose = false, opts: { pid?: number } = {}): string[] {
     const i = search.lastIndexOf(':');
-    if (i < 0) return [];
-    const path = resolveBinary(search.slice(0, i));
-    if (!path) return [];
-    const re = globToRegExp(search.slice(i + 1) || '*');
-    const elf = ElfFile.open(path);
-    try {
-      const names = new Set<string>();
-      for (const s of elf.symbols().list((n) => n.length > 0))
-        if (isFunction(s.type) && s.value !== 0 && re.test(s.name)) names.add(s.name);
-      return [...names].sort().map((n) => `${this.kind}:${path}:${n}`);
-    } finally {
-      elf.close();
+    const target = i < 0 ? search : search.slice(0, i);
+    const glob = i < 0 ? '*' : search.slice(i + 1) || '*';
+    const re = globToRegExp(glob);
+    const out: string[] = [];
+    for (const t of resolveTargets(target, opts.pid)) {
+      let table: FunctionTable;
+      try {
+        table = functionTable(t.path);
+      } catch {
+        continue; // not an ELF file (a wildcard over a directory): nothing to list
+      }
+      const names = [...table.funcs.keys()].filter((n) => re.test(n)).sort();
+      for (const n of names) out.push(`${this.kind}:${t.display}:${n}`);
     }
+    return out;
   }
 }

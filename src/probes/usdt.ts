@@ -11,18 +11,19 @@ import type { AttachPoint } from '../lang/ast.js';
 import { ElfFile, parseNotes, vaddrToFileOffset } from '../symbols/elf.js';
 import { openProbeEvent } from '../kernel/perf.js';
 import { attachPointError } from './errors.js';
-import { globToRegExp } from './glob.js';
+import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents } from './perf-attach.js';
 import {
   type AttachedProbe,
   type AttachOptions,
   BPF_PROG_TYPE,
   type ExpandedProbe,
+  type ExpandOptions,
   type ProbeProvider,
   type UsdtArg,
 } from './types.js';
 import { PT_REGS_X86_64 } from './regs-probe.js';
-import { resolveBinary } from './uprobe.js';
+import { type BinaryTarget, resolveTargets } from './targets.js';
 
 /** x86-64 register names (all widths) → `struct pt_regs` offset. */
 const X86_REGS: Record<string, number> = {};
@@ -109,8 +110,10 @@ export class UsdtProbe implements ExpandedProbe {
     readonly fileOffset: number,
     readonly refCtrOffset: number,
     readonly usdtArgs: UsdtArg[],
+    /** The binary as bpftrace prints it (as written for a path: targets.ts); `path` when absent. */
+    displayPath: string = path,
   ) {
-    this.name = `usdt:${path}:${note.provider}:${note.name}`;
+    this.name = `usdt:${displayPath}:${note.provider}:${note.name}`;
   }
 
   attach(progFd: number, opts: AttachOptions = {}): AttachedProbe {
@@ -132,55 +135,85 @@ export class UsdtProvider implements ProbeProvider {
   readonly supported = true;
   readonly listed = false;
 
-  expand(ap: AttachPoint): ExpandedProbe[] {
-    if (ap.parts.length < 2 || ap.parts.length > 3 || ap.parts.some((p) => p === '')) {
+  /**
+   * `usdt:BINARY:[PROVIDER:]NAME`. BINARY may be a wildcard or empty with `-p PID` (every file the process maps:
+   * `usdt::tracetest:testprobe`, `usdt:*:tracetest:testprobe`), a path with a wildcard file name
+   * (`usdt:./testprogs/usdt_test*::*`), a library or `$PATH` name (targets.ts); an empty PROVIDER is any provider.
+   */
+  expand(ap: AttachPoint, opts: ExpandOptions = {}): ExpandedProbe[] {
+    const parts = ap.parts;
+    const targetOk = parts[0] !== '' || opts.pid !== undefined;
+    if (parts.length < 2 || parts.length > 3 || !targetOk || parts[parts.length - 1] === '') {
       throw attachPointError(ap, 'usdt probe type requires 2 or 3 arguments: usdt:BINARY:[PROVIDER:]NAME');
     }
-    const path = resolveBinary(ap.parts[0]!);
-    if (!path) throw attachPointError(ap, `could not find binary or library '${ap.parts[0]}'`);
-    const provGlob = ap.parts.length === 3 ? ap.parts[1]! : '*';
-    const nameGlob = ap.parts[ap.parts.length - 1]!;
-    const elf = ElfFile.open(path);
-    try {
-      const loads = elf.loadSegments();
-      const pre = globToRegExp(provGlob);
-      const nre = globToRegExp(nameGlob);
-      const notes = readUsdtNotes(elf).filter((n) => pre.test(n.provider) && nre.test(n.name));
-      if (notes.length === 0) {
-        throw attachPointError(ap, `No USDT probes found for ${path}:${ap.parts.slice(1).join(':')}`);
+    const target = parts[0]!;
+    const targets = resolveTargets(target, opts.pid);
+    if (targets.length === 0) throw attachPointError(ap, `could not find binary or library '${target}'`);
+    const provGlob = parts.length === 3 && parts[1] !== '' ? parts[1]! : '*';
+    const nameGlob = parts[parts.length - 1]!;
+    const out: ExpandedProbe[] = [];
+    for (const t of targets) {
+      let elf: ElfFile;
+      try {
+        elf = ElfFile.open(t.path);
+      } catch (e) {
+        if (targets.length > 1 || target === '' || hasWildcard(target)) continue;
+        throw attachPointError(ap, `${t.display}: ${(e as Error).message}`);
       }
-      return notes.map((n) => {
-        const off = vaddrToFileOffset(loads, n.pc);
-        if (off === undefined)
-          throw attachPointError(ap, `USDT probe ${n.provider}:${n.name} is outside the file's loaded segments`);
-        const ref = n.semaphore ? (semaphoreFileOffset(elf, n.semaphore) ?? 0) : 0;
-        let args: UsdtArg[];
-        try {
-          args = n.args.trim() === '' ? [] : n.args.trim().split(/\s+/).map(parseUsdtArg);
-        } catch (e) {
-          throw attachPointError(ap, `USDT probe ${n.provider}:${n.name}: ${(e as Error).message}`);
-        }
-        return new UsdtProbe(ap, path, n, off, ref, args);
-      });
-    } finally {
-      elf.close();
+      try {
+        out.push(...this.expandIn(ap, elf, t, provGlob, nameGlob));
+      } finally {
+        elf.close();
+      }
     }
+    if (out.length === 0) {
+      throw attachPointError(ap, `No USDT probes found for ${target}:${parts.slice(1).join(':')}`);
+    }
+    return out;
   }
 
-  list(search: string): string[] {
+  private expandIn(ap: AttachPoint, elf: ElfFile, t: BinaryTarget, provGlob: string, nameGlob: string): UsdtProbe[] {
+    const loads = elf.loadSegments();
+    const pre = globToRegExp(provGlob);
+    const nre = globToRegExp(nameGlob);
+    const notes = readUsdtNotes(elf).filter((n) => pre.test(n.provider) && nre.test(n.name));
+    return notes.map((n) => {
+      const off = vaddrToFileOffset(loads, n.pc);
+      if (off === undefined)
+        throw attachPointError(ap, `USDT probe ${n.provider}:${n.name} is outside the file's loaded segments`);
+      const ref = n.semaphore ? (semaphoreFileOffset(elf, n.semaphore) ?? 0) : 0;
+      let args: UsdtArg[];
+      try {
+        args = n.args.trim() === '' ? [] : n.args.trim().split(/\s+/).map(parseUsdtArg);
+      } catch (e) {
+        throw attachPointError(ap, `USDT probe ${n.provider}:${n.name}: ${(e as Error).message}`);
+      }
+      return new UsdtProbe(ap, t.path, n, off, ref, args, t.display);
+    });
+  }
+
+  /** `-l 'usdt:BINARY[:PROVIDER[:NAME]]'` (with `-p`, BINARY may be a wildcard over the process's mappings). */
+  list(search: string, _verbose = false, opts: { pid?: number } = {}): string[] {
     const parts = search.split(':');
-    const path = parts[0] ? resolveBinary(parts[0]) : undefined;
-    if (!path) return [];
     const re = globToRegExp(parts.slice(1).join(':') || '*');
-    const elf = ElfFile.open(path);
-    try {
-      return readUsdtNotes(elf)
-        .map((n) => `${n.provider}:${n.name}`)
-        .filter((n) => re.test(n))
-        .map((n) => `usdt:${path}:${n}`);
-    } finally {
-      elf.close();
+    const out: string[] = [];
+    for (const t of resolveTargets(parts[0] ?? '', opts.pid)) {
+      let elf: ElfFile;
+      try {
+        elf = ElfFile.open(t.path);
+      } catch {
+        continue; // not an ELF file
+      }
+      try {
+        for (const n of readUsdtNotes(elf)) {
+          const name = `${n.provider}:${n.name}`;
+          if (re.test(name)) out.push(`usdt:${t.display}:${name}`);
+        }
+      } finally {
+        elf.close();
+      }
     }
+    return out;
   }
 }
 

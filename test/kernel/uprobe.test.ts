@@ -153,7 +153,7 @@ describe('uprobe and uretprobe', () => {
   it('reports an unknown symbol at the attach point with a suggestion', async () => {
     const r = await runTool('bpfscope', ['-e', 'uprobe:libc:mallocc { }']);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /ERROR: Could not resolve symbol: \/\S+libc\.so\.6:mallocc\n/);
+    assert.match(r.stderr, /ERROR: No matches for uprobe \/\S+libc\.so\.6:mallocc\.\n/);
     assert.match(r.stderr, /HINT: Did you mean .*uprobe:\/\S+libc\.so\.6:malloc\b/);
   });
 
