@@ -25,7 +25,10 @@ import { type DiffCase, TARGET_PID } from './cases.js';
 /** A run's timeout when the case sets none, ms. */
 export const DEFAULT_TIMEOUT_MS = 15_000;
 
-/** Margin after the attach message before a `-p` target is let go: 0.17 prints it before it attaches. */
+/**
+ * Margin after bpftrace 0.17's attach message before a `-p` target is let go: 0.17 prints it before it attaches.
+ * bpfscope prints its `Attached N probes` once every probe is attached (as current bpftrace), so its target goes at once.
+ */
 export const TARGET_GO_DELAY_MS = 400;
 
 export const isJson = (args: string[]) => args.some((a, i) => a === '-f' && args[i + 1] === 'json');
@@ -35,7 +38,7 @@ export const isQuiet = (args: string[]) => args.includes('-q');
 export interface RunTuning {
   /** Multiplies the case's timeout (default 1). */
   timeoutScale?: number;
-  /** Overrides {@link TARGET_GO_DELAY_MS}, ms. */
+  /** Overrides {@link TARGET_GO_DELAY_MS} (the oracle's margin), ms. */
   goDelayMs?: number;
   /** The workload binary for `-p` targets (default: {@link workloadPath}). */
   workload?: string;
@@ -98,7 +101,7 @@ export async function runCaseTool(
       { timeoutMs },
     );
     hooks.onTool?.(run);
-    if (await run.waitFor(ATTACHED_PATTERN, timeoutMs)) {
+    if ((await run.waitFor(ATTACHED_PATTERN, timeoutMs)) && tool === 'bpftrace') {
       await new Promise((r) => setTimeout(r, tuning.goDelayMs ?? TARGET_GO_DELAY_MS));
     }
     target.stdin!.end('g');

@@ -1,7 +1,10 @@
 /**
- * Differential tests: every case of test/diff/cases.ts runs through bpftrace 0.17 (the oracle) and bpfscope;
- * bpfscope's stdout must equal the oracle's (without 0.17's `Attaching N probes...` line), or the case's
- * `expect` where current bpftrace differs from 0.17, and bpfscope must report `Attached N probes` on stderr.
+ * Differential tests: every case of test/diff/cases/ (NAME.bt, read by test/diff/cases.ts) runs through bpftrace 0.17
+ * (the oracle) and bpfscope; bpfscope's stdout must equal the live oracle's (without 0.17's `Attaching N probes...`
+ * line), or the case's NAME.expect where current bpftrace differs from 0.17, and bpfscope must report
+ * `Attached N probes` on stderr. The live oracle's stdout must also equal the recorded NAME.out (`npm run diff:regen`
+ * writes it), unless the case says `@oracle-varies`: a change there is oracle drift (a new bpftrace, another kernel),
+ * to be reviewed and re-recorded.
  *
  * Environment:
  *   BPFSCOPE_DIFF_ONLY_ORACLE=1  run only bpftrace, twice per case, and check the case is valid and deterministic
@@ -17,9 +20,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe as suite, test } from 'node:test';
 import { bpfscopeSkipReason, bpftraceSkipReason, bpftraceVersion, describe, repoRoot } from '../helpers/cli.js';
-import { type DiffCase, diffCases } from './cases.js';
+import { caseFiles, casesDir, type DiffCase, diffCases, parseCaseFile } from './cases.js';
 import {
   assertClean,
+  type OracleRun,
   checkBpfscope,
   checkWithTodo,
   DEFAULT_TIMEOUT_MS,
@@ -40,6 +44,18 @@ try {
   buildError = e;
 }
 
+/** The live oracle printed what NAME.out recorded (unless the case's output varies by machine or date). */
+function checkRecorded(dc: DiffCase, oracle: OracleRun | undefined) {
+  if (!oracle || dc.oracleVaries !== undefined) return;
+  assert.equal(
+    oracle.stdout,
+    dc.recorded,
+    `bpftrace 0.17's output differs from test/diff/cases/${dc.name}.out (oracle drift, or a case whose output ` +
+      `depends on the machine: re-record with \`npm run diff:regen ${dc.name}\` and review the diff, or mark the ` +
+      `case @oracle-varies with why)`,
+  );
+}
+
 /** Oracle-only mode: the case is valid for 0.17 and its output is deterministic. */
 async function checkOracle(dc: DiffCase) {
   const a = await runOracle(dc);
@@ -48,6 +64,7 @@ async function checkOracle(dc: DiffCase) {
   assertClean(b.result, 'bpftrace (second run)');
   assert.equal(b.stdout, a.stdout, `bpftrace output differs between two runs: the case is not deterministic`);
   assert.notEqual(a.stdout.trim(), '', 'bpftrace printed nothing: the case would prove nothing');
+  checkRecorded(dc, a);
   if (!isQuiet(dc.args) && !isJson(dc.args)) {
     assert.ok(a.attached !== undefined && a.attached > 0, `no "Attaching N probes..." line:\n${describe(a.result)}`);
   }
@@ -78,6 +95,27 @@ suite('differential case list', () => {
     assert.ok(cases.length >= 150, `only ${cases.length} cases`);
     const names = cases.map((c) => c.name);
     assert.deepEqual([...new Set(names)], names, 'duplicate case names');
+  });
+
+  test('every case with an oracle has its recorded output (NAME.out), and only those', (t) => {
+    if (buildError) return t.skip('the case list did not build');
+    for (const c of cases) {
+      if (c.noOracle) assert.equal(c.recorded, undefined, `${c.name}: @no-oracle, yet it has ${c.name}.out`);
+      else assert.ok(c.recorded !== undefined, `${c.name}: no ${c.name}.out (run \`npm run diff:regen ${c.name}\`)`);
+    }
+  });
+
+  test('a broken case file is refused with its name', () => {
+    assert.ok(caseFiles(casesDir()).length === cases.length);
+    assert.throws(() => parseCaseFile('x', '// @bogus 1\n\nBEGIN { exit(); }\n'), /x\.bt: unknown directive @bogus/);
+    assert.throws(
+      () => parseCaseFile('x', '// @timeout 1\n// @timeout 2\n\nBEGIN {}\n'),
+      /x\.bt: @timeout given twice/,
+    );
+    assert.throws(() => parseCaseFile('x', '// @timeout 1\nBEGIN {}\n'), /x\.bt: an empty line must follow/);
+    const f = parseCaseFile('x', '// @reason a\n// @reason b\n\n// comment\nBEGIN {}\n');
+    assert.equal(f.directives.get('reason'), 'a b');
+    assert.equal(f.program, '// comment\nBEGIN {}');
   });
 
   test('every exception has a reason and is listed in docs/compat.md', () => {
@@ -129,7 +167,8 @@ suite(ORACLE_ONLY ? 'bpftrace 0.17 oracle: cases are valid and deterministic' : 
       const oracleWhy = dc.noOracle ? undefined : bpftraceSkipReason();
       if (oracleWhy) return t.skip(oracleWhy);
       const expected = await expectation(dc);
-      return checkWithTodo(t, dc.todo, () => checkBpfscope(dc, expected));
+      await checkWithTodo(t, dc.todo, () => checkBpfscope(dc, expected));
+      checkRecorded(dc, expected.oracle);
     });
   }
 });

@@ -3,13 +3,13 @@
  * -o/-q/-p/-l/--version, and the sentence for missing privileges.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { bpfscopeEntry, runTool } from '../helpers/cli.js';
-import { workloadCommand } from '../helpers/workload.js';
+import { ATTACHED_PATTERN, bpfscopeEntry, runTool, startTool } from '../helpers/cli.js';
+import { runWorkload, workloadCommand, workloadPath } from '../helpers/workload.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bpfscope-cli-'));
 
@@ -456,20 +456,43 @@ describe('bpfscope command line', () => {
     assert.equal(r.stdout, '42 abc 2\n\n\n');
   });
 
-  it('-p PID: traces that process and stops when it exits', async () => {
-    const sleeper = startSleeper(1.5);
-    const r = await runTool(
-      'bpfscope',
-      [
-        '-p',
-        String(sleeper.pid),
-        '-e',
-        `tracepoint:syscalls:sys_enter_clock_nanosleep /pid == ${sleeper.pid}/ { @ = count(); }`,
-      ],
-      { timeoutMs: 10_000 },
-    );
-    assert.equal(r.code, 0, r.stderr);
-    assert.ok(!r.timedOut, 'should stop when the traced process exits');
+  it('-p PID: traces only that process (uprobe and tracepoint) and stops when it exits', async () => {
+    // The target blocks on its stdin until bpfscope says it attached; meanwhile a decoy workload makes the same calls
+    // under the same comm, which -p must leave out (v0.26 applies -p to every probe but BEGIN/END).
+    const target = spawn(workloadPath(), ['wait-stdin', 'comm', 'bpfs_ptgt', 'getppid', 7, 'read', 3, 17].map(String), {
+      stdio: ['pipe', 'ignore', 'inherit'],
+    });
+    const targetDone = new Promise<void>((resolve) => target.on('close', () => resolve()));
+    target.stdin!.on('error', () => {});
+    try {
+      assert.ok(target.pid, 'the target workload did not start');
+      const run = startTool(
+        'bpfscope',
+        [
+          '-p',
+          String(target.pid),
+          '-e',
+          'tracepoint:syscalls:sys_enter_getppid /comm == "bpfs_ptgt"/ { @calls[pid] = count(); } ' +
+            `uprobe:${workloadPath()}:num /comm == "bpfs_ptgt"/ { @num[pid] = count(); }`,
+        ],
+        { timeoutMs: 30_000 },
+      );
+      assert.ok(await run.waitFor(ATTACHED_PATTERN, 30_000), 'no attach notice');
+      const decoy = runWorkload('comm', 'bpfs_ptgt', 'getppid', 5, 'read', 2, 9);
+      assert.equal(decoy.status, 0, decoy.stderr);
+      target.stdin!.end('g');
+      const r = await run.done;
+      assert.ok(!r.timedOut, `should stop when the traced process exits:\n${r.stderr}`);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stderr, 'Attached 2 probes\n');
+      const p = target.pid;
+      // getppid 7 and read 3 17 call num() three times: on "7", "3" and "17"
+      assert.equal(r.stdout, `\n\n@calls[${p}]: 7\n@num[${p}]: 3\n`);
+    } finally {
+      target.stdin!.destroy();
+      if (target.exitCode === null && target.signalCode === null) target.kill('SIGKILL');
+      await targetDone;
+    }
   });
 
   it('-p PID beyond the kernel\'s pid_max is an error (tests/runtime/basic "pid outside of valid pid range")', async () => {
@@ -532,8 +555,3 @@ describe('bpfscope command line', () => {
     assert.match(r.stderr, /^ERROR: bpfscope needs root \(or CAP_BPF and CAP_PERFMON\)/m);
   });
 });
-
-function startSleeper(seconds: number): { pid: number } {
-  const child = spawnSync('sh', ['-c', `sleep ${seconds} >/dev/null 2>&1 & echo $!`], { encoding: 'utf8' });
-  return { pid: Number(child.stdout.trim()) };
-}

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { formatInet } from '../../src/runtime/decode.js';
-import { runTool } from '../helpers/cli.js';
-import { workloadCommand } from '../helpers/workload.js';
+import { ATTACHED_PATTERN, runTool, startTool } from '../helpers/cli.js';
+import { workloadCommand, workloadPath } from '../helpers/workload.js';
 
 describe('functions', () => {
   it('ntop, strlen, strncmp, bswap, has_key and strftime', async () => {
@@ -59,21 +59,31 @@ describe('functions', () => {
     ]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^@k\[hrtimer_wakeup\]: 1$/m);
-    // user symbols are resolved when the map is printed, so the process must still be alive then (as in bpftrace)
-    const child = spawn('sh', ['-c', `exec ${workloadCommand('sleep-ms', 1500, 'getppid', 2, 'sleep-ms', 5000)}`], {
-      stdio: 'ignore',
+    // user symbols are resolved when the map is printed, so the process must still be alive then (as in bpftrace):
+    // the target waits on its stdin until bpfscope has attached, makes its two calls, and waits again while bpfscope
+    // (told by the two `hit` lines that both calls were seen) is interrupted and prints the map
+    const child = spawn(workloadPath(), ['wait-stdin', 'getppid', '2', 'wait-stdin'], {
+      stdio: ['pipe', 'ignore', 'ignore'],
     });
+    const exited = new Promise((r) => child.on('close', r));
+    child.stdin!.on('error', () => {});
     try {
-      const u = await runTool('bpfscope', [
+      const run = startTool('bpfscope', [
         '-p',
         String(child.pid),
         '-e',
-        `uprobe:libc:syscall /pid == ${child.pid} && arg0 == 110/ { @u[usym(reg("ip"))] = count(); } interval:ms:2500 { exit(); }`,
+        `uprobe:libc:syscall /pid == ${child.pid} && arg0 == 110/ { @u[usym(reg("ip"))] = count(); printf("hit\\n"); }`,
       ]);
+      assert.ok(await run.waitFor(ATTACHED_PATTERN, 20_000), 'no attach notice');
+      child.stdin!.write('g');
+      assert.ok(await run.waitFor(/^hit\nhit\n/m, 20_000), 'the two getppid calls were not seen');
+      run.signal('SIGINT');
+      const u = await run.done;
       assert.equal(u.code, 0, u.stderr);
-      assert.match(u.stdout, /^@u\[syscall\]: 2$/m);
+      assert.equal(u.stdout, 'hit\nhit\n\n\n@u[syscall]: 2\n');
     } finally {
       child.kill('SIGKILL');
+      await exited;
     }
   });
 
@@ -97,7 +107,6 @@ describe('functions', () => {
 
 describe('more builtins and software events', () => {
   it('ppid, username, ncpus, cgroup, jiffies, rand', async () => {
-    const { startTool } = await import('../helpers/cli.js');
     const { availableParallelism } = await import('node:os');
     const run = startTool('bpfscope', [
       '-e',

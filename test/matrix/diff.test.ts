@@ -1,5 +1,5 @@
 /**
- * The differential one-liner suite (test/diff/cases.ts) on a second kernel: every case runs through bpftrace 0.17
+ * The differential one-liner suite (test/diff/cases/NAME.bt, read by test/diff/cases.ts) on a second kernel: every case runs through bpftrace 0.17
  * and bpfscope inside Debian's 6.1 kernel booted under qemu (`../shared/tools/kernel-matrix/`), all in ONE boot,
  * and each is judged here by the same assertions as test/diff/oneliners.test.ts (test/diff/harness.ts): same stdout
  * as the oracle in the same guest (or the case's `expect`), the `Attached N probes` line, `todo` honoured.
@@ -12,7 +12,7 @@
  * src/cli/main.ts): the emulated guest spends most of a run's start loading ~180 ES modules over 9p, and the bundle
  * is the same code in one module (about 2.5x faster to start there).
  *
- * Part of `npm test` (the kernel-sensitive cases by default; see KERNEL_SENSITIVE). In the guest each case is
+ * Part of `npm test` (the kernel-sensitive cases, `@guest`, by default; see selected). In the guest each case is
  * bounded (test/matrix/diff-guest.ts kills a case that overruns its deadline and reports it failed with its partial
  * output), and the host kills a guest in which no case finishes for the longest case deadline plus
  * STALL_MARGIN_MS, so a run ends with every case judged or failed, never stalled. The guest runs on one vCPU
@@ -45,17 +45,15 @@ import { FROM_DIST as fromDist, GUEST_ONE_VCPU, guestSkipReason, RUN_GUEST as ru
 const root = repoRoot();
 const esbuild = join(root, 'node_modules', '.bin', 'esbuild');
 /**
- * The cases run by default: those that depend on the kernel (tracepoint formats, stacks, BTF layouts, perf events,
- * -p targeting, which helper reads user memory), about 60 of the ~200, so a local `npm test` stays short (the emulated guest runs a case in ~10 s of
- * CPU). The whole suite: BPFSCOPE_GUEST_DIFF_ALL=1, run by hand (17 minutes here, 2026-11-22: 200 passed,
- * 3 skipped with their reasons).
+ * The cases run by default are those marked `@guest` (test/diff/cases/NAME.bt): those that depend on the kernel
+ * (tracepoint formats, stacks, BTF layouts, perf events, -p targeting, which helper reads user memory), about 70 of
+ * the ~210, so a local `npm test` stays short (the emulated guest runs a case in ~10 s of CPU). The whole suite:
+ * BPFSCOPE_GUEST_DIFF_ALL=1, run by hand (17 minutes here, 2026-11-22: 200 passed, 3 skipped with their reasons).
+ * Cases that cannot run in the guest say why with `@guest-skip`.
  */
-const KERNEL_SENSITIVE = /^(tp-|kstack|ustack|btf-|rawtracepoint|software|profile|pid-flag|uaddr-)/;
-const FILTER = process.env.BPFSCOPE_DIFF_FILTER
-  ? new RegExp(process.env.BPFSCOPE_DIFF_FILTER)
-  : process.env.BPFSCOPE_GUEST_DIFF_ALL
-    ? undefined
-    : KERNEL_SENSITIVE;
+const FILTER = process.env.BPFSCOPE_DIFF_FILTER ? new RegExp(process.env.BPFSCOPE_DIFF_FILTER) : undefined;
+const selected = (dc: DiffCase) =>
+  FILTER ? FILTER.test(dc.name) : !!process.env.BPFSCOPE_GUEST_DIFF_ALL || !!dc.guest;
 /**
  * Cases at once in the guest. With one vCPU, 2 is as fast as 3 (default selection 2026-11-22, host load ~2: 5 min 24 s
  * with 2, 5 min 41 s and 6 min 27 s with 3) and leaves each run more of the CPU before its timeout.
@@ -73,20 +71,6 @@ const guestTimeoutS = (n: number) => 600 + 20 * n;
  * (boot, a first node start, the guest driver's `ps` and SIGKILL grace), ms.
  */
 const STALL_MARGIN_MS = 120_000;
-
-/** Cases that cannot run in the guest, with why. */
-const GUEST_SKIP: Record<string, string> = {
-  'tp-process-fork-data-loc-comms':
-    "6.1's sched:sched_process_fork has char parent_comm[16]/child_comm[16], not __data_loc strings (6.18's), and " +
-    'bpftrace 0.17 rejects str() of a string[16] there, so the case has no oracle on 6.1',
-  'rawtracepoint-sched-switch-prev':
-    'counts switch-outs of three 100 us nanosleeps; in the emulated guest (TCG) a sleep can end before the task is ' +
-    'switched out, so either tool may see 2 or 3 (bpftrace 0.17 saw 2, bpfscope 3 in one CI-like run)',
-  'ternary-string-key':
-    'bpftrace 0.17 on 6.1 prints the key "big" three times (@[big]: 1, @[big]: 1, @[big]: 3 where bpfscope and 0.17 ' +
-    'on 6.18 print @[big]: 5), as if its ternary string key kept bytes after the NUL that differ per event, so ' +
-    'equal strings are different keys; no valid oracle there (full run 2026-11-22)',
-};
 
 /**
  * bpfscope failures on 6.1 whose cause lies in the compiler or runtime (src/lang, src/codegen, src/runtime): reported
@@ -209,7 +193,7 @@ function missingResult(name: string, log: string): string {
 let cases: DiffCase[] = [];
 let buildError: unknown;
 try {
-  cases = diffCases().filter((dc) => !FILTER || FILTER.test(dc.name));
+  cases = diffCases().filter(selected);
 } catch (e) {
   buildError = e;
 }
@@ -225,7 +209,7 @@ describe('differential one-liners in the Debian 6.1 guest (bpfscope vs bpftrace 
     async () => {
       if (buildError) return;
       work = mkdtempSync('/tmp/kernel-matrix-diff-');
-      const run = cases.filter((dc) => GUEST_SKIP[dc.name] === undefined);
+      const run = cases.filter((dc) => dc.guestSkip === undefined);
       const files = caseFiles(run);
       mkdirSync(join(work, 'files'));
       files.forEach((f, i) => copyFileSync(f, join(work, 'files', String(i))));
@@ -255,14 +239,14 @@ describe('differential one-liners in the Debian 6.1 guest (bpfscope vs bpftrace 
     assert.match(guestLog, /driver exit 0\n=== end after \d+ s/, `the guest did not finish:\n${guestLog.slice(-4000)}`);
   });
 
-  test('every guest skip and guest todo names a case', () => {
+  test('every guest todo names a case', () => {
     const names = new Set(diffCases().map((c) => c.name));
-    for (const n of [...Object.keys(GUEST_SKIP), ...Object.keys(GUEST_TODO)]) assert.ok(names.has(n), n);
+    for (const n of Object.keys(GUEST_TODO)) assert.ok(names.has(n), n);
   });
 
   for (const dc of cases) {
     test(dc.name, async (t) => {
-      const skip = GUEST_SKIP[dc.name];
+      const skip = dc.guestSkip;
       if (skip) return t.skip(`cannot run in the guest: ${skip}`);
       const r = results.get(dc.name);
       assert.ok(r, missingResult(dc.name, guestLog));

@@ -91,7 +91,12 @@ describe('biopattern on the live kernel', () => {
     const r = await run.done;
     assert.equal(r.code, 0, r.stderr);
     const name = device().name.padEnd(7);
-    assert.match(r.stdout, new RegExp(`^${HEADER}\\d\\d:\\d\\d:\\d\\d  ${name}    20    80        5        200\\n$`));
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `^TIME      DISK     %RND  %SEQ    COUNT     KBYTES\\n\\d\\d:\\d\\d:\\d\\d  ${name}    20    80        5        200\\n$`,
+      ),
+    );
   });
 
   it('-d with a missing disk: bcc message, exit 1', { skip }, async () => {

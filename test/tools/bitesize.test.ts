@@ -24,7 +24,6 @@ describe('bitesize on the live kernel', () => {
       { encoding: 'utf8' },
     );
     assert.equal(w.status, 0, w.stderr);
-    await new Promise((r) => setTimeout(r, 300));
     run.child.kill('SIGINT');
     const r = await run.done;
     assert.equal(r.code, 0, r.stderr);

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { runTool } from '../../src/index.js';
 import { buildProgram, formatRow, header, type KillRow, pidColumnWidth, toRow } from '../../src/tools/killsnoop.js';
@@ -55,8 +56,14 @@ describe('killsnoop on the live kernel', () => {
     run.child.kill('SIGINT');
     const r = await run.done;
     assert.equal(r.code, 0, r.stderr);
-    const width = pidColumnWidth();
-    assert.equal(r.stdout.split('\n')[0], header(width).trimEnd());
+    // bcc sizes the PID columns by the length of /proc/sys/kernel/pid_max's text (with its newline)
+    const pidMaxDigits = readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim().length;
+    const headers: Record<number, string> = {
+      5: 'TIME      PID    COMM             SIG  TPID   RESULT',
+      7: 'TIME      PID      COMM             SIG  TPID     RESULT',
+    };
+    assert.ok(headers[pidMaxDigits], `no header written out for a ${pidMaxDigits}-digit pid_max`);
+    assert.equal(r.stdout.split('\n')[0], headers[pidMaxDigits]);
     const rows = [...r.stdout.matchAll(re)];
     assert.equal(rows.length, 2, r.stdout);
     assert.equal(rows[0]![1], rows[1]![1], 'one sender');
@@ -65,7 +72,7 @@ describe('killsnoop on the live kernel', () => {
     assert.doesNotMatch(r.stdout, /bpfs_kill +0 /);
     for (const m of rows) {
       const row = { time: m[0].slice(0, 8), pid: Number(m[1]), comm: 'bpfs_kill', sig: 9, tpid: Number(m[2]), ret: 0 };
-      assert.equal(m[0], formatRow(row, width).trimEnd());
+      assert.equal(m[0], formatRow(row, pidMaxDigits + 1).trimEnd());
     }
   });
 
