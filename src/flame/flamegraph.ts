@@ -67,6 +67,11 @@ export interface FlameGraphOptions {
    * sorting then skips the scan for them. Not a flamegraph.pl option.
    */
   bmpOnly?: boolean;
+  /**
+   * The caller knows that every line is ASCII (e.g. from the input bytes): merging then compares the stacks' bytes.
+   * Not a flamegraph.pl option.
+   */
+  asciiOnly?: boolean;
 }
 
 export const DEFAULT_OPTIONS: FlameGraphOptions = {
@@ -165,7 +170,7 @@ export function renderFlameGraph(
   }
   const widthPerTime = (o.width - 2 * XPAD) / timemax;
   const minTime = o.minwidth.endsWith('%') ? (timemax * minwidth) / 100 : minwidth / widthPerTime;
-  const frames = mergeFrames(parsed, minTime);
+  const frames = mergeFrames(parsed, minTime, { ascii: !!o.asciiOnly });
 
   let imageHeight = (frames.depthMax + 1) * o.height + ypad1 + ypad2;
   if (o.subtitle !== '') imageHeight += ypad3;

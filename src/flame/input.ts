@@ -4,6 +4,7 @@
  * does (lines end at "\n", which is removed; a last line without "\n" still counts, and lines never run across two
  * files).
  */
+import { isAscii } from 'node:buffer';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
 
@@ -146,5 +147,73 @@ export class LineSplitter {
       this.carry = '';
       this.onLine(line, 0, line.length);
     }
+  }
+}
+
+/**
+ * Splits UTF-8 input bytes into text lines as `LineSplitter` over a streaming `TextDecoder('utf-8')` would (a
+ * byte-order mark at the start of each input removed, malformed bytes as U+FFFD), but decodes whole lines at a
+ * time: a run of complete lines that is plain ASCII (checked natively) becomes one Latin-1 string, the cheapest
+ * decoding V8 has; other runs go through the decoder. Lines cut by the end of a chunk wait for the next one.
+ * `onLine(text, start, end)` receives a decoded run and a line's bounds in it, "\n" excluded.
+ */
+export class Utf8LineReader {
+  private carry: Buffer | null = null;
+  private fileStart = true;
+  /** Whether some input byte was a lead byte of a 4-byte UTF-8 sequence (0xF0-0xF4). */
+  astral = false;
+  /** Whether every line so far was ASCII (a byte-order mark aside). */
+  ascii = true;
+  private readonly decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  constructor(private readonly onLine: (text: string, start: number, end: number) => void) {}
+
+  /** Feeds the next bytes of the current input (copied where kept: the caller may reuse the buffer). */
+  push(chunk: Buffer): void {
+    const ascii = isAscii(chunk);
+    // native memchr per candidate lead byte
+    if (!ascii) for (let b = 0xf0; b <= 0xf4 && !this.astral; b++) this.astral = chunk.includes(b);
+    const nl = chunk.lastIndexOf(10);
+    if (nl < 0) {
+      this.carry = this.carry ? Buffer.concat([this.carry, chunk]) : Buffer.from(chunk);
+      return;
+    }
+    if (this.carry) {
+      const run = Buffer.concat([this.carry, chunk.subarray(0, nl)]);
+      this.carry = null;
+      this.run(run, isAscii(run));
+    } else {
+      this.run(chunk.subarray(0, nl), ascii);
+    }
+    this.carry = nl + 1 < chunk.length ? Buffer.from(chunk.subarray(nl + 1)) : null;
+  }
+
+  /** End of one input: a last line without "\n" is delivered now. */
+  end(): void {
+    const c = this.carry;
+    this.carry = null;
+    if (c && c.length > 0) this.run(c, isAscii(c));
+    this.fileStart = true;
+  }
+
+  /** Complete lines (the last one's "\n" not included). */
+  private run(bytes: Buffer, ascii: boolean): void {
+    let b = bytes;
+    if (this.fileStart) {
+      this.fileStart = false;
+      if (b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) b = b.subarray(3);
+    }
+    // (a chunk that is not ASCII may still have ASCII lines: only the bytes after its last "\n" were not)
+    const plain = ascii || isAscii(b);
+    if (!plain) this.ascii = false;
+    const text = plain ? b.toString('latin1') : this.decoder.decode(b);
+    const onLine = this.onLine;
+    let pos = 0;
+    for (;;) {
+      const e = text.indexOf('\n', pos);
+      if (e < 0) break;
+      onLine(text, pos, e);
+      pos = e + 1;
+    }
+    onLine(text, pos, text.length);
   }
 }

@@ -128,8 +128,15 @@ function trimStack(s: string): string {
 /**
  * Merges parsed stacks into frames, dropping frames narrower than `minTime` count units (flamegraph.pl's
  * --minwidth pruning; the root frame's width for this test is the total of the counts).
+ *
+ * An open frame is kept as the line it was opened on and its name's bounds there; its name is sliced out only
+ * when it closes wide enough to be drawn (most frames of a large input are pruned). A frame stays open only while
+ * every later line shares the text up to its end, so the offsets of the open frames are also those of the
+ * previous line, and the frames shared with the previous line are those whose end it shares. `ascii`: the caller
+ * knows every stack is ASCII; the shared prefix is then found on the stacks' bytes, four at a time (a character
+ * comparison of kilobyte stacks was most of the merge's time).
  */
-export function mergeFrames(parsed: ParsedStacks, minTime: number): Frames {
+export function mergeFrames(parsed: ParsedStacks, minTime: number, opts: { ascii?: boolean } = {}): Frames {
   const out: Frames = {
     count: 0,
     names: [],
@@ -139,56 +146,151 @@ export function mergeFrames(parsed: ParsedStacks, minTime: number): Frames {
     delta: new Float64Array(1024),
     depthMax: 0,
   };
-  // Open frames; index = depth.
-  const openName: string[] = [];
-  const openStart: number[] = [];
-  const openDelta: number[] = [];
+  const { stacks, samples, samples2 } = parsed;
+  // Open frames by depth: the stack (trimmed) each was opened on, the bounds of its name there, start and delta.
+  // Depth 0 is the root (name ""). `open` frames are valid.
+  let cap = 256;
+  let openLine: Int32Array = new Int32Array(cap);
+  let openFrom: Int32Array = new Int32Array(cap);
+  let openTo: Int32Array = new Int32Array(cap);
+  let openStart: Float64Array = new Float64Array(cap);
+  let openDelta: Float64Array = new Float64Array(cap);
+  const trimmed: string[] = new Array<string>(stacks.length);
+  let open = 0;
   const emit = (depth: number, end: number): void => {
     const start = openStart[depth]!;
     if (end - start < minTime) return;
     const i = out.count++;
     if (i === out.depth.length) grow(out);
-    out.names.push(openName[depth]!);
+    out.names.push(depth === 0 ? '' : trimmed[openLine[depth]!]!.slice(openFrom[depth]!, openTo[depth]!));
     out.depth[i] = depth;
     out.stime[i] = start;
     out.etime[i] = end;
     out.delta[i] = openDelta[depth]!;
     if (depth > out.depthMax) out.depthMax = depth;
   };
+  const push = (line: number, from: number, to: number, time: number, delta: number): void => {
+    if (open === cap) {
+      cap *= 2;
+      openLine = growInt(openLine, cap);
+      openFrom = growInt(openFrom, cap);
+      openTo = growInt(openTo, cap);
+      openStart = growFloat(openStart, cap);
+      openDelta = growFloat(openDelta, cap);
+    }
+    openLine[open] = line;
+    openFrom[open] = from;
+    openTo[open] = to;
+    openStart[open] = time;
+    openDelta[open] = delta;
+    open++;
+  };
   let prev = '';
   let time = 0;
-  const { stacks, samples, samples2 } = parsed;
+  const ascii = !!opts.ascii;
+  let prevBytes = new PrefixBytes(1024);
+  let cur = new PrefixBytes(1024);
   for (let k = 0; k < stacks.length; k++) {
     const stack = trimStack(stacks[k]!);
+    trimmed[k] = stack;
     const s2 = samples2[k]!;
     const diff = !Number.isNaN(s2);
     const d = diff ? s2 - samples[k]! : Number.NaN;
     // Frames shared with the previous line (the root always is, once open).
     let keep = 0;
     let from = 0;
-    if (openName.length > 0) {
-      const c = commonFrames(prev, stack);
-      keep = 1 + c.count;
-      from = c.next;
+    if (ascii) {
+      if (stack.length > cur.buf.length) cur = new PrefixBytes(2 * stack.length);
+      cur.buf.write(stack, 0, 'latin1');
+      cur.len = stack.length;
     }
-    for (let depth = openName.length - 1; depth >= keep; depth--) emit(depth, time);
-    openName.length = keep;
-    openStart.length = keep;
-    openDelta.length = keep;
-    const fresh = keep === 0 ? [''] : [];
-    if (from < stack.length) for (const f of stack.slice(from).split(';')) fresh.push(f);
-    const last = keep + fresh.length - 1;
-    for (let i = 0; i < fresh.length; i++) {
-      const depth = keep + i;
-      openName.push(fresh[i]!);
-      openStart.push(time);
-      openDelta.push(diff ? (depth === last ? d : 0) : Number.NaN);
+    if (open > 0) {
+      if (ascii && prev.length > 0 && stack.length > 0) {
+        // Frames of the previous line end at openTo[1..open-1] (a ";" but for the last, which ends the line).
+        const i = sharedPrefix(prevBytes, cur);
+        let c = 0;
+        while (c + 1 < open - 1 && openTo[c + 1]! < i) c++;
+        const prevEnds = i === prev.length || prev.charCodeAt(i) === 59;
+        const curEnds = i === stack.length || stack.charCodeAt(i) === 59;
+        if (prevEnds && curEnds) {
+          keep = 2 + c;
+          from = i + 1;
+        } else {
+          keep = 1 + c;
+          from = c > 0 ? openTo[c]! + 1 : 0;
+        }
+      } else {
+        const c = commonFrames(prev, stack);
+        keep = 1 + c.count;
+        from = c.next;
+      }
+    }
+    for (let depth = open - 1; depth >= keep; depth--) emit(depth, time);
+    open = keep;
+    // The new frames: the root on the first line, then the names of stack[from...] split at ";" (as split(';')
+    // does: empty names between ";;" included). The last new frame gets the line's delta.
+    const n = stack.length;
+    const last = from < n ? -1 : keep === 0 ? 0 : keep - 1; // depth of the last new frame when known now
+    if (keep === 0) push(k, 0, 0, time, diff ? (last === 0 ? d : 0) : Number.NaN);
+    if (from < n) {
+      let s = from;
+      for (;;) {
+        const semi = stack.indexOf(';', s);
+        const e = semi < 0 ? n : semi;
+        push(k, s, e, time, diff ? (semi < 0 ? d : 0) : Number.NaN);
+        if (semi < 0) break;
+        s = semi + 1;
+      }
     }
     prev = stack;
+    if (ascii) {
+      const t = prevBytes;
+      prevBytes = cur;
+      cur = t;
+    }
     time += diff ? s2 : samples[k]!;
   }
-  for (let depth = openName.length - 1; depth >= 0; depth--) emit(depth, time);
+  for (let depth = open - 1; depth >= 0; depth--) emit(depth, time);
   return out;
+}
+
+/** A stack's bytes (ASCII), with a word view for comparing four bytes at a time. */
+class PrefixBytes {
+  readonly buf: Buffer;
+  readonly words: Int32Array;
+  len = 0;
+  constructor(n: number) {
+    const ab = new ArrayBuffer((n + 3) & ~3);
+    this.buf = Buffer.from(ab);
+    this.words = new Int32Array(ab);
+  }
+}
+
+/** Length of the common prefix of two stacks' bytes. */
+function sharedPrefix(a: PrefixBytes, b: PrefixBytes): number {
+  const n = a.len < b.len ? a.len : b.len;
+  const aw = a.words;
+  const bw = b.words;
+  const nw = n >> 2;
+  let w = 0;
+  while (w < nw && aw[w] === bw[w]) w++;
+  let i = w << 2;
+  const ab = a.buf;
+  const bb = b.buf;
+  while (i < n && ab[i] === bb[i]) i++;
+  return i;
+}
+
+function growInt(a: Int32Array, n: number): Int32Array {
+  const b = new Int32Array(n);
+  b.set(a);
+  return b;
+}
+
+function growFloat(a: Float64Array, n: number): Float64Array {
+  const b = new Float64Array(n);
+  b.set(a);
+  return b;
 }
 
 /**

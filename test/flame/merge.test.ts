@@ -2,8 +2,15 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { mergeFrames, parseStacks } from '../../src/flame/merge.js';
 
+/** The frames merged the general way; also checks that the ASCII path (bytes compared) gives the same. */
 function frames(lines: string[], minTime = 0, opts = {}): string[] {
-  const f = mergeFrames(parseStacks(lines, opts), minTime);
+  const general = framesOf(lines, minTime, opts, false);
+  assert.deepEqual(framesOf(lines, minTime, opts, true), general, 'ASCII path');
+  return general;
+}
+
+function framesOf(lines: string[], minTime: number, opts: object, ascii: boolean): string[] {
+  const f = mergeFrames(parseStacks(lines, opts), minTime, { ascii });
   const out: string[] = [];
   for (let i = 0; i < f.count; i++) {
     const d = f.delta[i]!;
@@ -82,7 +89,9 @@ describe('merging matches the plain algorithm on random stacks', () => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
       return seed % n;
     };
-    const words = ['a', 'ab', 'a.b', 'a;', '', 'b', 'ba', 'x'.repeat(40), `${'x'.repeat(40)}y`, 'a b'];
+    // Names of 1-9 and 40-41 characters: the ASCII path compares four bytes at a time, then bytes.
+    const words = ['a', 'ab', 'a.b', 'a;', '', 'b', 'ba', 'abcd', 'abce', 'abcdefgh', 'abcdefgi', 'x'.repeat(40)];
+    words.push(`${'x'.repeat(40)}y`, 'a b', 'x'.repeat(9));
     for (let round = 0; round < 300; round++) {
       const lines: string[] = [];
       const count = 1 + rnd(12);

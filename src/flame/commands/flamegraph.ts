@@ -10,7 +10,7 @@ import { stacksToPprof } from '../export/pprof.js';
 import { type SpeedscopeUnit, stacksToSpeedscope } from '../export/speedscope.js';
 import { ExportError, readFoldedStacks } from '../export/stacks.js';
 import { FlameGraphOptionError, type FlameGraphOptions, parseNameAttr, renderFlameGraph } from '../flamegraph.js';
-import { LineSplitter, readInputs } from '../input.js';
+import { readInputs, Utf8LineReader } from '../input.js';
 import { floatOption, intOption, parseCommandArgs, warnTo, writeOut } from './common.js';
 
 const NAME = 'flamegraph';
@@ -152,8 +152,9 @@ export async function main(argv: string[]): Promise<number> {
   if (v.cp) opts.paletteMap = existsSync(paletteFile) ? readPalette(paletteFile) : new Map();
 
   // Input is UTF-8 text (flamegraph.pl reads it with the :utf8 layer).
-  const { lines, astral } = await readLines(positionals);
+  const { lines, astral, ascii } = await readLines(positionals);
   opts.bmpOnly = !astral;
+  opts.asciiOnly = ascii;
   // The SVG goes out piece by piece as it is made (stdout writes to files and pipes complete at once on Linux).
   const writes: Promise<void>[] = [];
   const chunks: Buffer[] = [];
@@ -173,27 +174,20 @@ export async function main(argv: string[]): Promise<number> {
 
 /**
  * Reads the input as text lines (UTF-8); `astral`: whether the bytes may encode a character beyond U+FFFF (hold a
- * 4-byte sequence's lead byte, 0xF0-0xF4; else the decoded text has no surrogate pairs).
+ * 4-byte sequence's lead byte, 0xF0-0xF4; else the decoded text has no surrogate pairs); `ascii`: whether they are
+ * all ASCII (a byte-order mark aside).
  */
-async function readLines(files: string[]): Promise<{ lines: string[]; astral: boolean }> {
+async function readLines(files: string[]): Promise<{ lines: string[]; astral: boolean; ascii: boolean }> {
   const lines: string[] = [];
-  let astral = false;
-  const splitter = new LineSplitter((text, start, end) => {
+  const reader = new Utf8LineReader((text, start, end) => {
     lines.push(text.slice(start, end));
   });
-  const decoder = new TextDecoder('utf-8');
   await readInputs(
     files,
-    (chunk) => {
-      for (let b = 0xf0; b <= 0xf4 && !astral; b++) astral = chunk.includes(b); // native memchr
-      splitter.push(decoder.decode(chunk, { stream: true }));
-    },
-    () => {
-      splitter.push(decoder.decode());
-      splitter.end();
-    },
+    (chunk) => reader.push(chunk),
+    () => reader.end(),
   );
-  return { lines, astral };
+  return { lines, astral: reader.astral, ascii: reader.ascii };
 }
 
 function writeFile(file: string, data: string | Uint8Array): void {
