@@ -194,6 +194,8 @@ interface Scope {
 interface UnitData {
   unit: Unit;
   lines?: LineTable;
+  /** The line table's file names, when only its header was read. */
+  files?: string[];
   scopes?: Scope[];
 }
 
@@ -330,11 +332,11 @@ export class DwarfInfo {
           }
           if (tag === DW_TAG_subprogram) {
             // Declarations too: their definitions (DW_AT_specification) are found through `completions`.
-            if (name !== undefined) add(idx.functions, pre + name, off);
+            if (name !== undefined) add(idx.functions, pre === '' ? name : pre + name, off);
             if (origin >= 0) add(idx.completions, origin, off);
           } else if (name !== undefined && tag !== DW_TAG_namespace) {
             const kw = TYPE_KEYWORD[tag];
-            add(idx.types, kw ? `${kw} ${pre}${name}` : pre + name, off);
+            add(idx.types, kw ? `${kw} ${pre}${name}` : pre === '' ? name : pre + name, off);
           }
         }
         if (ab.hasChildren) {
@@ -532,8 +534,10 @@ export class DwarfInfo {
 
   /** The file name for `DW_AT_decl_file`/`DW_AT_call_file` index `i` in `unit`'s line table. */
   private fileName(unit: Unit, i: number): string | undefined {
-    const t = this.lineTable(unit);
-    return t?.files[i];
+    const d = this.unitData[this.units.indexOf(unit)];
+    if (!d || unit.lineOffset < 0) return undefined;
+    d.files ??= d.lines?.files ?? readLineTable(unit.sections, unit.lineOffset, unit.compDir, true).files;
+    return d.files[i];
   }
 
   // ---------------------------------------------------------------- types

@@ -72,7 +72,13 @@ function join(dir: string, file: string): string {
 }
 
 /** Read the line program at `offset` of `.debug_line` for a unit whose directory is `compDir`. */
-export function readLineTable(sections: DwarfSections, offset: number, compDir: string): LineTable {
+export function readLineTable(
+  sections: DwarfSections,
+  offset: number,
+  compDir: string,
+  /** Read the header's file table only (`rows` is then empty): what `DW_AT_decl_file` needs. */
+  headerOnly = false,
+): LineTable {
   const buf = sections.get('line');
   const c = new Cursor(buf, offset, '.debug_line');
   const { length, offsetSize } = c.initialLength();
@@ -142,6 +148,7 @@ export function readLineTable(sections: DwarfSections, offset: number, compDir: 
   }
   c.pos = programStart;
   const rows: LineRow[] = [];
+  if (headerOnly) return { version, files, rows };
   let address = 0;
   let file = 1;
   let line = 1;
