@@ -16,12 +16,14 @@ import { close as closeFd } from '../kernel/ffi.js';
 import { hasFeature } from '../kernel/features.js';
 import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
+import type { SType } from '../lang/types.js';
 import { ElfFile, type ElfSegment, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
 import { attachPointError, closestNames, didYouMean, isRefusedProbe } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents, linkHandle } from './perf-attach.js';
 import { PtRegsProbe } from './regs-probe.js';
 import { type BinaryTarget, resolveBinary, resolveTargets } from './targets.js';
+import { uprobeArgsType } from './uprobe-args.js';
 import {
   type AttachedProbe,
   type AttachOptions,
@@ -52,6 +54,16 @@ export class UprobeProbe extends PtRegsProbe {
   ) {
     super(attachPoint, provider);
     this.name = `${provider}:${displayPath}:${display}`;
+  }
+
+  private argsType: SType | null | undefined;
+
+  /** `args` from the binary's DWARF at a function's entry (probes/uprobe-args.ts), else none. */
+  override get args(): SType | null {
+    if (this.argsType === undefined) {
+      this.argsType = this.provider === 'uprobe' ? uprobeArgsType(this.path, this.func, this.fileOffset) : null;
+    }
+    return this.argsType;
   }
 
   attach(progFd: number, opts: AttachOptions = {}): AttachedProbe {
