@@ -22,7 +22,7 @@ import { attachPointError, closestNames, didYouMean, isRefusedProbe } from './er
 import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents, linkHandle } from './perf-attach.js';
 import { PtRegsProbe } from './regs-probe.js';
-import { type BinaryTarget, resolveBinary, resolveTargets } from './targets.js';
+import { type BinaryTarget, resolveTargets } from './targets.js';
 import { uprobeArgsType } from './uprobe-args.js';
 import {
   type AttachedProbe,
