@@ -14,8 +14,33 @@
  *
  * Split BTF (kernel modules, `/sys/kernel/btf/<module>`) is not supported yet.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
+import { mmap, PROT_READ, view } from './ffi.js';
+
+/** `MAP_PRIVATE` (include/uapi/asm-generic/mman-common.h). */
+const MAP_PRIVATE = 2;
+
+/**
+ * `path` mapped read-only and private, as a Buffer over the mapping (never unmapped: the caller keeps it for the
+ * process's life), or undefined when the file cannot be mapped. Since 6.16 the kernel lets /sys/kernel/btf/vmlinux be
+ * mapped this way; reading it instead costs ~1,350 reads of 4 KiB (sysfs hands out a page per read): 13-21 ms of CPU
+ * here against under 3 ms for the mapping and the first touch of every page.
+ */
+function mapReadOnly(path: string): Buffer | undefined {
+  let fd = -1;
+  try {
+    fd = openSync(path, 'r');
+    const size = fstatSync(fd).size;
+    if (size <= 0) return undefined;
+    const p = mmap(size, PROT_READ, MAP_PRIVATE, fd, 0);
+    return typeof p === 'number' ? undefined : Buffer.from(view(p, size));
+  } catch {
+    return undefined;
+  } finally {
+    if (fd >= 0) closeSync(fd);
+  }
+}
 
 /** BTF kinds (`BTF_KIND_*`). */
 export const BtfKind = {
@@ -213,15 +238,16 @@ export class Btf {
   private static loadMs = 0;
 
   /**
-   * The running kernel's BTF (`/sys/kernel/btf/vmlinux`), read and indexed on first use and cached.
+   * The running kernel's BTF (`/sys/kernel/btf/vmlinux`), mapped (or, where the kernel does not allow that, read)
+   * and indexed on first use and cached.
    * @throws BpfscopeError when the kernel has no BTF (CONFIG_DEBUG_INFO_BTF off) or it cannot be read.
    */
   static vmlinux(path = '/sys/kernel/btf/vmlinux'): Btf {
     if (Btf.cached) return Btf.cached;
     const t0 = performance.now();
-    let data: Buffer;
+    let data: Buffer | undefined = mapReadOnly(path);
     try {
-      data = readFileSync(path);
+      data ??= readFileSync(path);
     } catch (e) {
       throw new BpfscopeError(`cannot read kernel BTF ${path}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, {
         hint: 'bpfscope needs a kernel built with CONFIG_DEBUG_INFO_BTF=y',
