@@ -12,9 +12,14 @@
  * CPU (utime + stime of the tool and its children, from /proc/PID/stat, as a % of one CPU over the wall time) and
  * resident memory (VmRSS at the end, VmHWM peak) are measured. Kernel time in the BPF programs themselves is not
  * included (it is the same program shape for all three).
+ * The agent runs twice: as installed (node's default heap sizing) and under `node --max-semi-space-size=1` (V8's
+ * young generation held to 1 MiB per semi-space instead of up to 16: the agent allocates little per period, so the
+ * default young generation is mostly RSS without benefit; see docs/fleet-agent.md "Overhead").
+ * A peer that cannot run here (bcc's profile needs kernel headers or CONFIG_IKHEADERS) is listed with the reason
+ * and no numbers. The load average (1 min) is recorded before and after each tool.
  * Not a test: prints a Markdown table and writes bench/results/agent.json. Usage: sudo node bench/agent/run.mjs
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { loadavg } from 'node:os';
@@ -73,6 +78,7 @@ function memOf(pid) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function measure(name, cmd, args) {
+  const load0 = loadavg()[0];
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let err = '';
   child.stderr.on('data', (b) => (err += b));
@@ -95,7 +101,14 @@ async function measure(name, cmd, args) {
     /* gone */
   }
   const cpu = ((t1 - t0) / CLK_TCK / wall) * 100;
-  return { name, cpu_percent: cpu, rss_mb: mem.rss / 2 ** 20, hwm_mb: mem.hwm / 2 ** 20, stderr: err.slice(0, 300) };
+  return {
+    name,
+    cpu_percent: cpu,
+    rss_mb: mem.rss / 2 ** 20,
+    hwm_mb: mem.hwm / 2 ** 20,
+    load: [load0, loadavg()[0]].map((l) => Number(l.toFixed(1))),
+    stderr: err.slice(0, 300),
+  };
 }
 
 const sink = createServer((req, res) => {
@@ -130,26 +143,47 @@ try {
     ]),
   );
   results.push(
+    await measure('bpfscope agent (node --max-semi-space-size=1)', process.execPath, [
+      '--max-semi-space-size=1',
+      join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+      'agent',
+      `--pyroscope=http://127.0.0.1:${port}`,
+      '--hz=49',
+      '--period=10s',
+      '--no-metrics',
+    ]),
+  );
+  results.push(
     await measure('bpftrace 0.17 (print + clear every 10 s)', 'bpftrace', [
       '-e',
       'profile:hz:49 { @[kstack, ustack, comm, pid] = count(); } interval:s:10 { print(@); clear(@); }',
     ]),
   );
-  results.push(
-    await measure('bcc profile -F 49 -f 10 (restarted every 10 s)', 'sh', [
-      '-c',
-      'while :; do profile-bpfcc -F 49 -f 10 >/dev/null; done',
-    ]),
-  );
+  // bcc compiles its C program at start: without kernel headers it cannot run at all (no numbers, the reason)
+  const probe = spawnSync('profile-bpfcc', ['-F', '49', '-f', '1'], { encoding: 'utf8', timeout: 60000 });
+  const bcc = 'bcc profile -F 49 -f 10 (restarted every 10 s)';
+  if (probe.status === 0) {
+    results.push(await measure(bcc, 'sh', ['-c', 'while :; do profile-bpfcc -F 49 -f 10 >/dev/null; done']));
+  } else {
+    const why = (probe.error?.message ?? probe.stderr ?? '').trim().split('\n');
+    results.push({
+      name: bcc,
+      skipped: `cannot run here: ${why.find((l) => /Error|FATAL|No such/.test(l)) ?? why[0]}`,
+    });
+  }
 } finally {
   killSpinners();
   sink.close();
 }
 const load = loadavg()[0].toFixed(1);
 let md = `Agent overhead at 49 Hz, 2 CPUs kept busy (+ load average ${load} from the rest of the machine), ${SECONDS} s after ${WARMUP} s warm-up:\n\n`;
-md += '| tool | CPU (% of one CPU) | RSS at end (MB) | peak RSS (MB) |\n|---|---:|---:|---:|\n';
-for (const r of results)
-  md += `| ${r.name} | ${r.cpu_percent.toFixed(2)} | ${r.rss_mb.toFixed(1)} | ${r.hwm_mb.toFixed(1)} |\n`;
+md += '| tool | CPU (% of one CPU) | RSS at end (MB) | peak RSS, VmHWM (MB) | load avg before/after |\n';
+md += '|---|---:|---:|---:|---|\n';
+for (const r of results) {
+  if (r.skipped) md += `| ${r.name} | ${r.skipped} | | | |\n`;
+  else
+    md += `| ${r.name} | ${r.cpu_percent.toFixed(2)} | ${r.rss_mb.toFixed(1)} | ${r.hwm_mb.toFixed(1)} | ${r.load.join(' / ')} |\n`;
+}
 process.stdout.write(md);
 writeFileSync(
   join(RESULTS_DIR, 'agent.json'),

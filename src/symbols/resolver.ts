@@ -348,7 +348,8 @@ export class SymbolResolver {
 
   private openMapping(st: ProcState, m: Mapping): FileEntry | null {
     const root = `${this.opts.procRoot}/${st.pid}/root`;
-    const candidates = [mapFilesPath(st.pid, m, this.opts.procRoot)];
+    const exact = mapFilesPath(st.pid, m, this.opts.procRoot);
+    const candidates = [exact];
     if (!m.deleted) candidates.push(root + m.path, m.path);
     for (const p of candidates) {
       let fd: number;
@@ -359,6 +360,10 @@ export class SymbolResolver {
       }
       try {
         const s = fstatSync(fd);
+        // By path (the process exited, or map_files is unreadable) the file may have been replaced since it was
+        // mapped (a rebuilt binary), or be another file (the host's, for an exited container process): only the
+        // inode the mapping names is the mapped file. Its symbols would be wrong names: unknown is better.
+        if (p !== exact && m.inode !== 0 && s.ino !== m.inode) continue;
         const key = `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
         const cached = this.files.get(key);
         if (cached !== undefined) return cached;
@@ -512,6 +517,37 @@ export class SymbolResolver {
     }
     if (this.opts.perfMaps) this.perfMapFor(st);
     return n;
+  }
+
+  /**
+   * Read process `pid`'s maps now (so that its addresses still resolve after it exits, from the mapped files by path
+   * while they are unchanged), loading symbol tables only when an address needs them: the cheap form of
+   * {@link prepare} for long-running callers that see many processes (the profiling agent).
+   */
+  track(pid: number): void {
+    this.proc(pid);
+  }
+
+  /**
+   * Drop the ELF symbol tables no tracked process uses any more (after {@link forget}); returns how many were
+   * dropped. Keeps a long-running resolver's file cache bounded by the files of the processes it tracks.
+   */
+  dropUnusedFiles(): number {
+    const used = new Set<FileEntry>();
+    for (const st of this.procs.values()) for (const e of st.files.values()) if (e) used.add(e);
+    let n = 0;
+    for (const [k, e] of this.files) {
+      if (!e || !used.has(e)) {
+        this.files.delete(k);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Files whose symbol tables are cached now. */
+  get cachedFiles(): number {
+    return this.files.size;
   }
 
   /** Drop everything cached about process `pid` (call when it exited and its stacks were printed). */

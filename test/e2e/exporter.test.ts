@@ -100,6 +100,7 @@ suite('bpfscope exporter', { skip }, () => {
           decoders:
             - name: string
 program: |
+  BEGIN { @wl_started = 1; }
   tracepoint:syscalls:sys_enter_write /comm == "${COMM}"/ {
     @wl_writes_total[comm] = count();
     @wl_write_bytes[comm] = hist(args.count);
@@ -292,10 +293,35 @@ program: |
     assert.ok(seen.size - last.length >= 1, `seen ${[...seen].join(',')}`);
   });
 
+  test('ebpf_program_attached: 1 for a probe attached by a link, 0 for BEGIN (run once, never attached)', async () => {
+    const text = await (await fetch(exporterUrl)).text();
+    const wl = [
+      ...text.matchAll(/^ebpf_exporter_ebpf_program_info\{config="wl",program="([^"]+)",[^}]*id="(\d+)"\} 1$/gm),
+    ];
+    const attached = (id: string): string | undefined =>
+      new RegExp(`^ebpf_exporter_ebpf_program_attached\\{id="${id}"\\} (\\d+)$`, 'm').exec(text)?.[1];
+    assert.deepEqual(
+      wl.map((m) => [m[1], attached(m[2]!)]),
+      [
+        ['begin_0', '0'],
+        ['sys_enter_w_1', '1'],
+      ],
+      text,
+    );
+    // the same answer as bpftool's list of links, for every program of every config
+    const links = JSON.parse(execFileSync('bpftool', ['-j', 'link', 'show'], { encoding: 'utf8' })) as {
+      prog_id: number;
+    }[];
+    const linked = new Set(links.map((l) => String(l.prog_id)));
+    const all = [...text.matchAll(/^ebpf_exporter_ebpf_program_attached\{id="(\d+)"\} (\d+)$/gm)];
+    assert.equal(all.length, 6, text); // biolatency 2, syscalls 1, wl 2, guard 1
+    for (const [, id, v] of all) assert.equal(v, linked.has(id!) ? '1' : '0', `program ${id}`);
+  });
+
   test('SIGTERM: exit 0, its programs gone', async () => {
     const text = await (await fetch(exporterUrl)).text();
     const ids = [...text.matchAll(/^ebpf_exporter_ebpf_program_info\{[^}]*id="(\d+)"\} 1$/gm)].map((m) => m[1]!);
-    assert.equal(ids.length, 5, text); // biolatency 2, syscalls 1, wl 1, guard 1
+    assert.equal(ids.length, 6, text); // biolatency 2, syscalls 1, wl 2 (BEGIN and the tracepoint), guard 1
     exporter!.signal('SIGTERM');
     const r = await exporter!.done;
     assert.equal(r.code, 0, r.stderr);

@@ -75,7 +75,10 @@ suite('bpfscope agent --queue-dir', { skip }, () => {
 
     const back = new FakePyroscope();
     await back.listen(port);
-    const second = startTool('bpfscope', args, { timeoutMs: 120000 });
+    // the second agent's queue has room for more than what it loads: with a 1 s period on a loaded machine, its
+    // new profiles could otherwise fill a queue of 3 and drop the loaded (oldest) ones this test waits for
+    const args2 = args.map((a) => (a.startsWith('--queue-size=') ? '--queue-size=100' : a));
+    const second = startTool('bpfscope', args2, { timeoutMs: 120000 });
     running.push(second);
     try {
       const url2 = await metricsUrl(second);

@@ -22,6 +22,8 @@ export interface ProcInfo {
   hostRoot: boolean;
   /** Set when the facts were read (a period number): entries not seen for a while are dropped. */
   seen: number;
+  /** Build-ids of the files it maps, by path (see {@link ProcCache.mappedBuildId}). */
+  mapped?: Map<string, string>;
 }
 
 const CONTAINER_ID = /(?:^|[/-])([0-9a-f]{64})(?:\.scope)?(?:$|\/)/;
@@ -97,9 +99,15 @@ export class ProcCache {
    */
   mappedBuildId(pid: number, path: string): string {
     if (!path.startsWith('/')) return '';
-    const id = this.fileBuildId(`${this.procRoot}/${pid}/root${path}`);
+    // Once per process and path while the process is cached (a file mapped under a path stays that file until an
+    // exec, which forgets the process): no stat per period.
+    const p = this.procs.get(pid);
+    const known = p?.mapped?.get(path);
+    if (known !== undefined) return known;
+    let id = this.fileBuildId(`${this.procRoot}/${pid}/root${path}`);
     // An exited process: its files are still where they were if it lived in the host's root.
-    if (id === '' && this.procs.get(pid)?.hostRoot) return this.fileBuildId(path);
+    if (id === '' && p?.hostRoot) id = this.fileBuildId(path);
+    if (p) (p.mapped ??= new Map()).set(path, id);
     return id;
   }
 

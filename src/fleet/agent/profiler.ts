@@ -18,8 +18,10 @@
  *
  * Memory is bounded whatever the number of processes: each map holds at most `maxStacks` distinct (stack, process)
  * keys per period (a full map drops further new keys: counted in `mapFull`), the stack maps `stackStorage` stacks,
- * and processes not sampled for two periods are dropped from the symbol and label caches. Symbols are cached across
- * periods: a process is prepared (its ELF symbol tables loaded) once when first seen, again only after an exec.
+ * and processes not sampled for two periods are dropped from the symbol and label caches (and the ELF symbol tables
+ * no remaining process uses). Symbols are cached across periods: a process's maps are read once when first seen
+ * (again after an exec), a file's symbol table is loaded when a sampled address first needs it (once per file, shared
+ * by every process mapping it), and each stack is symbolized once per process while it keeps being sampled.
  */
 import { type Frame, SymbolResolver } from '../../symbols/resolver.js';
 import { tupleLayout } from '../../lang/types.js';
@@ -28,6 +30,9 @@ import { ToolOutput, ToolWriter } from '../../tools/framework/output.js';
 import { configBlock } from '../../tools/framework/program.js';
 import { dropTracingFrames } from '../../tools/stacktool.js';
 import { type BpfMap, BPF_NOEXIST } from '../../bpf/map.js';
+import { KernelError } from '../../errors.js';
+import { Errno } from '../../kernel/ffi.js';
+import { mapLookupBatch } from '../../kernel/bpf.js';
 import { OutputSink } from '../../runtime/output/sink.js';
 import type { AgentSample } from './pprof.js';
 import { ProcCache } from './procinfo.js';
@@ -113,6 +118,73 @@ export function buildAgentProgram(o: ProfilerOptions): string {
   return p;
 }
 
+/** A u64 (little-endian) below 2^53 at `o` as a number. */
+function readU64(b: Buffer, o: number): number {
+  return b.readUInt32LE(o) + b.readUInt32LE(o + 4) * 4294967296;
+}
+
+/** Elements read per BPF_MAP_LOOKUP_AND_DELETE_BATCH call. */
+const BATCH = 512;
+
+/**
+ * Read and delete every element of hash map `map`, handing them to `visit` chunk by chunk (`n` keys and values
+ * packed back to back, views into reused buffers: copy what is kept). BPF_MAP_LOOKUP_AND_DELETE_BATCH: a few system
+ * calls for the whole map, each hash bucket read and emptied in one step (what the kernel adds meanwhile stays for
+ * the next read); kernels without batch operations (before 5.6) get one BPF_MAP_LOOKUP_AND_DELETE_ELEM per key.
+ * `scratch` holds the batch buffers from call to call (no allocation per element or per period).
+ */
+function drainMap(
+  map: BpfMap,
+  scratch: Map<string, Buffer>,
+  visit: (keys: Buffer, values: Buffer, n: number) => void,
+): void {
+  const ks = map.keySize;
+  const vs = map.valueBytes;
+  const buf = (name: string, size: number): Buffer => {
+    let b = scratch.get(name);
+    if (b === undefined || b.length < size) scratch.set(name, (b = Buffer.allocUnsafe(size)));
+    return b;
+  };
+  let chunk = BATCH;
+  let inBatch: Buffer | null = null;
+  let outBatch = buf('out', Math.max(ks, 8));
+  let seen = 0;
+  for (;;) {
+    const keys = buf('keys', chunk * ks);
+    const values = buf('values', chunk * vs);
+    let step;
+    try {
+      step = mapLookupBatch(map.fd, inBatch, outBatch, keys, values, chunk, true);
+    } catch (e) {
+      if (!(e instanceof KernelError)) throw e;
+      // a hash bucket with more elements than the chunk: the same position again with a bigger chunk
+      if (e.errno === Errno.ENOSPC && chunk < 1 << 20) {
+        chunk *= 4;
+        continue;
+      }
+      const unsupported = e.errno === Errno.EINVAL || e.errno === Errno.ENOTSUPP || e.errno === Errno.EOPNOTSUPP;
+      if (!unsupported || seen > 0) throw e;
+      drainByKey(map, visit);
+      return;
+    }
+    if (step.count > 0) visit(keys, values, step.count);
+    seen += step.count;
+    if (step.done) return;
+    const next: Buffer = inBatch ?? buf('in', outBatch.length);
+    inBatch = outBatch;
+    outBatch = next;
+  }
+}
+
+/** {@link drainMap} without batch operations: each key looked up and deleted in one step. */
+function drainByKey(map: BpfMap, visit: (keys: Buffer, values: Buffer, n: number) => void): void {
+  for (const [k] of map.entries()) {
+    const key = Buffer.from(k);
+    const value = map.lookupAndDelete(key);
+    if (value !== undefined) visit(key, value, 1);
+  }
+}
+
 /** The buffer of period number `n`. */
 function parity(n: bigint): 'a' | 'b' {
   return n % 2n === 0n ? 'a' : 'b';
@@ -165,6 +237,8 @@ export class Profiler {
   private readonly kcache = new Map<bigint, CachedStack>();
   private readonly kcacheOff = new Map<bigint, CachedStack>();
   private readonly ucache = new Map<number, Map<bigint, CachedStack>>();
+  /** Batch buffers of drainMap, reused from period to period. */
+  private readonly scratch = new Map<string, Buffer>();
 
   private constructor(
     private readonly tracer: Tracer,
@@ -222,21 +296,27 @@ export class Profiler {
     this.comms.set(pid, comm);
     // labels and the executable's build-id while the process is alive (an exec gives new ones)
     if (known !== undefined) this.procs.forget(pid);
-    this.procs.get(pid, this.periodNo);
-    this.prepareQueue.push(pid);
+    const info = this.procs.get(pid, this.periodNo);
+    this.prepareQueue.push(info.hostRoot ? pid : -pid);
     if (!this.preparing) {
       this.preparing = true;
       setImmediate(this.drain);
     }
   }
 
-  /** Load queued processes' symbols in slices of at most 10 ms, newest first (see ProcessPreparer). */
+  /**
+   * Read queued processes' maps in slices of at most 10 ms, newest first. Symbol tables are loaded lazily, when a
+   * sampled address needs them: a host process's files are still there by path after it exits (the mapping's inode
+   * is checked). A process with its own root (a container: queued as -pid) gets its tables loaded now, while its
+   * files can be reached through /proc/PID/root.
+   */
   private readonly drain = (): void => {
     const start = performance.now();
     while (!this.stopped && this.prepareQueue.length > 0 && performance.now() - start < 10) {
-      const pid = this.prepareQueue.pop()!;
+      const q = this.prepareQueue.pop()!;
       try {
-        this.resolver.prepare(pid);
+        if (q > 0) this.resolver.track(q);
+        else this.resolver.prepare(-q);
       } catch {
         /* gone already */
       }
@@ -290,14 +370,13 @@ export class Profiler {
     const reads: { raw: RawEntry[]; fetched: Fetched; off: boolean }[] = [];
     for (const buf of bufs) {
       const raw = this.readRaw(buf);
-      reads.push({ raw, fetched: this.fetchStacks(raw, LIMIT[buf], this.kcache), off: false });
-      if (buf !== current) this.tracer.clearStacks(LIMIT[buf]);
+      reads.push({ raw, fetched: this.fetchStacks(raw, LIMIT[buf], this.kcache, buf !== current), off: false });
     }
     if (this.o.offcpu) {
       for (const buf of bufs) {
         const ob = buf === 'a' ? 'oa' : 'ob';
         const raw = this.readRaw(ob);
-        reads.push({ raw, fetched: this.fetchStacks(raw, OFF_LIMIT, this.kcacheOff), off: true });
+        reads.push({ raw, fetched: this.fetchStacks(raw, OFF_LIMIT, this.kcacheOff, false), off: true });
       }
       const now = process.hrtime.bigint();
       this.pruneOffStacks(parity(now / this.periodNs) === 'a' ? 'oa' : 'ob');
@@ -323,6 +402,7 @@ export class Profiler {
       this.ucache.delete(pid);
     }
     this.expireStacks();
+    this.resolver.dropUnusedFiles();
     const wallNowNs = Date.now() * 1e6;
     let offTotal = 0;
     for (const s of offcpu) offTotal += s.count;
@@ -340,53 +420,94 @@ export class Profiler {
 
   /**
    * The entries of a count buffer (`@a`, `@b`, `@oa`, `@ob`: key `[kstack, ustack, comm, pid]`) straight from the
-   * map's bytes: the stack ids (not the stacks), comm, pid, and the value summed over the CPUs. Drains the map.
+   * map's bytes: the stack ids (not the stacks), comm, pid, and the value summed over the CPUs. Drains the map
+   * (nothing is lost between reading and clearing: see drainMap).
    */
   private readRaw(name: string): RawEntry[] {
     const { plan, map } = this.tracer.rawMap(name);
     const [ko, uo, co, po] = plan.keyOffsets as [number, number, number, number];
     const pidType = plan.keyTypes[3]!;
     const pidSize = pidType.kind === 'int' ? pidType.size : 8;
+    const ks = map.keySize;
+    const vs = map.valueBytes;
+    const slots = map.nSlots;
+    const slot = map.slotSize;
     const out: RawEntry[] = [];
-    // Each key read is deleted with its value in one step (BPF_MAP_LOOKUP_AND_DELETE_ELEM): what the kernel adds
-    // meanwhile stays for the next read, nothing is lost between reading and clearing.
-    for (const [k] of map.entries()) {
-      const key = Buffer.from(k);
-      const value = map.lookupAndDelete(key);
-      if (value === undefined) continue;
-      let v = 0n;
-      for (const slot of map.perCpu ? map.perCpuValues(value) : [value]) v += slot.readBigInt64LE(0);
-      let end = co;
-      while (end < co + 16 && key[end] !== 0) end++;
-      out.push({
-        k: key.readBigInt64LE(ko),
-        u: key.readBigInt64LE(uo),
-        comm: key.toString('utf8', co, end),
-        pid: pidSize === 4 ? key.readInt32LE(po) : Number(key.readBigInt64LE(po)),
-        value: Number(v),
-      });
-    }
+    drainMap(map, this.scratch, (keys, values, n) => {
+      for (let i = 0; i < n; i++) {
+        const kb = i * ks;
+        // count()/sum() per CPU: s64 slots, non-negative, far below 2^53 (samples, nanoseconds)
+        let v = 0;
+        for (let c = 0, vo = i * vs; c < slots; c++, vo += slot) v += readU64(values, vo);
+        let end = kb + co;
+        while (end < kb + co + 16 && keys[end] !== 0) end++;
+        out.push({
+          k: keys.readBigInt64LE(kb + ko),
+          u: keys.readBigInt64LE(kb + uo),
+          comm: keys.toString('utf8', kb + co, end),
+          pid: pidSize === 4 ? keys.readInt32LE(kb + po) : readU64(keys, kb + po),
+          value: v,
+        });
+      }
+    });
     return out;
   }
 
-  /** The stored frames of the stacks of `raw` that are not cached yet (kernel: in `kc`; user: per process). */
-  private fetchStacks(raw: readonly RawEntry[], limit: number, kc: Map<bigint, CachedStack>): Fetched {
+  /**
+   * The stored frames of the stacks of `raw` that are not cached yet (kernel: in `kc`; user: per process). With
+   * `drain`, the stack maps are read whole and emptied (the buffer's own stack maps, after its period); else the
+   * stacks are looked up one by one and stay (a late read of the buffer the kernel is writing into).
+   */
+  private fetchStacks(raw: readonly RawEntry[], limit: number, kc: Map<bigint, CachedStack>, drain: boolean): Fetched {
     const out: Fetched = { kernel: new Map(), user: new Map() };
     const km = this.tracer.stackStore('k', limit);
     const um = this.tracer.stackStore('u', limit);
-    const key = Buffer.alloc(8);
-    const get = (m: BpfMap | undefined, id: bigint): Buffer | undefined => {
-      if (!m || id < 0n) return undefined;
-      key.writeBigInt64LE(id, 0);
-      return m.lookup(key);
-    };
     for (const r of raw) {
-      if (!kc.has(r.k) && !out.kernel.has(r.k)) out.kernel.set(r.k, get(km, r.k));
+      if (!kc.has(r.k) && !out.kernel.has(r.k)) out.kernel.set(r.k, undefined);
       if (this.ucache.get(r.pid)?.has(r.u)) continue;
       let pu = out.user.get(r.pid);
       if (pu === undefined) out.user.set(r.pid, (pu = new Map()));
-      if (!pu.has(r.u)) pu.set(r.u, get(um, r.u));
+      if (!pu.has(r.u)) pu.set(r.u, undefined);
     }
+    const wantK = out.kernel;
+    const wantU = new Set<bigint>();
+    for (const pu of out.user.values()) for (const id of pu.keys()) wantU.add(id);
+    const gotU = new Map<bigint, Buffer>();
+    if (drain) {
+      const take =
+        (want: { has(id: bigint): boolean }, into: (id: bigint, frames: Buffer) => void, m: BpfMap) =>
+        (keys: Buffer, values: Buffer, n: number): void => {
+          for (let i = 0; i < n; i++) {
+            const id = keys.readBigInt64LE(i * 8);
+            if (want.has(id)) into(id, Buffer.from(values.subarray(i * m.valueBytes, (i + 1) * m.valueBytes)));
+          }
+        };
+      if (km)
+        drainMap(
+          km,
+          this.scratch,
+          take(wantK, (id, f) => wantK.set(id, f), km),
+        );
+      if (um)
+        drainMap(
+          um,
+          this.scratch,
+          take(wantU, (id, f) => gotU.set(id, f), um),
+        );
+    } else {
+      const key = Buffer.alloc(8);
+      const get = (m: BpfMap | undefined, id: bigint): Buffer | undefined => {
+        if (!m || id < 0n) return undefined;
+        key.writeBigInt64LE(id, 0);
+        return m.lookup(key);
+      };
+      for (const id of wantK.keys()) wantK.set(id, get(km, id));
+      for (const id of wantU) {
+        const f = get(um, id);
+        if (f) gotU.set(id, f);
+      }
+    }
+    for (const pu of out.user.values()) for (const id of pu.keys()) pu.set(id, gotU.get(id));
     return out;
   }
 

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { collectDefaultMetrics, Counter, Gauge, Registry, type RegistryContentType } from 'prom-client';
 import type { Hist, LinearHist } from '../../api/index.js';
-import { objGetFdById, progInfo } from '../../kernel/bpf.js';
+import { objGetFdById, objGetInfoByFd, objGetNextId, progInfo } from '../../kernel/bpf.js';
 import { close as closeFd } from '../../kernel/ffi.js';
 import type { PreparedProgram } from './check.js';
 import type { ExporterConfig, MetricConfig } from './config.js';
@@ -44,6 +44,37 @@ interface ProgramStat {
   tag: string;
   runTimeNs: bigint;
   runCnt: bigint;
+  /** A BPF link runs the program (see {@link linkedPrograms}). */
+  attached: boolean;
+}
+
+/** `struct bpf_link_info` up to `prog_id` (uapi bpf.h: type u32, id u32, prog_id u32). */
+const LINK_INFO_HEAD = 16;
+
+/**
+ * Ids of the programs a BPF link attaches now: every link on the host (BPF_LINK_GET_NEXT_ID), its `prog_id` from
+ * BPF_OBJ_GET_INFO_BY_FD. bpfscope attaches every probe with a link (BPF_LINK_CREATE: perf events, kprobe_multi,
+ * uprobe_multi, raw tracepoints, tracing), so a program without one is not attached: one whose probe failed to
+ * attach or was detached, or a BEGIN/END program (run once by the runtime, never attached). On kernels older than
+ * 5.15, where perf-event attachments fall back to an ioctl without a link, attached programs read 0.
+ */
+export function linkedPrograms(): Set<number> {
+  const out = new Set<number>();
+  const head = Buffer.alloc(LINK_INFO_HEAD);
+  for (let id = objGetNextId('link', 0); id !== undefined; id = objGetNextId('link', id)) {
+    const fd = objGetFdById('link', id);
+    if (fd === undefined) continue; // gone meanwhile
+    try {
+      head.fill(0);
+      objGetInfoByFd(fd, head);
+      out.add(head.readUInt32LE(8));
+    } catch {
+      /* detached meanwhile */
+    } finally {
+      closeFd(fd);
+    }
+  }
+  return out;
 }
 
 export class Exporter {
@@ -115,12 +146,12 @@ export class Exporter {
     });
     new Gauge({
       name: `${PREFIX}ebpf_program_attached`,
-      help: 'Whether a program is attached',
+      help: 'Whether a program is attached (a BPF link runs it)',
       labelNames: ['id'],
       registers: [r],
       collect() {
         this.reset();
-        for (const s of stats) this.set({ id: String(s.id) }, 1);
+        for (const s of stats) this.set({ id: String(s.id) }, s.attached ? 1 : 0);
       },
     });
     new Counter({
@@ -148,6 +179,7 @@ export class Exporter {
 
   private programStats(): ProgramStat[] {
     const out: ProgramStat[] = [];
+    const linked = linkedPrograms();
     for (const l of this.loaded) {
       for (const id of l.program.programIds()) {
         const fd = objGetFdById('prog', id);
@@ -161,6 +193,7 @@ export class Exporter {
             tag: info.tag,
             runTimeNs: info.runTimeNs,
             runCnt: info.runCnt,
+            attached: linked.has(id),
           });
         } finally {
           closeFd(fd);

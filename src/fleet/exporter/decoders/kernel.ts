@@ -23,9 +23,30 @@ export const kstack: Decoder = (input) => {
 const CGROUP_ROOT = '/sys/fs/cgroup';
 let cgroups: Map<bigint, string> | undefined;
 
+/**
+ * Mount points of the cgroup v2 file system (/proc/self/mountinfo, proc(5): field 5 the mount point, the file
+ * system type after the ` - ` separator): /sys/fs/cgroup on a v2 host, /sys/fs/cgroup/unified on a hybrid one.
+ * Only these hold cgroup v2 ids: a v1 hierarchy's directories have inode numbers of their own file system, which
+ * may equal a v2 id and would name the wrong cgroup.
+ */
+function cgroup2Mounts(): string[] {
+  const out: string[] = [];
+  try {
+    for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+      const sep = line.indexOf(' - ');
+      if (sep < 0 || !line.slice(sep + 3).startsWith('cgroup2 ')) continue;
+      const mnt = line.slice(0, sep).split(' ')[4];
+      if (mnt) out.push(mnt.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
+    }
+  } catch {
+    /* no procfs: the default place */
+  }
+  return out.length > 0 ? out : [CGROUP_ROOT];
+}
+
 function walkCgroups(): Map<bigint, string> {
   const out = new Map<bigint, string>();
-  const stack = [CGROUP_ROOT];
+  const stack = cgroup2Mounts();
   while (stack.length) {
     const dir = stack.pop()!;
     try {
@@ -39,8 +60,9 @@ function walkCgroups(): Map<bigint, string> {
 }
 
 /**
- * cgroup: a cgroup v2 id (`cgroup`, the directory's inode number) as its path under /sys/fs/cgroup, as
- * ebpf_exporter prints it; `unknown_cgroup_id:N` for an id no directory has (the tree is walked again on a miss).
+ * cgroup: a cgroup v2 id (`cgroup`, the directory's inode number) as its path under the cgroup v2 mount
+ * (/sys/fs/cgroup/..., on a hybrid host /sys/fs/cgroup/unified/...), as ebpf_exporter prints it;
+ * `unknown_cgroup_id:N` for an id no directory has (the tree is walked again on a miss).
  */
 export const cgroup: Decoder = (input) => {
   const id = integer(input, 'cgroup');
