@@ -5,6 +5,7 @@
 import { openSync, readFileSync } from 'node:fs';
 import { LOG_LEVEL_STATS } from '../bpf/program.js';
 import { BpfscopeError } from '../errors.js';
+import { strerror } from '../kernel/ffi.js';
 import { formatDiagnostic, type SourceFile } from '../lang/diagnostics.js';
 import { createOutput } from '../runtime/output/index.js';
 import { OutputSink } from '../runtime/output/sink.js';
@@ -26,6 +27,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
   // -B none: every write goes out at once; line and full: written after each batch of events (and when 64 KiB fill)
   const sink = new OutputSink(fd, {
     ...(opts.buffering === 'none' ? { bufferSize: 0 } : {}),
+    name: opts.outputFile ? `output file: "${opts.outputFile}"` : 'stdout',
     onBrokenPipe: () => {
       brokenPipe = true;
       tracer?.stop();
@@ -108,11 +110,14 @@ export function readSource(opts: CliOptions): SourceFile {
   }
 }
 
+/** `-o FILE`. @throws BpfscopeError `Failed to open output file: "FILE": <strerror>` (bpftrace's message). */
 function openOutput(path: string): number {
   try {
     return openSync(path, 'w');
   } catch (e) {
-    throw new BpfscopeError(`Failed to open output file '${path}': ${(e as Error).message}`);
+    const errno = (e as NodeJS.ErrnoException).errno;
+    const why = errno !== undefined ? strerror(Math.abs(errno)) : (e as Error).message;
+    throw new BpfscopeError(`Failed to open output file: "${path}": ${why}`);
   }
 }
 

@@ -7,7 +7,7 @@
  * exiting → detach → END → print maps (unless disabled) → close. `close()` is idempotent and runs on every path.
  */
 
-import { writeSync } from 'node:fs';
+import { readFileSync, writeSync } from 'node:fs';
 import type { BpfMap } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { Insn } from '../codegen/ir.js';
@@ -22,7 +22,7 @@ import { hostTarget } from '../target.js';
 import { type StoppedChild, spawnStopped } from './child.js';
 import type { Output } from './output/index.js';
 import type { MapDump } from './output/model.js';
-import { registerSession } from './registry.js';
+import { processStartTime, registerSession } from './registry.js';
 import { type PrintfHook, Session } from './session.js';
 
 /**
@@ -311,12 +311,15 @@ export class Tracer {
     return p;
   }
 
-  /** -p: bpftrace stops when the traced process is gone. */
+  /**
+   * -p: bpftrace stops when the traced process is gone (current bpftrace polls a pidfd, readable once the process
+   * has exited). Gone means: no /proc/PID, a zombie (exited, not yet reaped by its parent: `kill(pid, 0)` still
+   * succeeds on it), or another process under the same pid (a different start time).
+   */
   private watchPid(pid: number): void {
+    const started = processStartTime(pid);
     this.pidWatch = setInterval(() => {
-      try {
-        process.kill(pid, 0);
-      } catch {
+      if (!processRuns(pid, started)) {
         this.commandEnded = true;
         this.stop();
       }
@@ -338,6 +341,19 @@ function checkPid(pid: number): void {
       throw new BpfscopeError('Failed to attach to pid: Unable to open pidfd (No such process)');
     }
   }
+}
+
+/** Whether process `pid`, started at `started` (field 22 of /proc/PID/stat), still runs (is not a zombie). */
+function processRuns(pid: number, started: string | undefined): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return false;
+  }
+  const state = stat[stat.lastIndexOf(')') + 2];
+  if (state === 'Z' || state === 'X') return false;
+  return started === undefined || processStartTime(pid) === started;
 }
 
 /** The program with only the probes `filter` finds by name, and BEGIN/END (`--probe-filter`). */

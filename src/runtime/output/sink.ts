@@ -13,11 +13,11 @@
  *   terminals) are written with write(2) as they come (EAGAIN on a non-blocking one: the same poll wait).
  * - EPIPE (the reader went away, e.g. `| head`): stop quietly; later writes are dropped, `broken` becomes true and
  *   `onBrokenPipe` (if given) is called once so the runtime can end the session.
- * Any other write error is thrown as a BpfscopeError.
+ * Any other write error (ENOSPC: a full disk) is thrown as a BpfscopeError, `Failed to write to NAME: <strerror>`.
  */
 import * as fs from 'node:fs';
 import { BpfscopeError } from '../../errors.js';
-import { Errno, POLLOUT, pollFd, sendNoWait } from '../../kernel/ffi.js';
+import { Errno, POLLOUT, pollFd, sendNoWait, strerror } from '../../kernel/ffi.js';
 
 /** Characters of small writes joined before they are encoded into the buffer (see {@link OutputSink.write}). */
 const PENDING_CHARS = 8192;
@@ -32,6 +32,8 @@ export interface OutputSinkOptions {
   onBrokenPipe?: () => void;
   /** Close the descriptor in `close()` (true for files this class opened). */
   ownsFd?: boolean;
+  /** What the descriptor is, for error messages (`stdout`, `output file: "PATH"`). Default `output`. */
+  name?: string;
 }
 
 export class OutputSink {
@@ -54,6 +56,7 @@ export class OutputSink {
   private closed = false;
   private readonly onBrokenPipe: (() => void) | undefined;
   private readonly ownsFd: boolean;
+  private readonly name: string;
 
   constructor(
     readonly fd: number,
@@ -63,6 +66,7 @@ export class OutputSink {
     this.buf = Buffer.allocUnsafe(Math.max(0, size));
     this.onBrokenPipe = opts.onBrokenPipe;
     this.ownsFd = opts.ownsFd ?? false;
+    this.name = opts.name ?? 'output';
   }
 
   /**
@@ -217,7 +221,7 @@ export class OutputSink {
       if (r >= 0) return r;
       if (r === -Errno.EAGAIN) return 0;
       if (r === -Errno.EPIPE) return this.brokenPipe();
-      if (r !== -Errno.EINTR) throw new BpfscopeError(`write to output failed: errno ${-r}`);
+      if (r !== -Errno.EINTR) throw this.writeFailed(-r);
       return 0;
     }
     try {
@@ -226,8 +230,15 @@ export class OutputSink {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'EAGAIN') return 0;
       if (code === 'EPIPE') return this.brokenPipe();
-      throw new BpfscopeError(`write to output failed: ${(e as Error).message}`, { cause: e });
+      const errno = (e as NodeJS.ErrnoException).errno;
+      throw this.writeFailed(errno !== undefined ? Math.abs(errno) : undefined, e);
     }
+  }
+
+  /** `Failed to write to output file: "PATH": No space left on device` (disk full), one sentence. */
+  private writeFailed(errno: number | undefined, cause?: unknown): BpfscopeError {
+    const why = errno !== undefined ? strerror(errno) : String((cause as Error | undefined)?.message);
+    return new BpfscopeError(`Failed to write to ${this.name}: ${why}`, cause ? { cause } : {});
   }
 
   private brokenPipe(): null {

@@ -167,9 +167,19 @@ export async function runProgram(opts: RunOptions): Promise<number> {
     opts.writer.flush();
     return 0;
   } finally {
+    // A Ctrl-C or SIGTERM once the run is ending (the report printed, the probes being detached) is ignored, as in
+    // cli/run.ts: close() removes the tracer's listeners, and a signal with none would kill the process in the middle
+    // of detaching or printing (found by bench/reliability/kills.mjs). The process ends on its own a moment later.
+    if (writer.mode !== 'api' && !process.listeners('SIGINT').includes(ignoreSignal)) {
+      process.on('SIGINT', ignoreSignal);
+      process.on('SIGTERM', ignoreSignal);
+    }
     tracer.close();
   }
 }
+
+/** The SIGINT/SIGTERM listener of a tool's last steps (see runProgram): one function, so it is added only once. */
+function ignoreSignal(): void {}
 
 /**
  * A tool: its bcc argparse declaration, what it yields as data, and its body. The body builds the program and
