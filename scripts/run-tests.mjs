@@ -12,7 +12,7 @@ const testDir = join(root, 'dist', 'test');
 const args = process.argv.slice(2);
 const unitOnly = args.includes('--unit');
 const filters = args.filter((a) => !a.startsWith('--'));
-const kernelDirs = ['kernel', 'e2e', 'diff'];
+const kernelDirs = ['kernel', 'e2e', 'diff', 'reliability'];
 
 function walk(dir) {
   const out = [];

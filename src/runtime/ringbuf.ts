@@ -70,7 +70,8 @@ export interface RingBufOptions {
   /** Called after each background poll that delivered records (e.g. to flush buffered output). */
   onBatch?: () => void;
   /**
-   * Records the next background poll may deliver at most (asked before each poll; default: no limit). A poll cut
+   * Records the next background poll may deliver at most (asked before each poll; default
+   * {@link DEFAULT_BATCH_RECORDS}). A poll cut
    * short by it is followed by the next one at once (`setImmediate`, after the promise jobs the delivered records
    * started), not after `pollIntervalMs`: how an asynchronous reader downstream gets to run between batches
    * instead of after the ring is empty, which at full rate is never.
@@ -89,6 +90,15 @@ export interface RingBufOptions {
    */
   wakeControl?: { readonly fd: number };
 }
+
+/**
+ * Records one background poll delivers at most when the caller sets no {@link RingBufOptions.batchLimit}. Without a
+ * bound, a producer faster than the consumer (a flood: the ring refills while it is read) kept one drain going for as
+ * long as the flood lasted, and nothing else ran on the event loop meanwhile: not Ctrl-C's handler (a SIGINT at
+ * 160k events/s was obeyed only seconds later, when the traced workload stopped), not the lost-events check. A
+ * batch of 16,384 records takes tens of ms to decode and print; the next poll follows at once (setImmediate).
+ */
+export const DEFAULT_BATCH_RECORDS = 16384;
 
 /** `BPF_RB_NO_WAKEUP` (uapi linux/bpf.h): commit a ring buffer record without waking the consumer. */
 export const BPF_RB_NO_WAKEUP = 1n;
@@ -372,7 +382,7 @@ export class RingBufConsumer {
     let err: unknown;
     let failed = false;
     try {
-      got = this.drain(this.opt.batchLimit?.() ?? Infinity);
+      got = this.drain(this.opt.batchLimit?.() ?? DEFAULT_BATCH_RECORDS);
       if (got > 0) this.opt.onBatch?.();
     } catch (e) {
       failed = true;
