@@ -26,7 +26,7 @@
 import type * as A from './ast.js';
 import { CompileError, type Diagnostic, LineIndex, type SourceFile } from './diagnostics.js';
 import { isIdentBody, isIdentStart, KEYWORDS, Lexer, type Token } from './lexer.js';
-import { BUILTIN_VARIABLES } from './builtins/registry.js';
+import { isBuiltinIdentifier, PARSER_BUILTIN_NAMES } from './builtins/registry.js';
 
 /** Maximum nesting of the parser's recursion (parentheses, unary operators, blocks, `else if` chains). */
 export const MAX_NESTING = 1000;
@@ -37,39 +37,13 @@ const MAX_ERRORS = 20;
 
 /**
  * Builtin identifiers (bpftrace `docs/stdlib.md` and `Parser::is_builtin`): `(pid)` is never taken as a cast and
- * `sizeof(comm)` never as a type. `argN`, `sargN` and `__builtin_*` are builtins too.
+ * `sizeof(comm)` never as a type; the names are the builtin registry's (lang/builtins/registry.ts).
  */
-export const BUILTIN_NAMES: ReadonlySet<string> = new Set([
-  ...BUILTIN_VARIABLES.keys(),
-  'args',
-  'ctx',
-  'comm',
-  'cpid',
-  'cpu',
-  'curtask',
-  'elapsed',
-  'func',
-  'gid',
-  'jiffies',
-  'kstack',
-  'ncpus',
-  'nsecs',
-  'numaid',
-  'pid',
-  'probe',
-  'probetype',
-  'rand',
-  'retval',
-  'tid',
-  'uid',
-  'username',
-  'usermode',
-  'ustack',
-]);
+export const BUILTIN_NAMES: ReadonlySet<string> = PARSER_BUILTIN_NAMES;
 
 /** Whether `name` is a builtin identifier (see `BUILTIN_NAMES`), including `arg0`.., `sarg0`.., `__builtin_*`. */
 export function isBuiltinName(name: string): boolean {
-  return BUILTIN_NAMES.has(name) || /^s?arg[0-9]+$/.test(name) || name.startsWith('__builtin_');
+  return isBuiltinIdentifier(name) || name.startsWith('__builtin_');
 }
 
 const ASSIGN_OPS: ReadonlySet<string> = new Set(['=', '+=', '-=', '*=', '/=', '%=', '&=', '|=', '^=', '<<=', '>>=']);
