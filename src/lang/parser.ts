@@ -21,12 +21,13 @@
  * - a `/` is a division unless the next token is `{` or the end of input (bpftrace v0.26's rule), so in
  *   `probe /a / 2 > 0/ { }` only the last `/` closes the predicate;
  * - not supported (reported as errors): records `(a=1)`, `if` used as a value, macros, `fn`, map declarations,
- *   imports, `typeof`, `offsetof(expr, f)`, pointer-to-array types.
+ *   imports, `offsetof(expr, f)`, pointer-to-array types.
+ * A type may be written as a call of a type function of the builtin registry (`typeof(x)`): TypeSpec `of`.
  */
 import type * as A from './ast.js';
 import { CompileError, type Diagnostic, LineIndex, type SourceFile } from './diagnostics.js';
 import { isIdentBody, isIdentStart, KEYWORDS, Lexer, type Token } from './lexer.js';
-import { isBuiltinIdentifier, PARSER_BUILTIN_NAMES } from './builtins/registry.js';
+import { isBuiltinIdentifier, isTypeFunction, PARSER_BUILTIN_NAMES } from './builtins/registry.js';
 
 /** Maximum nesting of the parser's recursion (parentheses, unary operators, blocks, `else if` chains). */
 export const MAX_NESTING = 1000;
@@ -760,7 +761,7 @@ class Parser {
       return null;
     };
     if (t.kind !== 'ident' || KEYWORDS.has(t.text)) return no('expected type name');
-    if (t.text === 'typeof') return no('typeof is not supported');
+    if (isTypeFunction(t.text) && this.peek2().text === '(') return this.parseTypeCall();
     this.advance();
     let name = t.text;
     if (name === 'struct' || name === 'union' || name === 'enum') {
@@ -1025,6 +1026,31 @@ class Parser {
     return (
       t.kind === 'ident' && !isBuiltinName(t.text) && !KEYWORDS.has(t.text) && t.text !== 'true' && t.text !== 'false'
     );
+  }
+
+  /** `typeof(TYPE)` / `typeof(expr)` where a type is written (any registry function of role `type`). */
+  private parseTypeCall(): A.TypeSpec {
+    const kw = this.advance();
+    this.expect('(');
+    let arg: A.TypeSpec | A.Expr | null = null;
+    if (this.atTypeName()) {
+      const m = this.mark();
+      arg = this.parseTypeSpec(false);
+      if (arg === null || !this.is(')')) {
+        this.reset(m);
+        arg = null;
+      }
+    }
+    if (arg === null) arg = this.parseExpr();
+    const close = this.expect(')');
+    return {
+      kind: 'TypeSpec',
+      pos: this.span(kw.start, close.end),
+      name: kw.text,
+      pointerDepth: 0,
+      arrayCount: null,
+      of: { fn: kw.text, arg },
+    };
   }
 
   /** `sizeof(TYPE)` or `sizeof(expr)`. */

@@ -30,7 +30,6 @@ export const NOT_YET_FUNCTIONS: readonly BuiltinFunction[] = [
   notYet('strcap'),
   notYet('strstr'),
   notYet('tseries'),
-  notYet('typeof'),
   notYet('unwatch'),
   notYet('write_user'),
   {

@@ -23,6 +23,7 @@ import { STACK_FUNCTIONS, STACK_VARIABLES } from './stack.js';
 import { STRING_FUNCTIONS } from './strings.js';
 import { SYMBOL_FUNCTIONS } from './symbols.js';
 import { TIME_FUNCTIONS, TIME_VARIABLES } from './time.js';
+import { TYPEOF_FUNCTIONS } from './typeof.js';
 import type { BuiltinFunction, BuiltinStatus, BuiltinVariable } from './types.js';
 
 export type {
@@ -51,6 +52,7 @@ export const BUILTIN_FAMILIES: readonly {
   { title: 'strings and buffers', variables: [], functions: STRING_FUNCTIONS },
   { title: 'addresses and symbols', variables: [], functions: SYMBOL_FUNCTIONS },
   { title: 'networking', variables: [], functions: NET_FUNCTIONS },
+  { title: 'types', variables: [], functions: TYPEOF_FUNCTIONS },
   { title: 'not yet', variables: NOT_YET_VARIABLES, functions: NOT_YET_FUNCTIONS },
 ];
 
@@ -96,6 +98,11 @@ export const FUNCTION_NAMES: readonly string[] = [...BUILTIN_FUNCTIONS.values()]
 /** Whether `name` is an aggregation function (count(), hist(), ...: only assigned to a map). */
 export function isAggregationFunction(name: string): boolean {
   return builtinFunction(name)?.role === 'aggregation';
+}
+
+/** Whether `name(...)` may be written where a type is (`typeof`: a function of role `type`). */
+export function isTypeFunction(name: string): boolean {
+  return builtinFunction(name)?.role === 'type';
 }
 
 /**

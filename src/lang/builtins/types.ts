@@ -2,7 +2,7 @@
  * What a builtin module (`lang/builtins/*.ts`) declares, and what the analyser and the code generator offer it;
  * the modules are collected in `registry.ts`.
  */
-import type { CallExpr, Expr, Span } from '../ast.js';
+import type { CallExpr, Expr, Span, TypeSpec } from '../ast.js';
 import type { ExpandedProbe } from '../probe.js';
 import type { Target } from '../target.js';
 import type { AddrSpace, SType } from '../types.js';
@@ -92,8 +92,14 @@ export interface BuiltinFunction {
   check?(c: CallExpr, a: BuiltinChecker): SType | null;
   /** Generate the call; `c` passed {@link check} and its `type` is set. A register or stack bytes. */
   generate?(c: CallExpr, g: BuiltinGen): number | GenValue;
-  /** For role `type`: the type written `name(arg)` stands for (the analyser types `arg`). */
-  typeOf?(arg: Expr, a: BuiltinChecker): SType | null;
+  /**
+   * For role `type`: the type `name(arg)` stands for where a type is written (`arg` is an expression or a written
+   * type): as written (name, pointer depth, array count) and, when known, as an SType; null after an error.
+   */
+  typeOf?(
+    arg: Expr | TypeSpec,
+    a: BuiltinChecker,
+  ): { written: Pick<TypeSpec, 'name' | 'pointerDepth' | 'arrayCount'>; type?: SType } | null;
   readonly doc: BuiltinDoc;
 }
 

@@ -26,7 +26,7 @@ import {
   type BuiltinChecker,
 } from '../builtins/registry.js';
 import { checkPrintfArgs, compilePrintf } from '../printf.js';
-import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
+import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, TypeSpec, VarExpr } from '../ast.js';
 import { positionalInt } from '../lexer.js';
 import { isBuiltinName } from '../parser.js';
 import {
@@ -269,10 +269,11 @@ export class Analyzer {
         return;
       case 'VarDeclStmt': {
         if (s.value) {
+          if (s.typeName?.of) this.typeCall(s.typeName);
           const t = this.expr(s.value);
           if (t) this.defineVar(s.variable, storageType(t));
           this.noteVarSpace(s.variable.name, s.value);
-        } else if (s.typeName) {
+        } else if (s.typeName && (!s.typeName.of || this.typeCall(s.typeName) !== null)) {
           const m = /^(u?)int(8|16|32|64)$/.exec(s.typeName.name);
           const spec = s.typeName;
           if (m && spec.pointerDepth === 0 && spec.arrayCount === null) {
@@ -968,6 +969,7 @@ export class Analyzer {
         return withNames({ kind: 'tuple', elems }, e.names);
       }
       case 'CastExpr': {
+        if (e.typeSpec.of && this.typeCall(e.typeSpec) === null) return null;
         const t = this.expr(e.operand);
         const spec = e.typeSpec;
         if (spec.pointerDepth === 1 && spec.arrayCount === null && /^(struct|union)\s/.test(spec.name)) {
@@ -1805,6 +1807,11 @@ export class Analyzer {
     if (e.kind === 'SizeofExpr') {
       const target = e.target;
       if (target.kind === 'TypeSpec') {
+        if (target.of) {
+          const r = this.typeCall(target);
+          if (r === null) return null;
+          if (r.type) return sizeOf(r.type);
+        }
         if (target.pointerDepth > 0) return 8;
         const m = /^(u?)int(8|16|32|64)$/.exec(target.name);
         if (m) return (Number(m[2]) / 8) * (target.arrayCount ?? 1);
@@ -1823,6 +1830,7 @@ export class Analyzer {
       return t ? sizeOf(t) : null;
     }
     if (e.kind === 'OffsetofExpr') {
+      if (e.typeSpec.of && this.typeCall(e.typeSpec) === null) return null;
       const rec = this.namedType(e.typeSpec.name);
       if (!rec || rec.kind !== 'record') {
         this.error(e.typeSpec.pos, `Unknown type: '${e.typeSpec.name}'`);
@@ -1855,6 +1863,21 @@ export class Analyzer {
       return off;
     }
     return null;
+  }
+
+  /**
+   * A type written as a call of a registry type function (`typeof(x)`, TypeSpec `of`): resolved by the function,
+   * and the spec's name, pointer depth and array count filled in; null after an error.
+   */
+  private typeCall(spec: TypeSpec): { type?: SType } | null {
+    const { fn, arg } = spec.of!;
+    if (arg.kind === 'TypeSpec' && arg.of && this.typeCall(arg) === null) return null;
+    const r = builtinFunction(fn)!.typeOf!(arg, this.builtinChecker());
+    if (!r) return null;
+    spec.name = r.written.name;
+    spec.pointerDepth = r.written.pointerDepth;
+    spec.arrayCount = r.written.arrayCount;
+    return r;
   }
 
   /** What a registry builtin's check is given (lang/builtins/types.ts). */
