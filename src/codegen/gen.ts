@@ -2356,12 +2356,6 @@ export class ProbeGen {
       return this.stack(c.type as Extract<SType, { kind: 'kstack' | 'ustack' }>);
     }
     switch (c.name) {
-      case 'uptr':
-      case 'kptr':
-      case 'strerror':
-      case 'syscall_name':
-      case 'signal_name':
-        return this.reg(this.scalar(c.args[0]!));
       case 'buf': {
         const t = c.type as Extract<SType, { kind: 'buffer' }>;
         const off = this.frame.temp(8 + t.size);
@@ -2391,10 +2385,6 @@ export class ProbeGen {
       case 'pid':
       case 'tid':
         return this.pidTid(c.name, c.args.length ? (c.args[0] as { name: string }).name : 'curr_ns');
-      case 'kaddr':
-        return this.reg(
-          this.constant(this.tables.target.kernelSymbolAddress((c.args[0] as { value: string }).value) ?? 0n),
-        );
       case 'uaddr':
         return this.uaddr((c.args[0] as { value: string }).value);
       case 'getopt': {
@@ -2425,8 +2415,6 @@ export class ProbeGen {
         return this.strcontains(c);
       case 'reg':
         return this.loadCtx(U64, PT_REGS_OFFSETS[(c.args[0] as { value: string }).value]!);
-      case 'ksym':
-        return this.reg(this.scalar(c.args[0]!));
       case 'usym': {
         const addr = this.scalar(c.args[0]!);
         const off = this.frame.temp(16);
@@ -2456,20 +2444,6 @@ export class ProbeGen {
         fn.mark(done);
         return this.reg(r);
       }
-      case 'strlen': {
-        const v = this.mem(c.args[0]!);
-        const r = fn.vreg();
-        const b = fn.vreg();
-        const done = fn.newLabel('strlen');
-        fn.emit(I.mov64Imm(r, 0));
-        for (let i = 0; i < v.size; i++) {
-          fn.emit(I.ldx(1, b, this.fb, v.off + i));
-          fn.emit(I.jmpImm('jeq', b, 0, done));
-          fn.emit(I.mov64Imm(r, i + 1));
-        }
-        fn.mark(done);
-        return this.reg(r);
-      }
       case 'strncmp': {
         const a = this.mem(c.args[0]!);
         const b = this.mem(c.args[1]!);
@@ -2493,13 +2467,6 @@ export class ProbeGen {
         fn.mark(done);
         fn.emit(I.mov64Imm(r, 0));
         fn.mark(end);
-        return this.reg(r);
-      }
-      case 'bswap': {
-        const t = c.type as Extract<SType, { kind: 'int' }>;
-        const r = fn.vreg();
-        fn.emit(I.mov64(r, this.scalar(c.args[0]!)));
-        if (t.size > 1) fn.emit(I.endian(r, (t.size * 8) as 16 | 32 | 64, 'be'));
         return this.reg(r);
       }
     }

@@ -1449,19 +1449,6 @@ export class Analyzer {
         }
         return { kind: 'array', elem: { kind: 'int', size: 1, signed: false }, count: bytes.length };
       }
-      case 'strerror': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int') this.error(args[0]!.pos, `strerror() expects an integer (${typeName(t)} provided)`);
-        return { kind: 'errno' };
-      }
-      case 'syscall_name':
-      case 'signal_name': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int') this.error(args[0]!.pos, `${c.name}() expects an integer (${typeName(t)} provided)`);
-        return { kind: c.name };
-      }
       case 'path': {
         // bpf_d_path(): fentry/fexit (and iter) programs of the kernel's btf_allowlist_d_path functions only
         if (!this.argCount(c, 1, 2)) return null;
@@ -1565,29 +1552,6 @@ export class Analyzer {
         }
         return U32;
       }
-      case 'kaddr': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const a = args[0]!;
-        if (a.kind !== 'StrLit') {
-          this.error(a.pos, 'kaddr() expects a string literal symbol name');
-          return null;
-        }
-        if (this.opts.target.kernelSymbolAddress(a.value) === undefined)
-          this.error(c.pos, `Failed to resolve kernel symbol: ${a.value}`);
-        return U64;
-      }
-      case 'uptr':
-      case 'kptr': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int' && t.kind !== 'pointer') {
-          this.error(args[0]!.pos, `${c.name}() expects an integer or pointer (${typeName(t)} provided)`);
-          return null;
-        }
-        const to: SType = t?.kind === 'pointer' ? t.to : { kind: 'int', size: 1, signed: true };
-        return { kind: 'pointer', to, space: c.name === 'uptr' ? 'user' : 'kernel' };
-      }
-      case 'ksym':
       case 'usym': {
         if (!this.argCount(c, 1, 1)) return null;
         const t = this.expr(args[0]!);
@@ -1693,12 +1657,6 @@ export class Analyzer {
         }
         return { kind: 'macaddr' };
       }
-      case 'strlen': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'string') this.error(args[0]!.pos, `strlen() expects a string (${typeName(t)} provided)`);
-        return U64;
-      }
       case 'strncmp': {
         if (!this.argCount(c, 3, 3)) return null;
         const a = this.expr(args[0]!);
@@ -1711,15 +1669,6 @@ export class Analyzer {
         }
         if (this.constValue(args[2]!) === null) this.error(args[2]!.pos, 'strncmp() expects an integer literal length');
         return I64;
-      }
-      case 'bswap': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int') {
-          this.error(args[0]!.pos, `bswap() expects an integer (${typeName(t)} provided)`);
-          return null;
-        }
-        return t;
       }
       case 'signal': {
         if (!this.argCount(c, 1, 1)) return { kind: 'none' };
