@@ -27,7 +27,7 @@ import type {
   VarExpr,
 } from '../lang/ast.js';
 import { nodesOfKind } from '../lang/astwalk.js';
-import { BUILTIN_FUNCTIONS, BUILTIN_VARIABLES, type BuiltinGen } from '../lang/builtins/registry.js';
+import { builtinFunction, builtinVariable, type BuiltinGen, type GenValue } from '../lang/builtins/registry.js';
 import { positionalInt } from '../lang/lexer.js';
 import type { Target, UaddrTarget } from '../lang/target.js';
 import { btfVarId, kernelBtf, recordFields } from '../lang/btf-types.js';
@@ -1183,37 +1183,20 @@ export class ProbeGen {
 
   private builtin(name: string, t: SType): Val {
     const fn = this.fn;
-    const registered = BUILTIN_VARIABLES.get(name);
-    if (registered) return this.reg(registered.generate(this.builtinGen()));
+    const registered = builtinVariable(name)?.generate;
+    if (registered) return this.genValue(registered(this.builtinGen(), t));
     switch (name) {
       case 'pid':
       case 'tid':
         return this.pidTid(name, 'curr_ns');
-      case 'uid':
-      case 'gid': {
-        const r = this.callHelper(H.get_current_uid_gid, []);
-        if (name === 'gid') fn.emit(I.alu64Imm('rsh', r, 32));
-        else fn.emit(I.mov32(r, r));
-        return this.reg(r);
-      }
-      case 'nsecs':
-        return this.reg(this.callHelper(H.ktime_get_ns, []));
       case 'elapsed': {
         const r = this.callHelper(H.ktime_get_ns, []);
         const s = this.constant(this.tables.startNs);
         fn.emit(I.alu64('sub', r, s));
         return this.reg(r);
       }
-      case 'cpu':
-        return this.reg(this.callHelper(H.get_smp_processor_id, []));
       case 'cpid':
         return this.reg(this.constant(this.tables.cpid ?? 0));
-      case 'comm': {
-        const off = this.frame.temp(16);
-        zeroStack(fn, off, 16);
-        this.callHelper(H.get_current_comm, [{ stack: off }, { imm: 16 }]);
-        return { kind: 'mem', off, size: 16 };
-      }
       case 'probe':
         // a syscall wildcard on raw_syscalls: the matched event's name, by syscall number
         if (this.unit.expanded.syscalls) return this.syscallProbeName(this.unit.expanded.syscalls, sizeOf(t));
@@ -1226,14 +1209,6 @@ export class ProbeGen {
       case 'kstack':
       case 'ustack':
         return this.stack(t as Extract<SType, { kind: 'kstack' | 'ustack' }>);
-      case 'curtask':
-        return this.reg(this.callHelper(H.get_current_task, []));
-      case 'rand':
-        return this.reg(this.callHelper(H.get_prandom_u32, []));
-      case 'jiffies':
-        return this.reg(this.callHelper(H.jiffies64, []));
-      case 'numaid':
-        return this.reg(this.callHelper(H.get_numa_node_id, []));
       case 'usermode': {
         if (this.unit.expanded.special) return this.reg(this.constant(1));
         // x86-64: the saved code segment's privilege level is 3 in user mode
@@ -1246,13 +1221,6 @@ export class ProbeGen {
         fn.emit(I.jmpImm('jne', cs.reg, 3, done));
         fn.emit(I.mov64Imm(r, 1));
         fn.mark(done);
-        return this.reg(r);
-      }
-      case 'ncpus':
-        return this.reg(this.constant(this.tables.target.onlineCpus().length));
-      case 'username': {
-        const r = this.callHelper(H.get_current_uid_gid, []);
-        fn.emit(I.mov32(r, r));
         return this.reg(r);
       }
       case 'ppid': {
@@ -2352,29 +2320,42 @@ export class ProbeGen {
   }
 
   /** What a registered builtin's code generation may use (lang/builtins/types.ts BuiltinGen). */
+  /** What a registry builtin's code is given (lang/builtins/types.ts). */
   private builtinGen(): BuiltinGen {
+    const fn = this.fn;
     return {
       scalar: (e) => this.scalar(e),
+      mem: (e) => this.mem(e),
       constant: (v) => this.constant(v),
       callHelper: (id, args) => this.callHelper(id, args),
+      constBytes: (bytes, size) => this.constBytes(bytes, size),
+      zeroedTemp: (size) => {
+        const off = this.frame.temp(size);
+        zeroStack(fn, off, size);
+        return off;
+      },
+      emit: (...insns) => insns.forEach((i) => fn.emit(i)),
+      vreg: () => fn.vreg(),
+      newLabel: (prefix) => fn.newLabel(prefix),
+      mark: (label) => fn.mark(label),
+      fb: this.fb,
+      probe: this.unit.expanded,
       target: this.tables.target,
     };
   }
 
+  private genValue(v: number | GenValue): Val {
+    return typeof v === 'number' ? this.reg(v) : v;
+  }
+
   private callExpr(c: CallExpr): Val {
     const fn = this.fn;
-    const registered = BUILTIN_FUNCTIONS.get(c.name);
-    if (registered) return this.reg(registered.generate(c, this.builtinGen()));
+    const registered = builtinFunction(c.name)?.generate;
+    if (registered) return this.genValue(registered(c, this.builtinGen()));
     if (c.name === 'kstack' || c.name === 'ustack') {
       return this.stack(c.type as Extract<SType, { kind: 'kstack' | 'ustack' }>);
     }
     switch (c.name) {
-      case 'uptr':
-      case 'kptr':
-      case 'strerror':
-      case 'syscall_name':
-      case 'signal_name':
-        return this.reg(this.scalar(c.args[0]!));
       case 'buf': {
         const t = c.type as Extract<SType, { kind: 'buffer' }>;
         const off = this.frame.temp(8 + t.size);
@@ -2404,10 +2385,6 @@ export class ProbeGen {
       case 'pid':
       case 'tid':
         return this.pidTid(c.name, c.args.length ? (c.args[0] as { name: string }).name : 'curr_ns');
-      case 'kaddr':
-        return this.reg(
-          this.constant(this.tables.target.kernelSymbolAddress((c.args[0] as { value: string }).value) ?? 0n),
-        );
       case 'uaddr':
         return this.uaddr((c.args[0] as { value: string }).value);
       case 'getopt': {
@@ -2429,14 +2406,6 @@ export class ProbeGen {
       }
       case 'path':
         return this.dPath(c);
-      case 'nsecs': {
-        // monotonic: CLOCK_MONOTONIC; boot: CLOCK_BOOTTIME; tai (and sw_tai, bpftrace's fallback for kernels
-        // without the helper): CLOCK_TAI
-        const clock = (c.args[0] as { name?: string } | undefined)?.name ?? 'monotonic';
-        const helper =
-          clock === 'boot' ? H.ktime_get_boot_ns : clock === 'monotonic' ? H.ktime_get_ns : H.ktime_get_tai_ns;
-        return this.reg(this.callHelper(helper, []));
-      }
       case 'macaddr':
         return this.macaddr(c);
       case 'len':
@@ -2446,9 +2415,6 @@ export class ProbeGen {
         return this.strcontains(c);
       case 'reg':
         return this.loadCtx(U64, PT_REGS_OFFSETS[(c.args[0] as { value: string }).value]!);
-      case 'ksym':
-      case 'strftime':
-        return this.reg(this.scalar(c.args[c.args.length - 1]!));
       case 'usym': {
         const addr = this.scalar(c.args[0]!);
         const off = this.frame.temp(16);
@@ -2478,20 +2444,6 @@ export class ProbeGen {
         fn.mark(done);
         return this.reg(r);
       }
-      case 'strlen': {
-        const v = this.mem(c.args[0]!);
-        const r = fn.vreg();
-        const b = fn.vreg();
-        const done = fn.newLabel('strlen');
-        fn.emit(I.mov64Imm(r, 0));
-        for (let i = 0; i < v.size; i++) {
-          fn.emit(I.ldx(1, b, this.fb, v.off + i));
-          fn.emit(I.jmpImm('jeq', b, 0, done));
-          fn.emit(I.mov64Imm(r, i + 1));
-        }
-        fn.mark(done);
-        return this.reg(r);
-      }
       case 'strncmp': {
         const a = this.mem(c.args[0]!);
         const b = this.mem(c.args[1]!);
@@ -2515,13 +2467,6 @@ export class ProbeGen {
         fn.mark(done);
         fn.emit(I.mov64Imm(r, 0));
         fn.mark(end);
-        return this.reg(r);
-      }
-      case 'bswap': {
-        const t = c.type as Extract<SType, { kind: 'int' }>;
-        const r = fn.vreg();
-        fn.emit(I.mov64(r, this.scalar(c.args[0]!)));
-        if (t.size > 1) fn.emit(I.endian(r, (t.size * 8) as 16 | 32 | 64, 'be'));
         return this.reg(r);
       }
     }

@@ -166,6 +166,11 @@ export interface TypeSpec {
   pointerDepth: number;
   /** `[N]` array suffix, if any. */
   arrayCount: number | null;
+  /**
+   * A type written as a call of a registry type function (`typeof(expr)`, `typeof(TYPE)`; lang/builtins/ role
+   * `type`): the analyser resolves it and fills in `name`, `pointerDepth` and `arrayCount`.
+   */
+  of?: { fn: string; arg: Expr | TypeSpec };
 }
 
 export type Expr =

@@ -21,12 +21,13 @@
  * - a `/` is a division unless the next token is `{` or the end of input (bpftrace v0.26's rule), so in
  *   `probe /a / 2 > 0/ { }` only the last `/` closes the predicate;
  * - not supported (reported as errors): records `(a=1)`, `if` used as a value, macros, `fn`, map declarations,
- *   imports, `typeof`, `offsetof(expr, f)`, pointer-to-array types.
+ *   imports, `offsetof(expr, f)`, pointer-to-array types.
+ * A type may be written as a call of a type function of the builtin registry (`typeof(x)`): TypeSpec `of`.
  */
 import type * as A from './ast.js';
 import { CompileError, type Diagnostic, LineIndex, type SourceFile } from './diagnostics.js';
 import { isIdentBody, isIdentStart, KEYWORDS, Lexer, type Token } from './lexer.js';
-import { BUILTIN_VARIABLES } from './builtins/registry.js';
+import { isBuiltinIdentifier, isTypeFunction, PARSER_BUILTIN_NAMES } from './builtins/registry.js';
 
 /** Maximum nesting of the parser's recursion (parentheses, unary operators, blocks, `else if` chains). */
 export const MAX_NESTING = 1000;
@@ -37,39 +38,13 @@ const MAX_ERRORS = 20;
 
 /**
  * Builtin identifiers (bpftrace `docs/stdlib.md` and `Parser::is_builtin`): `(pid)` is never taken as a cast and
- * `sizeof(comm)` never as a type. `argN`, `sargN` and `__builtin_*` are builtins too.
+ * `sizeof(comm)` never as a type; the names are the builtin registry's (lang/builtins/registry.ts).
  */
-export const BUILTIN_NAMES: ReadonlySet<string> = new Set([
-  ...BUILTIN_VARIABLES.keys(),
-  'args',
-  'ctx',
-  'comm',
-  'cpid',
-  'cpu',
-  'curtask',
-  'elapsed',
-  'func',
-  'gid',
-  'jiffies',
-  'kstack',
-  'ncpus',
-  'nsecs',
-  'numaid',
-  'pid',
-  'probe',
-  'probetype',
-  'rand',
-  'retval',
-  'tid',
-  'uid',
-  'username',
-  'usermode',
-  'ustack',
-]);
+export const BUILTIN_NAMES: ReadonlySet<string> = PARSER_BUILTIN_NAMES;
 
 /** Whether `name` is a builtin identifier (see `BUILTIN_NAMES`), including `arg0`.., `sarg0`.., `__builtin_*`. */
 export function isBuiltinName(name: string): boolean {
-  return BUILTIN_NAMES.has(name) || /^s?arg[0-9]+$/.test(name) || name.startsWith('__builtin_');
+  return isBuiltinIdentifier(name) || name.startsWith('__builtin_');
 }
 
 const ASSIGN_OPS: ReadonlySet<string> = new Set(['=', '+=', '-=', '*=', '/=', '%=', '&=', '|=', '^=', '<<=', '>>=']);
@@ -786,7 +761,7 @@ class Parser {
       return null;
     };
     if (t.kind !== 'ident' || KEYWORDS.has(t.text)) return no('expected type name');
-    if (t.text === 'typeof') return no('typeof is not supported');
+    if (isTypeFunction(t.text) && this.peek2().text === '(') return this.parseTypeCall();
     this.advance();
     let name = t.text;
     if (name === 'struct' || name === 'union' || name === 'enum') {
@@ -1051,6 +1026,31 @@ class Parser {
     return (
       t.kind === 'ident' && !isBuiltinName(t.text) && !KEYWORDS.has(t.text) && t.text !== 'true' && t.text !== 'false'
     );
+  }
+
+  /** `typeof(TYPE)` / `typeof(expr)` where a type is written (any registry function of role `type`). */
+  private parseTypeCall(): A.TypeSpec {
+    const kw = this.advance();
+    this.expect('(');
+    let arg: A.TypeSpec | A.Expr | null = null;
+    if (this.atTypeName()) {
+      const m = this.mark();
+      arg = this.parseTypeSpec(false);
+      if (arg === null || !this.is(')')) {
+        this.reset(m);
+        arg = null;
+      }
+    }
+    if (arg === null) arg = this.parseExpr();
+    const close = this.expect(')');
+    return {
+      kind: 'TypeSpec',
+      pos: this.span(kw.start, close.end),
+      name: kw.text,
+      pointerDepth: 0,
+      arrayCount: null,
+      of: { fn: kw.text, arg },
+    };
   }
 
   /** `sizeof(TYPE)` or `sizeof(expr)`. */

@@ -35,8 +35,8 @@ function errors(text: string): string[] {
 
 describe('builtin registry: the cgroup family', () => {
   it('registers cgroup, cgroupid and cgroup_path, which the parser and the analyser list', () => {
-    assert.deepEqual([...BUILTIN_VARIABLES.keys()], ['cgroup']);
-    assert.deepEqual([...BUILTIN_FUNCTIONS.keys()], ['cgroupid', 'cgroup_path']);
+    assert.ok(BUILTIN_VARIABLES.get('cgroup')?.generate);
+    assert.ok(BUILTIN_FUNCTIONS.get('cgroupid')?.check && BUILTIN_FUNCTIONS.get('cgroup_path')?.check);
     assert.ok(BUILTIN_NAMES.has('cgroup'));
     assert.ok(FUNCTION_NAMES.includes('cgroupid') && FUNCTION_NAMES.includes('cgroup_path'));
   });

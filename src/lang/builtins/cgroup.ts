@@ -15,7 +15,9 @@ export const CGROUP_VARIABLES: readonly BuiltinVariable[] = [
   {
     name: 'cgroup',
     type: U64,
+    ownFunction: true,
     generate: (g) => g.callHelper(HELPER_ID.get_current_cgroup_id, []),
+    doc: { usage: '`cgroup`', note: "the current task's cgroup v2 id" },
   },
 ];
 
@@ -35,6 +37,7 @@ export const CGROUP_FUNCTIONS: readonly BuiltinFunction[] = [
       return U64;
     },
     generate: (c, g) => g.constant(g.target.cgroupId((c.args[0] as { value: string }).value) ?? 0n),
+    doc: { usage: '`cgroupid("path")`', note: "compile time: the cgroup v2 directory's inode number" },
   },
   {
     name: 'cgroup_path',
@@ -50,5 +53,9 @@ export const CGROUP_FUNCTIONS: readonly BuiltinFunction[] = [
       return { kind: 'cgroup_path', filter: filter?.kind === 'StrLit' ? filter.value : '*' };
     },
     generate: (c, g) => g.scalar(c.args[0]!),
+    doc: {
+      usage: '`cgroup_path(id[, filter])`',
+      note: '`unified:/a/b` for cgroup v2, then matching v1 hierarchies, `,`-joined; resolved in user space when printed',
+    },
   },
 ];

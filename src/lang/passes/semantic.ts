@@ -15,9 +15,18 @@ import { constants as osConstants } from 'node:os';
 import { net } from '../../builtins.js';
 import type { ExpandedProbe } from '../probe.js';
 import type { Target } from '../target.js';
-import { BUILTIN_FUNCTIONS, BUILTIN_VARIABLES } from '../builtins/registry.js';
+import {
+  BUILTIN_FUNCTIONS,
+  builtinFunction,
+  FIXED_TYPE_VARIABLES,
+  FUNCTION_NAMES,
+  isAggregationFunction,
+  statusOf,
+  variableNamed,
+  type BuiltinChecker,
+} from '../builtins/registry.js';
 import { checkPrintfArgs, compilePrintf } from '../printf.js';
-import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, VarExpr } from '../ast.js';
+import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, TypeSpec, VarExpr } from '../ast.js';
 import { positionalInt } from '../lexer.js';
 import { isBuiltinName } from '../parser.js';
 import {
@@ -86,75 +95,12 @@ export interface AnalysisOptions {
   target: Target;
 }
 
-/** Builtin variables of the current subset and their types. */
-const BUILTIN_TYPES: Record<string, SType> = {
-  ...Object.fromEntries([...BUILTIN_VARIABLES.values()].map((v) => [v.name, v.type])),
-  pid: U32,
-  tid: U32,
-  uid: U32,
-  gid: U32,
-  cpu: U32,
-  nsecs: U64,
-  elapsed: U64,
-  cpid: U32,
-  comm: stringType(16),
-  ppid: U32,
-  rand: U32,
-  jiffies: U64,
-  numaid: U32,
-  ncpus: U64,
-  username: { kind: 'username' },
-};
-
-/** The clocks of `nsecs(mode)` (bpftrace's TimestampMode). */
-export const NSECS_CLOCKS: ReadonlySet<string> = new Set(['monotonic', 'boot', 'tai', 'sw_tai']);
+/** The clocks of `nsecs(mode)` (bpftrace's TimestampMode): declared with nsecs in lang/builtins/time.ts. */
+export { NSECS_CLOCKS } from '../builtins/time.js';
 
 /** Frames kept by kstack/ustack without a limit, and the most allowed (the kernel's perf_event_max_stack default). */
 export const DEFAULT_STACK_LIMIT = 127;
 export const MAX_STACK_LIMIT = 127;
-
-const AGG_FUNCS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist']);
-/**
- * bpftrace v0.26 functions (`docs/stdlib.md`) bpfscope does not implement yet: calling one says so instead of
- * "Unknown function". `pid`/`tid` with an argument (`pid(init)`) are caught by the builtin check.
- */
-const NOT_YET_FUNCTIONS: ReadonlySet<string> = new Set([
-  'assert',
-  'assert_str',
-  'container_of',
-  'fail',
-  'find',
-  'is_array',
-  'is_err',
-  'is_integer',
-  'is_literal',
-  'is_ptr',
-  'is_str',
-  'is_unsigned_integer',
-  'kfunc_allowed',
-  'kfunc_exist',
-  'memcmp',
-  'override',
-  'signal_thread',
-  'skboutput',
-  'static_assert',
-  'str_concat',
-  'strcap',
-  'strstr',
-  'tseries',
-  'typeof',
-  'unwatch',
-  'write_user',
-]);
-
-/** bpftrace v0.26 builtin variables bpfscope does not implement yet. */
-const NOT_YET_BUILTINS: ReadonlySet<string> = new Set([
-  'dw_ustack',
-  'leader_comm',
-  'leader_tid',
-  'pcomm',
-  'default_str_length',
-]);
 
 /** A kernel enumerator by name from BTF, or undefined (also when the kernel has no BTF). */
 function kernelEnumerator(name: string): { value: bigint; type: SType } | undefined {
@@ -173,20 +119,10 @@ function kernelEnumerator(name: string): { value: bigint; type: SType } | undefi
 const MAX_STRUCT_VALUE = 256;
 
 /**
- * Every function name the analyser accepts (`call()`'s cases, the void functions and the aggregations): the
- * candidates of "Did you mean" after "Unknown function". test/lang/suggest.test.ts checks each one is accepted.
+ * Every function name the analyser accepts (the registry's implemented functions): the candidates of "Did you
+ * mean" after "Unknown function". test/lang/suggest.test.ts checks each one is accepted.
  */
-export const FUNCTION_NAMES: readonly string[] = [
-  ...BUILTIN_FUNCTIONS.keys(),
-  ...['bswap', 'buf', 'cat', 'clear', 'debugf', 'delete', 'errorf', 'exit', 'getopt'],
-  ...['has_key', 'join', 'kaddr', 'kptr', 'kstack', 'ksym', 'len', 'macaddr', 'nsecs', 'ntop', 'path'],
-  ...['percpu_kaddr', 'pid', 'print', 'printf', 'pton', 'reg', 'signal', 'signal_name', 'socket_cookie', 'str'],
-  ...['strcontains', 'strerror', 'strftime', 'strlen', 'strncmp', 'syscall_name', 'system', 'tid', 'time'],
-  ...['uaddr', 'uptr', 'ustack', 'usym', 'warnf', 'zero', 'count', 'sum', 'avg', 'min', 'max', 'stats', 'hist'],
-  'lhist',
-];
-
-const VOID_FUNCS = new Set(['printf', 'errorf', 'warnf', 'debugf', 'exit', 'delete', 'clear', 'zero', 'print', 'time']);
+export { FUNCTION_NAMES } from '../builtins/registry.js';
 
 /** A tuple type, a record when `names` is given. */
 function withNames(t: Extract<SType, { kind: 'tuple' }>, names: string[] | undefined): SType {
@@ -333,10 +269,11 @@ export class Analyzer {
         return;
       case 'VarDeclStmt': {
         if (s.value) {
+          if (s.typeName?.of) this.typeCall(s.typeName);
           const t = this.expr(s.value);
           if (t) this.defineVar(s.variable, storageType(t));
           this.noteVarSpace(s.variable.name, s.value);
-        } else if (s.typeName) {
+        } else if (s.typeName && (!s.typeName.of || this.typeCall(s.typeName) !== null)) {
           const m = /^(u?)int(8|16|32|64)$/.exec(s.typeName.name);
           const spec = s.typeName;
           if (m && spec.pointerDepth === 0 && spec.arrayCount === null) {
@@ -428,7 +365,7 @@ export class Analyzer {
   }
 
   private exprStatement(e: Expr): void {
-    if (e.kind === 'CallExpr' && AGG_FUNCS.has(e.name)) {
+    if (e.kind === 'CallExpr' && isAggregationFunction(e.name)) {
       this.error(e.pos, `${e.name}() should be directly assigned to a map`);
       return;
     }
@@ -592,7 +529,7 @@ export class Analyzer {
     const v = s.value;
     if (target.kind === 'MapExpr') {
       const keys = this.mapKeyTypes(target);
-      if (v.kind === 'CallExpr' && AGG_FUNCS.has(v.name)) {
+      if (v.kind === 'CallExpr' && isAggregationFunction(v.name)) {
         if (s.op !== '=') this.error(s.pos, `${v.name}() can only be assigned with '='`);
         const t = this.aggregation(v);
         if (t && keys) this.defineMap(target, keys, t);
@@ -626,7 +563,7 @@ export class Analyzer {
     // variable
     const t = this.expr(v);
     if (!t) return;
-    if (v.kind === 'CallExpr' && AGG_FUNCS.has(v.name)) return;
+    if (v.kind === 'CallExpr' && isAggregationFunction(v.name)) return;
     if (t.kind === 'none') {
       this.error(v.pos, `Cannot assign a value of type none to a variable`);
       return;
@@ -1032,6 +969,7 @@ export class Analyzer {
         return withNames({ kind: 'tuple', elems }, e.names);
       }
       case 'CastExpr': {
+        if (e.typeSpec.of && this.typeCall(e.typeSpec) === null) return null;
         const t = this.expr(e.operand);
         const spec = e.typeSpec;
         if (spec.pointerDepth === 1 && spec.arrayCount === null && /^(struct|union)\s/.test(spec.name)) {
@@ -1245,14 +1183,16 @@ export class Analyzer {
       }
       return { kind: 'int', size: 1, signed: false };
     }
-    const t = BUILTIN_TYPES[name];
+    const t = FIXED_TYPE_VARIABLES.get(name);
     if (!t) {
+      const v = variableNamed(name);
+      const notYet = v !== undefined && statusOf(v) !== 'yes';
       this.error(
         pos,
-        NOT_YET_BUILTINS.has(name)
+        notYet
           ? `${name} is a bpftrace builtin bpfscope does not support yet (see docs/language.md)`
           : `Unknown identifier: '${name}'`,
-        NOT_YET_BUILTINS.has(name) ? undefined : didYouMean(closestNames(name, Object.keys(BUILTIN_TYPES))),
+        notYet ? undefined : didYouMean(closestNames(name, FIXED_TYPE_VARIABLES.keys())),
       );
       return null;
     }
@@ -1332,20 +1272,15 @@ export class Analyzer {
   }
 
   private call(c: CallExpr): SType | null {
-    if (AGG_FUNCS.has(c.name)) {
+    const builtin = builtinFunction(c.name);
+    if (builtin?.role === 'aggregation') {
       this.error(c.pos, `${c.name}() should be directly assigned to a map`);
       c.args.forEach((a) => this.expr(a));
       return null;
     }
-    const builtin = BUILTIN_FUNCTIONS.get(c.name);
-    if (builtin) {
-      if (!this.argCount(c, builtin.arity[0], builtin.arity[1])) return null;
-      return builtin.check(c, {
-        expr: (e) => this.expr(e),
-        error: (pos, message) => this.error(pos, message),
-        argCount: (call, min, max) => this.argCount(call, min, max),
-        target: this.opts.target,
-      });
+    if (builtin?.check) {
+      if (builtin.arity && !this.argCount(c, builtin.arity[0], builtin.arity[1])) return null;
+      return builtin.check(c, this.builtinChecker());
     }
     const args = c.args;
     const mapArg = (i: number, fn: string): MapExpr | null => {
@@ -1514,19 +1449,6 @@ export class Analyzer {
         }
         return { kind: 'array', elem: { kind: 'int', size: 1, signed: false }, count: bytes.length };
       }
-      case 'strerror': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int') this.error(args[0]!.pos, `strerror() expects an integer (${typeName(t)} provided)`);
-        return { kind: 'errno' };
-      }
-      case 'syscall_name':
-      case 'signal_name': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int') this.error(args[0]!.pos, `${c.name}() expects an integer (${typeName(t)} provided)`);
-        return { kind: c.name };
-      }
       case 'path': {
         // bpf_d_path(): fentry/fexit (and iter) programs of the kernel's btf_allowlist_d_path functions only
         if (!this.argCount(c, 1, 2)) return null;
@@ -1630,29 +1552,6 @@ export class Analyzer {
         }
         return U32;
       }
-      case 'kaddr': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const a = args[0]!;
-        if (a.kind !== 'StrLit') {
-          this.error(a.pos, 'kaddr() expects a string literal symbol name');
-          return null;
-        }
-        if (this.opts.target.kernelSymbolAddress(a.value) === undefined)
-          this.error(c.pos, `Failed to resolve kernel symbol: ${a.value}`);
-        return U64;
-      }
-      case 'uptr':
-      case 'kptr': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int' && t.kind !== 'pointer') {
-          this.error(args[0]!.pos, `${c.name}() expects an integer or pointer (${typeName(t)} provided)`);
-          return null;
-        }
-        const to: SType = t?.kind === 'pointer' ? t.to : { kind: 'int', size: 1, signed: true };
-        return { kind: 'pointer', to, space: c.name === 'uptr' ? 'user' : 'kernel' };
-      }
-      case 'ksym':
       case 'usym': {
         if (!this.argCount(c, 1, 1)) return null;
         const t = this.expr(args[0]!);
@@ -1678,14 +1577,6 @@ export class Analyzer {
           }
         }
         return { kind: 'inet' };
-      }
-      case 'strftime': {
-        if (!this.argCount(c, 2, 2)) return null;
-        if (args[0]!.kind !== 'StrLit') this.error(args[0]!.pos, 'strftime() expects a string literal format');
-        const t = this.expr(args[1]!);
-        if (t && t.kind !== 'int')
-          this.error(args[1]!.pos, `strftime() expects an integer timestamp (${typeName(t)} provided)`);
-        return { kind: 'timestamp', fmt: args[0]!.kind === 'StrLit' ? args[0]!.value : '' };
       }
       case 'join': {
         if (!this.argCount(c, 1, 2)) return { kind: 'none' };
@@ -1727,15 +1618,6 @@ export class Analyzer {
         }
         return BOOL;
       }
-      case 'nsecs': {
-        if (!this.argCount(c, 0, 1)) return null;
-        const a = args[0];
-        if (a && !(a.kind === 'BuiltinExpr' && NSECS_CLOCKS.has(a.name))) {
-          this.error(a.pos, `nsecs() expects a clock: ${[...NSECS_CLOCKS].join(', ')}`);
-          return null;
-        }
-        return U64;
-      }
       case 'strcontains': {
         if (!this.argCount(c, 2, 2)) return null;
         for (const x of args) {
@@ -1775,12 +1657,6 @@ export class Analyzer {
         }
         return { kind: 'macaddr' };
       }
-      case 'strlen': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'string') this.error(args[0]!.pos, `strlen() expects a string (${typeName(t)} provided)`);
-        return U64;
-      }
       case 'strncmp': {
         if (!this.argCount(c, 3, 3)) return null;
         const a = this.expr(args[0]!);
@@ -1793,15 +1669,6 @@ export class Analyzer {
         }
         if (this.constValue(args[2]!) === null) this.error(args[2]!.pos, 'strncmp() expects an integer literal length');
         return I64;
-      }
-      case 'bswap': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int') {
-          this.error(args[0]!.pos, `bswap() expects an integer (${typeName(t)} provided)`);
-          return null;
-        }
-        return t;
       }
       case 'signal': {
         if (!this.argCount(c, 1, 1)) return { kind: 'none' };
@@ -1843,8 +1710,8 @@ export class Analyzer {
         return stringType(size);
       }
     }
-    if (VOID_FUNCS.has(c.name)) return { kind: 'none' };
-    if (NOT_YET_FUNCTIONS.has(c.name) || BUILTIN_TYPES[c.name]) {
+    if (builtin?.role === 'statement') return { kind: 'none' };
+    if (BUILTIN_FUNCTIONS.has(c.name) || FIXED_TYPE_VARIABLES.has(c.name)) {
       this.error(c.pos, `${c.name}() is a bpftrace function bpfscope does not support yet (see docs/language.md)`);
     } else this.error(c.pos, `Unknown function: '${c.name}'`, didYouMean(closestNames(c.name, FUNCTION_NAMES)));
     args.forEach((a) => this.expr(a));
@@ -1889,6 +1756,11 @@ export class Analyzer {
     if (e.kind === 'SizeofExpr') {
       const target = e.target;
       if (target.kind === 'TypeSpec') {
+        if (target.of) {
+          const r = this.typeCall(target);
+          if (r === null) return null;
+          if (r.type) return sizeOf(r.type);
+        }
         if (target.pointerDepth > 0) return 8;
         const m = /^(u?)int(8|16|32|64)$/.exec(target.name);
         if (m) return (Number(m[2]) / 8) * (target.arrayCount ?? 1);
@@ -1907,6 +1779,7 @@ export class Analyzer {
       return t ? sizeOf(t) : null;
     }
     if (e.kind === 'OffsetofExpr') {
+      if (e.typeSpec.of && this.typeCall(e.typeSpec) === null) return null;
       const rec = this.namedType(e.typeSpec.name);
       if (!rec || rec.kind !== 'record') {
         this.error(e.typeSpec.pos, `Unknown type: '${e.typeSpec.name}'`);
@@ -1939,6 +1812,36 @@ export class Analyzer {
       return off;
     }
     return null;
+  }
+
+  /**
+   * A type written as a call of a registry type function (`typeof(x)`, TypeSpec `of`): resolved by the function,
+   * and the spec's name, pointer depth and array count filled in; null after an error.
+   */
+  private typeCall(spec: TypeSpec): { type?: SType } | null {
+    const { fn, arg } = spec.of!;
+    if (arg.kind === 'TypeSpec' && arg.of && this.typeCall(arg) === null) return null;
+    const r = builtinFunction(fn)!.typeOf!(arg, this.builtinChecker());
+    if (!r) return null;
+    spec.name = r.written.name;
+    spec.pointerDepth = r.written.pointerDepth;
+    spec.arrayCount = r.written.arrayCount;
+    return r;
+  }
+
+  /** What a registry builtin's check is given (lang/builtins/types.ts). */
+  private builtinChecker(): BuiltinChecker {
+    return {
+      expr: (e) => this.expr(e),
+      error: (pos, message) => this.error(pos, message),
+      argCount: (call, min, max) => this.argCount(call, min, max),
+      constValue: (e) => this.constValue(e),
+      addressSpace: (e) => this.addressSpace(e),
+      probe: this.unit!.expanded,
+      maxStrlen: this.opts.maxStrlen ?? DEFAULT_STRLEN,
+      unsafe: this.opts.unsafe ?? false,
+      target: this.opts.target,
+    };
   }
 
   /** Check the argument count of a call; false (with an error) when it is wrong. */

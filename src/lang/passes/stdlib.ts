@@ -8,10 +8,13 @@
  *   expands to) is the literal, so functions that need literals (`printf(m())`) accept it.
  */
 import type { BuiltinExpr, Expr, FieldExpr, Program } from '../ast.js';
-import { BUILTIN_NAMES } from '../parser.js';
+import { builtinVariable } from '../builtins/registry.js';
 
-/** Builtins that are also functions taking arguments (or none) in their own right: left to semantic analysis. */
-const OWN_FUNCTIONS = new Set(['kstack', 'ustack', 'nsecs', 'pid', 'tid', 'cgroup']);
+/** A builtin variable (not a pattern like `argN`); `NAME()` of one with `ownFunction` is left to the analyser. */
+function variable(name: string): { ownFunction?: boolean } | undefined {
+  const v = builtinVariable(name);
+  return v && !v.pattern ? v : undefined;
+}
 
 /** Rewrite the stdlib spellings in place (see the module comment). */
 export function resolveStdlibWrappers(program: Program): void {
@@ -28,12 +31,11 @@ function builtin(e: Expr, name: string): BuiltinExpr {
 function replacement(e: Expr): Expr | undefined {
   if (e.kind === 'BuiltinExpr' && e.name.startsWith('__builtin_')) {
     const name = e.name.slice('__builtin_'.length);
-    return BUILTIN_NAMES.has(name) || name === 'ppid' || name === 'probetype' ? builtin(e, name) : undefined;
+    return variable(name) ? builtin(e, name) : undefined;
   }
   if (e.kind === 'CallExpr') {
-    if (e.args.length === 0 && (BUILTIN_NAMES.has(e.name) || e.name === 'ppid' || e.name === 'probetype')) {
-      return OWN_FUNCTIONS.has(e.name) ? undefined : builtin(e, e.name);
-    }
+    const v = e.args.length === 0 ? variable(e.name) : undefined;
+    if (v) return v.ownFunction ? undefined : builtin(e, e.name);
     if (e.name === 'ppid' && e.args.length === 1) {
       const parent: FieldExpr = {
         kind: 'FieldExpr',

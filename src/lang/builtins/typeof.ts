@@ -1,0 +1,65 @@
+/**
+ * `typeof(expr)` / `typeof(TYPE)` (bpftrace v0.26 `docs/stdlib.md` "typeof", `docs/language.md` "Type Context
+ * Builtins"): the static type of an expression, or the type itself, written where a type is: casts
+ * (`(typeof(pid))x`), `let $a: typeof(comm);`, `sizeof(typeof(x))`, `offsetof(typeof(struct s), f)`. The argument is
+ * only typed, never run. Elsewhere it is an error, as in bpftrace.
+ *
+ * Where a scratch variable or a map is the argument, its type is bpfscope's stored one: integers widened to 64 bits
+ * (bpftrace keeps a variable's declared width).
+ */
+import type { Expr, TypeSpec } from '../ast.js';
+import { type SType, typeName } from '../types.js';
+import type { BuiltinChecker, BuiltinFunction } from './types.js';
+
+/** `t` as it is written in a cast or declaration (name, pointer depth, array count), or a message why it cannot be. */
+export function writtenType(t: SType): Pick<TypeSpec, 'name' | 'pointerDepth' | 'arrayCount'> | string {
+  switch (t.kind) {
+    case 'int':
+      return { name: `${t.signed ? '' : 'u'}int${t.size * 8}`, pointerDepth: 0, arrayCount: null };
+    case 'bool':
+      return { name: 'bool', pointerDepth: 0, arrayCount: null };
+    case 'string':
+      return { name: 'string', pointerDepth: 0, arrayCount: t.size };
+    case 'record':
+      return { name: t.name, pointerDepth: 0, arrayCount: null };
+    case 'array': {
+      const elem = writtenType(t.elem);
+      if (typeof elem === 'string' || elem.arrayCount !== null) return `typeof(): arrays of ${typeName(t.elem)}`;
+      return { ...elem, arrayCount: t.count };
+    }
+    case 'pointer': {
+      const to = t.to.kind === 'none' ? { name: 'void', pointerDepth: 0, arrayCount: null } : writtenType(t.to);
+      if (typeof to === 'string' || to.arrayCount !== null) return `typeof(): pointers to ${typeName(t.to)}`;
+      return { ...to, pointerDepth: to.pointerDepth + 1 };
+    }
+    default:
+      return `typeof(): values of type ${typeName(t)}`;
+  }
+}
+
+export const TYPEOF_FUNCTIONS: readonly BuiltinFunction[] = [
+  {
+    name: 'typeof',
+    role: 'type',
+    arity: [1, 1],
+    check(c, a) {
+      a.error(c.pos, 'typeof() can only be used where a type is written: a cast, a let declaration, sizeof, offsetof');
+      return null;
+    },
+    typeOf(arg: Expr | TypeSpec, a: BuiltinChecker) {
+      if (arg.kind === 'TypeSpec') return { written: arg };
+      const type = a.expr(arg);
+      if (!type) return null;
+      const written = writtenType(type);
+      if (typeof written === 'string') {
+        a.error(arg.pos, `${written} cannot be written as a type`);
+        return null;
+      }
+      return { written, type };
+    },
+    doc: {
+      usage: '`typeof(expr)`, `typeof(TYPE)`',
+      note: "in casts, `let` declarations, `sizeof` and `offsetof`; the argument is only typed, never run; a scratch variable's or map's integers are 64-bit (their stored type)",
+    },
+  },
+];
