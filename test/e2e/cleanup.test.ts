@@ -165,7 +165,7 @@ const scenarios: Scenario[] = [
       assert.equal(r.code, 1, `exit status 1 expected:\n${describe(r)}`);
       assert.equal(
         r.stderr,
-        'Attached 1 probe\nERROR: write to output failed: ENOSPC: no space left on device, write\n',
+        'Attached 1 probe\nERROR: Failed to write to output file: "/dev/full": No space left on device\n',
       );
     },
     skipFor: {
