@@ -36,6 +36,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { CLK_TCK, cpuTicks, memKb, sleep } from '../lib/proc.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(dirname(HERE));
@@ -49,28 +50,6 @@ const { values: opts } = parseArgs({
     render: { type: 'boolean', default: false },
   },
 });
-
-const CLK_TCK = 100;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function procStat(pid) {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]);
-  } catch {
-    return null;
-  }
-}
-
-function procMem(pid) {
-  try {
-    const s = readFileSync(`/proc/${pid}/status`, 'latin1');
-    return { rssKb: Number(/VmRSS:\s+(\d+)/.exec(s)?.[1]), hwmKb: Number(/VmHWM:\s+(\d+)/.exec(s)?.[1]) };
-  } catch {
-    return null;
-  }
-}
 
 /** Least-squares slope of y over x (same units as y per x), or null with fewer than two points. */
 export function slope(xs, ys) {
@@ -139,7 +118,7 @@ async function run() {
     const exited = new Promise((resolve) =>
       child.on('exit', (code, signal) => resolve({ code, signal, at: performance.now() })),
     );
-    procs.push({ ...t, child, stdoutPath, stderrChunks, exited, lastTicks: procStat(child.pid) });
+    procs.push({ ...t, child, stdoutPath, stderrChunks, exited, lastTicks: cpuTicks(child.pid) });
   }
   // Wait until every tracer has attached (its "Attached"/"Tracing" notice on stderr or first stdout) before loading.
   const deadline = Date.now() + 120_000;
@@ -157,7 +136,7 @@ async function run() {
 
   const t0 = performance.now();
   const samples = [];
-  for (const p of procs) p.lastTicks = procStat(p.child.pid);
+  for (const p of procs) p.lastTicks = cpuTicks(p.child.pid);
   let lastT = t0;
   const endAt = t0 + minutes * 60_000;
   process.stderr.write(`soak: ${minutes} min, sampling every ${everyS} s into ${out}\n`);
@@ -166,8 +145,8 @@ async function run() {
     const now = performance.now();
     const row = { t: Math.round((now - t0) / 1000), load1: Math.round(loadavg()[0] * 100) / 100, procs: {} };
     for (const p of procs) {
-      const ticks = procStat(p.child.pid);
-      const mem = procMem(p.child.pid);
+      const ticks = cpuTicks(p.child.pid);
+      const mem = memKb(p.child.pid);
       const cpu =
         ticks == null || p.lastTicks == null ? null : ((ticks - p.lastTicks) / CLK_TCK / ((now - lastT) / 1000)) * 100;
       p.lastTicks = ticks;
