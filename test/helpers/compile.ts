@@ -4,11 +4,15 @@
  * test files and runs. The compiler writes a temporary file that is renamed into place, so concurrent test
  * processes never run a half-written binary. The binary's file name is its comm.
  */
+import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { compile } from '../../src/compiler.js';
+import { CompileError } from '../../src/lang/diagnostics.js';
+import type { Target } from '../../src/lang/target.js';
 
 const compiled = new Map<string, string>();
 
@@ -50,4 +54,18 @@ export function compileFixture(source: string, name: string, flags: readonly str
   }
   compiled.set(key, bin);
   return bin;
+}
+
+/**
+ * The diagnostics of a program that must not compile against `target`, as `LINE:COL: message` (or the message alone
+ * when it has no position). Fails the test when it compiles or throws anything but a CompileError.
+ */
+export function compileErrors(text: string, target: Target): string[] {
+  try {
+    compile({ name: 'stdin', text }, { target });
+  } catch (e) {
+    assert.ok(e instanceof CompileError, `expected CompileError, got ${e}`);
+    return e.diagnostics.map((d) => `${d.pos ? `${d.pos.line}:${d.pos.col}: ` : ''}${d.message}`);
+  }
+  assert.fail('expected a compile error');
 }

@@ -7,10 +7,10 @@ import { describe, it } from 'node:test';
 import { disassembleIr } from '../../src/bpf/disasm.js';
 import { compile } from '../../src/compiler.js';
 import { BUILTIN_FUNCTIONS, BUILTIN_VARIABLES } from '../../src/lang/builtins/registry.js';
-import { CompileError } from '../../src/lang/diagnostics.js';
 import { BUILTIN_NAMES } from '../../src/lang/parser.js';
 import { FUNCTION_NAMES } from '../../src/lang/passes/semantic.js';
 import type { Target } from '../../src/lang/target.js';
+import { compileErrors } from '../helpers/compile.js';
 import { typeName } from '../../src/lang/types.js';
 
 /** A host with one cgroup, `/fake/cg` (id 4242); nothing else is asked of it here. */
@@ -24,13 +24,7 @@ const target: Target = {
 };
 
 function errors(text: string): string[] {
-  try {
-    compile({ name: 'stdin', text }, { target });
-  } catch (e) {
-    assert.ok(e instanceof CompileError, `expected CompileError, got ${e}`);
-    return e.diagnostics.map((d) => `${d.pos ? `${d.pos.line}:${d.pos.col}: ` : ''}${d.message}`);
-  }
-  assert.fail('expected a compile error');
+  return compileErrors(text, target);
 }
 
 describe('builtin registry: the cgroup family', () => {

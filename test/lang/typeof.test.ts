@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { compile } from '../../src/compiler.js';
-import { CompileError } from '../../src/lang/diagnostics.js';
 import type { Target } from '../../src/lang/target.js';
+import { compileErrors } from '../helpers/compile.js';
 import { typeName } from '../../src/lang/types.js';
 import { bpfscopeSkipReason, runTool } from '../helpers/cli.js';
 
@@ -26,13 +26,7 @@ function mapTypes(text: string): Record<string, string> {
 }
 
 function errors(text: string): string[] {
-  try {
-    compile({ name: 'stdin', text }, { target });
-  } catch (e) {
-    assert.ok(e instanceof CompileError, `expected CompileError, got ${e}`);
-    return e.diagnostics.map((d) => `${d.pos ? `${d.pos.line}:${d.pos.col}: ` : ''}${d.message}`);
-  }
-  assert.fail('expected a compile error');
+  return compileErrors(text, target);
 }
 
 describe('typeof', () => {
