@@ -8,7 +8,8 @@
  * exact number of system calls, e.g. `bpfs_workload comm bpfs_wl getppid 100` makes 100 getppid calls under the
  * comm `bpfs_wl`.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -61,4 +62,30 @@ export function workloadCommand(...steps: (string | number)[]): string {
 export function runWorkload(...steps: (string | number)[]): { status: number | null; stderr: string } {
   const r = spawnSync(workloadPath(), steps.map(String), { encoding: 'utf8' });
   return { status: r.status, stderr: r.stderr };
+}
+
+/**
+ * Starts `n` workload processes named `comm` spinning on CPU `cpu` for 60 s, pushing each into `into` at once (so
+ * the caller's cleanup kills them even if this fails), and resolves once each one's affinity is that CPU alone
+ * (`Cpus_allowed_list` in /proc/PID/status): the handshake that they are pinned. Fails after 10 s.
+ */
+export async function startPinnedSpinners(comm: string, cpu: number, n: number, into: ChildProcess[]): Promise<void> {
+  const mine: ChildProcess[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = spawn(workloadPath(), ['comm', comm, 'cpu', String(cpu), 'spin', '60000'], { stdio: 'ignore' });
+    mine.push(c);
+    into.push(c);
+  }
+  const pinned = (c: ChildProcess): boolean => {
+    try {
+      return /^Cpus_allowed_list:\s+(\S+)$/m.exec(readFileSync(`/proc/${c.pid}/status`, 'utf8'))?.[1] === String(cpu);
+    } catch {
+      return false;
+    }
+  };
+  const end = Date.now() + 10_000;
+  while (!mine.every(pinned)) {
+    assert.ok(Date.now() < end, 'the spinners did not pin themselves');
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

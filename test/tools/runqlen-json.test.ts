@@ -4,13 +4,12 @@
  * holds the two that are not running at every sample, so nearly all of its samples see a queue of 2 or more.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { runTool } from '../../src/index.js';
 import { onlineCpus } from '../../src/kernel/cpus.js';
 import type { RunqlenInterval } from '../../src/tools/runqlen.js';
-import { workloadPath } from '../helpers/workload.js';
+import { startPinnedSpinners } from '../helpers/workload.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
 import { jsonLines } from './jsonrun.js';
 
@@ -28,23 +27,7 @@ describe('runqlen --json and runTool on the live kernel', () => {
   /** Start N spinners pinned to `cpu` (once); resolves once each one's affinity is that CPU alone. */
   async function spinning(): Promise<void> {
     if (spinners.length) return;
-    for (let i = 0; i < N; i++) {
-      spinners.push(
-        spawn(workloadPath(), ['comm', 'bpfs_rqlj', 'cpu', String(cpu), 'spin', '60000'], { stdio: 'ignore' }),
-      );
-    }
-    const pinned = (c: ChildProcess): boolean => {
-      try {
-        return /^Cpus_allowed_list:\s+(\S+)$/m.exec(readFileSync(`/proc/${c.pid}/status`, 'utf8'))?.[1] === String(cpu);
-      } catch {
-        return false;
-      }
-    };
-    const end = Date.now() + 10_000;
-    while (!spinners.every(pinned)) {
-      assert.ok(Date.now() < end, 'the spinners did not pin themselves');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await startPinnedSpinners('bpfs_rqlj', cpu, N, spinners);
   }
 
   /** Samples of one histogram, and those that saw at least N - 1 tasks waiting. */

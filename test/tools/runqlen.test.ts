@@ -4,8 +4,8 @@
  * them all, so every sample of that CPU sees a queue of at least two).
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { onlineCpus } from '../../src/kernel/cpus.js';
 import type { MapDump } from '../../src/runtime/output/model.js';
@@ -19,7 +19,7 @@ import {
   RQ_NR_RUNNING,
   SPEC,
 } from '../../src/tools/runqlen.js';
-import { workloadPath } from '../helpers/workload.js';
+import { startPinnedSpinners } from '../helpers/workload.js';
 import { argparseFixtureTests } from './argparse-fixture.js';
 import { liveSkipReason, runBpfscope } from './helpers.js';
 
@@ -140,23 +140,7 @@ describe('runqlen on the live kernel', () => {
 
   /** Start N spinners pinned to `cpu`; resolves once each one's affinity is that CPU alone. */
   async function startSpinners(cpu: number): Promise<void> {
-    for (let i = 0; i < N; i++) {
-      spinners.push(
-        spawn(workloadPath(), ['comm', 'bpfs_rql', 'cpu', String(cpu), 'spin', '60000'], { stdio: 'ignore' }),
-      );
-    }
-    const pinned = (c: ChildProcess): boolean => {
-      try {
-        return /^Cpus_allowed_list:\s+(\S+)$/m.exec(readFileSync(`/proc/${c.pid}/status`, 'utf8'))?.[1] === String(cpu);
-      } catch {
-        return false;
-      }
-    };
-    const end = Date.now() + 10_000;
-    while (!spinners.every(pinned)) {
-      assert.ok(Date.now() < end, 'the spinners did not pin themselves');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await startPinnedSpinners('bpfs_rql', cpu, N, spinners);
   }
 
   it(`-C and -OC with ${N} spinners pinned to one CPU: queue length >= ${N - 1} there`, { skip }, async () => {
