@@ -11,9 +11,10 @@
  * - a path whose last component has wildcards (`./testprogs/uprobe_*`) stands for the matching files of that
  *   directory.
  */
-import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, statSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { childProcess } from '../builtins.js';
+import { readMaps } from '../symbols/procmaps.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 import { readLdCache } from './ldcache.js';
 
@@ -81,20 +82,8 @@ export function resolveBinary(target: string): string | undefined {
  * each once; deleted files and pseudo-files (`[vdso]`) left out. Empty when the process is gone.
  */
 export function mappedBinaries(pid: number): string[] {
-  let maps: string;
-  try {
-    maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
-  } catch {
-    return [];
-  }
-  const seen = new Set<string>();
-  for (const line of maps.split('\n')) {
-    // address perms offset dev inode pathname
-    const m = /^\S+ \S\S(\S)\S \S+ \S+ \d+\s+(\/.*)$/.exec(line);
-    if (!m || m[1] !== 'x' || m[2]!.endsWith(' (deleted)')) continue;
-    seen.add(m[2]!);
-  }
-  return [...seen];
+  const maps = readMaps(pid, { execOnly: true }) ?? [];
+  return [...new Set(maps.filter((m) => m.kind === 'file' && !m.deleted && m.path.startsWith('/')).map((m) => m.path))];
 }
 
 /** `path` as process `pid` sees it: through `/proc/PID/root` when that differs from ours (another mount namespace). */
