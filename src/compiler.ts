@@ -27,6 +27,7 @@ import { resolveStdlibWrappers } from './lang/passes/stdlib.js';
 import { hoistBlockAggregations } from './lang/passes/aggblock.js';
 import { unreachableWarnings } from './lang/passes/reachability.js';
 import { scopeVariables } from './lang/passes/varscope.js';
+import { need, type Pass, PassManager } from './lang/passes/manager.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { expandAttachPoint } from './probes/registry.js';
 import type { Target } from './lang/target.js';
@@ -109,24 +110,77 @@ export const WAKE_MAP = 'ringbuf_wake';
 export const LOST_MAP = 'lost_events';
 export const EXIT_MAP = 'exit_flag';
 
-/** Compile a program's text. */
-export function compile(source: SourceFile, opts: CompileOptions = {}): CompileResult {
-  const ast = parse(source);
-  let config: RuntimeConfig;
-  let cTypes: CTypes;
-  const warnings: Diagnostic[] = [];
-  try {
-    const r = resolveConfig(ast, opts.configEnv ? { ...process.env, ...opts.configEnv } : process.env);
-    config = r.config;
-    warnings.push(...r.warnings);
-    substitutePositionals(ast, opts.positional ?? []);
-    expandMacros(ast);
-    resolveStdlibWrappers(ast);
-    hoistBlockAggregations(ast);
-    foldLiterals(ast);
-    scopeVariables(ast);
-    for (const w of unreachableWarnings(ast)) warnings.push(w);
-    cTypes = parseCDefinitions(ast.cDefinitions, source.text);
+/**
+ * What the passes of {@link compile} read and produce (see {@link COMPILE_PASSES}): the inputs, then one field per
+ * product, `undefined` until the pass that produces it has run.
+ */
+export interface CompileContext {
+  /** The program's text (input). */
+  source: SourceFile;
+  /** The options (input). */
+  opts: CompileOptions;
+  /** Warnings, appended by the passes that find some (input: empty). */
+  warnings: Diagnostic[];
+  /** The syntax tree (`parse`), rewritten in place by the AST passes after it. */
+  ast?: Program;
+  /** The program's config block over the `BPFTRACE_*` variables (`config`). */
+  config?: RuntimeConfig;
+  /** C definitions of the program and the integer macros of its headers (`c_definitions`). */
+  cTypes?: CTypes;
+  /** One unit per attach point match (`attach_points`). */
+  units?: ProbeUnit[];
+  /** Bytes of the longest probe name plus its NUL, at least 8 (`attach_points`). */
+  probeNameSize?: number;
+  /** Host facts the program is compiled against (`attach_points`: the option or this host). */
+  target?: Target;
+  /** Types of every unit, maps and variables (`semantic`). */
+  analyzer?: Analyzer;
+  /** The kernel maps to create (`map_decls`). */
+  maps?: ReturnType<typeof planMaps>;
+  /** Resources code generation collected: printf ids, stack maps, function tables (`codegen`). */
+  tables?: GenTables;
+  /** One IR program per unit (`codegen`). */
+  programs?: ProgramPlan[];
+}
+
+type CompilePass = Pass<CompileContext>;
+
+/** `parse`: the program's text to a syntax tree (lang/parser.ts). */
+const parsePass: CompilePass = {
+  name: 'parse',
+  reads: ['source'],
+  produces: ['ast'],
+  run: (c) => {
+    c.ast = parse(c.source);
+  },
+};
+
+/** `config`: the config block over the environment (lang/passes/config.ts). */
+const configPass: CompilePass = {
+  name: 'config',
+  reads: ['ast', 'opts', 'warnings'],
+  produces: ['config'],
+  run: (c) => {
+    const env = c.opts.configEnv ? { ...process.env, ...c.opts.configEnv } : process.env;
+    const r = resolveConfig(need(c, 'ast'), env);
+    c.config = r.config;
+    c.warnings.push(...r.warnings);
+  },
+};
+
+/** A pass that rewrites the AST in place. */
+function astPass(name: string, run: (ast: Program, c: CompileContext) => void): CompilePass {
+  return { name, reads: ['ast'], produces: [], run: (c) => run(need(c, 'ast'), c) };
+}
+
+/** `c_definitions`: the program's C definitions and the integer `#define`s of it and its headers (lang/cmacros.ts). */
+const cDefinitionsPass: CompilePass = {
+  name: 'c_definitions',
+  reads: ['ast', 'source', 'opts'],
+  produces: ['cTypes'],
+  run: (c) => {
+    const { opts, source } = c;
+    const cTypes = parseCDefinitions(need(c, 'ast').cDefinitions, source.text);
     // integer #define constants of the program and its headers read like enumerators (lang/cmacros.ts)
     for (const [name, value] of integerMacros(source.text, {
       ...(opts.includeFiles ? { includeFiles: opts.includeFiles } : {}),
@@ -134,140 +188,226 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     })) {
       if (!cTypes.enumerators.has(name)) cTypes.enumerators.set(name, { value, type: value < 0n ? I64 : U64 });
     }
-  } catch (e) {
-    if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
-    throw e;
-  }
-  if (ast.probes.length === 0) {
-    throw new CompileError([{ severity: 'error', message: 'No probes found in the program' }], source);
-  }
-  const units: ProbeUnit[] = [];
-  const errors: Diagnostic[] = [];
-  ast.probes.forEach((probe, probeIndex) => {
-    // a body that reads `probe` keeps a multi-attach link: `probe` is read by attach cookie (ExpandedProbe.probeNames)
-    // where bpftrace expands to one program per match
-    for (const ap of probe.attachPoints) {
-      try {
-        let matches = expandAttachPoint(ap, {
-          ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
-          ...(opts.unsafe ? { unsafe: true } : {}),
-        });
-        // syscall tracepoint wildcards become one raw_syscalls program where the body does not read `args`
-        if (matches.length >= SYSCALL_REWRITE_MIN && !readsRecord(probe)) {
-          const first = matches[0] as Partial<TracepointProbe>;
-          if (first.fs) matches = rewriteSyscallEvents(ap, matches, first.fs);
-        }
-        for (const expanded of matches) units.push({ probe, expanded, probeIndex });
-      } catch (e) {
-        if (!(e instanceof CompileError)) throw e;
-        // config missing_probes = warn / ignore: an attach point that matches nothing is skipped (bpftrace)
-        if (config.missingProbes !== 'error' && e.diagnostics.every((d) => MISSING_PROBE.test(d.message))) {
-          if (config.missingProbes === 'warn') {
-            for (const d of e.diagnostics)
-              warnings.push({ ...d, severity: 'warning', message: `${d.message} Skipping.` });
+    c.cTypes = cTypes;
+  },
+};
+
+/**
+ * `attach_points`: each probe's attach points expanded against this kernel and its binaries (probes/registry.ts),
+ * one unit per match; `missing_probes`, bpftrace's probe-count limit and the probe name size.
+ */
+const attachPointsPass: CompilePass = {
+  name: 'attach_points',
+  reads: ['ast', 'config', 'opts', 'source', 'warnings'],
+  produces: ['units', 'probeNameSize', 'target'],
+  run: (c) => {
+    const ast = need(c, 'ast');
+    const config = need(c, 'config');
+    const { opts, source, warnings } = c;
+    if (ast.probes.length === 0) {
+      throw new CompileError([{ severity: 'error', message: 'No probes found in the program' }], source);
+    }
+    const units: ProbeUnit[] = [];
+    const errors: Diagnostic[] = [];
+    ast.probes.forEach((probe, probeIndex) => {
+      // a body that reads `probe` keeps a multi-attach link: `probe` is read by attach cookie (ExpandedProbe.probeNames)
+      // where bpftrace expands to one program per match
+      for (const ap of probe.attachPoints) {
+        try {
+          let matches = expandAttachPoint(ap, {
+            ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
+            ...(opts.unsafe ? { unsafe: true } : {}),
+          });
+          // syscall tracepoint wildcards become one raw_syscalls program where the body does not read `args`
+          if (matches.length >= SYSCALL_REWRITE_MIN && !readsRecord(probe)) {
+            const first = matches[0] as Partial<TracepointProbe>;
+            if (first.fs) matches = rewriteSyscallEvents(ap, matches, first.fs);
           }
-          continue;
+          for (const expanded of matches) units.push({ probe, expanded, probeIndex });
+        } catch (e) {
+          if (!(e instanceof CompileError)) throw e;
+          // config missing_probes = warn / ignore: an attach point that matches nothing is skipped (bpftrace)
+          if (config.missingProbes !== 'error' && e.diagnostics.every((d) => MISSING_PROBE.test(d.message))) {
+            if (config.missingProbes === 'warn') {
+              for (const d of e.diagnostics)
+                warnings.push({ ...d, severity: 'warning', message: `${d.message} Skipping.` });
+            }
+            continue;
+          }
+          for (const d of e.diagnostics) errors.push(d);
         }
-        for (const d of e.diagnostics) errors.push(d);
       }
+    });
+    if (errors.length) throw new CompileError(errors, source);
+    // bpftrace's prerun() check, with its message (src/bpftrace.cpp), before anything is generated or loaded
+    const attachCount = units.filter((u) => !u.expanded.special).length;
+    if (attachCount > config.maxProbes) {
+      throw new CompileError(
+        [
+          {
+            severity: 'error',
+            message:
+              `Can't attach to ${attachCount} probes because it exceeds the current limit of ${config.maxProbes} ` +
+              'probes.',
+            hint:
+              'You can increase the limit through the BPFTRACE_MAX_PROBES environment variable (or config = ' +
+              '{ max_probes = N }), but BE CAREFUL since a high number of probes attached can cause your system to crash.',
+          },
+        ],
+        source,
+      );
     }
-  });
-  if (errors.length) throw new CompileError(errors, source);
-  // bpftrace's prerun() check, with its message (src/bpftrace.cpp), before anything is generated or loaded
-  const attachCount = units.filter((u) => !u.expanded.special).length;
-  if (attachCount > config.maxProbes) {
-    throw new CompileError(
-      [
-        {
-          severity: 'error',
-          message:
-            `Can't attach to ${attachCount} probes because it exceeds the current limit of ${config.maxProbes} ` +
-            'probes.',
-          hint:
-            'You can increase the limit through the BPFTRACE_MAX_PROBES environment variable (or config = ' +
-            '{ max_probes = N }), but BE CAREFUL since a high number of probes attached can cause your system to crash.',
-        },
-      ],
-      source,
-    );
-  }
-  let probeNameSize = 8;
-  for (const u of units) {
-    for (const n of [u.expanded.name, ...(u.expanded.probeNames ?? [])])
-      probeNameSize = Math.max(probeNameSize, Buffer.byteLength(n) + 1);
-  }
-  const positional = opts.positional ?? [];
-  const target = opts.target ?? hostTarget();
-  const analyzer = new Analyzer(units, {
-    target,
-    positional,
-    named: opts.named ?? new Map(),
-    cpid: opts.cpid,
-    probeNameSize,
-    unsafe: opts.unsafe ?? false,
-    maxStrlen: config.maxStrlen,
-    cTypes,
-  });
-  try {
+    let probeNameSize = 8;
+    for (const u of units) {
+      for (const n of [u.expanded.name, ...(u.expanded.probeNames ?? [])])
+        probeNameSize = Math.max(probeNameSize, Buffer.byteLength(n) + 1);
+    }
+    c.units = units;
+    c.probeNameSize = probeNameSize;
+    c.target = opts.target ?? hostTarget();
+  },
+};
+
+/** `semantic`: types of every expression, map and variable (lang/passes/semantic.ts); unknown program options. */
+const semanticPass: CompilePass = {
+  name: 'semantic',
+  reads: ['units', 'opts', 'target', 'probeNameSize', 'config', 'cTypes', 'warnings'],
+  produces: ['analyzer'],
+  run: (c) => {
+    const { opts } = c;
+    const analyzer = new Analyzer(need(c, 'units'), {
+      target: need(c, 'target'),
+      positional: opts.positional ?? [],
+      named: opts.named ?? new Map(),
+      cpid: opts.cpid,
+      probeNameSize: need(c, 'probeNameSize'),
+      unsafe: opts.unsafe ?? false,
+      maxStrlen: need(c, 'config').maxStrlen,
+      cTypes: need(c, 'cTypes'),
+    });
     analyzer.analyze();
+    for (const w of analyzer.warnings) c.warnings.push(w);
+    const unexpected = [...(opts.named ?? new Map()).keys()].filter((n) => !analyzer.getopts.has(n));
+    if (unexpected.length) throw unexpectedOptions(unexpected, analyzer.getopts);
+    c.analyzer = analyzer;
+  },
+};
+
+/** `map_decls`: the program's `let @m = hash(N)` declarations checked, and the kernel maps planned (codegen/maps.ts). */
+const mapDeclsPass: CompilePass = {
+  name: 'map_decls',
+  reads: ['ast', 'analyzer', 'config', 'source', 'warnings'],
+  produces: ['maps'],
+  run: (c) => {
+    const analyzer = need(c, 'analyzer');
+    const decls = checkMapDecls(need(c, 'ast').mapDecls, analyzer.maps);
+    if (decls.diagnostics.some((d) => d.severity === 'error')) throw new CompileError(decls.diagnostics, c.source);
+    c.warnings.push(...decls.diagnostics);
+    c.maps = planMaps(analyzer.maps.values(), need(c, 'config').maxMapKeys, decls.declared);
+  },
+};
+
+/** `codegen`: one IR program per unit (codegen/gen.ts), and the per-program map limit. */
+const codegenPass: CompilePass = {
+  name: 'codegen',
+  reads: ['maps', 'units', 'analyzer', 'opts', 'target', 'probeNameSize', 'source'],
+  produces: ['tables', 'programs'],
+  run: (c) => {
+    const { opts, source } = c;
+    const analyzer = need(c, 'analyzer');
+    const tables: GenTables = {
+      maps: new Map(need(c, 'maps').map((m) => [m.name, m])),
+      resources: {
+        printfs: [],
+        printValues: [],
+        timeFormats: [],
+        joinSeparators: [],
+        ringbufName: RINGBUF_MAP,
+        wakeName: WAKE_MAP,
+        lostName: LOST_MAP,
+        exitName: EXIT_MAP,
+        frameMaps: [],
+      },
+      stackMaps: new Map(),
+      funcTables: new Map(),
+      positional: opts.positional ?? [],
+      cpid: opts.cpid,
+      ...(opts.pid !== undefined ? { filterPid: opts.pid } : {}),
+      ...(opts.helperWarnings ? { helperWarnings: true } : {}),
+      probeNameSize: need(c, 'probeNameSize'),
+      startNs: opts.startNs ?? process.hrtime.bigint(),
+      target: need(c, 'target'),
+    };
+    c.programs = need(c, 'units').map((u, i) => {
+      analyzer.typeUnit(u, true);
+      const kernelName = programName(u, i);
+      let gen = new ProbeGen(tables, u, analyzer, kernelName);
+      let fn: IrFunction;
+      try {
+        fn = gen.generate();
+      } catch (e) {
+        // too much for the 512-byte BPF stack (long strings): again with the frame in a frame map
+        if (!(e instanceof FrameOverflow)) throw e;
+        gen = new ProbeGen(tables, u, analyzer, kernelName, undefined, true);
+        fn = gen.generate();
+      }
+      checkMapCount(u, [fn, ...gen.subprogs.map((s) => s.fn)], source);
+      return { fn, expanded: u.expanded, kernelName, ...(gen.subprogs.length ? { subprogs: gen.subprogs } : {}) };
+    });
+    c.tables = tables;
+  },
+};
+
+/**
+ * The compiler's passes, in order (names after bpftrace's where it has the same pass). The list is checked once,
+ * here, by the {@link PassManager}: each pass reads only what the options or an earlier pass provide.
+ */
+export const COMPILE_PASSES = new PassManager<CompileContext>(
+  [
+    parsePass,
+    configPass,
+    astPass('positional_params', (ast, c) => substitutePositionals(ast, c.opts.positional ?? [])),
+    astPass('macro_expansion', (ast) => expandMacros(ast)),
+    astPass('stdlib_wrappers', (ast) => resolveStdlibWrappers(ast)),
+    astPass('block_aggregations', (ast) => hoistBlockAggregations(ast)),
+    astPass('fold_literals', (ast) => foldLiterals(ast)),
+    astPass('variable_scopes', (ast) => scopeVariables(ast)),
+    {
+      ...astPass('control_flow', (ast, c) => c.warnings.push(...unreachableWarnings(ast))),
+      reads: ['ast', 'warnings'],
+    },
+    cDefinitionsPass,
+    attachPointsPass,
+    semanticPass,
+    mapDeclsPass,
+    codegenPass,
+  ],
+  ['source', 'opts', 'warnings'],
+);
+
+/**
+ * Compile a program's text: {@link COMPILE_PASSES} run in order.
+ *
+ * @throws CompileError for errors in the user's program, with `source` set (positions refer to it)
+ */
+export function compile(source: SourceFile, opts: CompileOptions = {}): CompileResult {
+  const ctx: CompileContext = { source, opts, warnings: [] };
+  try {
+    COMPILE_PASSES.run(ctx);
   } catch (e) {
-    if (e instanceof CompileError) throw new CompileError(e.diagnostics, source);
+    if (e instanceof CompileError && !e.source) throw new CompileError(e.diagnostics, source);
     throw e;
   }
-  for (const w of analyzer.warnings) warnings.push(w);
-  const unexpected = [...(opts.named ?? new Map()).keys()].filter((n) => !analyzer.getopts.has(n));
-  if (unexpected.length) throw unexpectedOptions(unexpected, analyzer.getopts);
-  const decls = checkMapDecls(ast.mapDecls, analyzer.maps);
-  if (decls.diagnostics.some((d) => d.severity === 'error')) throw new CompileError(decls.diagnostics, source);
-  warnings.push(...decls.diagnostics);
-  const maps = planMaps(analyzer.maps.values(), config.maxMapKeys, decls.declared);
-  const tables: GenTables = {
-    maps: new Map(maps.map((m) => [m.name, m])),
-    resources: {
-      printfs: [],
-      printValues: [],
-      timeFormats: [],
-      joinSeparators: [],
-      ringbufName: RINGBUF_MAP,
-      wakeName: WAKE_MAP,
-      lostName: LOST_MAP,
-      exitName: EXIT_MAP,
-      frameMaps: [],
-    },
-    stackMaps: new Map(),
-    funcTables: new Map(),
-    positional,
-    cpid: opts.cpid,
-    ...(opts.pid !== undefined ? { filterPid: opts.pid } : {}),
-    ...(opts.helperWarnings ? { helperWarnings: true } : {}),
-    probeNameSize,
-    startNs: opts.startNs ?? process.hrtime.bigint(),
-    target,
-  };
-  const programs: ProgramPlan[] = units.map((u, i) => {
-    analyzer.typeUnit(u, true);
-    const kernelName = programName(u, i);
-    let gen = new ProbeGen(tables, u, analyzer, kernelName);
-    let fn: IrFunction;
-    try {
-      fn = gen.generate();
-    } catch (e) {
-      // too much for the 512-byte BPF stack (long strings): again with the frame in a frame map
-      if (!(e instanceof FrameOverflow)) throw e;
-      gen = new ProbeGen(tables, u, analyzer, kernelName, undefined, true);
-      fn = gen.generate();
-    }
-    checkMapCount(u, [fn, ...gen.subprogs.map((s) => s.fn)], source);
-    return { fn, expanded: u.expanded, kernelName, ...(gen.subprogs.length ? { subprogs: gen.subprogs } : {}) };
-  });
+  const config = need(ctx, 'config');
+  const tables = need(ctx, 'tables');
   return {
-    ast,
-    units,
-    warnings,
+    ast: need(ctx, 'ast'),
+    units: need(ctx, 'units'),
+    warnings: ctx.warnings,
     compiled: {
       ...tables.resources,
-      maps,
-      programs,
+      maps: need(ctx, 'maps'),
+      programs: need(ctx, 'programs'),
       stackMaps: [...tables.stackMaps.values()],
       funcTables: [...tables.funcTables.values()],
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,

@@ -4,35 +4,29 @@
  * the block's statements run, then the aggregation is assigned directly, `{ let $a = 100; @ = avg($a); }`, the only
  * form later passes accept for aggregations.
  */
-import type { AssignStmt, Block, Program, Stmt } from '../ast.js';
+import type { AssignStmt, Program, Stmt } from '../ast.js';
+import { AstMutator } from '../visitor.js';
 
 const AGGREGATIONS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist']);
 
-function rewriteStmt(s: Stmt): Stmt {
-  if (
-    s.kind === 'AssignStmt' &&
-    s.op === '=' &&
-    s.target.kind === 'MapExpr' &&
-    s.value.kind === 'BlockExpr' &&
-    s.value.value.kind === 'CallExpr' &&
-    AGGREGATIONS.has(s.value.value.name)
-  ) {
-    const inner: AssignStmt = { ...s, value: s.value.value };
-    return { kind: 'Block', pos: s.pos, stmts: [...s.value.stmts.map(rewriteStmt), rewriteStmt(inner)] };
+class Hoister extends AstMutator {
+  override stmt(s: Stmt): Stmt {
+    if (
+      s.kind === 'AssignStmt' &&
+      s.op === '=' &&
+      s.target.kind === 'MapExpr' &&
+      s.value.kind === 'BlockExpr' &&
+      s.value.value.kind === 'CallExpr' &&
+      AGGREGATIONS.has(s.value.value.name)
+    ) {
+      const inner: AssignStmt = { ...s, value: s.value.value };
+      return { kind: 'Block', pos: s.pos, stmts: [...s.value.stmts.map((x) => this.stmt(x)), this.stmt(inner)] };
+    }
+    return super.stmt(s);
   }
-  for (const v of Object.values(s)) {
-    if (v && typeof v === 'object' && (v as { kind?: string }).kind === 'Block') rewriteBlock(v as Block);
-    if (v && typeof v === 'object' && (v as { kind?: string }).kind === 'IfStmt') rewriteStmt(v as Stmt);
-  }
-  if (s.kind === 'Block') rewriteBlock(s);
-  return s;
-}
-
-function rewriteBlock(b: Block): void {
-  b.stmts = b.stmts.map(rewriteStmt);
 }
 
 /** Rewrite every probe body in place (see the module comment). */
 export function hoistBlockAggregations(program: Program): void {
-  for (const p of program.probes) rewriteBlock(p.body);
+  new Hoister().program(program);
 }

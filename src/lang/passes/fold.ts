@@ -5,8 +5,9 @@
  * replaced by the chosen branch. Overflow is an error, as in bpftrace ("unable to fold literals due to overflow or
  * underflow").
  */
-import type { Block, Expr, Program, Stmt } from '../ast.js';
+import type { Expr, Program } from '../ast.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
+import { AstMutator } from '../visitor.js';
 
 const I64_MIN = -(1n << 63n);
 const U64_MAX = (1n << 64n) - 1n;
@@ -15,62 +16,20 @@ const FLOW_ERROR = 'unable to fold literals due to overflow or underflow';
 /** Fold literals in place; throws CompileError on overflow. */
 export function foldLiterals(program: Program): void {
   const errors: Diagnostic[] = [];
-  const folder = new Folder(errors);
-  for (const p of program.probes) {
-    if (p.predicate) p.predicate = folder.expr(p.predicate);
-    folder.block(p.body);
-  }
+  new Folder(errors).program(program);
   if (errors.length) throw new CompileError(errors);
 }
 
-class Folder {
-  constructor(private readonly errors: Diagnostic[]) {}
-
-  block(b: Block): void {
-    for (const s of b.stmts) this.stmt(s);
+class Folder extends AstMutator {
+  constructor(private readonly errors: Diagnostic[]) {
+    super();
   }
 
-  stmt(s: Stmt): void {
-    switch (s.kind) {
-      case 'ExprStmt':
-        s.expr = this.expr(s.expr);
-        return;
-      case 'AssignStmt':
-        s.value = this.expr(s.value);
-        if (s.target.kind === 'MapExpr') s.target.keys = s.target.keys.map((k) => this.expr(k));
-        return;
-      case 'VarDeclStmt':
-        if (s.value) s.value = this.expr(s.value);
-        return;
-      case 'IfStmt':
-        s.cond = this.expr(s.cond);
-        this.block(s.then);
-        if (s.else) this.stmt(s.else);
-        return;
-      case 'WhileStmt':
-        s.cond = this.expr(s.cond);
-        this.block(s.body);
-        return;
-      case 'UnrollStmt':
-        s.count = this.expr(s.count);
-        this.block(s.body);
-        return;
-      case 'ForStmt':
-        this.block(s.body);
-        return;
-      case 'JumpStmt':
-        if (s.value) s.value = this.expr(s.value);
-        return;
-      case 'Block':
-        this.block(s);
-        return;
-    }
-  }
-
-  expr(e: Expr): Expr {
+  /** Bottom-up: the children are folded first, then the node itself if its operands are now literals. */
+  override expr(e: Expr): Expr {
+    super.expr(e);
     switch (e.kind) {
       case 'UnaryExpr': {
-        e.operand = this.expr(e.operand);
         const o = e.operand;
         if (o.kind === 'IntLit') {
           if (e.op === '-') return this.int(-o.value, e);
@@ -81,41 +40,17 @@ class Folder {
         return e;
       }
       case 'BinaryExpr': {
-        e.left = this.expr(e.left);
-        e.right = this.expr(e.right);
         const l = e.left;
         const r = e.right;
         if (l.kind === 'IntLit' && r.kind === 'IntLit') return this.binary(e.op, l.value, r.value, e);
         return e;
       }
       case 'TernaryExpr': {
-        e.cond = this.expr(e.cond);
-        e.then = this.expr(e.then);
-        e.else = this.expr(e.else);
         const c = e.cond;
         if (c.kind === 'IntLit') return c.value !== 0n ? e.then : e.else;
         if (c.kind === 'BoolLit') return c.value ? e.then : e.else;
         return e;
       }
-      case 'CallExpr':
-        e.args = e.args.map((a) => this.expr(a));
-        return e;
-      case 'MapExpr':
-        e.keys = e.keys.map((k) => this.expr(k));
-        return e;
-      case 'TupleExpr':
-        e.elems = e.elems.map((x) => this.expr(x));
-        return e;
-      case 'CastExpr':
-        e.operand = this.expr(e.operand);
-        return e;
-      case 'FieldExpr':
-        e.object = this.expr(e.object);
-        return e;
-      case 'IndexExpr':
-        e.object = this.expr(e.object);
-        e.index = this.expr(e.index);
-        return e;
       default:
         return e;
     }

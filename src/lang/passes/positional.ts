@@ -11,6 +11,7 @@
 import type { CallExpr, Expr, Program, StrLit } from '../ast.js';
 import { positionalInt } from '../lexer.js';
 import { splitAttachPoint } from '../parser.js';
+import { AstMutator } from '../visitor.js';
 
 /** Substitute positional parameters `params` (`$1` is params[0]) in place (see the module comment). */
 export function substitutePositionals(program: Program, params: readonly string[]): void {
@@ -21,7 +22,7 @@ export function substitutePositionals(program: Program, params: readonly string[
       ap.raw = ap.raw.replace(/\$(\d+)/g, (_, n: string) => param(Number(n)));
       Object.assign(ap, splitAttachPoint(ap.raw));
     }
-    rewrite(probe, (e) => strOfPositional(e, param));
+    new PositionalStrings(param).probe(probe);
   }
 }
 
@@ -45,25 +46,14 @@ function strOfPositional(e: Expr, param: (n: number) => string): StrLit | undefi
   return { kind: 'StrLit', pos: e.pos, value: text, bytes: Buffer.from(text) };
 }
 
-/** Replace, bottom-up, every node for which `f` returns a node (the AST is plain data; `type`/`pos` hold none). */
-function rewrite(node: unknown, f: (e: Expr) => Expr | undefined): void {
-  if (!node || typeof node !== 'object' || ArrayBuffer.isView(node)) return;
-  for (const [k, v] of Object.entries(node)) {
-    if (k === 'type' || k === 'pos' || !v || typeof v !== 'object') continue;
-    if (Array.isArray(v)) {
-      v.forEach((x, i) => {
-        rewrite(x, f);
-        const r = isNode(x) ? f(x) : undefined;
-        if (r) v[i] = r;
-      });
-    } else {
-      rewrite(v, f);
-      const r = isNode(v) ? f(v) : undefined;
-      if (r) (node as Record<string, unknown>)[k] = r;
-    }
+/** Replaces, bottom-up, every `str($N)`-style call with its string literal. */
+class PositionalStrings extends AstMutator {
+  constructor(private readonly param: (n: number) => string) {
+    super();
   }
-}
 
-function isNode(x: unknown): x is Expr {
-  return !!x && typeof x === 'object' && typeof (x as { kind?: unknown }).kind === 'string';
+  override expr(e: Expr): Expr {
+    super.expr(e);
+    return strOfPositional(e, this.param) ?? e;
+  }
 }

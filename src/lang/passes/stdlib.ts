@@ -9,6 +9,7 @@
  */
 import type { BuiltinExpr, Expr, FieldExpr, Program } from '../ast.js';
 import { builtinVariable } from '../builtins/registry.js';
+import { AstMutator } from '../visitor.js';
 
 /** A builtin variable (not a pattern like `argN`); `NAME()` of one with `ownFunction` is left to the analyser. */
 function variable(name: string): { ownFunction?: boolean } | undefined {
@@ -18,10 +19,7 @@ function variable(name: string): { ownFunction?: boolean } | undefined {
 
 /** Rewrite the stdlib spellings in place (see the module comment). */
 export function resolveStdlibWrappers(program: Program): void {
-  for (const probe of program.probes) {
-    if (probe.predicate) probe.predicate = rewrite(probe.predicate) as Expr;
-    rewrite(probe.body);
-  }
+  new StdlibWrappers().program(program);
 }
 
 function builtin(e: Expr, name: string): BuiltinExpr {
@@ -53,17 +51,10 @@ function replacement(e: Expr): Expr | undefined {
   return undefined;
 }
 
-/** Rewrite bottom-up under `node`; returns the node's replacement (or the node). */
-function rewrite(node: unknown): unknown {
-  if (!node || typeof node !== 'object' || ArrayBuffer.isView(node)) return node;
-  if (Array.isArray(node)) {
-    node.forEach((x, i) => (node[i] = rewrite(x)));
-    return node;
+/** Rewrites bottom-up: a node's children first, then the node. */
+class StdlibWrappers extends AstMutator {
+  override expr(e: Expr): Expr {
+    super.expr(e);
+    return replacement(e) ?? e;
   }
-  for (const [k, v] of Object.entries(node)) {
-    if (k === 'type' || k === 'pos') continue;
-    (node as Record<string, unknown>)[k] = rewrite(v);
-  }
-  const kind = (node as { kind?: unknown }).kind;
-  return typeof kind === 'string' ? (replacement(node as Expr) ?? node) : node;
 }

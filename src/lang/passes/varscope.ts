@@ -11,13 +11,14 @@
 import type { Block, Expr, Program, Stmt, VarExpr } from '../ast.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import { closestNames, didYouMean } from '../suggest.js';
+import { AstMutator } from '../visitor.js';
 
 /** A variable's name as the user wrote it (without the suffix this pass or macro expansion added). */
 export function userVarName(name: string): string {
   return name.replace(/#.*$/, '');
 }
 
-class Scoper {
+class Scoper extends AstMutator {
   private readonly scopes: Map<string, string>[] = [];
   private readonly counters = new Map<string, number>();
   readonly errors: Diagnostic[] = [];
@@ -62,21 +63,19 @@ class Scoper {
     this.scopes.pop();
   }
 
-  block(b: Block): void {
-    this.scoped(() => b.stmts.forEach((s) => this.stmt(s)));
+  override block(b: Block): Block {
+    this.scoped(() => super.block(b));
+    return b;
   }
 
-  stmt(s: Stmt): void {
+  override stmt(s: Stmt): Stmt {
     switch (s.kind) {
-      case 'ExprStmt':
-        this.expr(s.expr);
-        return;
       case 'AssignStmt':
         this.expr(s.value);
         if (s.target.kind === 'MapExpr') this.expr(s.target);
         else if (s.op === '=' && this.find(s.target.name) === undefined) this.declare(s.target);
         else this.use(s.target);
-        return;
+        return s;
       case 'VarDeclStmt':
         if (s.value) this.expr(s.value);
         if (this.find(s.variable.name) !== undefined) {
@@ -85,23 +84,10 @@ class Scoper {
             message: `Variable $${userVarName(s.variable.name)} was already declared. Variable shadowing is not allowed.`,
             pos: s.pos,
           });
-          return;
+          return s;
         }
         this.declare(s.variable);
-        return;
-      case 'IfStmt':
-        this.expr(s.cond);
-        this.block(s.then);
-        if (s.else) this.stmt(s.else);
-        return;
-      case 'WhileStmt':
-        this.expr(s.cond);
-        this.block(s.body);
-        return;
-      case 'UnrollStmt':
-        this.expr(s.count);
-        this.block(s.body);
-        return;
+        return s;
       case 'ForStmt':
         this.expr(s.iterable);
         if (this.find(s.variable.name) !== undefined) {
@@ -110,43 +96,24 @@ class Scoper {
             message: `Loop declaration shadows existing variable: $${userVarName(s.variable.name)}`,
             pos: s.variable.pos,
           });
-          return;
+          return s;
         }
         this.scoped(() => {
           this.declare(s.variable);
           this.block(s.body);
         });
-        return;
-      case 'JumpStmt':
-        if (s.value) this.expr(s.value);
-        return;
-      case 'Block':
-        this.block(s);
-        return;
+        return s;
+      default:
+        return super.stmt(s);
     }
   }
 
-  /** Every variable read under an expression (any node but statements), with block expressions scoped. */
-  expr(e: Expr | unknown): void {
-    if (Array.isArray(e)) {
-      for (const x of e) this.expr(x);
-      return;
-    }
-    if (!e || typeof e !== 'object' || ArrayBuffer.isView(e)) return;
-    const node = e as { kind?: string };
-    if (node.kind === 'VarExpr') {
-      this.use(node as VarExpr);
-      return;
-    }
-    if (node.kind === 'BlockExpr') {
-      const b = node as Extract<Expr, { kind: 'BlockExpr' }>;
-      this.scoped(() => {
-        b.stmts.forEach((s) => this.stmt(s));
-        this.expr(b.value);
-      });
-      return;
-    }
-    for (const [k, v] of Object.entries(node)) if (k !== 'type' && k !== 'pos') this.expr(v);
+  /** Every variable read under an expression, with block expressions scoped. */
+  override expr(e: Expr): Expr {
+    if (e.kind === 'VarExpr') this.use(e);
+    else if (e.kind === 'BlockExpr') this.scoped(() => super.expr(e));
+    else super.expr(e);
+    return e;
   }
 }
 
@@ -158,10 +125,8 @@ export function scopeVariables(program: Program): void {
   const errors: Diagnostic[] = [];
   for (const probe of program.probes) {
     const s = new Scoper();
-    s.scoped(() => {
-      if (probe.predicate) s.expr(probe.predicate);
-      s.block(probe.body);
-    });
+    // the predicate and the body share the probe's scope (the body's own block opens a second one inside it)
+    s.scoped(() => s.probe(probe));
     for (const e of s.errors) errors.push(e);
   }
   if (errors.length) throw new CompileError(errors);
