@@ -311,6 +311,11 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
         await page.fill('#opt-duration', '3');
         await page.click('#start');
         await page.waitForSelector('#countdown');
+        // a countdown of the 3 s, not "until the tool ends"
+        await page.waitForFunction(() => /s left/.test(document.querySelector('#countdown')?.textContent ?? ''), null, {
+          timeout: 10_000,
+        });
+        assert.match(await page.textContent('#countdown'), /capturing stacks… [0-3] s left/);
         await shot('profile-capturing');
         await page.waitForFunction(() => Number(document.querySelector('#flame')?.dataset.stacks) > 0, null, {
           timeout: 60_000,

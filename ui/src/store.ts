@@ -86,8 +86,15 @@ class Store {
     requestAnimationFrame(frame);
   }
 
+  /**
+   * A capture of `seconds` started by this tab: its countdown. The server's first snapshot of the session may have
+   * arrived before the start request's answer, so data already made for it gets the duration too.
+   */
   noteStart(id: string, seconds: number): void {
-    if (seconds > 0) this.captures.set(id, seconds);
+    if (seconds <= 0) return;
+    this.captures.set(id, seconds);
+    const d = this.data.get(id);
+    if (d) d.captureSeconds = seconds;
   }
 
   dataFor(id: string): SessionData {
