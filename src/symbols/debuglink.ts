@@ -4,7 +4,8 @@
  * 1. by build-id: `<debugdir>/.build-id/NN/NNNNNNNN.debug` (first byte as directory, the rest as file name; this is
  *    what Debian's `-dbgsym` packages install);
  * 2. by `.gnu_debuglink` name, in order: the file's own directory, its `.debug/` subdirectory, and
- *    `<debugdir>/<the file's directory>/`. A candidate found this way must match the link's CRC-32 (gdb and bcc check
+ *    `<debugdir>/<the file's directory>/` (and `<debugdir>/` itself for a directory other than the default one, as
+ *    elfutils' `debuginfo_path` does for bpftrace's `--debuginfo DIR`). A candidate found this way must match the link's CRC-32 (gdb and bcc check
  *    it too: a stale debug file gives wrong names).
  *
  * `<debugdir>` is `/usr/lib/debug`. A `root` prefix (e.g. `/proc/PID/root`) looks inside another process's mount
@@ -112,7 +113,10 @@ export function findDebugFile(
   if (!link || !path.startsWith('/')) return undefined;
   const dir = dirname(path);
   const self = root + path;
-  for (const cand of [join(dir, link.file), join(dir, '.debug', link.file), join(debugDir, dir, link.file)]) {
+  const cands = [join(dir, link.file), join(dir, '.debug', link.file), join(debugDir, dir, link.file)];
+  // a debug directory given by the user (bpftrace --debuginfo) may hold the file itself
+  if (debugDir !== DEBUG_DIR) cands.push(join(debugDir, link.file));
+  for (const cand of cands) {
     const p = root + cand;
     if (p === self || !existsSync(p) || !isFile(p)) continue;
     if (fileCrc32(p) === link.crc) return { path: p, via: 'debuglink' };

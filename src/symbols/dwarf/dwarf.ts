@@ -834,6 +834,29 @@ export class DwarfInfo {
     return [...out].sort((a, b) => a - b);
   }
 
+  /**
+   * The address bpftrace attaches `uprobe:BIN@file:line[:col]` to (`dwarf_parser.cpp` line_to_addr): the first row, in
+   * line-table order, of the first unit with such a file whose file is `file` (or ends in `/file`), whose line is
+   * `line` and, when `column` is not 0, whose column is `column`. `undefined` when no row matches.
+   */
+  lineAddress(file: string, line: number, column = 0): number | undefined {
+    for (const u of this.units) {
+      const t = this.lineTable(u);
+      if (!t) continue;
+      const match = new Set<number>();
+      t.files.forEach((f, i) => {
+        if (f !== '' && (f === file || f.endsWith(`/${file}`))) match.add(i);
+      });
+      if (match.size === 0) continue;
+      for (const r of t.rows) {
+        if (r.endSequence || r.line !== line || !match.has(r.file)) continue;
+        if (column !== 0 && r.column !== column) continue;
+        return r.address;
+      }
+    }
+    return undefined;
+  }
+
   private scopes(ui: number): Scope[] {
     const d = this.unitData[ui]!;
     if (d.scopes) return d.scopes;
