@@ -63,6 +63,27 @@ int main(void) {
   return (int)(t & 1);
 }
 `;
+// leaf calls nothing; inl is always inlined into outer, so the return address of leaf's caller is in inl's code.
+// It runs until bpfscope exits: a stack is symbolized when printed, and the process must still be there.
+const INLINE_SRC = `#include <unistd.h>
+__attribute__((noipa)) int leaf(int x) {
+  return x * 3;
+}
+static inline __attribute__((always_inline)) int inl(int x) {
+  return leaf(x + 1) + 2;
+}
+__attribute__((noipa)) int outer(int x) {
+  return inl(x) * 5;
+}
+int main(void) {
+  int t = 0;
+  for (int i = 0;; i++) {
+    t += outer(i);
+    usleep(1000);
+  }
+  return t & 1;
+}
+`;
 const LINE_ENTRY = 21;
 const LINE_BODY = 25;
 
@@ -73,6 +94,8 @@ describe('uprobe DWARF structs, listings, debug files and source lines', { skip 
   let bin = '';
   let stripped = '';
   let debugDir = '';
+  let nolink = '';
+  let inl = '';
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'bpfscope-udwarf-'));
     writeFileSync(join(dir, 'w.c'), SRC);
@@ -86,6 +109,14 @@ describe('uprobe DWARF structs, listings, debug files and source lines', { skip 
     execFileSync('objcopy', ['--only-keep-debug', bin, join(debugDir, 'w-stripped.debug')]);
     execFileSync('objcopy', ['--strip-debug', bin, stripped]);
     execFileSync('objcopy', [`--add-gnu-debuglink=${join(debugDir, 'w-stripped.debug')}`, stripped], { cwd: dir });
+    // -O0 with frame pointers: at leaf+4 (after `push %rbp; mov %rsp,%rbp`) the frame chain reaches outer and main
+    writeFileSync(join(dir, 'i.c'), INLINE_SRC);
+    inl = join(dir, 'i');
+    execFileSync('gcc', ['-g', '-O0', '-fno-omit-frame-pointer', '-o', inl, join(dir, 'i.c')]);
+    // and one without a debuglink: its debug file is found by name (`w-nolink.debug`) and build-id
+    nolink = join(dir, 'bin', 'w-nolink');
+    execFileSync('objcopy', ['--only-keep-debug', bin, join(debugDir, 'w-nolink.debug')]);
+    execFileSync('objcopy', ['--strip-debug', bin, nolink]);
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -190,8 +221,39 @@ describe('uprobe DWARF structs, listings, debug files and source lines', { skip 
     const r = await run(prog, [`--debuginfo=/nonexistent:${debugDir}`], stripped);
     assert.equal(r.code, 0, describeRun(r));
     assert.equal(out(r), '123\n124\n125\n', describeRun(r));
+    // a relative directory is also tried against the binary's directory (elfutils' rule, used by bpftrace)
+    const byName = await run(
+      `uprobe:${nolink}:f2 /pid == cpid/ { printf("%d\\n", args.foo2->a); }`,
+      ['--debuginfo', '../debug'],
+      nolink,
+    );
+    assert.equal(byName.code, 0, describeRun(byName));
+    assert.equal(out(byName), '456\n456\n456\n', describeRun(byName));
     const list = await runTool('bpfscope', ['-lv', `uprobe:${stripped}:fnode`, '--debuginfo', debugDir]);
     assert.equal(list.stdout, `uprobe:${stripped}:fnode\n    struct Node* n\n    char tag\n`, describeRun(list));
+  });
+
+  it('shows source lines and inlined functions in ustack with show_debug_info, as current bpftrace', async () => {
+    const prog = (cfg: string) =>
+      `${cfg} uprobe:${inl}:leaf+4 /pid == cpid/ { @n = count(); print(ustack(3)); if (@n == 3) { exit(); } }`;
+    const r = await run(prog('config = { show_debug_info = 1 }'), [], inl);
+    assert.equal(r.code, 0, describeRun(r));
+    // leaf+4 is on line 2; the call in inl on line 6, inl's call site in outer on line 9, outer's in main on line 14
+    const frame = [
+      '        leaf\\+4@\\S*/i\\.c:2\n',
+      '        \\[inlined\\] inl@\\S*/i\\.c:6\n',
+      '        outer\\+\\d+@\\S*/i\\.c:9\n',
+      '        main\\+\\d+@\\S*/i\\.c:14\n',
+    ].join('');
+    assert.match(r.stdout, new RegExp(`^(\\n${frame}\\n){3}\\n+@n: \\d+\\n`), describeRun(r));
+    // without it, bpftrace 0.17's output: names and offsets only
+    const plain = await run(prog(''), [], inl);
+    assert.equal(plain.code, 0, describeRun(plain));
+    assert.match(
+      plain.stdout,
+      /^(\n {8}leaf\+4\n {8}outer\+\d+\n {8}main\+\d+\n\n){3}\n+@n: \d+\n/,
+      describeRun(plain),
+    );
   });
 
   it('attaches uprobe:BIN@FILE:LINE at the line table address', async () => {

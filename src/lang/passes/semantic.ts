@@ -1976,6 +1976,7 @@ export const PT_REGS_OFFSETS: Record<string, number> = {
   di: 112,
   orig_ax: 120,
   ip: 128,
+  pc: 128, // bpftrace's alias of ip (arch/x86_64.cpp)
   cs: 136,
   flags: 144,
   sp: 152,
