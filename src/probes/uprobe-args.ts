@@ -69,6 +69,37 @@ function dwarfOf(path: string): DwarfInfo | null {
   return dwarf;
 }
 
+/** The DWARF of `path` and of its split units' `.dwo` files (searched in that order), read once per binary. */
+const splitCache = new WeakMap<DwarfInfo, DwarfInfo[]>();
+
+function infosOf(path: string): DwarfInfo[] {
+  const dwarf = dwarfOf(path);
+  if (!dwarf) return [];
+  let split = splitCache.get(dwarf);
+  if (!split) {
+    try {
+      split = dwarf.splitUnits.length > 0 ? dwarf.splitInfos(path) : [];
+    } catch {
+      split = [];
+    }
+    splitCache.set(dwarf, split);
+  }
+  return [dwarf, ...split];
+}
+
+/** The first answer of `look` over the binary's DWARF and its `.dwo` files; a malformed one counts as no answer. */
+function lookUp<T>(path: string, look: (d: DwarfInfo) => T | undefined): T | undefined {
+  for (const d of infosOf(path)) {
+    try {
+      const r = look(d);
+      if (r !== undefined) return r;
+    } catch {
+      // try the next file
+    }
+  }
+  return undefined;
+}
+
 function intType(t: DwarfType): SType | undefined {
   const s = stripType(t);
   if (s.kind === 'enum' && [1, 2, 4, 8].includes(s.size)) {
@@ -158,7 +189,7 @@ function addMembers(members: DwarfMember[], base: number, depth: number, out: Re
 export function uprobeArgsType(path: string, func: string, fileOffset: number): SType | null {
   const dwarf = dwarfOf(path);
   if (!dwarf || dwarf.machine !== EM_X86_64) return null;
-  const fn = dwarf.findFunction(func);
+  const fn = lookUp(path, (d) => d.findFunction(func));
   if (!fn || fn.entry === undefined) return null;
   let entryOffset: number | undefined;
   try {
@@ -189,14 +220,7 @@ export function uprobeArgsType(path: string, func: string, fileOffset: number): 
  * uprobe of that binary (after the program's own C definitions, before the kernel's BTF).
  */
 export function uprobeUserType(path: string, spec: string): SType | undefined {
-  const dwarf = dwarfOf(path);
-  if (!dwarf) return undefined;
-  let t: DwarfType | undefined;
-  try {
-    t = dwarf.findType(spec.trim().replace(/\s+/g, ' '));
-  } catch {
-    return undefined;
-  }
+  const t = lookUp(path, (d) => d.findType(spec.trim().replace(/\s+/g, ' ')));
   if (!t) return undefined;
   const st = dwarfSType(t);
   return st.kind === 'none' ? undefined : st;
@@ -234,14 +258,7 @@ export function bpftraceTypeName(t: DwarfType): string {
  * spaces, as bpftrace prints probe arguments; an unnamed parameter as its type alone). Empty without DWARF.
  */
 export function uprobeArgLines(path: string, func: string): string[] {
-  const dwarf = dwarfOf(path);
-  if (!dwarf) return [];
-  let fn;
-  try {
-    fn = dwarf.findFunction(func);
-  } catch {
-    return [];
-  }
+  const fn = lookUp(path, (d) => d.findFunction(func));
   if (!fn) return [];
   return fn.params.map((p) => {
     const type = bpftraceTypeName(p.type);

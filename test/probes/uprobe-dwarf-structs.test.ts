@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -96,6 +96,7 @@ describe('uprobe DWARF structs, listings, debug files and source lines', { skip 
   let debugDir = '';
   let nolink = '';
   let inl = '';
+  let split = '';
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'bpfscope-udwarf-'));
     writeFileSync(join(dir, 'w.c'), SRC);
@@ -113,6 +114,12 @@ describe('uprobe DWARF structs, listings, debug files and source lines', { skip 
     writeFileSync(join(dir, 'i.c'), INLINE_SRC);
     inl = join(dir, 'i');
     execFileSync('gcc', ['-g', '-O0', '-fno-omit-frame-pointer', '-o', inl, join(dir, 'i.c')]);
+    // split DWARF (-gsplit-dwarf): gcc writes split/ws-w.dwo; the directory is then renamed, so the .dwo is found
+    // only next to the binary, not at the skeleton's DW_AT_comp_dir/DW_AT_dwo_name
+    mkdirSync(join(dir, 'split'));
+    execFileSync('gcc', ['-g', '-gsplit-dwarf', '-O1', '-o', join(dir, 'split', 'ws'), join(dir, 'w.c')], { cwd: dir });
+    renameSync(join(dir, 'split'), join(dir, 'moved'));
+    split = join(dir, 'moved', 'ws');
     // and one without a debuglink: its debug file is found by name (`w-nolink.debug`) and build-id
     nolink = join(dir, 'bin', 'w-nolink');
     execFileSync('objcopy', ['--only-keep-debug', bin, join(debugDir, 'w-nolink.debug')]);
@@ -231,6 +238,18 @@ describe('uprobe DWARF structs, listings, debug files and source lines', { skip 
     assert.equal(out(byName), '456\n456\n456\n', describeRun(byName));
     const list = await runTool('bpfscope', ['-lv', `uprobe:${stripped}:fnode`, '--debuginfo', debugDir]);
     assert.equal(list.stdout, `uprobe:${stripped}:fnode\n    struct Node* n\n    char tag\n`, describeRun(list));
+  });
+
+  it('reads split DWARF (.dwo next to the binary) for args and -lv', async () => {
+    const r = await run(
+      `uprobe:${split}:f2 /pid == cpid/ { printf("%d %s\\n", args.foo1->a, args.foo2->b); }`,
+      [],
+      split,
+    );
+    assert.equal(r.code, 0, describeRun(r));
+    assert.equal(out(r), '123 world\n124 world\n125 world\n', describeRun(r));
+    const list = await runTool('bpfscope', ['-lv', `uprobe:${split}:fnode`]);
+    assert.equal(list.stdout, `uprobe:${split}:fnode\n    struct Node* n\n    char tag\n`, describeRun(list));
   });
 
   it('shows source lines and inlined functions in ustack with show_debug_info, as current bpftrace', async () => {
