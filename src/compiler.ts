@@ -412,6 +412,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       funcTables: [...tables.funcTables.values()],
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,
       printMapsOnExit: config.printMapsOnExit,
+      ...(config.showDebugInfo ? { showDebugInfo: true } : {}),
       maxCatBytes: config.maxCatBytes,
     },
   };

@@ -55,6 +55,8 @@ export interface CliOptions {
   includeDirs: string[];
   /** `-B MODE`: stdout buffering; `none` writes every event's output at once (see run.ts). */
   buffering: 'line' | 'full' | 'none';
+  /** `--debuginfo DIR[:DIR]` (repeatable): directories searched first for uprobe binaries' separate debug files. */
+  debugInfoDirs: string[];
 }
 
 /** Bad command line: printed as `ERROR: message` (unless empty) followed by the usage text (on stderr), exit 1. */
@@ -114,6 +116,8 @@ OPTIONS:
     --include FILE include FILE before the program (its integer #define constants become usable)
 
     --unsafe       allow unsafe functions (signal)
+    --debuginfo DIR[:DIR]
+                   search these directories first for the separate debug files of uprobe binaries
     --usdt-file-activation
                    activate USDT semaphores in every process running the file (always so: the kernel's
                    uprobe reference counter does it; accepted for bpftrace's command lines)
@@ -208,6 +212,7 @@ export function parseCli(argv: string[]): CliOptions {
     includeDirs: v.I ?? [],
     buffering: 'line',
     dryRun: !!v['dry-run'],
+    debugInfoDirs: (v.debuginfo ?? []).flatMap((d) => d.split(':')).filter((d) => d !== ''),
   };
   if ((v.warnings?.length ?? 0) > 1)
     throw new UsageError(
@@ -334,6 +339,7 @@ function parse(args: string[]) {
       test: { type: 'boolean' },
       unsafe: { type: 'boolean' },
       'usdt-file-activation': { type: 'boolean' },
+      debuginfo: { type: 'string', multiple: true },
       'no-warnings': { type: 'boolean' },
       warnings: { type: 'boolean', short: 'k', multiple: true },
     },

@@ -23,6 +23,10 @@ async function main(argv: string[]): Promise<number> {
     const { disableFeature } = await import('../kernel/features.js');
     opts.noFeatures.forEach(disableFeature);
   }
+  if (opts.debugInfoDirs.length) {
+    const { useDebugInfoDirs } = await import('../probes/uprobe-args.js');
+    useDebugInfoDirs(opts.debugInfoDirs);
+  }
   if (opts.info) {
     const { infoReport } = await import('./info.js');
     process.stdout.write(infoReport());

@@ -172,4 +172,6 @@ export interface CompiledProgram extends ProgramResources {
   printMapsOnExit: boolean;
   /** Bytes of a file cat() prints at most (config `max_cat_bytes`). */
   maxCatBytes: number;
+  /** User stacks with source lines and inlined functions from DWARF (config `show_debug_info`). */
+  showDebugInfo?: boolean;
 }

@@ -64,6 +64,11 @@ export interface ExpandedProbe {
   readonly regs?: { readonly args: readonly number[]; readonly ret: number };
   /** True for return probes (uretprobe, kretprobe, fexit): `retval` is available. */
   readonly retprobe?: boolean;
+  /**
+   * Uprobes: a named C type (`struct Foo`, a typedef) as the probed binary's debug information declares it, for
+   * casts and `sizeof` in the probe's body; `undefined` when it has none (the kernel's BTF is searched next).
+   */
+  userType?(spec: string): SType | undefined;
   /** USDT probes: the operands `arg0..argN` read (registers, user memory, constants). */
   readonly usdtArgs?: readonly UsdtArg[];
   /** The probed function's name (the `func` builtin), where known at compile time. */

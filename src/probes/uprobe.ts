@@ -9,7 +9,7 @@
  * (`/sys/bus/event_source/devices/uprobe`) at the function's *file offset*, so nothing is written to tracefs'
  * `uprobe_events` and nothing outlives the process.
  */
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import type { KernelError } from '../errors.js';
 import { linkCreate } from '../kernel/bpf.js';
 import { close as closeFd } from '../kernel/ffi.js';
@@ -23,7 +23,7 @@ import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents, linkHandle } from './perf-attach.js';
 import { PtRegsProbe } from './regs-probe.js';
 import { type BinaryTarget, resolveTargets } from './targets.js';
-import { uprobeArgsType } from './uprobe-args.js';
+import { uprobeArgLines, uprobeArgsType, uprobeLineAddress, uprobeUserType } from './uprobe-args.js';
 import {
   type AttachedProbe,
   type AttachOptions,
@@ -64,6 +64,11 @@ export class UprobeProbe extends PtRegsProbe {
       this.argsType = this.provider === 'uprobe' ? uprobeArgsType(this.path, this.func, this.fileOffset) : null;
     }
     return this.argsType;
+  }
+
+  /** `struct Foo` etc. from the binary's DWARF (probes/uprobe-args.ts uprobeUserType). */
+  userType(spec: string): SType | undefined {
+    return uprobeUserType(this.path, spec);
   }
 
   attach(progFd: number, opts: AttachOptions = {}): AttachedProbe {
@@ -216,6 +221,12 @@ export class UprobeProvider implements ProbeProvider {
   }
 
   expand(ap: AttachPoint, opts: ExpandOptions = {}): ExpandedProbe[] {
+    // `uprobe:BIN@FILE:LINE`: a source location (a binary whose own name has an `@` is taken as written)
+    const first = ap.parts[0] ?? '';
+    const at = first.lastIndexOf('@');
+    if (this.kind === 'uprobe' && at > 0 && !existsSync(first)) {
+      return this.expandSourceLine(ap, first.slice(0, at), first.slice(at + 1), opts);
+    }
     if (ap.parts.length !== 2 || ap.parts[1] === '' || (ap.parts[0] === '' && opts.pid === undefined)) {
       throw attachPointError(ap, `${this.kind} probe type requires 2 arguments: ${this.kind}:BINARY:FUNCTION`);
     }
@@ -245,6 +256,32 @@ export class UprobeProvider implements ProbeProvider {
     }
     if (out.length === 0) throw attachPointError(ap, `No matches for ${this.kind} ${target}:${fnSpec}.`);
     return out;
+  }
+
+  /**
+   * `uprobe:BIN@FILE:LINE[:COL]` (bpftrace `docs/language.md`): one probe at the first line-table row of FILE:LINE
+   * in the binary's DWARF (probes/uprobe-args.ts uprobeLineAddress).
+   * @throws CompileError when the binary or the line cannot be found
+   */
+  private expandSourceLine(ap: AttachPoint, target: string, file: string, opts: ExpandOptions): ExpandedProbe[] {
+    const [lineText = '', colText = '0', ...rest] = ap.parts.slice(1);
+    if (file === '' || !/^\d+$/.test(lineText) || !/^\d+$/.test(colText) || rest.length > 0) {
+      throw attachPointError(ap, `${this.kind} source location must be BINARY@FILE:LINE[:COLUMN]`);
+    }
+    const targets = resolveTargets(target, opts.pid);
+    if (targets.length !== 1) throw attachPointError(ap, `could not find binary or library '${target}'`);
+    const t = targets[0]!;
+    let table: FunctionTable;
+    try {
+      table = functionTable(t.path);
+    } catch (e) {
+      throw attachPointError(ap, `${t.display}: ${(e as Error).message}`);
+    }
+    const hit = uprobeLineAddress(t.path, file, Number(lineText), Number(colText));
+    if (typeof hit === 'string') throw attachPointError(ap, hit);
+    const off = symbolFileOffset(table.loads, { name: `${file}:${lineText}`, value: hit.addr });
+    const where = `${lineText}${ap.parts.length > 2 ? `:${colText}` : ''}`;
+    return [new UprobeProbe(ap, this.kind, t.path, hit.func ?? `${file}:${where}`, off, where, `${t.display}@${file}`)];
   }
 
   /** The probes of one binary (see {@link expand}). @throws CompileError when nothing matches in it */
@@ -305,8 +342,11 @@ export class UprobeProvider implements ProbeProvider {
     );
   }
 
-  /** `-l 'uprobe:/path:glob'` (with `-p`, also `uprobe:*:glob` over the process's mappings): function symbols. */
-  list(search: string, _verbose = false, opts: { pid?: number } = {}): string[] {
+  /**
+   * `-l 'uprobe:/path:glob'` (with `-p`, also `uprobe:*:glob` over the process's mappings): function symbols; with
+   * `-lv`, each followed by its parameters from the binary's DWARF (`    int* n`), as bpftrace lists them.
+   */
+  list(search: string, verbose = false, opts: { pid?: number } = {}): string[] {
     const i = search.lastIndexOf(':');
     const target = i < 0 ? search : search.slice(0, i);
     const glob = i < 0 ? '*' : search.slice(i + 1) || '*';
@@ -320,7 +360,11 @@ export class UprobeProvider implements ProbeProvider {
         continue; // not an ELF file (a wildcard over a directory): nothing to list
       }
       const names = [...table.funcs.keys()].filter((n) => re.test(n)).sort();
-      for (const n of names) out.push(`${this.kind}:${t.display}:${n}`);
+      for (const n of names) {
+        out.push(`${this.kind}:${t.display}:${n}`);
+        // -lv: the function's parameters from DWARF, as bpftrace lists them
+        if (verbose) out.push(...uprobeArgLines(t.path, n));
+      }
     }
     return out;
   }

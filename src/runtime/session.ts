@@ -150,13 +150,13 @@ export class Session {
     this.stacks = new StackReader(
       (name) => this.maps.get(name),
       () => {
-        resolver ??= new SymbolResolver();
+        resolver ??= new SymbolResolver(compiled.showDebugInfo ? { debugInfo: true } : {});
         return resolver;
       },
     );
     // current bpftrace indents stack frames by 8 spaces in printf and in map keys alike (0.17 used 4 in map keys)
     const sym = (): SymbolResolver => {
-      resolver ??= new SymbolResolver();
+      resolver ??= new SymbolResolver(compiled.showDebugInfo ? { debugInfo: true } : {});
       return resolver;
     };
     // an address without a symbol in hex, the null address as `0` (bpftrace prints a C++ void*)

@@ -4,14 +4,16 @@
  * 1. by build-id: `<debugdir>/.build-id/NN/NNNNNNNN.debug` (first byte as directory, the rest as file name; this is
  *    what Debian's `-dbgsym` packages install);
  * 2. by `.gnu_debuglink` name, in order: the file's own directory, its `.debug/` subdirectory, and
- *    `<debugdir>/<the file's directory>/`. A candidate found this way must match the link's CRC-32 (gdb and bcc check
+ *    `<debugdir>/<the file's directory>/` (and `<debugdir>/` itself for a directory other than the default one, as
+ *    elfutils' `debuginfo_path` does for bpftrace's `--debuginfo DIR`); without a `.gnu_debuglink`, such a directory's
+ *    `<file name>.debug` whose build-id matches (elfutils' default link name). A candidate found this way must match the link's CRC-32 (gdb and bcc check
  *    it too: a stale debug file gives wrong names).
  *
  * `<debugdir>` is `/usr/lib/debug`. A `root` prefix (e.g. `/proc/PID/root`) looks inside another process's mount
  * namespace. Build-id candidates are accepted when their own build-id note matches.
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { zlib } from '../builtins.js';
 import { ElfFile } from './elf.js';
 
@@ -109,10 +111,19 @@ export function findDebugFile(
     if (isFile(p) && buildIdOf(p) === id) return { path: p, via: 'build-id' };
   }
   const link = elf.debugLink();
+  if (!link && id && debugDir !== DEBUG_DIR && path.startsWith('/')) {
+    // no .gnu_debuglink: a user's debug directory may hold `<file name>.debug` with the same build-id (elfutils'
+    // default debuglink name, which bpftrace --debuginfo relies on)
+    const p = root + join(debugDir, `${basename(path)}.debug`);
+    if (isFile(p) && buildIdOf(p) === id) return { path: p, via: 'build-id' };
+  }
   if (!link || !path.startsWith('/')) return undefined;
   const dir = dirname(path);
   const self = root + path;
-  for (const cand of [join(dir, link.file), join(dir, '.debug', link.file), join(debugDir, dir, link.file)]) {
+  const cands = [join(dir, link.file), join(dir, '.debug', link.file), join(debugDir, dir, link.file)];
+  // a debug directory given by the user (bpftrace --debuginfo) may hold the file itself
+  if (debugDir !== DEBUG_DIR) cands.push(join(debugDir, link.file));
+  for (const cand of cands) {
     const p = root + cand;
     if (p === self || !existsSync(p) || !isFile(p)) continue;
     if (fileCrc32(p) === link.crc) return { path: p, via: 'debuglink' };

@@ -28,6 +28,7 @@ import { basename } from 'node:path';
 import { AddrCache } from './addrcache.js';
 import { findDebugFile } from './debuglink.js';
 import { demangle as demangleName, loadDemangler } from './demangle.js';
+import { type DwarfInfo, openDwarf } from './dwarf/dwarf.js';
 import { ElfFile, type ElfSymbols, fileOffsetToVaddr } from './elf.js';
 import { type Kallsyms, kallsyms, reloadKallsyms } from './kallsyms.js';
 import { PerfMap, perfMapPaths } from './perfmap.js';
@@ -55,6 +56,15 @@ export interface Frame {
   readonly module?: string;
   readonly kernel: boolean;
   readonly source: FrameSource;
+  /**
+   * With {@link SymbolResolverOptions.debugInfo} and DWARF for the file: the source position of the address
+   * (`file` as the line table names it) and the functions inlined at it, innermost first (DwarfInfo.inlineFrames).
+   */
+  readonly debug?: {
+    readonly file: string;
+    readonly line: number;
+    readonly inlined: readonly { readonly name: string; readonly file: string; readonly line: number }[];
+  };
 }
 
 /** Options of {@link SymbolResolver}. */
@@ -73,6 +83,11 @@ export interface SymbolResolverOptions {
   procRoot?: string;
   /** Global debug directory (default `/usr/lib/debug`). */
   debugDir?: string;
+  /**
+   * Read the DWARF of user files for source lines and inlined functions (bpftrace's `show_debug_info`, default
+   * false here: bpftrace 0.17 prints neither). Stack text then shows them as current bpftrace does.
+   */
+  debugInfo?: boolean;
 }
 
 /** Counters for tests and benchmarks. */
@@ -92,6 +107,8 @@ const KERNEL_BASE_HI = 0x80000000; // addresses with the top bit set are kernel 
 
 interface FileEntry {
   syms: ElfSymbols;
+  /** With the `debugInfo` option: the file's DWARF (`null`: none). */
+  dwarf?: DwarfInfo | null;
 }
 
 interface CachedUnknown {
@@ -151,6 +168,7 @@ export class SymbolResolver {
       unknownRetryMs: opts.unknownRetryMs ?? 1000,
       procRoot: opts.procRoot ?? '/proc',
       debugDir: opts.debugDir ?? '/usr/lib/debug',
+      debugInfo: opts.debugInfo ?? false,
     };
   }
 
@@ -277,6 +295,7 @@ export class SymbolResolver {
         const sym = vaddr === undefined ? undefined : entry.syms.resolve(vaddr);
         if (sym) {
           const name = this.opts.demangle ? this.demangle(sym.name) : sym.name;
+          const debug = entry.dwarf && vaddr !== undefined ? this.debugAt(entry.dwarf, vaddr) : undefined;
           return {
             addr: big,
             name,
@@ -284,6 +303,7 @@ export class SymbolResolver {
             module: m.path,
             kernel: false,
             source: m.kind === 'vdso' ? 'vdso' : 'elf',
+            ...(debug ? { debug } : {}),
           };
         }
       }
@@ -337,6 +357,20 @@ export class SymbolResolver {
   }
 
   /** The symbol tables for file mapping `m` of process `st`, from the shared per-file cache. */
+  /** Source position and inline chain of `vaddr` from a file's DWARF, or `undefined` (never throws). */
+  private debugAt(dwarf: DwarfInfo, vaddr: number): Frame['debug'] {
+    try {
+      const chain = dwarf.inlineFrames(vaddr);
+      const outer = chain[chain.length - 1];
+      if (!outer) return undefined;
+      const name = (n: string): string => (this.opts.demangle ? this.demangle(n) : n);
+      const inlined = chain.slice(0, -1).map((f) => ({ name: name(f.function), file: f.file, line: f.line }));
+      return { file: outer.file, line: outer.line, inlined };
+    } catch {
+      return undefined;
+    }
+  }
+
   private fileFor(st: ProcState, m: Mapping): FileEntry | undefined {
     const mk = mappingKey(m);
     const known = st.files.get(mk);
@@ -368,6 +402,13 @@ export class SymbolResolver {
         const cached = this.files.get(key);
         if (cached !== undefined) return cached;
         const entry = this.loadElf(fd, m.path, st.exited ? '' : root);
+        if (entry && this.opts.debugInfo) {
+          try {
+            entry.dwarf = openDwarf(p, { debugDirs: [this.opts.debugDir], path: m.path });
+          } catch {
+            entry.dwarf = null; // no debug information: names only
+          }
+        }
         this.files.set(key, entry);
         return entry;
       } catch {
@@ -670,10 +711,21 @@ export function formatStack(frames: readonly Frame[], mode: StackMode = 'bpftrac
       break;
     }
     if (mode === 'raw') s += `${hex(f.addr)}\n`;
-    else if (mode === 'perf') s += `\t${hex(f.addr)} ${frameText(f, 'perf')}\n`;
-    else s += `${pad}${frameText(f, 'bpftrace')}\n`;
+    else if (mode === 'perf') {
+      // current bpftrace (show_debug_info): inlined functions first, innermost first, marked `(inlined)`
+      for (const i of f.debug?.inlined ?? []) s += `\t${hex(f.addr)} ${i.name} (inlined)\n`;
+      s += `\t${hex(f.addr)} ${frameText(f, 'perf')}\n`;
+    } else {
+      // current bpftrace (show_debug_info): `[inlined] name@file:line` lines, then `name+off@file:line`
+      for (const i of f.debug?.inlined ?? []) s += `${pad}[inlined] ${i.name}${at(i.file, i.line)}\n`;
+      s += `${pad}${frameText(f, 'bpftrace')}${f.debug ? at(f.debug.file, f.debug.line) : ''}\n`;
+    }
   }
   return s;
+}
+
+function at(file: string, line: number): string {
+  return file === '' ? '' : `@${file}:${line}`;
 }
 
 /**

@@ -9,7 +9,8 @@
  * - `print_maps_on_exit` (default true; `0`/`1`/`true`/`false`): whether maps are printed when the run ends;
  * - `max_cat_bytes` (default 10240): bytes of a file cat() prints at most;
  * - `missing_probes` (`error` default, `warn`, `ignore`): what an attach point matching nothing does;
- * - `max_probes` (default 1024): the most probes a program attaches (a multi-attach link counts once).
+ * - `max_probes` (default 1024): the most probes a program attaches (a multi-attach link counts once);
+ * - `show_debug_info` (default false): source lines and inlined functions in user stacks, from DWARF.
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
  */
 import type { Program } from '../ast.js';
@@ -32,6 +33,11 @@ export interface RuntimeConfig {
    * attach; a multi-attach link (uprobe_multi/kprobe_multi) counts as one, as it is one attachment.
    */
   maxProbes: number;
+  /**
+   * `show_debug_info` (default false, as bpftrace 0.17, which has no such output; current bpftrace built with
+   * blazesym defaults to true): user stack frames show `@file:line` and `[inlined]` frames from DWARF.
+   */
+  showDebugInfo: boolean;
 }
 
 const PAGE = 4096;
@@ -50,7 +56,6 @@ const KNOWN_LATER = new Set([
   'max_type_res_iterations',
   'unstable_map_decl',
   'unstable_import',
-  'show_debug_info',
   'cache_user_symbols',
 ]);
 
@@ -107,7 +112,7 @@ export function resolveConfig(
         continue;
       }
       missingProbes = item.value;
-    } else if (key === 'print_maps_on_exit') {
+    } else if (key === 'print_maps_on_exit' || key === 'show_debug_info') {
       const v =
         typeof item.value === 'bigint'
           ? item.value !== 0n
@@ -148,6 +153,7 @@ export function resolveConfig(
       maxStrlen: strlen,
       ringbufSize: pow2AtLeast(pages * PAGE),
       printMapsOnExit: values.get('print_maps_on_exit') !== 0n,
+      showDebugInfo: values.get('show_debug_info') === 1n,
       maxCatBytes: Number(values.get('max_cat_bytes') ?? 10240n),
       maxProbes: Number(values.get('max_probes') ?? 1024n),
       missingProbes,

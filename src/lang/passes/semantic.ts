@@ -1745,10 +1745,13 @@ export class Analyzer {
     return { kind: 'array', elem, count };
   }
 
-  /** `struct NAME` / `union NAME` / a typedef: the program's own C definition first, then the kernel's BTF. */
+  /**
+   * `struct NAME` / `union NAME` / a typedef: the program's own C definition first, then the probed binary's DWARF (in
+   * a uprobe), then the kernel's BTF.
+   */
   private namedType(spec: string): SType | undefined {
     const mine = this.opts.cTypes?.records.get(spec.trim().replace(/\s+/, ' '));
-    return mine ?? btfRecordByName(kernelBtf(), spec);
+    return mine ?? this.unit?.expanded.userType?.(spec) ?? btfRecordByName(kernelBtf(), spec);
   }
 
   /** Value of `sizeof(...)` / `offsetof(T, f)` (compile-time, from BTF or the language's types), or null. */
@@ -1973,6 +1976,7 @@ export const PT_REGS_OFFSETS: Record<string, number> = {
   di: 112,
   orig_ax: 120,
   ip: 128,
+  pc: 128, // bpftrace's alias of ip (arch/x86_64.cpp)
   cs: 136,
   flags: 144,
   sp: 152,

@@ -10,6 +10,8 @@
  * build-id or `.gnu_debuglink` (../debuglink.ts), with extra debug directories searched before /usr/lib/debug.
  * Split DWARF (`-gsplit-dwarf`: skeleton units naming `.dwo` files) is detected and reported, not read.
  */
+import { existsSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join } from 'node:path';
 import { ElfFile } from '../elf.js';
 import { DEBUG_DIR, findDebugFile } from '../debuglink.js';
 import {
@@ -235,8 +237,8 @@ export class DwarfInfo {
     readonly source: DebugSource,
     /** ELF `e_machine` of the binary (register names depend on it). */
     readonly machine: number,
+    sections: DwarfSections = new DwarfSections(elf),
   ) {
-    const sections = new DwarfSections(elf);
     this.units = readUnits(sections);
     for (const u of this.units) u.readUnitDie((unit, av) => readRanges(unit, av, 0));
     this.unitData = this.units.map((unit) => ({ unit }));
@@ -271,6 +273,42 @@ export class DwarfInfo {
     const s = new DwarfSections(elf);
     if (!s.has('info')) throw new DwarfError(`${elf.path} has no .debug_info section`);
     return new DwarfInfo(elf, source, machine);
+  }
+
+  /**
+   * The DWARF of this file's split units (`-gsplit-dwarf`), one {@link DwarfInfo} per `.dwo` file found: looked for
+   * next to `binaryPath` (its file name) and at the skeleton's `DW_AT_comp_dir`/`DW_AT_dwo_name`. Addresses come from
+   * this file's `.debug_addr` at the skeleton's `DW_AT_addr_base`. Only name and type lookups are meant for them
+   * (addresses and lines are answered by the skeleton's line table here). `.dwp` packages are not read.
+   */
+  splitInfos(binaryPath: string): DwarfInfo[] {
+    const out: DwarfInfo[] = [];
+    for (const u of this.units) {
+      if (!isSkeleton(u) || u.dwoName === undefined) continue;
+      const dwo = u.dwoName;
+      const cands = [join(dirname(binaryPath), basename(dwo))];
+      cands.push(isAbsolute(dwo) ? dwo : join(u.compDir, dwo));
+      for (const p of cands) {
+        if (!existsSync(p)) continue;
+        let elf: ElfFile;
+        try {
+          elf = ElfFile.open(p);
+        } catch {
+          continue;
+        }
+        try {
+          const sections = new DwarfSections(elf, { main: u.sections });
+          if (!sections.has('info')) throw new DwarfError(`${p} has no .debug_info.dwo section`);
+          const info = new DwarfInfo(elf, { path: p, via: 'self' }, this.machine, sections);
+          for (const su of info.units) su.addrBase = u.addrBase;
+          out.push(info);
+          break;
+        } catch {
+          elf.close();
+        }
+      }
+    }
+    return out;
   }
 
   /** Release the ELF file (lookups that need sections not read yet fail afterwards). */
@@ -832,6 +870,29 @@ export class DwarfInfo {
       }
     }
     return [...out].sort((a, b) => a - b);
+  }
+
+  /**
+   * The address bpftrace attaches `uprobe:BIN@file:line[:col]` to (`dwarf_parser.cpp` line_to_addr): the first row, in
+   * line-table order, of the first unit with such a file whose file is `file` (or ends in `/file`), whose line is
+   * `line` and, when `column` is not 0, whose column is `column`. `undefined` when no row matches.
+   */
+  lineAddress(file: string, line: number, column = 0): number | undefined {
+    for (const u of this.units) {
+      const t = this.lineTable(u);
+      if (!t) continue;
+      const match = new Set<number>();
+      t.files.forEach((f, i) => {
+        if (f !== '' && (f === file || f.endsWith(`/${file}`))) match.add(i);
+      });
+      if (match.size === 0) continue;
+      for (const r of t.rows) {
+        if (r.endSequence || r.line !== line || !match.has(r.file)) continue;
+        if (column !== 0 && r.column !== column) continue;
+        return r.address;
+      }
+    }
+    return undefined;
   }
 
   private scopes(ui: number): Scope[] {

@@ -25,16 +25,29 @@ export class DwarfSections {
   /** How each compressed section was stored, for diagnostics: `zlib` (SHF_COMPRESSED) or `zdebug` (GNU). */
   readonly compressed = new Map<string, 'zlib' | 'zdebug'>();
 
-  constructor(readonly elf: ElfFile) {}
+  /**
+   * @param split for a split DWARF file (`-gsplit-dwarf`'s `.dwo`): its sections are named `.debug_NAME.dwo`, and
+   *   `.debug_addr` is the one of the main file (`main`), which the skeleton unit's `DW_AT_addr_base` indexes.
+   */
+  constructor(
+    readonly elf: ElfFile,
+    private readonly split?: { main: DwarfSections },
+  ) {}
+
+  private get suffix(): string {
+    return this.split ? '.dwo' : '';
+  }
 
   /** Whether the file has a `.debug_NAME` (or `.zdebug_NAME`) section with contents. */
   has(name: DwarfSectionName): boolean {
-    const s = this.elf.section(`.debug_${name}`) ?? this.elf.section(`.zdebug_${name}`);
+    if (this.split && name === 'addr') return this.split.main.has('addr');
+    const s = this.elf.section(`.debug_${name}${this.suffix}`) ?? this.elf.section(`.zdebug_${name}${this.suffix}`);
     return s !== undefined && s.type !== SHT_NOBITS && s.size > 0;
   }
 
   /** The bytes of `.debug_NAME`, decompressed; an empty buffer when the section is absent. */
   get(name: DwarfSectionName): Buffer {
+    if (this.split && name === 'addr') return this.split.main.get('addr');
     let b = this.cache.get(name);
     if (b === undefined) {
       b = this.load(name);
@@ -44,7 +57,7 @@ export class DwarfSections {
   }
 
   private load(name: DwarfSectionName): Buffer {
-    const plain = this.elf.section(`.debug_${name}`);
+    const plain = this.elf.section(`.debug_${name}${this.suffix}`);
     if (plain && plain.type !== SHT_NOBITS) {
       const raw = this.elf.sectionData(plain);
       if ((plain.flags & SHF_COMPRESSED) === 0) return raw;
@@ -62,7 +75,7 @@ export class DwarfSections {
       }
       return this.inflate(name, raw.subarray(24), size);
     }
-    const z = this.elf.section(`.zdebug_${name}`);
+    const z = this.elf.section(`.zdebug_${name}${this.suffix}`);
     if (z && z.type !== SHT_NOBITS) {
       const raw = this.elf.sectionData(z);
       this.compressed.set(name, 'zdebug');
