@@ -78,17 +78,23 @@ export interface ExitEvent {
 /** One record of a run's event stream (narrow on `kind`). */
 export type TraceEvent = PrintfEvent | PrintMapEvent | PrintValueEvent | TextEvent | LostEvent | ExitEvent;
 
-/** The printf event: a class so that `text()` lives on the prototype and costs nothing per event until called. */
+/**
+ * The printf event: a class so that `text()` lives on the prototype and costs nothing per event until called. Its
+ * public fields are assigned in the constructor, not declared as class fields: a class field is defined on each
+ * new object before the constructor runs (useDefineForClassFields): about a fifth of the reader's CPU per
+ * event in bench/api/reader.mjs (bench/results/perf-issue13.md). Own keys stay `id`, `values`, `kind`, in that
+ * order, as JSON shows them.
+ */
 class Printf implements PrintfEvent {
-  readonly kind = 'printf' as const;
+  declare readonly id: number;
+  declare readonly values: readonly TraceValue[];
+  declare readonly kind: 'printf';
   readonly #ctx: PrintfContext;
   readonly #args: Value[] | undefined;
-  constructor(
-    ctx: PrintfContext,
-    readonly id: number,
-    readonly values: readonly TraceValue[],
-    args?: Value[],
-  ) {
+  constructor(ctx: PrintfContext, id: number, values: readonly TraceValue[], args?: Value[]) {
+    this.id = id;
+    this.values = values;
+    this.kind = 'printf';
     this.#ctx = ctx;
     this.#args = args;
   }

@@ -9,7 +9,9 @@ import {
   BPF_ANY,
   type MapDump,
   type MapInfo,
+  type MapCreateAttr,
   mapCreate,
+  mapCreateAsync,
   mapDelete,
   mapDump,
   mapGetNextKey,
@@ -88,6 +90,19 @@ export interface MapSpec {
   innerMapFd?: number;
 }
 
+function createAttr(spec: MapSpec): MapCreateAttr {
+  return {
+    mapType: spec.type,
+    keySize: spec.keySize,
+    valueSize: spec.valueSize,
+    maxEntries: spec.maxEntries,
+    name: spec.name,
+    ...(spec.flags !== undefined ? { flags: spec.flags } : {}),
+    ...(spec.mapExtra !== undefined ? { mapExtra: spec.mapExtra } : {}),
+    ...(spec.innerMapFd !== undefined ? { innerMapFd: spec.innerMapFd } : {}),
+  };
+}
+
 /** A BPF map owning its fd. Methods throw {@link KernelError}/{@link BpfscopeError}; a closed map throws on use. */
 export class BpfMap {
   /** Bytes of one value as user space reads/writes it (per-CPU: all slots). */
@@ -115,16 +130,17 @@ export class BpfMap {
 
   /** BPF_MAP_CREATE. @throws KernelError (e.g. EINVAL for a bad size, the root sentence without privileges) */
   static create(spec: MapSpec): BpfMap {
-    const fd = mapCreate({
-      mapType: spec.type,
-      keySize: spec.keySize,
-      valueSize: spec.valueSize,
-      maxEntries: spec.maxEntries,
-      name: spec.name,
-      ...(spec.flags !== undefined ? { flags: spec.flags } : {}),
-      ...(spec.mapExtra !== undefined ? { mapExtra: spec.mapExtra } : {}),
-      ...(spec.innerMapFd !== undefined ? { innerMapFd: spec.innerMapFd } : {}),
-    });
+    const fd = mapCreate(createAttr(spec));
+    return new BpfMap(fd, spec.type, spec.keySize, spec.valueSize, spec.maxEntries, spec.name);
+  }
+
+  /**
+   * BPF_MAP_CREATE on a worker thread (kernel/bpf.ts mapCreateAsync): for maps whose preallocation takes the kernel
+   * long (hash maps of thousands of entries), so that the caller's other start-up work runs meanwhile.
+   * Rejects with the KernelError {@link create} throws.
+   */
+  static async createAsync(spec: MapSpec): Promise<BpfMap> {
+    const fd = await mapCreateAsync(createAttr(spec));
     return new BpfMap(fd, spec.type, spec.keySize, spec.valueSize, spec.maxEntries, spec.name);
   }
 

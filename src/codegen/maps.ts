@@ -7,6 +7,20 @@
  * - scalar maps (`@x`) use a u64 key of 0;
  * - min/max values are `{u64 value, u64 is_set}` so CPUs that never saw a value do not contribute;
  * - avg/stats values are `{u64 total, u64 count}`.
+ *
+ * Every hash map is preallocated (map_flags 0, as bpftrace and bcc create theirs), although the kernel takes 5-140
+ * ms to preallocate a PERCPU_HASH of 10,240-40,960 entries (runtime/session.ts loadAsync overlaps that with the
+ * linking of the programs instead). BPF_F_NO_PREALLOC is not safe for a map a BPF program inserts into, in any
+ * attach context, on 6.1-6.18: such a map takes each new element from bpf_mem_alloc (kernel/bpf/memalloc.c), whose
+ * per-CPU free list starts with 4 elements (`prefill_mem_cache`: "1st run of bpf prog won't be doing more than 4
+ * map_update_elem from irq disabled region") and is refilled only later, from irq_work, with GFP_NOWAIT
+ * allocations (per-CPU values: `__alloc_percpu_gfp`, which then can only use already populated chunks). When the
+ * list is empty, or the CPU is already inside the allocator (a program nested in another), `unit_alloc` returns
+ * NULL and the update fails with ENOMEM (kernel/bpf/hashtab.c `alloc_htab_elem`): a lost count with room left in
+ * the map. Seen here: offcputime's sum() in sched_switch (interrupts off, the irq_work cannot run between
+ * switches) printed "Map full" with BPF_F_NO_PREALLOC (bench/results/startup-issue13.md). A preallocated map fails
+ * an insert only when it holds max_entries elements. (perf_event programs may not use run-time allocated hash
+ * maps at all before 6.1: kernel/bpf/verifier.c `check_map_prog_compatibility`.)
  */
 import type { DeclaredMap } from '../lang/passes/mapdecl.js';
 import type { MapSymbol } from '../lang/passes/semantic.js';

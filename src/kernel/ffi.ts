@@ -173,6 +173,22 @@ export function sysBpf(cmd: number, attr: Buffer): number {
 }
 
 /**
+ * bpf(2) on a libuv worker thread (koffi `.async`), for commands that spend long in the kernel (BPF_MAP_CREATE of a
+ * preallocated hash map: tens of ms) while the main thread goes on. `cb(r)` gets the result (>= 0) or `-errno` on
+ * the main thread. `attr` must stay untouched until then.
+ */
+export function sysBpfAsync(cmd: number, attr: Buffer, cb: (r: number) => void): void {
+  const l = load();
+  nrs ??= syscallNumbers();
+  l.bpf.async(nrs.bpf, cmd, attr, attr.length, (err: unknown, res: unknown) => {
+    if (err) return cb(-Errno.EINTR);
+    // koffi sets errno to the worker call's errno around this callback.
+    const r = Number(res);
+    cb(r < 0 ? -l.koffi.errno() : r);
+  });
+}
+
+/**
  * perf_event_open(2) with a filled `perf_event_attr` buffer. Returns the new fd or `-errno`.
  * `pid` -1 = any task, `cpu` -1 = any CPU (not both), `groupFd` -1 = no group, `flags` PERF_FLAG_* (FD_CLOEXEC 8).
  */

@@ -6,6 +6,7 @@
 
 import { type LoadedProgram, loadProgram, VerifierError } from '../bpf/program.js';
 import { encode, type Insn } from '../bpf/insn.js';
+import { BPF_PSEUDO_MAP_FD, BPF_PSEUDO_MAP_VALUE, LD_IMM64 } from '../bpf/opcodes.js';
 import { BTF_FUNC_STATIC, type BtfFunc } from '../bpf/btf-writer.js';
 import { type EmitResult, emit } from '../codegen/emit.js';
 import { peephole } from '../codegen/peephole.js';
@@ -39,7 +40,28 @@ export interface LoadResult {
 
 /** Allocate registers, emit and load one program. `mapFd` resolves IR map names. */
 export function loadPlan(plan: ProgramPlan, mapFd: (name: string) => number, logLevel?: number): LoadResult {
-  const out = link(plan, mapFd);
+  return loadLinked(plan, link(plan, mapFd), logLevel);
+}
+
+/** A program after {@link link}: its instructions, their bytes and source positions, its functions. */
+export type Linked = ReturnType<typeof link>;
+
+/**
+ * Rewrites the map fds of a linked program: every ld_imm64 with src BPF_PSEUDO_MAP_FD or BPF_PSEUDO_MAP_VALUE gets
+ * `fdOf(imm)` in place of its `imm` (the fd or placeholder `link`'s resolver returned), and the bytes are encoded
+ * again. Lets a caller link programs while their maps are still being created (runtime/session.ts loadAsync).
+ */
+export function resolveMapFds(out: Linked, fdOf: (imm: number) => number): Linked {
+  const insns = out.insns.map((i) =>
+    i.code === LD_IMM64 && (i.src === BPF_PSEUDO_MAP_FD || i.src === BPF_PSEUDO_MAP_VALUE)
+      ? { ...i, imm: fdOf(i.imm) }
+      : i,
+  );
+  return { ...out, insns, bytes: encode(insns) };
+}
+
+/** BPF_PROG_LOAD of a linked program. @throws ProgramRejected, KernelError */
+export function loadLinked(plan: ProgramPlan, out: Linked, logLevel?: number): LoadResult {
   try {
     const program = loadProgram({
       type: plan.expanded.progType,

@@ -9,7 +9,7 @@ import { childProcess } from '../builtins.js';
 import { possibleCpus } from '../kernel/cpus.js';
 import { strerror as cStrerror } from '../kernel/ffi.js';
 import { cgroupPath, signalName, syscallName } from './names.js';
-import { BpfMap, MapFlags } from '../bpf/map.js';
+import { BpfMap, MapFlags, type MapSpec } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
 import { AsyncAction, JOIN_ARG_SIZE, JOIN_MAX_ARGS, MapKind } from '../codegen/plan.js';
@@ -71,8 +71,10 @@ const FUNCTION_PROBE_PROVIDERS = new Set(['uprobe', 'uretprobe', 'kprobe', 'kret
 
 /** Distinct stacks kept per stack map unless SessionOptions.stackMapEntries says otherwise. */
 const STACK_MAP_ENTRIES = 4096;
+/** Map fds stand-ins while maps are created in the background (loadAsync): far above any fd (RLIMIT_NOFILE). */
+const FD_PLACEHOLDER = 0x7f000000;
 
-import { loadPlan } from './loader.js';
+import { type Linked, link, loadLinked, loadPlan, resolveMapFds } from './loader.js';
 import type { Output } from './output/index.js';
 import type { MapDump, Value } from './output/model.js';
 import { compileIntPrintf, compilePrintf, renderPrintf } from './output/printf.js';
@@ -178,18 +180,85 @@ export class Session {
 
   /** Create maps and load every program. @throws ProgramRejected, KernelError */
   load(): void {
+    const ring = this.createMaps();
+    const fdOf = (name: string): number => {
+      const m = this.maps.get(name);
+      if (!m) throw new Error(`internal: unknown map ${name}`);
+      return m.fd;
+    };
+    for (const plan of this.compiled.programs) {
+      const r = loadPlan(plan, fdOf, this.opts.logLevel);
+      this.programs.push({ plan, prog: r.program });
+      this.opts.onLoaded?.(plan.expanded.name, r.program, r.insns);
+    }
+    this.startRing(ring);
+  }
+
+  /**
+   * {@link load} with the kernel's map preallocation overlapped with register allocation and emission: the maps of
+   * the program's `@maps` and stacks (hash maps of thousands of entries: 5-140 ms each in the kernel, see
+   * bench/results/startup-issue13.md) are created on worker threads while the programs are linked with placeholder
+   * fds, which are replaced once the maps exist. The same maps, flags and instructions as load(); only the order
+   * of the map fds differs. Every creation has settled before this returns or throws, and each created map is in
+   * `maps`, so close() releases it on every path. @throws as load()
+   */
+  async loadAsync(): Promise<void> {
+    const pending: Promise<void>[] = [];
+    const placeholders = new Map<string, number>();
+    let ring: BpfMap;
+    try {
+      ring = this.createMaps((name, spec) => {
+        placeholders.set(name, FD_PLACEHOLDER + placeholders.size);
+        pending.push(BpfMap.createAsync(spec).then((m) => void this.maps.set(name, m)));
+      });
+    } catch (e) {
+      await Promise.allSettled(pending); // so that close() finds every map created
+      throw e;
+    }
+    const fdOf = (name: string): number => {
+      const fd = this.maps.get(name)?.fd ?? placeholders.get(name);
+      if (fd === undefined) throw new Error(`internal: unknown map ${name}`);
+      return fd;
+    };
+    let linked: Linked[] = [];
+    let linkError: unknown;
+    try {
+      linked = this.compiled.programs.map((plan) => link(plan, fdOf));
+    } catch (e) {
+      linkError = e;
+    }
+    const settled = await Promise.allSettled(pending);
+    if (linkError !== undefined) throw linkError;
+    for (const r of settled) if (r.status === 'rejected') throw r.reason;
+    const byPlaceholder = new Map([...placeholders].map(([name, ph]) => [ph, name]));
+    const realFd = (imm: number): number => {
+      const name = byPlaceholder.get(imm);
+      return name === undefined ? imm : fdOf(name);
+    };
+    this.compiled.programs.forEach((plan, i) => {
+      const r = loadLinked(plan, resolveMapFds(linked[i]!, realFd), this.opts.logLevel);
+      this.programs.push({ plan, prog: r.program });
+      this.opts.onLoaded?.(plan.expanded.name, r.program, r.insns);
+    });
+    this.startRing(ring);
+  }
+
+  /**
+   * Creates the session's maps, the program's own maps and stack maps through `slow` (default: at once, as all
+   * others), and returns the ring buffer map.
+   */
+  private createMaps(
+    slow: (name: string, spec: MapSpec) => void = (name, spec) => this.maps.set(name, BpfMap.create(spec)),
+  ): BpfMap {
     const c = this.compiled;
     for (const m of c.maps) {
-      this.maps.set(
-        m.kernelName,
-        BpfMap.create({
-          type: m.mapType,
-          keySize: m.keySize,
-          valueSize: m.valueSize,
-          maxEntries: m.maxEntries,
-          name: m.kernelName,
-        }),
-      );
+      slow(m.kernelName, {
+        type: m.mapType,
+        keySize: m.keySize,
+        valueSize: m.valueSize,
+        maxEntries: m.maxEntries,
+        name: m.kernelName,
+      });
       this.planByIndex[m.index] = m;
     }
     const ring = BpfMap.create({
@@ -230,16 +299,13 @@ export class Session {
       );
     }
     for (const st of c.stackMaps) {
-      this.maps.set(
-        st.name,
-        BpfMap.create({
-          type: MapKind.HASH,
-          keySize: 8,
-          valueSize: 8 * st.limit,
-          maxEntries: this.opts.stackMapEntries ?? STACK_MAP_ENTRIES,
-          name: st.name,
-        }),
-      );
+      slow(st.name, {
+        type: MapKind.HASH,
+        keySize: 8,
+        valueSize: 8 * st.limit,
+        maxEntries: this.opts.stackMapEntries ?? STACK_MAP_ENTRIES,
+        name: st.name,
+      });
       this.maps.set(
         st.scratch,
         BpfMap.create({
@@ -282,16 +348,11 @@ export class Session {
     }
     this.exitFlag = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'exit_flag' });
     this.maps.set(c.exitName, this.exitFlag);
-    const fdOf = (name: string): number => {
-      const m = this.maps.get(name);
-      if (!m) throw new Error(`internal: unknown map ${name}`);
-      return m.fd;
-    };
-    for (const plan of c.programs) {
-      const r = loadPlan(plan, fdOf, this.opts.logLevel);
-      this.programs.push({ plan, prog: r.program });
-      this.opts.onLoaded?.(plan.expanded.name, r.program, r.insns);
-    }
+    return ring;
+  }
+
+  private startRing(ring: BpfMap): void {
+    const wake = this.maps.get(this.compiled.wakeName)!;
     this.ring = new RingBufConsumer(ring, (data) => this.onRecord(data), {
       // records are read in place: the integer-only printf fast path needs no Buffer view per event
       rawRecord: (buf, off, len) => this.onRawRecord(buf, off, len),

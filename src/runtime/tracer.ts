@@ -156,7 +156,7 @@ export class Tracer {
         process.on('SIGTERM', tracer.onSignal);
       }
       try {
-        session.load();
+        await session.loadAsync();
         // `bpfscope ps` names this run and shows its program (runtime/registry.ts)
         tracer.unregister = registerSession({
           source: opts.source.name,
