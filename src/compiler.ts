@@ -28,6 +28,7 @@ import { hoistBlockAggregations } from './lang/passes/aggblock.js';
 import { unreachableWarnings } from './lang/passes/reachability.js';
 import { scopeVariables } from './lang/passes/varscope.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
+import { NO_VALID_ATTACH_POINTS, NO_VALID_ATTACH_POINTS_WARNING } from './probes/errors.js';
 import { expandAttachPoint } from './probes/registry.js';
 import type { Target } from './lang/target.js';
 import { hostTarget } from './target.js';
@@ -101,7 +102,7 @@ export interface CompileResult {
 }
 
 /** Expansion errors of an attach point that exists in the syntax but matches nothing in this kernel or binary. */
-const MISSING_PROBE = /^No matches for |not found/;
+const MISSING_PROBE = /^No matches for |not found|^Probe has no valid attach points\./;
 
 export const RINGBUF_MAP = 'ringbuf';
 /** IR name of the ring buffer's wake-control map (codegen's ringbufFlags, runtime/ringbuf.ts). */
@@ -163,8 +164,11 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
         // config missing_probes = warn / ignore: an attach point that matches nothing is skipped (bpftrace)
         if (config.missingProbes !== 'error' && e.diagnostics.every((d) => MISSING_PROBE.test(d.message))) {
           if (config.missingProbes === 'warn') {
-            for (const d of e.diagnostics)
-              warnings.push({ ...d, severity: 'warning', message: `${d.message} Skipping.` });
+            for (const d of e.diagnostics) {
+              const message =
+                d.message === NO_VALID_ATTACH_POINTS ? NO_VALID_ATTACH_POINTS_WARNING : `${d.message} Skipping.`;
+              warnings.push({ ...d, severity: 'warning', message });
+            }
           }
           continue;
         }
@@ -206,6 +210,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     probeNameSize,
     unsafe: opts.unsafe ?? false,
     maxStrlen: config.maxStrlen,
+    stackMode: config.stackMode,
     cTypes,
   });
   try {

@@ -9,7 +9,9 @@
  * - `print_maps_on_exit` (default true; `0`/`1`/`true`/`false`): whether maps are printed when the run ends;
  * - `max_cat_bytes` (default 10240): bytes of a file cat() prints at most;
  * - `missing_probes` (`error` default, `warn`, `ignore`): what an attach point matching nothing does;
- * - `max_probes` (default 1024): the most probes a program attaches (a multi-attach link counts once).
+ * - `max_probes` (default 1024): the most probes a program attaches (a multi-attach link counts once);
+ * - `stack_mode` (`bpftrace` default, `perf`, `raw`; `BPFTRACE_STACK_MODE`): the output mode of `kstack`/`ustack`
+ *   written without a mode (bpftrace's `build_id` mode is not supported yet: an error).
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
  */
 import type { Program } from '../ast.js';
@@ -32,7 +34,13 @@ export interface RuntimeConfig {
    * attach; a multi-attach link (uprobe_multi/kprobe_multi) counts as one, as it is one attachment.
    */
   maxProbes: number;
+  /** `stack_mode`: the mode of `kstack`/`ustack` written without one (bpftrace's StackMode, default `bpftrace`). */
+  stackMode: StackMode;
 }
+
+/** The stack output modes bpfscope prints (bpftrace `src/types.h` StackMode, without `build_id`). */
+export type StackMode = 'bpftrace' | 'perf' | 'raw';
+const STACK_MODES: readonly string[] = ['bpftrace', 'perf', 'raw'];
 
 const PAGE = 4096;
 /** Largest max_strlen accepted: a few such strings must fit a frame map value (codegen/frame.ts MAX_MAP_FRAME). */
@@ -43,7 +51,6 @@ const KNOWN_LATER = new Set([
   'cpp_demangle',
   'lazy_symbolication',
   'on_stack_limit',
-  'stack_mode',
   'str_trunc_trailer',
   'symbol_source',
   'license',
@@ -66,6 +73,8 @@ export function resolveConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): { config: RuntimeConfig; warnings: Diagnostic[] } {
   const values = new Map<string, bigint | string>();
+  const errors: Diagnostic[] = [];
+  const warnings: Diagnostic[] = [];
   for (const [k, v] of [
     ['max_map_keys', env.BPFTRACE_MAX_MAP_KEYS],
     ['perf_rb_pages', env.BPFTRACE_PERF_RB_PAGES],
@@ -76,9 +85,20 @@ export function resolveConfig(
   ] as const) {
     if (v !== undefined && /^\d+$/.test(v)) values.set(k, BigInt(v));
   }
-  const errors: Diagnostic[] = [];
-  const warnings: Diagnostic[] = [];
   let missingProbes: RuntimeConfig['missingProbes'] = 'error';
+  let stackMode: StackMode = 'bpftrace';
+  /** bpftrace's stack_mode parser (types.h ConfigParser<StackMode>): a name, never a number. */
+  const stackModeError = (value: unknown): string | undefined =>
+    value === 'build_id'
+      ? 'stack_mode build_id is not supported by bpfscope yet'
+      : typeof value === 'string' && STACK_MODES.includes(value)
+        ? undefined
+        : 'Invalid value for stack_mode: valid values are bpftrace, raw, perf, and build_id.';
+  if (env.BPFTRACE_STACK_MODE !== undefined) {
+    const message = stackModeError(env.BPFTRACE_STACK_MODE);
+    if (message) errors.push({ severity: 'error', message: `BPFTRACE_STACK_MODE: ${message}` });
+    else stackMode = env.BPFTRACE_STACK_MODE as StackMode;
+  }
   for (const item of program.config) {
     const key = item.key.replace(/^BPFTRACE_/i, '').toLowerCase();
     if (
@@ -107,6 +127,13 @@ export function resolveConfig(
         continue;
       }
       missingProbes = item.value;
+    } else if (key === 'stack_mode') {
+      const message = stackModeError(item.value);
+      if (message) {
+        errors.push({ severity: 'error', message, pos: item.pos });
+        continue;
+      }
+      stackMode = item.value as StackMode;
     } else if (key === 'print_maps_on_exit') {
       const v =
         typeof item.value === 'bigint'
@@ -151,6 +178,7 @@ export function resolveConfig(
       maxCatBytes: Number(values.get('max_cat_bytes') ?? 10240n),
       maxProbes: Number(values.get('max_probes') ?? 1024n),
       missingProbes,
+      stackMode,
     },
     warnings,
   };
