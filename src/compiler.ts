@@ -61,7 +61,7 @@ export interface ProgramOptions {
   pid?: number;
   /**
    * Config values as the `BPFTRACE_*` environment variables give them (`{ BPFTRACE_MAX_STRLEN: '128' }`), over
-   * the process environment; the program's config block still wins.
+   * the process environment; as in bpftrace, the environment wins over the program's config block.
    */
   configEnv?: Readonly<Record<string, string>>;
 }

@@ -31,14 +31,17 @@ describe('stack_mode config and BPFTRACE_STACK_MODE', () => {
     assert.match(map!, /^@\[\n(\t[0-9a-f]{16} \S+\n)+\]: 1\n$/);
   });
 
-  it('BPFTRACE_STACK_MODE=raw applies; the config block wins over it', async () => {
+  it('BPFTRACE_STACK_MODE=raw applies and wins over the config block (tests/runtime/config "env var takes precedence")', async () => {
     const prog = `${PROBE} { printf("%s|\\n", kstack(1)); }`;
     const raw = await run(prog, { BPFTRACE_STACK_MODE: 'raw' });
     assert.equal(raw.code, 0, raw.stderr);
     assert.match(raw.stdout, new RegExp(`^${RAW}\\|\\n\\n\\n$`));
-    const both = await run(`config = { stack_mode = bpftrace } ${prog}`, { BPFTRACE_STACK_MODE: 'raw' });
+    const both = await run(`config = { BPFTRACE_STACK_MODE = perf } ${prog}`, { BPFTRACE_STACK_MODE: 'raw' });
     assert.equal(both.code, 0, both.stderr);
-    assert.match(both.stdout, new RegExp(`^${BPFTRACE}\\|\\n\\n\\n$`));
+    assert.match(both.stdout, new RegExp(`^${RAW}\\|\\n\\n\\n$`));
+    const block = await run(`config = { stack_mode = raw } ${prog}`, { BPFTRACE_STACK_MODE: 'bpftrace' });
+    assert.equal(block.code, 0, block.stderr);
+    assert.match(block.stdout, new RegExp(`^${BPFTRACE}\\|\\n\\n\\n$`));
   });
 
   it('rejects a mode it does not know, and build_id (not supported yet)', async () => {

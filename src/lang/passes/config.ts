@@ -1,6 +1,6 @@
 /**
  * The `config = { key = value; ... }` block and the matching `BPFTRACE_*` environment variables (bpftrace
- * `docs/language.md` "Config Variables"; the block wins over the environment). Supported so far:
+ * `docs/language.md` "Config Variables"; an environment variable wins over the block, as bpftrace documents). Supported so far:
  * - `max_map_keys` (default 4096): max_entries of every map;
  * - `max_strlen` (default 64, at most 16384): bytes read by str(); a probe whose strings do not fit the 512-byte BPF
  *   stack keeps its frame in a frame map (codegen/frame.ts);
@@ -73,6 +73,8 @@ export function resolveConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): { config: RuntimeConfig; warnings: Diagnostic[] } {
   const values = new Map<string, bigint | string>();
+  /** Keys set by the environment: the block's value for them is checked but not used. */
+  const fromEnv = new Set<string>();
   const errors: Diagnostic[] = [];
   const warnings: Diagnostic[] = [];
   for (const [k, v] of [
@@ -83,7 +85,10 @@ export function resolveConfig(
     ['max_cat_bytes', env.BPFTRACE_MAX_CAT_BYTES],
     ['max_probes', env.BPFTRACE_MAX_PROBES],
   ] as const) {
-    if (v !== undefined && /^\d+$/.test(v)) values.set(k, BigInt(v));
+    if (v !== undefined && /^\d+$/.test(v)) {
+      values.set(k, BigInt(v));
+      fromEnv.add(k);
+    }
   }
   let missingProbes: RuntimeConfig['missingProbes'] = 'error';
   let stackMode: StackMode = 'bpftrace';
@@ -97,7 +102,10 @@ export function resolveConfig(
   if (env.BPFTRACE_STACK_MODE !== undefined) {
     const message = stackModeError(env.BPFTRACE_STACK_MODE);
     if (message) errors.push({ severity: 'error', message: `BPFTRACE_STACK_MODE: ${message}` });
-    else stackMode = env.BPFTRACE_STACK_MODE as StackMode;
+    else {
+      stackMode = env.BPFTRACE_STACK_MODE as StackMode;
+      fromEnv.add('stack_mode');
+    }
   }
   for (const item of program.config) {
     const key = item.key.replace(/^BPFTRACE_/i, '').toLowerCase();
@@ -116,7 +124,7 @@ export function resolveConfig(
         });
         continue;
       }
-      values.set(key, item.value);
+      if (!fromEnv.has(key)) values.set(key, item.value);
     } else if (key === 'missing_probes') {
       if (item.value !== 'error' && item.value !== 'warn' && item.value !== 'ignore') {
         errors.push({
@@ -133,7 +141,7 @@ export function resolveConfig(
         errors.push({ severity: 'error', message, pos: item.pos });
         continue;
       }
-      stackMode = item.value as StackMode;
+      if (!fromEnv.has(key)) stackMode = item.value as StackMode;
     } else if (key === 'print_maps_on_exit') {
       const v =
         typeof item.value === 'bigint'
@@ -147,7 +155,7 @@ export function resolveConfig(
         errors.push({ severity: 'error', message: `Invalid value for ${key}: expected a boolean`, pos: item.pos });
         continue;
       }
-      values.set(key, v ? 1n : 0n);
+      if (!fromEnv.has(key)) values.set(key, v ? 1n : 0n);
     } else if (KNOWN_LATER.has(key)) {
       warnings.push({
         severity: 'warning',
