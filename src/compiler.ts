@@ -29,6 +29,7 @@ import { unreachableWarnings } from './lang/passes/reachability.js';
 import { scopeVariables } from './lang/passes/varscope.js';
 import { need, type Pass, PassManager } from './lang/passes/manager.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
+import { NO_VALID_ATTACH_POINTS, NO_VALID_ATTACH_POINTS_WARNING } from './probes/errors.js';
 import { expandAttachPoint } from './probes/registry.js';
 import type { Target } from './lang/target.js';
 import { hostTarget } from './target.js';
@@ -61,7 +62,7 @@ export interface ProgramOptions {
   pid?: number;
   /**
    * Config values as the `BPFTRACE_*` environment variables give them (`{ BPFTRACE_MAX_STRLEN: '128' }`), over
-   * the process environment; the program's config block still wins.
+   * the process environment; as in bpftrace, the environment wins over the program's config block.
    */
   configEnv?: Readonly<Record<string, string>>;
 }
@@ -102,7 +103,7 @@ export interface CompileResult {
 }
 
 /** Expansion errors of an attach point that exists in the syntax but matches nothing in this kernel or binary. */
-const MISSING_PROBE = /^No matches for |not found/;
+const MISSING_PROBE = /^No matches for |not found|^Probe has no valid attach points\./;
 
 export const RINGBUF_MAP = 'ringbuf';
 /** IR name of the ring buffer's wake-control map (codegen's ringbufFlags, runtime/ringbuf.ts). */
@@ -229,8 +230,11 @@ const attachPointsPass: CompilePass = {
           // config missing_probes = warn / ignore: an attach point that matches nothing is skipped (bpftrace)
           if (config.missingProbes !== 'error' && e.diagnostics.every((d) => MISSING_PROBE.test(d.message))) {
             if (config.missingProbes === 'warn') {
-              for (const d of e.diagnostics)
-                warnings.push({ ...d, severity: 'warning', message: `${d.message} Skipping.` });
+              for (const d of e.diagnostics) {
+                const message =
+                  d.message === NO_VALID_ATTACH_POINTS ? NO_VALID_ATTACH_POINTS_WARNING : `${d.message} Skipping.`;
+                warnings.push({ ...d, severity: 'warning', message });
+              }
             }
             continue;
           }
@@ -283,6 +287,7 @@ const semanticPass: CompilePass = {
       probeNameSize: need(c, 'probeNameSize'),
       unsafe: opts.unsafe ?? false,
       maxStrlen: need(c, 'config').maxStrlen,
+      stackMode: need(c, 'config').stackMode,
       cTypes: need(c, 'cTypes'),
     });
     analyzer.analyze();

@@ -12,7 +12,7 @@ import { systemTracefs } from '../kernel/tracefs.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { btfType } from '../lang/btf-types.js';
 import type { RecordField, SType } from '../lang/types.js';
-import { attachPointError, closestNames, didYouMean } from './errors.js';
+import { attachPointError, closestNames, didYouMean, NO_VALID_ATTACH_POINTS } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 import { attachTracing } from './perf-attach.js';
 import { type AttachedProbe, BPF_ATTACH_TYPE, BPF_PROG_TYPE, type ExpandedProbe, type ProbeProvider } from './types.js';
@@ -71,7 +71,7 @@ export class RawTracepointProvider implements ProbeProvider {
     )
       throw attachPointError(
         ap,
-        `No matches for rawtracepoint ${module}:${spec}`,
+        `No matches for rawtracepoint ${module}:${spec}.`,
         `no module '${module}' with BTF is loaded`,
       );
     const btf = Btf.vmlinux();
@@ -79,12 +79,14 @@ export class RawTracepointProvider implements ProbeProvider {
     if (hasWildcard(spec)) {
       const re = globToRegExp(spec);
       names = eventNames().filter((n) => re.test(n) && btf.typedefId(`btf_trace_${n}`) !== undefined);
-      if (names.length === 0) throw attachPointError(ap, `No matches for rawtracepoint ${spec}`);
+      if (names.length === 0) throw attachPointError(ap, `No matches for rawtracepoint ${spec}.`);
     } else {
       if (btf.typedefId(`btf_trace_${spec}`) === undefined) {
+        // current bpftrace expands `rawtracepoint:EVENT` over the modules, leaving the probe without attach points
+        // (ast/passes/probe_prune.cpp's wording; compiler.ts rewords it for missing_probes = warn)
         throw attachPointError(
           ap,
-          `Raw tracepoint not found: ${spec}`,
+          NO_VALID_ATTACH_POINTS,
           didYouMean(closestNames(spec, eventNames()).map((n) => `rawtracepoint:${n}`)),
         );
       }

@@ -18,7 +18,7 @@ import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
 import type { SType } from '../lang/types.js';
 import { ElfFile, type ElfSegment, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
-import { attachPointError, closestNames, didYouMean, isRefusedProbe } from './errors.js';
+import { attachPointError, attachTimeError, closestNames, didYouMean, isRefusedProbe } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents, linkHandle } from './perf-attach.js';
 import { PtRegsProbe } from './regs-probe.js';
@@ -298,7 +298,7 @@ export class UprobeProvider implements ProbeProvider {
       // an address must lie inside a function (bpftrace: `Could not resolve address: /bin/bash:0xa`)
       const addr = Number(fnSpec);
       const inside = [...funcs].some(([n, v]) => addr >= v && addr < v + Math.max(1, sizes.get(n) ?? 0));
-      if (!inside) throw attachPointError(ap, `Could not resolve address: ${display}:0x${addr.toString(16)}`);
+      if (!inside) throw attachTimeError(`Could not resolve address: ${display}:0x${addr.toString(16)}`);
       const off = symbolFileOffset(loads, { name: fnSpec, value: addr });
       return [new UprobeProbe(ap, this.kind, path, fnSpec, off, fnSpec, display)];
     }
@@ -326,9 +326,8 @@ export class UprobeProvider implements ProbeProvider {
       }
       if (size === 0 && !opts.unsafe) {
         // bpftrace's check (attached_probe.cpp): without a size the probe cannot be checked to be on an instruction
-        throw attachPointError(
-          ap,
-          `Could not determine boundary for ${fnGlob} (symbol has size 0). Use --unsafe to force attachment. WARNING: This option could lead to data corruption in the target process.`,
+        throw attachTimeError(
+          `Could not determine boundary for ${fnGlob} (symbol has size 0).\nUse --unsafe to force attachment. WARNING: This option could lead to data corruption in the target process.`,
         );
       }
     }

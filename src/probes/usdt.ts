@@ -57,7 +57,18 @@ export function parseUsdtArg(spec: string): UsdtArg {
   const size = Number(m[2]);
   const op = m[3]!;
   let r = /^\$(-?(?:0x[0-9a-f]+|\d+))$/i.exec(op);
-  if (r) return { kind: 'const', size, signed, value: BigInt(r[1]!) };
+  if (r) {
+    // the assembler writes the constant as a signed 64-bit number (`4@$-202182160`); the argument is its low `size`
+    // bytes, read with the operand's sign as bpftrace does (4092785136 here); 8-byte values keep their 64 bits
+    const bits = size * 8;
+    const v = BigInt(r[1]!);
+    return {
+      kind: 'const',
+      size,
+      signed,
+      value: signed || size === 8 ? BigInt.asIntN(bits, v) : BigInt.asUintN(bits, v),
+    };
+  }
   r = /^%(\w+)$/.exec(op);
   if (r && X86_REGS[r[1]!] !== undefined) return { kind: 'reg', size, signed, regOffset: X86_REGS[r[1]!]! };
   r = /^(-?(?:0x[0-9a-f]+|\d+))?\(%(\w+)\)$/i.exec(op);
@@ -112,6 +123,11 @@ export class UsdtProbe implements ExpandedProbe {
     readonly usdtArgs: UsdtArg[],
     /** The binary as bpftrace prints it (as written for a path: targets.ts); `path` when absent. */
     displayPath: string = path,
+    /**
+     * A second or later location of the same probe in this binary: attached like the first, but not counted again
+     * in `Attached N probes` (bpftrace attaches a probe's locations as one probe).
+     */
+    readonly extraLocation = false,
   ) {
     this.name = `usdt:${displayPath}:${note.provider}:${note.name}`;
   }
@@ -124,9 +140,10 @@ export class UsdtProbe implements ExpandedProbe {
       offset: BigInt(this.fileOffset),
       ...(this.refCtrOffset ? { refCtrOffset: BigInt(this.refCtrOffset) } : {}),
     };
-    return attachPerfEvents(progFd, [
+    const attached = attachPerfEvents(progFd, [
       () => openProbeEvent(spec, { pid: opts.pid ?? -1, cpu: opts.pid === undefined ? 0 : -1 }),
     ]);
+    return this.extraLocation ? { close: () => attached.close(), count: 0 } : attached;
   }
 }
 
@@ -177,7 +194,11 @@ export class UsdtProvider implements ProbeProvider {
     const pre = globToRegExp(provGlob);
     const nre = globToRegExp(nameGlob);
     const notes = readUsdtNotes(elf).filter((n) => pre.test(n.provider) && nre.test(n.name));
+    const seen = new Set<string>();
     return notes.map((n) => {
+      const key = `${n.provider}:${n.name}`;
+      const extraLocation = seen.has(key);
+      seen.add(key);
       const off = vaddrToFileOffset(loads, n.pc);
       if (off === undefined)
         throw attachPointError(ap, `USDT probe ${n.provider}:${n.name} is outside the file's loaded segments`);
@@ -188,7 +209,7 @@ export class UsdtProvider implements ProbeProvider {
       } catch (e) {
         throw attachPointError(ap, `USDT probe ${n.provider}:${n.name}: ${(e as Error).message}`);
       }
-      return new UsdtProbe(ap, t.path, n, off, ref, args, t.display);
+      return new UsdtProbe(ap, t.path, n, off, ref, args, t.display, extraLocation);
     });
   }
 

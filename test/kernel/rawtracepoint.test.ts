@@ -29,15 +29,33 @@ describe('rawtracepoint', () => {
   it('rejects a module that is not loaded with BTF (tests/runtime/probe "rawtracepoint_module_missing")', async () => {
     const r = await runTool('bpfscope', ['-e', 'rawtracepoint:nonsense:sys_exit { }']);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^stdin:1:1-32: ERROR: No matches for rawtracepoint nonsense:sys_exit$/m);
+    assert.match(r.stderr, /^stdin:1:1-32: ERROR: No matches for rawtracepoint nonsense:sys_exit\.$/m);
+    const w = await runTool('bpfscope', [
+      '-e',
+      'config = { missing_probes = warn } rawtracepoint:nonsense:sys_exit { } BEGIN { exit(); }',
+    ]);
+    assert.equal(w.code, 0, w.stderr);
+    assert.match(w.stderr, /^stdin:1:36-67: WARNING: No matches for rawtracepoint nonsense:sys_exit\. Skipping\.$/m);
     const v = await runTool('bpfscope', ['-e', 'rawtracepoint:vmlinux:sys_exit { exit(); }']);
     assert.equal(v.code, 0, v.stderr);
   });
 
-  it('suggests a close name for an unknown raw tracepoint', async () => {
+  it('an unknown raw tracepoint leaves the probe without attach points (tests/runtime/probe "rawtracepoint_missing")', async () => {
     const r = await runTool('bpfscope', ['-e', 'rawtracepoint:sched_swich { }']);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /ERROR: Raw tracepoint not found: sched_swich\n/);
+    assert.match(
+      r.stderr,
+      /^stdin:1:1-26: ERROR: Probe has no valid attach points\. If this is expected, set the 'missing_probes' config variable to 'warn'\.\n/,
+    );
     assert.match(r.stderr, /HINT: Did you mean rawtracepoint:sched_switch\?/);
+    const w = await runTool('bpfscope', [
+      '-e',
+      'config = { missing_probes = warn } rawtracepoint:sched_swich { } BEGIN { exit(); }',
+    ]);
+    assert.equal(w.code, 0, w.stderr);
+    assert.match(
+      w.stderr,
+      /^stdin:1:36-61: WARNING: Probe has no valid attach points\. It is being removed which may cause issues with program behavior\.$/m,
+    );
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The `config = { key = value; ... }` block and the matching `BPFTRACE_*` environment variables (bpftrace
- * `docs/language.md` "Config Variables"; the block wins over the environment). Supported so far:
+ * `docs/language.md` "Config Variables"; an environment variable wins over the block, as bpftrace documents). Supported so far:
  * - `max_map_keys` (default 4096): max_entries of every map;
  * - `max_strlen` (default 64, at most 16384): bytes read by str(); a probe whose strings do not fit the 512-byte BPF
  *   stack keeps its frame in a frame map (codegen/frame.ts);
@@ -11,6 +11,8 @@
  * - `missing_probes` (`error` default, `warn`, `ignore`): what an attach point matching nothing does;
  * - `max_probes` (default 1024): the most probes a program attaches (a multi-attach link counts once);
  * - `show_debug_info` (default false): source lines and inlined functions in user stacks, from DWARF.
+ * - `stack_mode` (`bpftrace` default, `perf`, `raw`; `BPFTRACE_STACK_MODE`): the output mode of `kstack`/`ustack`
+ *   written without a mode (bpftrace's `build_id` mode is not supported yet: an error).
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
  */
 import type { Program } from '../ast.js';
@@ -38,7 +40,13 @@ export interface RuntimeConfig {
    * blazesym defaults to true): user stack frames show `@file:line` and `[inlined]` frames from DWARF.
    */
   showDebugInfo: boolean;
+  /** `stack_mode`: the mode of `kstack`/`ustack` written without one (bpftrace's StackMode, default `bpftrace`). */
+  stackMode: StackMode;
 }
+
+/** The stack output modes bpfscope prints (bpftrace `src/types.h` StackMode, without `build_id`). */
+export type StackMode = 'bpftrace' | 'perf' | 'raw';
+const STACK_MODES: readonly string[] = ['bpftrace', 'perf', 'raw'];
 
 const PAGE = 4096;
 /** Largest max_strlen accepted: a few such strings must fit a frame map value (codegen/frame.ts MAX_MAP_FRAME). */
@@ -49,7 +57,6 @@ const KNOWN_LATER = new Set([
   'cpp_demangle',
   'lazy_symbolication',
   'on_stack_limit',
-  'stack_mode',
   'str_trunc_trailer',
   'symbol_source',
   'license',
@@ -71,6 +78,10 @@ export function resolveConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): { config: RuntimeConfig; warnings: Diagnostic[] } {
   const values = new Map<string, bigint | string>();
+  /** Keys set by the environment: the block's value for them is checked but not used. */
+  const fromEnv = new Set<string>();
+  const errors: Diagnostic[] = [];
+  const warnings: Diagnostic[] = [];
   for (const [k, v] of [
     ['max_map_keys', env.BPFTRACE_MAX_MAP_KEYS],
     ['perf_rb_pages', env.BPFTRACE_PERF_RB_PAGES],
@@ -79,11 +90,28 @@ export function resolveConfig(
     ['max_cat_bytes', env.BPFTRACE_MAX_CAT_BYTES],
     ['max_probes', env.BPFTRACE_MAX_PROBES],
   ] as const) {
-    if (v !== undefined && /^\d+$/.test(v)) values.set(k, BigInt(v));
+    if (v !== undefined && /^\d+$/.test(v)) {
+      values.set(k, BigInt(v));
+      fromEnv.add(k);
+    }
   }
-  const errors: Diagnostic[] = [];
-  const warnings: Diagnostic[] = [];
   let missingProbes: RuntimeConfig['missingProbes'] = 'error';
+  let stackMode: StackMode = 'bpftrace';
+  /** bpftrace's stack_mode parser (types.h ConfigParser<StackMode>): a name, never a number. */
+  const stackModeError = (value: unknown): string | undefined =>
+    value === 'build_id'
+      ? 'stack_mode build_id is not supported by bpfscope yet'
+      : typeof value === 'string' && STACK_MODES.includes(value)
+        ? undefined
+        : 'Invalid value for stack_mode: valid values are bpftrace, raw, perf, and build_id.';
+  if (env.BPFTRACE_STACK_MODE !== undefined) {
+    const message = stackModeError(env.BPFTRACE_STACK_MODE);
+    if (message) errors.push({ severity: 'error', message: `BPFTRACE_STACK_MODE: ${message}` });
+    else {
+      stackMode = env.BPFTRACE_STACK_MODE as StackMode;
+      fromEnv.add('stack_mode');
+    }
+  }
   for (const item of program.config) {
     const key = item.key.replace(/^BPFTRACE_/i, '').toLowerCase();
     if (
@@ -101,7 +129,7 @@ export function resolveConfig(
         });
         continue;
       }
-      values.set(key, item.value);
+      if (!fromEnv.has(key)) values.set(key, item.value);
     } else if (key === 'missing_probes') {
       if (item.value !== 'error' && item.value !== 'warn' && item.value !== 'ignore') {
         errors.push({
@@ -112,6 +140,13 @@ export function resolveConfig(
         continue;
       }
       missingProbes = item.value;
+    } else if (key === 'stack_mode') {
+      const message = stackModeError(item.value);
+      if (message) {
+        errors.push({ severity: 'error', message, pos: item.pos });
+        continue;
+      }
+      if (!fromEnv.has(key)) stackMode = item.value as StackMode;
     } else if (key === 'print_maps_on_exit' || key === 'show_debug_info') {
       const v =
         typeof item.value === 'bigint'
@@ -125,7 +160,7 @@ export function resolveConfig(
         errors.push({ severity: 'error', message: `Invalid value for ${key}: expected a boolean`, pos: item.pos });
         continue;
       }
-      values.set(key, v ? 1n : 0n);
+      if (!fromEnv.has(key)) values.set(key, v ? 1n : 0n);
     } else if (KNOWN_LATER.has(key)) {
       warnings.push({
         severity: 'warning',
@@ -157,6 +192,7 @@ export function resolveConfig(
       maxCatBytes: Number(values.get('max_cat_bytes') ?? 10240n),
       maxProbes: Number(values.get('max_probes') ?? 1024n),
       missingProbes,
+      stackMode,
     },
     warnings,
   };

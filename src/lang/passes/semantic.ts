@@ -89,6 +89,8 @@ export interface AnalysisOptions {
   unsafe?: boolean;
   /** `max_strlen` config: size of strings read by str() (default 64 bytes). */
   maxStrlen?: number;
+  /** `stack_mode` config: the mode of `kstack`/`ustack` written without one (default `bpftrace`). */
+  stackMode?: 'bpftrace' | 'perf' | 'raw';
   /** The program's own C struct/union/enum definitions (lang/cdefs.ts); they take precedence over BTF. */
   cTypes?: CTypes;
   /** Host facts: kernel symbols (kaddr, percpu_kaddr), cgroup ids (cgroupid), uaddr() resolution. */
@@ -1110,7 +1112,8 @@ export class Analyzer {
       }
       return { kind: 'pointer', to: task, space: 'kernel' };
     }
-    if (name === 'kstack' || name === 'ustack') return { kind: name, limit: DEFAULT_STACK_LIMIT, mode: 'bpftrace' };
+    if (name === 'kstack' || name === 'ustack')
+      return { kind: name, limit: DEFAULT_STACK_LIMIT, mode: this.opts.stackMode ?? 'bpftrace' };
     if (name === 'cpid') {
       if (this.opts.cpid === undefined) {
         this.error(pos, 'cpid cannot be used without child command (-c)');
@@ -1858,7 +1861,7 @@ export class Analyzer {
 
   /** `kstack(mode)`, `kstack(limit)`, `kstack(mode, limit)` (bpftrace docs/stdlib.md). */
   private stackCall(c: CallExpr): SType | null {
-    let mode: 'bpftrace' | 'perf' | 'raw' = 'bpftrace';
+    let mode: 'bpftrace' | 'perf' | 'raw' = this.opts.stackMode ?? 'bpftrace';
     let limit = DEFAULT_STACK_LIMIT;
     if (c.args.length > 2) {
       this.error(c.pos, `${c.name}() takes at most 2 arguments (${c.args.length} provided)`);
