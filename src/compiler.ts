@@ -242,6 +242,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
     ...(opts.helperWarnings ? { helperWarnings: true } : {}),
     probeNameSize,
     startNs: opts.startNs ?? process.hrtime.bigint(),
+    ...(config.dummyTsMap !== undefined ? { dummyTsMap: config.dummyTsMap } : {}),
     target,
   };
   const programs: ProgramPlan[] = units.map((u, i) => {

@@ -6,7 +6,7 @@
  */
 import type { AssignStmt, Block, Program, Stmt } from '../ast.js';
 
-const AGGREGATIONS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist']);
+const AGGREGATIONS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist', 'tseries']);
 
 function rewriteStmt(s: Stmt): Stmt {
   if (

@@ -32,6 +32,11 @@ export interface RuntimeConfig {
    * attach; a multi-attach link (uprobe_multi/kprobe_multi) counts as one, as it is one attachment.
    */
   maxProbes: number;
+  /**
+   * `BPFTRACE_DUMMY_TS_MAP=@name` (bpftrace's test hook, `IRBuilderBPF::CreateGetNs`): tseries() takes its clock
+   * from this scalar u64 map instead of the kernel's TAI clock, so tests control time. The map name without `@`.
+   */
+  dummyTsMap?: string;
 }
 
 const PAGE = 4096;
@@ -151,6 +156,7 @@ export function resolveConfig(
       maxCatBytes: Number(values.get('max_cat_bytes') ?? 10240n),
       maxProbes: Number(values.get('max_probes') ?? 1024n),
       missingProbes,
+      ...(env.BPFTRACE_DUMMY_TS_MAP?.startsWith('@') ? { dummyTsMap: env.BPFTRACE_DUMMY_TS_MAP.slice(1) } : {}),
     },
     warnings,
   };
