@@ -315,11 +315,12 @@ const mapDeclsPass: CompilePass = {
 /** `codegen`: one IR program per unit (codegen/gen.ts), and the per-program map limit. */
 const codegenPass: CompilePass = {
   name: 'codegen',
-  reads: ['maps', 'units', 'analyzer', 'opts', 'target', 'probeNameSize', 'source'],
+  reads: ['maps', 'units', 'analyzer', 'config', 'opts', 'target', 'probeNameSize', 'source'],
   produces: ['tables', 'programs'],
   run: (c) => {
     const { opts, source } = c;
     const analyzer = need(c, 'analyzer');
+    const config = need(c, 'config');
     const tables: GenTables = {
       maps: new Map(need(c, 'maps').map((m) => [m.name, m])),
       resources: {
@@ -341,6 +342,7 @@ const codegenPass: CompilePass = {
       ...(opts.helperWarnings ? { helperWarnings: true } : {}),
       probeNameSize: need(c, 'probeNameSize'),
       startNs: opts.startNs ?? process.hrtime.bigint(),
+      ...(config.dummyTsMap !== undefined ? { dummyTsMap: config.dummyTsMap } : {}),
       target: need(c, 'target'),
     };
     c.programs = need(c, 'units').map((u, i) => {

@@ -73,8 +73,18 @@ export interface Stats {
   readonly average: bigint;
 }
 
-/** A map value: `count()`/`sum()`/`min()`/`max()` as `bigint`, avg/stats/hist/lhist as objects, else a value. */
-export type MapValue = bigint | Stats | Hist | LinearHist | TraceValue;
+/**
+ * `tseries(n, interval, count[, agg])`: the intervals recorded for one key, oldest first; `start` is the interval's
+ * start in ns of the TAI clock (`interval` ns long). Entries whose CPUs were never written are left out.
+ */
+export interface TimeSeriesValue {
+  readonly kind: 'tseries';
+  readonly interval: number;
+  readonly points: readonly { readonly start: bigint; readonly value: bigint }[];
+}
+
+/** A map value: `count()`/`sum()`/`min()`/`max()` as `bigint`, avg/stats/hist/lhist/tseries as objects, else a value. */
+export type MapValue = bigint | Stats | Hist | LinearHist | TimeSeriesValue | TraceValue;
 
 /** Storage size of an integer type (8 for the types bpftrace stores as u64). */
 function isWide(v: Extract<Value, { kind: 'int' }>): boolean {
@@ -155,6 +165,15 @@ export function aggToJs(a: AggValue): MapValue {
           const b = linearBucketBounds(i, a.min, a.max, a.step);
           return { low: b.lo, high: b.hi, count };
         }),
+      };
+    case 'tseries':
+      return {
+        kind: 'tseries',
+        interval: a.interval,
+        points: [...a.points]
+          .filter(([epoch]) => epoch !== 0n)
+          .sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0))
+          .map(([epoch, value]) => ({ start: epoch * BigInt(a.interval), value })),
       };
   }
 }

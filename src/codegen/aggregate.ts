@@ -17,13 +17,14 @@ import { type Frame, zeroStack } from './frame.js';
 import type { HelperArg, IrFunction } from './ir.js';
 import { bucketOffset } from './maps.js';
 import type { MapPlan } from './plan.js';
+import { emitTseries, type TseriesGen } from './tseries.js';
 
 /**
  * What an aggregation update needs from the code generator (`gen.ts` ProbeGen provides it): the function and
  * frame being generated, a scalar expression's register, a map key's frame slot, a helper call and the `-k`
  * map-full warning. Declared here so that this module does not import gen.ts, which imports it.
  */
-export interface AggregationGen {
+export interface AggregationGen extends TseriesGen {
   readonly fn: IrFunction;
   readonly frame: Frame;
   scalar(e: Expr): number;
@@ -41,6 +42,10 @@ export function emitAggregation(
 ): void {
   const fn = gen.fn;
   const vt = plan.valueType;
+  if (vt.kind === 'tseries') {
+    emitTseries(gen, plan, target, args);
+    return;
+  }
   const value = args.length > 0 && call.name !== 'count' ? gen.scalar(args[0]!) : null;
   const keyOff = gen.mapKey(plan, target);
   if (vt.kind === 'hist' || vt.kind === 'lhist') {

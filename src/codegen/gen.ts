@@ -80,6 +80,8 @@ export interface GenTables {
   probeNameSize: number;
   /** CLOCK_MONOTONIC ns at session start, for `elapsed`. */
   startNs: bigint;
+  /** tseries() reads its clock from this scalar map (RuntimeConfig.dummyTsMap, a test hook) instead of TAI. */
+  dummyTsMap?: string;
   /** Host facts (CPUs, PID namespace, kernel symbols, cgroup ids, uaddr): codegen reads nothing of the host itself. */
   target: Target;
 }
@@ -159,6 +161,7 @@ export class ProbeGen {
       fn.emit(I.alu64Imm('rsh', tgid, 32));
       fn.emit(I.jmpImm('jne', tgid, this.tables.filterPid, this.endLabel));
     }
+    if (this.unit.expanded.provider === 'interval') this.skipAfterExit();
     if (probe.predicate) {
       const pred = probe.predicate;
       this.frame.scope(() => this.branchIfFalse(pred, this.endLabel));
@@ -654,6 +657,22 @@ export class ProbeGen {
     this.warnIfMapFull(
       this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]),
     );
+  }
+
+  /**
+   * Interval probes do nothing once exit() has set the exit flag: a 1 ms timer would otherwise keep running (and
+   * undo what the exit path's clear()s did) until user space has read the EXIT record and detached.
+   */
+  private skipAfterExit(): void {
+    const key = this.frame.temp(8);
+    this.fn.emit(I.st(4, this.fb, key, 0));
+    const p = this.callHelper(H.map_lookup_elem, [{ map: this.tables.resources.exitName }, { stack: key }]);
+    const go = this.fn.newLabel('noexit');
+    this.fn.emit(I.jmpImm('jeq', p, 0, go));
+    const flag = this.fn.vreg();
+    this.fn.emit(I.ldx(8, flag, p, 0));
+    this.fn.emit(I.jmpImm('jne', flag, 0, this.endLabel));
+    this.fn.mark(go);
   }
 
   /** `v` as a step for a value of type `t`: whole elements for a pointer (C pointer arithmetic), else `v` itself. */

@@ -3,7 +3,8 @@
  *
  * - aggregations (count/sum/min/max/avg/stats/hist/lhist) live in PERCPU_HASH maps and are summed (or min/max
  *   merged) in user space, as DESIGN.md asks (exact, no atomics);
- * - hist/lhist keys are the user key followed by a u64 bucket index (bpftrace's layout);
+ * - hist/lhist/tseries keys are the user key followed by a u64 bucket index (bpftrace's layout);
+ * - tseries values are `{u64 value, u64 meta, u64 epoch}` (lang/builtins/tseries.ts);
  * - scalar maps (`@x`) use a u64 key of 0;
  * - min/max values are `{u64 value, u64 is_set}` so CPUs that never saw a value do not contribute;
  * - avg/stats values are `{u64 total, u64 count}`.
@@ -38,6 +39,8 @@ export function mapValueSize(t: SType): number {
     case 'avg':
     case 'stats':
       return 16;
+    case 'tseries':
+      return 24;
     case 'count':
     case 'sum':
     case 'hist':
@@ -49,11 +52,12 @@ export function mapValueSize(t: SType): number {
 }
 
 export function isPerCpuAggregation(t: SType): boolean {
-  return ['count', 'sum', 'min', 'max', 'avg', 'stats', 'hist', 'lhist'].includes(t.kind);
+  return ['count', 'sum', 'min', 'max', 'avg', 'stats', 'hist', 'lhist', 'tseries'].includes(t.kind);
 }
 
+/** hist, lhist and tseries maps: their key ends in a u64 bucket index. */
 export function isHistogram(t: SType): boolean {
-  return t.kind === 'hist' || t.kind === 'lhist';
+  return t.kind === 'hist' || t.kind === 'lhist' || t.kind === 'tseries';
 }
 
 /**
@@ -102,7 +106,7 @@ export function planMaps(
   });
 }
 
-/** Offset of the hist/lhist bucket index within the key. */
+/** Offset of the hist/lhist/tseries bucket index within the key. */
 export function bucketOffset(plan: MapPlan): number {
   return plan.keySize - 8;
 }

@@ -65,7 +65,16 @@ export type SType =
   /** log2 histogram: bucket index appended to the key (bpftrace layout), value a u64 count. */
   | { kind: 'hist'; bits: number }
   /** linear histogram over [min, max) in `step` wide buckets plus under/overflow buckets. */
-  | { kind: 'lhist'; min: number; max: number; step: number };
+  | { kind: 'lhist'; min: number; max: number; step: number }
+  /**
+   * time series (`tseries(n, interval, count[, agg])`, lang/builtins/tseries.ts): bucket index (epoch % count)
+   * appended to the key; the value is `{u64 value, u64 meta, u64 epoch}` per CPU (bpftrace's layout). `interval`
+   * is in nanoseconds; `signed` is the value argument's signedness.
+   */
+  | { kind: 'tseries'; interval: number; count: number; agg: TseriesAgg; signed: boolean };
+
+/** How a tseries interval combines the values recorded in it: `none` keeps the last one (bpftrace's default). */
+export type TseriesAgg = 'none' | 'avg' | 'sum' | 'min' | 'max';
 
 /**
  * A named enum type (`enum E`, from the program's C definitions or from BTF): text output and printf `%s` print
@@ -116,7 +125,7 @@ export function isInt(t: SType): t is Extract<SType, { kind: 'int' }> {
 }
 
 export function isAggregation(t: SType): boolean {
-  return ['count', 'sum', 'min', 'max', 'avg', 'stats', 'hist', 'lhist'].includes(t.kind);
+  return ['count', 'sum', 'min', 'max', 'avg', 'stats', 'hist', 'lhist', 'tseries'].includes(t.kind);
 }
 
 /** Alignment in bytes of a value of type `t` when stored in a key, value, tuple or record. */
@@ -181,6 +190,7 @@ export function sizeOf(t: SType): number {
       return 16; // {total, count}
     case 'hist':
     case 'lhist':
+    case 'tseries':
     case 'count':
     case 'sum':
     case 'min':
@@ -261,6 +271,8 @@ export function typeName(t: SType): string {
       return 'hist_t';
     case 'lhist':
       return 'lhist_t';
+    case 'tseries':
+      return 'tseries_t';
     default:
       return t.kind;
   }

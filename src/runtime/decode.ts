@@ -10,6 +10,7 @@ import type { MapPlan } from '../codegen/plan.js';
 import { type RecordField, type SType, sizeOf, tupleLayout } from '../lang/types.js';
 import type { AggValue, MapDump, MapEntry, Value } from './output/model.js';
 import { formatStrftimeBuiltin } from './output/strftime.js';
+import { reduceTseriesSlots, type TseriesValue } from './output/tseries.js';
 
 /** Turns stored stack references into text (the session reads the stack maps and symbolizes). */
 export interface DecodeContext {
@@ -244,7 +245,29 @@ export function buildMapDump(plan: MapPlan, raw: Iterable<RawEntry>, ctx?: Decod
   const name = plan.name === '' ? '@' : `@${plan.name}`;
   const t = plan.valueType;
   const entries: MapEntry[] = [];
-  if (t.kind === 'hist' || t.kind === 'lhist') {
+  if (t.kind === 'tseries') {
+    // group by the user key; each entry is one bucket, its CPUs reduced to the latest epoch's value
+    const groups = new Map<string, { key: Value[]; value: TseriesValue }>();
+    const bo = bucketOffset(plan);
+    for (const e of raw) {
+      const id = e.key.subarray(0, bo).toString('hex');
+      let g = groups.get(id);
+      if (!g) {
+        const value: TseriesValue = {
+          kind: 'tseries',
+          interval: t.interval,
+          count: t.count,
+          signed: t.signed,
+          points: new Map(),
+        };
+        g = { key: decodeKey(plan, e.key, ctx), value };
+        groups.set(id, g);
+      }
+      const [epoch, v] = reduceTseriesSlots(e.slots, t.agg, t.signed);
+      if (!g.value.points.has(epoch)) g.value.points.set(epoch, v);
+    }
+    for (const g of groups.values()) entries.push({ key: g.key, value: g.value });
+  } else if (t.kind === 'hist' || t.kind === 'lhist') {
     // group by the user key; the trailing u64 is the bucket index
     const groups = new Map<string, { key: Value[]; buckets: Map<number, bigint> }>();
     const bo = bucketOffset(plan);

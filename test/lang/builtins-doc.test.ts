@@ -22,7 +22,7 @@ describe('docs/language.md builtin tables', () => {
     assert.equal(rows.length, BUILTIN_FUNCTIONS.size + BUILTIN_VARIABLES.size);
     // rows written out here, not derived from the registry
     assert.ok(rows.includes('| `cgroupid("path")` | yes | compile time: the cgroup v2 directory\'s inode number |'));
-    assert.ok(rows.includes('| `tseries()` | not yet | |'));
+    assert.ok(rows.includes('| `strstr()` | not yet | |'));
     assert.ok(rows.some((r) => r.startsWith('| `override(rc)` | impossible | neither test kernel has')));
     assert.ok(
       rows.includes(

@@ -29,7 +29,6 @@ export const NOT_YET_FUNCTIONS: readonly BuiltinFunction[] = [
   notYet('str_concat'),
   notYet('strcap'),
   notYet('strstr'),
-  notYet('tseries'),
   notYet('unwatch'),
   notYet('write_user'),
   {

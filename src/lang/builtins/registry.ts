@@ -23,6 +23,7 @@ import { STACK_FUNCTIONS, STACK_VARIABLES } from './stack.js';
 import { STRING_FUNCTIONS } from './strings.js';
 import { SYMBOL_FUNCTIONS } from './symbols.js';
 import { TIME_FUNCTIONS, TIME_VARIABLES } from './time.js';
+import { TSERIES_FUNCTIONS } from './tseries.js';
 import { TYPEOF_FUNCTIONS } from './typeof.js';
 import type { BuiltinFunction, BuiltinStatus, BuiltinVariable } from './types.js';
 
@@ -47,7 +48,7 @@ export const BUILTIN_FAMILIES: readonly {
   { title: 'probe context', variables: CONTEXT_VARIABLES, functions: CONTEXT_FUNCTIONS },
   { title: 'stacks', variables: STACK_VARIABLES, functions: STACK_FUNCTIONS },
   { title: 'cgroups', variables: CGROUP_VARIABLES, functions: CGROUP_FUNCTIONS },
-  { title: 'maps and aggregations', variables: [], functions: MAP_FUNCTIONS },
+  { title: 'maps and aggregations', variables: [], functions: [...MAP_FUNCTIONS, ...TSERIES_FUNCTIONS] },
   { title: 'output and actions', variables: [], functions: OUTPUT_FUNCTIONS },
   { title: 'strings and buffers', variables: [], functions: STRING_FUNCTIONS },
   { title: 'addresses and symbols', variables: [], functions: SYMBOL_FUNCTIONS },

@@ -7,7 +7,7 @@
 import type { AssignStmt, Program, Stmt } from '../ast.js';
 import { AstMutator } from '../visitor.js';
 
-const AGGREGATIONS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist']);
+const AGGREGATIONS = new Set(['count', 'sum', 'avg', 'min', 'max', 'stats', 'hist', 'lhist', 'tseries']);
 
 class Hoister extends AstMutator {
   override stmt(s: Stmt): Stmt {

@@ -42,6 +42,11 @@ export interface RuntimeConfig {
   showDebugInfo: boolean;
   /** `stack_mode`: the mode of `kstack`/`ustack` written without one (bpftrace's StackMode, default `bpftrace`). */
   stackMode: StackMode;
+  /**
+   * `BPFTRACE_DUMMY_TS_MAP=@name` (bpftrace's test hook, `IRBuilderBPF::CreateGetNs`): tseries() takes its clock
+   * from this scalar u64 map instead of the kernel's TAI clock, so tests control time. The map name without `@`.
+   */
+  dummyTsMap?: string;
 }
 
 /** The stack output modes bpfscope prints (bpftrace `src/types.h` StackMode, without `build_id`). */
@@ -193,6 +198,7 @@ export function resolveConfig(
       maxProbes: Number(values.get('max_probes') ?? 1024n),
       missingProbes,
       stackMode,
+      ...(env.BPFTRACE_DUMMY_TS_MAP?.startsWith('@') ? { dummyTsMap: env.BPFTRACE_DUMMY_TS_MAP.slice(1) } : {}),
     },
     warnings,
   };

@@ -27,12 +27,13 @@ export interface DeclaredMap {
   maxEntries: number;
 }
 
-const PER_CPU_VALUES = new Set(['count', 'sum', 'min', 'max', 'avg', 'stats', 'hist', 'lhist']);
+const PER_CPU_VALUES = new Set(['count', 'sum', 'min', 'max', 'avg', 'stats', 'hist', 'lhist', 'tseries']);
 
 /** The declaration type name bpftrace would infer for a map of these key and value types. */
 function inferredType(keyTypes: SType[], valueType: SType): string {
   if (!PER_CPU_VALUES.has(valueType.kind)) return 'hash';
-  const keyless = keyTypes.length === 0 && valueType.kind !== 'hist' && valueType.kind !== 'lhist';
+  const keyless =
+    keyTypes.length === 0 && valueType.kind !== 'hist' && valueType.kind !== 'lhist' && valueType.kind !== 'tseries';
   return keyless ? 'percpuarray' : 'percpuhash';
 }
 

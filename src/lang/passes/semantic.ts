@@ -507,6 +507,10 @@ export class Analyzer {
     let value: SType | null;
     if (isAggregation(prev.valueType) || isAggregation(valueType)) {
       value = typeKey(prev.valueType) === typeKey(valueType) ? prev.valueType : null;
+      if (!value && prev.valueType.kind === 'tseries' && valueType.kind === 'tseries') {
+        this.error(m.pos, 'Different tseries bounds in a single map unsupported');
+        return;
+      }
       if (!value && prev.valueType.kind === valueType.kind && valueType.kind !== 'lhist') value = prev.valueType;
     } else {
       value = unify(prev.valueType, valueType);
@@ -654,6 +658,12 @@ export class Analyzer {
 
   /** Type an aggregation call (`count()`, `hist(x)`, ...) and check its arguments. */
   private aggregation(c: CallExpr): SType | null {
+    const own = builtinFunction(c.name);
+    if (own?.check) {
+      const t = own.check(c, this.builtinChecker());
+      if (t) c.type = t;
+      return t;
+    }
     const args = c.args.map((a) => this.expr(a));
     const need = (n: number, m = n): boolean => {
       if (c.args.length < n || c.args.length > m) {
@@ -834,7 +844,7 @@ export class Analyzer {
           // combined over the CPUs at run time (codegen aggregateRead)
           return vt.kind === 'count' ? U64 : (vt as { signed: boolean }).signed ? I64 : U64;
         }
-        if (vt.kind === 'stats' || vt.kind === 'hist' || vt.kind === 'lhist') {
+        if (vt.kind === 'stats' || vt.kind === 'hist' || vt.kind === 'lhist' || vt.kind === 'tseries') {
           this.error(e.pos, `Reading a ${vt.kind}() map in an expression is not supported`);
           return null;
         }

@@ -17,15 +17,17 @@
  */
 import { buildLinearHistogram, buildLog2Histogram, type Histogram, histTotal } from './hist.js';
 import type { AggValue, MapDump, Value } from './model.js';
+import { buildSeries, latestEpoch, type TimeSeries } from './tseries.js';
 
 /** One printable value: a plain value, a stats() record, or a histogram. */
 export type Display =
   | { kind: 'value'; value: Value }
   | { kind: 'stats'; count: bigint; average: bigint; total: bigint }
-  | { kind: 'hist'; hist: Histogram };
+  | { kind: 'hist'; hist: Histogram }
+  | { kind: 'tseries'; series: TimeSeries };
 
 /** The JSON message type of a map (`map`, `stats` for avg/stats maps, `hist` for hist/lhist maps). */
-export type MapMessageType = 'map' | 'stats' | 'hist';
+export type MapMessageType = 'map' | 'stats' | 'hist' | 'tseries';
 
 export interface DisplayMap {
   name: string;
@@ -47,6 +49,7 @@ export function isAgg(v: Value | AggValue): v is AggValue {
     case 'stats':
     case 'hist':
     case 'lhist':
+    case 'tseries':
       return true;
     default:
       return false;
@@ -104,6 +107,9 @@ export function toDisplay(v: Value | AggValue, div = 1n): Display {
       return { kind: 'hist', hist: buildLog2Histogram(v.buckets, v.bits, d) };
     case 'lhist':
       return { kind: 'hist', hist: buildLinearHistogram(v.buckets, v.min, v.max, v.step) };
+    case 'tseries':
+      // alone (print of a value): its own window; formatMap gives a map's keys their shared window
+      return { kind: 'tseries', series: buildSeries(v, latestEpoch(v)) };
   }
 }
 
@@ -125,6 +131,8 @@ function sortValue(v: Value | AggValue): bigint | null {
     case 'hist':
     case 'lhist':
       return histTotal(v.buckets);
+    case 'tseries':
+      return latestEpoch(v);
     default:
       return null;
   }
@@ -167,6 +175,7 @@ function messageType(dump: MapDump): MapMessageType {
   const kind = v ? v.kind : dump.valueType.kind;
   if (kind === 'avg' || kind === 'stats') return 'stats';
   if (kind === 'hist' || kind === 'lhist') return 'hist';
+  if (kind === 'tseries') return 'tseries';
   return 'map';
 }
 
@@ -184,13 +193,18 @@ export function formatMap(dump: MapDump, opts: { top?: number | bigint; div?: nu
     return compareKeys(a.e.key, b.e.key) || a.idx - b.idx;
   });
   const kept = top > 0 && rows.length > top ? rows.slice(rows.length - top) : rows;
+  // tseries: every key shows the window ending at the latest epoch of all keys (bpftrace types_format.cpp)
+  let lastEpoch = 0n;
+  for (const r of rows) if (r.e.value.kind === 'tseries' && r.sv !== null && r.sv > lastEpoch) lastEpoch = r.sv;
+  const display = (v: Value | AggValue): Display =>
+    v.kind === 'tseries' ? { kind: 'tseries', series: buildSeries(v, lastEpoch) } : toDisplay(v, div);
   return {
     name: dump.name,
     scalar,
     type: messageType(dump),
     entries: kept.map(({ e }) => ({
       key: scalar ? null : e.key.length === 1 ? e.key[0]! : { kind: 'tuple', elems: e.key },
-      value: toDisplay(e.value, div),
+      value: display(e.value),
     })),
   };
 }

@@ -10,6 +10,7 @@
  */
 import { compareMapNames, type Display, type DisplayMap, formatMap, intOf, toDisplay } from './format.js';
 import type { HistLabel, Histogram } from './hist.js';
+import { tseriesJson } from './tseries.js';
 import type { AggValue, MapDump, Value } from './model.js';
 import type { OutputSink } from './sink.js';
 import { keyText } from './text.js';
@@ -115,6 +116,8 @@ function jsonDisplay(d: Display): string {
       return `{"count": ${jsonInt(d.count)}, "average": ${jsonInt(d.average)}, "total": ${jsonInt(d.total)}}`;
     case 'hist':
       return jsonHist(d.hist);
+    case 'tseries':
+      return tseriesJson(d.series);
   }
 }
 

@@ -4,6 +4,7 @@
  * `json.ts`. Nothing here knows about BPF byte layouts.
  */
 import type { SType } from '../../lang/types.js';
+import type { TseriesValue } from './tseries.js';
 
 /** A decoded scalar value. */
 export type Value =
@@ -38,7 +39,9 @@ export type AggValue =
   | { kind: 'avg' | 'stats'; count: bigint; total: bigint; signed: boolean }
   /** log2 histogram; `buckets` maps bpftrace's internal bucket index to its count (only non-zero buckets). */
   | { kind: 'hist'; bits: number; buckets: Map<number, bigint> }
-  | { kind: 'lhist'; min: number; max: number; step: number; buckets: Map<number, bigint> };
+  | { kind: 'lhist'; min: number; max: number; step: number; buckets: Map<number, bigint> }
+  /** tseries(): points by epoch (output/tseries.ts). */
+  | TseriesValue;
 
 export interface MapEntry {
   /** [] for a scalar map `@x` */

@@ -6,6 +6,7 @@
  *   stats records `{ .count = 3, .average = 2, .total = 6 }`;
  * - maps: `@x: 5`, `@x[k1, k2]: 5` (one line per entry, no blank line after the map); histogram maps print
  *   `@h:` / `@h[k]:` then the rows and one blank line;
+ * - tseries maps print `@t:` / `@t[k]:`, the graph (runtime/output/tseries.ts) and one blank line;
  * - histogram rows: range label left-aligned in 16 columns, count right-aligned in 8, then ` |`, a bar of `@`
  *   scaled to the largest count in 52 columns, `|`;
  * - `Attached N probe(s)` and `Lost N events` go to stderr; at the end of a run two newlines precede the maps.
@@ -14,6 +15,7 @@ import { compareMapNames, type Display, type DisplayMap, formatMap, intOf, toDis
 import type { HistLabel, Histogram } from './hist.js';
 import type { AggValue, MapDump, Value } from './model.js';
 import type { OutputSink } from './sink.js';
+import { tseriesText } from './tseries.js';
 
 /** The text form of a value (bpftrace's default representation, also what printf `%s` prints). */
 export function valueText(v: Value): string {
@@ -104,6 +106,8 @@ export function displayText(d: Display): string {
       return statsText(d);
     case 'hist':
       return histText(d.hist);
+    case 'tseries':
+      return tseriesText(d.series);
   }
 }
 
@@ -120,6 +124,7 @@ export function mapText(m: DisplayMap): string {
   for (const { key, value } of m.entries) {
     const head = key === null ? m.name : `${m.name}[${keyText(key)}]`;
     if (value.kind === 'hist') out += `${head}:\n${histText(value.hist)}\n`;
+    else if (value.kind === 'tseries') out += `${head}:\n${tseriesText(value.series)}\n`;
     else out += `${head}: ${displayText(value)}\n`;
   }
   return out;
