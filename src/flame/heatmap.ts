@@ -292,7 +292,8 @@ export class HeatMapInput {
   /** Each block of (time offset, latency) pairs with the number of pairs in it, in input order. */
   blockList(): [Float64Array, number][] {
     const list: [Float64Array, number][] = this.blocks.map((b) => [b, BLOCK_EVENTS]);
-    if (this.fill > 0) list.push([this.block, this.fill]);
+    // `| 0`: the field may hold the count as a double, which would make optimized loops over `n` start again.
+    if (this.fill > 0) list.push([this.block, this.fill | 0]);
     return list;
   }
 
@@ -694,18 +695,23 @@ function countCells(
   let largestCol = 0;
   let largestCount = 0;
   // Plain loops over the blocks (a closure per block was compiled on stack and deoptimized once).
-  for (const [pairs, n] of input.blockList()) {
+  const blocks = input.blockList();
+  for (let b = 0; b < blocks.length; b++) {
+    const [pairs, n] = blocks[b]!;
     for (let i = 0; i < n; i++) {
       const latency = pairs[2 * i + 1]!;
       if (latency < minLat || latency > maxLat) continue;
-      const r = pairs[2 * i]!;
-      if (r < 0 && Math.trunc(r / divisor / stepSec) < 0) {
+      // The column before truncation. Compared as such rather than the time offset: an offset read from a
+      // Float64Array is a small integer to V8 until it passes 2^30 (18 minutes in microseconds), where optimized code
+      // comparing it as one was thrown away; `t` is a fraction from the second event on. trunc(t) < 0 iff t <= -1.
+      const t = pairs[2 * i]! / divisor / stepSec;
+      if (t <= -1) {
         throw new HeatMapError(
-          `an event is ${perlNum(-r)} ${o.unit} before the first line's time: the input must be in time order`,
+          `an event is ${perlNum(-pairs[2 * i]!)} ${o.unit} before the first line's time: the input must be in time order`,
         );
       }
       // Columns are at most MAX_COLUMNS + 1 and rows MAX_ROWS + 1 here, so int32 truncation is exact.
-      const col = (r / divisor / stepSec) | 0;
+      const col = t | 0;
       if (col > maxCol) continue;
       const k = col * stride + (((latency - minLat) / stepLat) | 0);
       const c = ++counts[k]!;
