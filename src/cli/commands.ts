@@ -4,36 +4,13 @@
  * here; anything not listed is treated as a script file name, as bpftrace does.
  */
 import { TOOLS } from '../tools/catalog.js';
+import type { CommandEntry } from './command-entry.js';
+import { FLAME_COMMANDS } from './flame-commands.js';
 
-export type CommandMain = (argv: string[]) => Promise<number>;
-
-export interface CommandEntry {
-  /** One line for `bpfscope tools` / `--help`. */
-  summary: string;
-  load: () => Promise<CommandMain>;
-}
+export type { CommandEntry, CommandMain } from './command-entry.js';
 
 export const COMMANDS: Record<string, CommandEntry> = {
-  'stackcollapse-perf': {
-    summary: 'fold "perf script" output into stacks (FlameGraph stackcollapse-perf.pl)',
-    load: async () => (await import('../flame/commands/stackcollapse-perf.js')).main,
-  },
-  'stackcollapse-bpftrace': {
-    summary: 'fold bpftrace/bpfscope stack map output into stacks (FlameGraph stackcollapse-bpftrace.pl)',
-    load: async () => (await import('../flame/commands/stackcollapse-bpftrace.js')).main,
-  },
-  flamegraph: {
-    summary: 'render folded stacks as an interactive SVG flame graph (FlameGraph flamegraph.pl)',
-    load: async () => (await import('../flame/commands/flamegraph.js')).main,
-  },
-  heatmap: {
-    summary: 'render "time latency" events as an interactive SVG latency heat map (HeatMap trace2heatmap.pl)',
-    load: async () => (await import('../flame/commands/heatmap.js')).main,
-  },
-  difffolded: {
-    summary: 'merge two folded profiles into differential flame graph input (FlameGraph difffolded.pl)',
-    load: async () => (await import('../flame/commands/difffolded.js')).main,
-  },
+  ...FLAME_COMMANDS,
   ps: {
     summary: "list the system's BPF programs by process, with attach points and run statistics (bcc's bpflist)",
     load: async () => (await import('../inspect/ps.js')).main,

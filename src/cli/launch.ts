@@ -1,17 +1,18 @@
 /**
  * The installed `bpfscope` command (package.json "bin": dist/bundle/bpfscope.cjs, built from this file by
  * scripts/bundle.mjs). It runs the one-file CLI bundle next to it, dist/bundle/cli.cjs (src/cli/main.ts and all it
- * imports), through a V8 code cache, so a run does not parse and compile the CLI's ~1 MB of JavaScript again:
+ * imports; for the flame graph and heat map subcommands of flame-commands.ts the much smaller flame.cjs, from
+ * flame-main.ts), through a V8 code cache, so a run does not parse and compile the CLI's ~1 MB of JavaScript again:
  * measured here, `bpfscope -e 'BEGIN { exit(); }'` takes ~70 ms of CPU with the cache and ~110 ms without it.
  *
- * The cache is `dist/bundle/cache/<mode>-<cli.cjs size>-<mtime>-<node version>-<arch>.bin`, one per mode (`run`
+ * The cache is `dist/bundle/cache/<mode>-<bundle size>-<mtime>-<node version>-<arch>.bin`, one per mode (`run`
  * for programs, `list` for -l, `other` for --help/--version, else the subcommand: each caches the functions its
  * first run compiled, so `bpfscope tools` does not stand in for the compiler's code). It is written at exit by a
  * successful run (exit code 0) that found none or whose cache V8 rejected (another V8 or other V8 flags). The size
- * and mtime of cli.cjs are in the name because V8 itself only checks the source's length. The cache lives next to
- * the code on purpose: whoever can write there can already replace the code, whereas a shared directory such as
- * /tmp would let another user hand root compiled code. A read-only install (or a user who cannot write there) runs
- * without a cache; nothing is ever printed about it.
+ * and mtime of the bundle file are in the name because V8 itself only checks the source's length. The cache lives
+ * next to the code on purpose: whoever can write there can already replace the code, whereas a shared directory
+ * such as /tmp would let another user hand root compiled code. A read-only install (or a user who cannot write
+ * there) runs without a cache; nothing is ever printed about it.
  *
  * Security. bpfscope runs as root, so nothing that another local user can reach or that arrives through the
  * environment may open Node's inspector or load code into it (bpftrace's users send SIGUSR1 to print the maps; to a
@@ -44,6 +45,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
+import { FLAME_COMMAND_NAMES } from './flame-commands.js';
 
 type CliFunction = (
   exports: object,
@@ -69,7 +71,8 @@ function refuseNodeOptions(): void {
 refuseNodeOptions();
 
 const dir = dirname(fileURLToPath(import.meta.url));
-const file = join(dir, 'cli.cjs');
+// The flame graph and heat map subcommands run from their own small bundle (flame-commands.ts says why).
+const file = join(dir, FLAME_COMMAND_NAMES.includes(process.argv[2] ?? '') ? 'flame.cjs' : 'cli.cjs');
 // The shebang line becomes an empty line, so line numbers in stack traces stay those of cli.cjs.
 const source = readFileSync(file, 'utf8').replace(/^#!.*/, '');
 const cacheFile = join(
@@ -86,7 +89,7 @@ function mode(args: string[]): string {
   return args.some((a) => a === '-e' || !a.startsWith('-')) ? 'run' : 'other';
 }
 
-/** cli.cjs's size and modification time, so a rebuilt or edited bundle never meets an old cache. */
+/** The bundle file's size and modification time, so a rebuilt or edited bundle never meets an old cache. */
 function fingerprint(): string {
   const st = statSync(file);
   return `${st.size}-${Math.trunc(st.mtimeMs)}`;

@@ -115,6 +115,8 @@ export class HeatMapInput {
   largestLatencyText = '0';
 
   private carry: Uint8Array | null = null;
+  /** scanPlain's in/out state (ST_* slots): doubles only, so its representation never changes. */
+  private readonly scanState = new Float64Array(3);
   private readonly decoder = new TextDecoder('utf-8');
 
   /**
@@ -145,89 +147,45 @@ export class HeatMapInput {
       this.slowLine(chunk, pos, nl);
       pos = nl + 1;
     }
-    // Plain "DIGITS DIGITS[ anything]" lines, parsed in one pass; any other line goes to line(). The state is kept
-    // in locals and written back around each line() call.
-    let block = this.block;
-    let fill = this.fill;
-    let count = this.count;
-    let maxRel = this.maxRel;
-    let largest = this.largestLatency;
-    let lineNo = this.lineNo;
-    // The first event's time when it is a plain integer of at most 15 digits (else every line goes to line()).
-    let start = this.start !== undefined && this.startText.length <= 15 ? this.start : -1;
-    // Only whole lines: every scan below stops at their "\n", so no read goes past the chunk.
+    // Plain "DIGITS DIGITS[ anything]" lines go through scanPlain (a small function of its own, so V8 optimizes it
+    // once: state kept here in fields changed representation inside the loop and made V8 recompile it 4-5 times);
+    // any other line goes to line().
+    const st = this.scanState;
+    // Only whole lines: every scan stops at their "\n", so no read goes past the chunk.
     const limit = chunk.lastIndexOf(10) + 1;
     while (pos < limit) {
-      let ok = start >= 0;
-      let i = pos;
-      let time = 0;
-      let latency = 0;
-      if (ok) {
-        let c = chunk[i]!;
-        while (c === 32 || c === 9) c = chunk[++i]!;
-        const t0 = i;
-        while (c >= 48 && c <= 57) {
-          time = time * 10 + (c - 48);
-          c = chunk[++i]!;
+      // The first event's time when it is a plain integer of at most 15 digits (else every line goes to line()).
+      if (this.start !== undefined && this.startText.length <= 15) {
+        if (this.fill === BLOCK_EVENTS) {
+          this.blocks.push(this.block);
+          this.block = new Float64Array(2 * BLOCK_EVENTS);
+          this.fill = 0;
         }
-        const tl = i - t0;
-        ok = tl > 0 && tl <= 15 && (tl === 1 || chunk[t0] !== 48) && (c === 32 || c === 9);
-        if (ok) {
-          while (c === 32 || c === 9) c = chunk[++i]!;
-          const l0 = i;
-          while (c >= 48 && c <= 57) {
-            latency = latency * 10 + (c - 48);
-            c = chunk[++i]!;
-          }
-          const ll = i - l0;
-          ok = ll > 0 && ll <= 15 && (ll === 1 || chunk[l0] !== 48);
-          if (ok && c !== 10) {
-            if (c === 13 && chunk[i + 1] === 10) i++;
-            else if (c === 32 || c === 9 || c === 13)
-              i = chunk.indexOf(10, i); // further fields are ignored
-            else ok = false;
-          }
+        st[ST_FILL] = this.fill;
+        st[ST_MAXREL] = this.maxRel;
+        st[ST_LARGEST] = this.largestLatency;
+        const at = scanPlain(chunk, pos, limit, this.start, this.block, st);
+        const added = st[ST_FILL]! - this.fill;
+        this.fill += added;
+        this.count += added;
+        this.lineNo += added;
+        this.maxRel = st[ST_MAXREL]!;
+        if (st[ST_LARGEST]! > this.largestLatency) {
+          this.largestLatency = st[ST_LARGEST]!;
+          // A plain integer of at most 15 digits, no leading zero: its text is String() of its value.
+          this.largestLatencyText = String(this.largestLatency);
+        }
+        // Stopped before the limit at a line of another form, or after its quota of lines (the same line then
+        // still parses as plain: go on).
+        if (at > pos || pos >= limit) {
+          pos = at;
+          continue;
         }
       }
-      if (!ok) {
-        const nl = chunk.indexOf(10, pos);
-        this.block = block;
-        this.fill = fill;
-        this.count = count;
-        this.maxRel = maxRel;
-        this.lineNo = lineNo;
-        this.slowLine(chunk, pos, nl);
-        ({ block, fill, count, maxRel, lineNo } = this);
-        largest = this.largestLatency;
-        start = this.start !== undefined && this.startText.length <= 15 ? this.start : -1;
-        pos = nl + 1;
-        continue;
-      }
-      // i is at the newline.
-      lineNo++;
-      const r = time - start;
-      if (latency > largest) {
-        largest = latency;
-        this.largestLatency = latency;
-        this.largestLatencyText = String(latency);
-      }
-      if (r > maxRel) maxRel = r;
-      if (fill === BLOCK_EVENTS) {
-        this.blocks.push(block);
-        block = new Float64Array(2 * BLOCK_EVENTS);
-        fill = 0;
-      }
-      block[2 * fill] = r;
-      block[2 * fill + 1] = latency;
-      fill++;
-      count++;
-      pos = i + 1;
+      const nl = chunk.indexOf(10, pos);
+      this.slowLine(chunk, pos, nl);
+      pos = nl + 1;
     }
-    this.block = block;
-    this.fill = fill;
-    this.count = count;
-    this.maxRel = maxRel;
-    this.lineNo = lineNo;
     if (pos < n) this.carry = Uint8Array.prototype.slice.call(chunk, pos); // a copy (Buffer#slice is a view)
   }
 
@@ -328,14 +286,90 @@ export class HeatMapInput {
 
   /** Calls `f` with each block of (time offset, latency) pairs and the number of pairs in it, in input order. */
   forEachBlock(f: (pairs: Float64Array, n: number) => void): void {
-    for (const b of this.blocks) f(b, BLOCK_EVENTS);
-    if (this.fill > 0) f(this.block, this.fill);
+    for (const [b, n] of this.blockList()) f(b, n);
+  }
+
+  /** Each block of (time offset, latency) pairs with the number of pairs in it, in input order. */
+  blockList(): [Float64Array, number][] {
+    const list: [Float64Array, number][] = this.blocks.map((b) => [b, BLOCK_EVENTS]);
+    // `| 0`: the field may hold the count as a double, which would make optimized loops over `n` start again.
+    if (this.fill > 0) list.push([this.block, this.fill | 0]);
+    return list;
   }
 
   /** The line number an event came from is not kept; lines read so far. */
   get lines(): number {
     return this.lineNo;
   }
+}
+
+/** Slots of scanPlain's state array. */
+const ST_FILL = 0;
+const ST_MAXREL = 1;
+const ST_LARGEST = 2;
+
+/**
+ * Parses lines of plain "DIGITS DIGITS[ anything]" (each number at most 15 digits, no leading zero; blanks or tabs
+ * between; further fields ignored; "\r\n" accepted) from `b[pos, limit)` (`limit` just after a "\n") into `block`
+ * as (time - start, latency) pairs from pair `st[ST_FILL]` on, keeping `st[ST_MAXREL]` (largest time offset) and
+ * `st[ST_LARGEST]` (largest latency) up to date. Stops at `limit`, when the block is full, or at the start of a line
+ * of any other form; returns where it stopped (always a line start).
+ */
+function scanPlain(
+  b: Uint8Array,
+  pos: number,
+  limit: number,
+  start: number,
+  block: Float64Array,
+  st: Float64Array,
+): number {
+  // Slot numbers and the block size as literals: module constants would be context loads with a hole check here.
+  let fill = st[0]! | 0;
+  let maxRel = st[1]!;
+  let largest = st[2]!;
+  // At most 4096 lines a call: the first calls return while still interpreted, so every statement has type feedback
+  // when V8 optimizes it (an on-stack replacement in the first, long call deoptimized at the end and compiled again).
+  const stop = Math.min(fill + 4096, 65536);
+  while (pos < limit && fill < stop) {
+    let i = pos;
+    let c = b[i]!;
+    while (c === 32 || c === 9) c = b[++i]!;
+    const t0 = i;
+    let time = 0;
+    while (c >= 48 && c <= 57) {
+      time = time * 10 + (c - 48);
+      c = b[++i]!;
+    }
+    const tl = i - t0;
+    if (tl === 0 || tl > 15 || (tl > 1 && b[t0] === 48) || (c !== 32 && c !== 9)) break;
+    while (c === 32 || c === 9) c = b[++i]!;
+    const l0 = i;
+    let latency = 0;
+    while (c >= 48 && c <= 57) {
+      latency = latency * 10 + (c - 48);
+      c = b[++i]!;
+    }
+    const ll = i - l0;
+    if (ll === 0 || ll > 15 || (ll > 1 && b[l0] === 48)) break;
+    if (c !== 10) {
+      if (c === 13 && b[i + 1] === 10) i++;
+      else if (c === 32 || c === 9 || c === 13)
+        i = b.indexOf(10, i); // further fields are ignored
+      else break;
+    }
+    // i is at the newline.
+    const r = time - start;
+    if (r > maxRel) maxRel = r;
+    if (latency > largest) largest = latency;
+    block[2 * fill] = r;
+    block[2 * fill + 1] = latency;
+    fill++;
+    pos = i + 1;
+  }
+  st[0] = fill;
+  st[1] = maxRel;
+  st[2] = largest;
+  return pos;
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
@@ -544,8 +578,13 @@ function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { text: string; cells: 
     }
   }
 
-  // The hover's JavaScript string quoting of the row labels, computed once.
+  // The hover's JavaScript string quoting of the row labels, computed once; so are each row's y, each column's x and
+  // width, and each count's colour: a cell is then a join of ready pieces (as rect() would print it).
   const rangeLabels = g.rangeLabels.map(jsString);
+  const rowY: string[] = [];
+  for (let l = 0; l < largestRow; l++) rowY.push(perlNum(height - (ypad2 + l * box)));
+  const heightText = cFixed(box, 1);
+  const colors = new Map<number, string>();
   let cells = 0;
   for (let s = 0; s < largestCol; s++) {
     const base = s * stride;
@@ -554,25 +593,24 @@ function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { text: string; cells: 
     if (total === 0) continue;
     let acc = 0;
     const x1 = XPAD + s * box;
+    const xs1 = cFixed(x1, 1);
+    const w = cFixed(Number(cFixed(x1 + box, 1)) - Number(xs1), 1);
+    const head = `<rect x="${xs1}" y="`;
+    const mid = `" width="${w}" height="${heightText}" fill="`;
     const t = first + s;
     let tr = perlNum(t * stepSec);
     if (stepSec > 1) tr += `-${perlNum(t * stepSec - 1 + stepSec)}`;
-    const timeLabel = jsString(tr);
+    const hover = `" onmouseover="s(${jsString(tr)},`;
     for (let l = 0; l < largestRow; l++) {
       const c = counts[base + l]!;
       if (c === 0) continue;
       acc += c;
-      const y1 = height - (ypad2 + l * box);
-      out.push(
-        rect(
-          x1,
-          y1,
-          x1 + box,
-          y1 + box,
-          cellColor(c / largestCount),
-          `onmouseover="s(${timeLabel},${rangeLabels[l]},${c},${acc},${total})" onmouseout="c()"`,
-        ),
-      );
+      let color = colors.get(c);
+      if (color === undefined) {
+        color = cellColor(c / largestCount);
+        colors.set(c, color);
+      }
+      out.push(`${head}${rowY[l]}${mid}${color}${hover}${rangeLabels[l]},${c},${acc},${total})" onmouseout="c()" />\n`);
       cells++;
     }
   }
@@ -656,25 +694,31 @@ function countCells(
   const { minLat, maxLat, stepLat, divisor, stepSec, maxCol } = o;
   let largestCol = 0;
   let largestCount = 0;
-  input.forEachBlock((pairs, n) => {
+  // Plain loops over the blocks (a closure per block was compiled on stack and deoptimized once).
+  const blocks = input.blockList();
+  for (let b = 0; b < blocks.length; b++) {
+    const [pairs, n] = blocks[b]!;
     for (let i = 0; i < n; i++) {
       const latency = pairs[2 * i + 1]!;
       if (latency < minLat || latency > maxLat) continue;
-      const r = pairs[2 * i]!;
-      if (r < 0 && Math.trunc(r / divisor / stepSec) < 0) {
+      // The column before truncation. Compared as such rather than the time offset: an offset read from a
+      // Float64Array is a small integer to V8 until it passes 2^30 (18 minutes in microseconds), where optimized code
+      // comparing it as one was thrown away; `t` is a fraction from the second event on. trunc(t) < 0 iff t <= -1.
+      const t = pairs[2 * i]! / divisor / stepSec;
+      if (t <= -1) {
         throw new HeatMapError(
-          `an event is ${perlNum(-r)} ${o.unit} before the first line's time: the input must be in time order`,
+          `an event is ${perlNum(-pairs[2 * i]!)} ${o.unit} before the first line's time: the input must be in time order`,
         );
       }
       // Columns are at most MAX_COLUMNS + 1 and rows MAX_ROWS + 1 here, so int32 truncation is exact.
-      const col = (r / divisor / stepSec) | 0;
+      const col = t | 0;
       if (col > maxCol) continue;
       const k = col * stride + (((latency - minLat) / stepLat) | 0);
       const c = ++counts[k]!;
       if (col > largestCol) largestCol = col;
       if (c > largestCount) largestCount = c;
     }
-  });
+  }
   return { largestCol, largestCount };
 }
 

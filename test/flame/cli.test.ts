@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -127,5 +127,34 @@ describe('flame graph commands', () => {
       assert.equal(r.code, 0);
       assert.match(r.stdout.toString(), new RegExp(`^USAGE: bpfscope ${cmd}`));
     }
+  });
+});
+
+describe('the flame commands bundle (dist/bundle/flame.cjs)', () => {
+  it('runs exactly the flame commands, each the same entry as in COMMANDS', async () => {
+    const { FLAME_COMMAND_NAMES, FLAME_COMMANDS } = await import('../../src/cli/flame-commands.js');
+    const { COMMANDS } = await import('../../src/cli/commands.js');
+    assert.deepEqual([...FLAME_COMMAND_NAMES].sort(), [
+      'difffolded',
+      'flamegraph',
+      'heatmap',
+      'stackcollapse-bpftrace',
+      'stackcollapse-perf',
+    ]);
+    assert.deepEqual(Object.keys(FLAME_COMMANDS).sort(), [...FLAME_COMMAND_NAMES].sort());
+    for (const name of FLAME_COMMAND_NAMES) assert.equal(COMMANDS[name], FLAME_COMMANDS[name], name);
+  });
+  it('is what the launcher runs for them: its code cache is named after flame.cjs', (t) => {
+    if (!fileURLToPath(import.meta.url).includes('/dist/')) return t.skip('needs the built bundle');
+    const bundle = join(repoRoot(), 'dist', 'bundle');
+    const size = statSync(join(bundle, 'flame.cjs')).size;
+    const r = bpfscope(['heatmap', '-'], 'TIME LAT\n1 100\n2 200\n3 300\n');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout.toString(), /^<\?xml /);
+    const caches = readdirSync(join(bundle, 'cache')).filter((f) => f.startsWith('heatmap-'));
+    assert.ok(
+      caches.some((f) => f.startsWith(`heatmap-${size}-`)),
+      `a heatmap cache of the ${size}-byte flame.cjs in ${caches.join(', ')}`,
+    );
   });
 });

@@ -100,6 +100,33 @@ describe('heatmap against trace2heatmap.pl reference SVGs', { skip: !haveRef && 
   });
 });
 
+describe('heatmap input parser on many lines', () => {
+  it('keeps every event across storage blocks, parse quotas and odd lines in the middle (1 MiB pieces)', () => {
+    // 150,000 events: time 2000000000 + i (us), latency i % 97 + 1; line 40,000 (after the header) is written as a
+    // decimal fraction and line 100,000 with a CRLF, so the byte parser hands them to the general path mid-stream.
+    const lines = ['TIME(us) LAT(us)'];
+    for (let i = 0; i < 150_000; i++) {
+      const t = 2_000_000_000 + i;
+      lines.push(
+        i === 40_000 ? `${t}.0 ${(i % 97) + 1}.0` : i === 100_000 ? `${t} ${(i % 97) + 1}\r` : `${t} ${(i % 97) + 1}`,
+      );
+    }
+    const bytes = Buffer.from(`${lines.join('\n')}\n`);
+    const input = new HeatMapInput();
+    for (let p = 0; p < bytes.length; p += 1 << 20) input.bytes(bytes.subarray(p, p + (1 << 20)));
+    input.end();
+    assert.equal(input.count, 150_000);
+    assert.equal(input.lines, 150_001);
+    assert.equal(input.maxRel, 149_999);
+    assert.equal(input.largestLatency, 97);
+    const times = input.times();
+    const lats = input.latencies();
+    let bad = -1;
+    for (let i = 0; i < 150_000 && bad < 0; i++) if (times[i] !== i || lats[i] !== (i % 97) + 1) bad = i;
+    assert.equal(bad, -1, `event ${bad}: ${times[bad]} ${lats[bad]}`);
+  });
+});
+
 describe('heatmap layout rules (worked by hand)', () => {
   // rows 4 over latencies up to 100: step 25; columns from the first time (100 s).
   const lines = ['TIME LAT', '100 10', '100.2 30', '101 40', '101.5 60', '102 80', '103 100'];
