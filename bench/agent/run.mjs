@@ -15,6 +15,8 @@
  * The agent runs twice: as installed (node's default heap sizing) and under `node --max-semi-space-size=1` (V8's
  * young generation held to 1 MiB per semi-space instead of up to 16: the agent allocates little per period, so the
  * default young generation is mostly RSS without benefit; see docs/fleet-agent.md "Overhead").
+ * Two floors are measured the same way: node with nothing loaded, and the agent profiling one sleeping process (the
+ * bundle, the BPF session and its timers, no samples): what no amount of caching can remove.
  * A peer that cannot run here (bcc's profile needs kernel headers or CONFIG_IKHEADERS) is listed with the reason
  * and no numbers. The load average (1 min) is recorded before and after each tool.
  * Not a test: prints a Markdown table and writes bench/results/agent.json. Usage: sudo node bench/agent/run.mjs
@@ -150,6 +152,24 @@ try {
       `--pyroscope=http://127.0.0.1:${port}`,
       '--hz=49',
       '--period=10s',
+      '--no-metrics',
+    ]),
+  );
+  // the floor: node itself with nothing loaded, and the agent with nothing to profile (-p of a sleeping process:
+  // the bundle, the BPF session and the timers, but no samples, so no symbols and no profiles to speak of)
+  results.push(
+    await measure('floor: node, nothing loaded (setInterval)', process.execPath, ['-e', 'setInterval(() => {}, 1e6)']),
+  );
+  const idle = spawn('sleep', ['3600'], { stdio: 'ignore', detached: true });
+  spinners.push(idle);
+  results.push(
+    await measure('floor: bpfscope agent -p IDLE_PID (nothing sampled)', process.execPath, [
+      join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+      'agent',
+      `--pyroscope=http://127.0.0.1:${port}`,
+      '--hz=49',
+      '--period=10s',
+      `--pid=${idle.pid}`,
       '--no-metrics',
     ]),
   );

@@ -254,7 +254,7 @@ function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profi
     },
     {
       name: 'bpfscope_agent_period_read_seconds',
-      help: 'Time the last period took to read, symbolize and encode.',
+      help: 'Wall time the last period took to read, symbolize and encode (in slices, other work running between them).',
       type: 'gauge',
       samples: [{ value: c.lastReadMs / 1000 }],
     },
@@ -379,7 +379,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
   ];
   const offSeries: SeriesLabel[] = [{ name: '__name__', value: 'off_cpu' }, ...series.slice(1)];
   const periodNs = Math.round(1e9 / cfg.hz);
-  const onPeriod = (d: PeriodData): void => {
+  const onPeriod = async (d: PeriodData): Promise<void> => {
     const t0 = performance.now();
     // build-ids of mapped files, once per process and file in a period (each costs a stat, and an ELF read once)
     const ids = new Map<string, string>();
@@ -389,14 +389,14 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
       if (id === undefined) ids.set(k, (id = profiler?.procs.mappedBuildId(Number(s.labels.pid), file) ?? ''));
       return id;
     };
-    const pprof = buildAgentProfile(d.samples, {
+    const pprof = await buildAgentProfile(d.samples, {
       periodNs,
       timeNanos: d.startNs,
       durationNanos: d.durationNs,
       buildIdOf,
     });
     const offPprof = d.offcpu
-      ? buildAgentProfile(d.offcpu, {
+      ? await buildAgentProfile(d.offcpu, {
           kind: 'offcpu',
           periodNs,
           timeNanos: d.startNs,
@@ -444,7 +444,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
       log(`metrics on http://${where}/metrics`);
     }
   } catch (e) {
-    profiler.stop();
+    await profiler.stop();
     throw new BpfscopeError(
       `cannot serve metrics on ${cfg.metrics!.host}:${cfg.metrics!.port}: ${(e as Error).message}`,
     );
@@ -463,7 +463,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
     void profiler.wait().then(done);
   });
   try {
-    profiler.stop();
+    await profiler.stop();
   } finally {
     await Promise.all(queues.map((q) => q.drain(5000)));
     server?.close();

@@ -24,8 +24,12 @@ import {
   StringTable,
   ValueType,
 } from 'pprof-format';
-import { gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import type { Frame } from '../../symbols/resolver.js';
+import { Slicer } from './slice.js';
+
+const gzipAsync = promisify(gzip);
 
 /** One distinct stack of one process in a period. */
 export interface AgentSample {
@@ -56,8 +60,15 @@ export interface AgentProfileOptions {
   buildIdOf?: (file: string, sample: AgentSample) => string;
 }
 
-/** The profile as pprof bytes, gzip-compressed (what Pyroscope and Parca take, and `go tool pprof` reads). */
-export function buildAgentProfile(samples: readonly AgentSample[], o: AgentProfileOptions): Uint8Array {
+/**
+ * The profile as pprof bytes, gzip-compressed (what Pyroscope and Parca take, and `go tool pprof` reads). Built in
+ * slices of `slicer` (the event loop runs between them), compressed on libuv's thread pool.
+ */
+export async function buildAgentProfile(
+  samples: readonly AgentSample[],
+  o: AgentProfileOptions,
+  slicer = new Slicer(),
+): Promise<Uint8Array> {
   const strings = new StringTable();
   const str = (s: string): number => strings.dedup(s);
   const off = o.kind === 'offcpu';
@@ -100,6 +111,8 @@ export function buildAgentProfile(samples: readonly AgentSample[], o: AgentProfi
   };
 
   for (const s of samples) {
+    const pause = slicer.pause();
+    if (pause) await pause;
     const ids: number[] = [];
     for (const f of s.kernel) {
       const file = f.module !== undefined ? `[${f.module}]` : '[kernel.kallsyms]';
@@ -135,5 +148,5 @@ export function buildAgentProfile(samples: readonly AgentSample[], o: AgentProfi
     durationNanos: o.durationNanos,
     defaultSampleType: cpu,
   });
-  return gzipSync(profile.encode());
+  return gzipAsync(profile.encode());
 }

@@ -36,6 +36,7 @@ import { mapLookupBatch } from '../../kernel/bpf.js';
 import { OutputSink } from '../../runtime/output/sink.js';
 import type { AgentSample } from './pprof.js';
 import { ProcCache } from './procinfo.js';
+import { Slicer } from './slice.js';
 
 /** Frame limits of the two buffers' stacks (they name the stack maps, see the module comment). */
 const LIMIT = { a: 127, b: 126 } as const;
@@ -223,6 +224,10 @@ export class Profiler {
   private readonly prepareQueue: number[] = [];
   private preparing = false;
   private stopped = false;
+  /** A period being processed (symbolized, encoded, handed over): the next read waits for it. */
+  private busy: Promise<void> | undefined;
+  /** A period boundary passed while busy: read when the work is done. */
+  private tickPending = false;
   private readonly periodNs: bigint;
   readonly procs = new ProcCache();
   /** Periods whose read came more than a period late (their samples went into the next profile). */
@@ -244,7 +249,7 @@ export class Profiler {
     private readonly tracer: Tracer,
     private readonly resolver: SymbolResolver,
     private readonly o: ProfilerOptions,
-    private readonly onPeriod: (p: PeriodData) => void,
+    private readonly onPeriod: (p: PeriodData) => void | Promise<void>,
   ) {
     this.periodNs = BigInt(o.periodMs) * 1_000_000n;
     this.startedMono = process.hrtime.bigint();
@@ -252,10 +257,13 @@ export class Profiler {
   }
 
   /**
-   * Compile, load and attach the profiler; resolves once sampling runs. Each period's data goes to `onPeriod`
-   * (synchronously, from a timer). @throws CompileError, KernelError, PermissionError (not root), BpfscopeError
+   * Compile, load and attach the profiler; resolves once sampling runs. Each period's data goes to `onPeriod`,
+   * whose promise is awaited before the next period is read (a period that ends meanwhile is read when it resolves,
+   * merged into the next profile if that is more than a period late). Symbolizing runs in slices of 10 ms, so the
+   * event loop (pushes, the metrics server) keeps running while a period is processed.
+   * @throws CompileError, KernelError, PermissionError (not root), BpfscopeError
    */
-  static async start(o: ProfilerOptions, onPeriod: (p: PeriodData) => void): Promise<Profiler> {
+  static async start(o: ProfilerOptions, onPeriod: (p: PeriodData) => void | Promise<void>): Promise<Profiler> {
     const resolver = await SymbolResolver.create();
     // The program's only printf output is the new-process event; nothing is printed.
     const writer = new ToolWriter(new OutputSink(1), new OutputSink(2, { bufferSize: 0 }));
@@ -333,33 +341,62 @@ export class Profiler {
 
   private tick(): void {
     if (this.stopped) return;
-    this.collectEnded();
+    if (this.busy) {
+      this.tickPending = true;
+      return;
+    }
+    this.run(this.collectEnded());
     this.schedule();
   }
 
-  /** Read every buffer whose period has ended (normally one). */
-  private collectEnded(): void {
+  /** Track the processing of a period; a tick that came meanwhile reads then. */
+  private run(work: Promise<void> | undefined): void {
+    if (!work) return;
+    const busy = work
+      .catch((e: unknown) => {
+        process.stderr.write(`bpfscope agent: a period was lost: ${(e as Error).message}\n`);
+      })
+      .finally(() => {
+        if (this.busy === busy) this.busy = undefined;
+        if (this.tickPending && !this.stopped) {
+          // the tick that found the profiler busy scheduled no timer: read now, then schedule from the new boundary
+          this.tickPending = false;
+          this.run(this.collectEnded());
+          this.schedule();
+        }
+      });
+    this.busy = busy;
+  }
+
+  /** Read every buffer whose period has ended (normally one); resolves when the profile is handed over. */
+  private collectEnded(): Promise<void> | undefined {
     const now = process.hrtime.bigint();
-    if (now < this.nextBoundary) return;
+    if (now < this.nextBoundary) return undefined;
     const ended = this.nextBoundary / this.periodNs - 1n; // the period that ended at nextBoundary
     const behind = (now - this.nextBoundary) / this.periodNs;
     this.nextBoundary += (behind + 1n) * this.periodNs;
     if (behind === 0n) {
-      this.emit([parity(ended)], ended * this.periodNs, this.nextBoundary - this.periodNs, now);
-      return;
+      return this.emit([parity(ended)], ended * this.periodNs, this.nextBoundary - this.periodNs, now);
     }
     // Late by a period or more: both buffers hold ended periods, one of them the current period so far too. Both
     // are read into one profile covering up to now; the rest of the current period goes into the next profile.
     this.latePeriods += Number(behind);
     const cur = parity(now / this.periodNs);
-    this.emit([cur === 'a' ? 'b' : 'a', cur], ended * this.periodNs, now, now, cur);
+    return this.emit([cur === 'a' ? 'b' : 'a', cur], ended * this.periodNs, now, now, cur);
   }
 
   /**
    * One profile from buffers `bufs`, covering [fromMono, toMono] (from the end of the last profile at the
-   * earliest). `current`: the buffer the kernel is writing into (a late read), whose stacks are not cleared.
+   * earliest). `current`: the buffer the kernel is writing into (a late read), whose stacks are not cleared. The
+   * buffers are read at once; symbolizing and `onPeriod` follow in slices (see {@link Profiler.start}).
    */
-  private emit(bufs: ('a' | 'b')[], fromMono: bigint, toMono: bigint, nowMono: bigint, current?: 'a' | 'b'): void {
+  private async emit(
+    bufs: ('a' | 'b')[],
+    fromMono: bigint,
+    toMono: bigint,
+    nowMono: bigint,
+    current?: 'a' | 'b',
+  ): Promise<void> {
     const t0 = performance.now();
     let from = fromMono < this.startedMono ? this.startedMono : fromMono;
     if (from < this.coveredTo) from = this.coveredTo;
@@ -382,12 +419,14 @@ export class Profiler {
       this.pruneOffStacks(parity(now / this.periodNs) === 'a' ? 'oa' : 'ob');
     }
     this.tracer.clearMap('__seen');
+    const wallNowNs = Date.now() * 1e6;
+    const slicer = new Slicer();
     const samples: AgentSample[] = [];
     const offcpu: AgentSample[] = [];
     let entries = 0;
     const pids = new Set<number>();
     for (const r of reads) {
-      (r.off ? offcpu : samples).push(...this.symbolize(r.raw, r.fetched, r.off));
+      (r.off ? offcpu : samples).push(...(await this.symbolize(r.raw, r.fetched, r.off, slicer)));
       if (!r.off) {
         entries = Math.max(entries, r.raw.length);
         for (const e of r.raw) pids.add(e.pid);
@@ -403,10 +442,9 @@ export class Profiler {
     }
     this.expireStacks();
     this.resolver.dropUnusedFiles();
-    const wallNowNs = Date.now() * 1e6;
     let offTotal = 0;
     for (const s of offcpu) offTotal += s.count;
-    this.onPeriod({
+    await this.onPeriod({
       startNs: Math.round(wallNowNs - Number(nowMono - from)),
       durationNs: Number(toMono - from),
       samples,
@@ -516,11 +554,18 @@ export class Profiler {
    * id is the same stack in every period and stack map): kernel stacks once, user stacks once per process, dropped
    * when unused for two periods; labels once per process and comm.
    */
-  private symbolize(raw: readonly RawEntry[], fetched: Fetched, offcpu: boolean): AgentSample[] {
+  private async symbolize(
+    raw: readonly RawEntry[],
+    fetched: Fetched,
+    offcpu: boolean,
+    slicer: Slicer,
+  ): Promise<AgentSample[]> {
     const out: AgentSample[] = [];
     const kc = offcpu ? this.kcacheOff : this.kcache;
     const labelsOf = new Map<string, Record<string, string>>();
     for (const r of raw) {
+      const pause = slicer.pause();
+      if (pause) await pause;
       let ke = kc.get(r.k);
       if (ke === undefined) {
         const b = fetched.kernel.get(r.k);
@@ -624,20 +669,21 @@ export class Profiler {
   }
 
   /**
-   * Stop sampling: the periods that ended are reported, then the current, partial one; then every kernel object
-   * is released. Idempotent.
+   * Stop sampling: the period being processed is finished, the periods that ended are reported, then the current,
+   * partial one; then every kernel object is released. Idempotent (a second call resolves at once).
    */
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.stopped) return;
+    this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     try {
-      this.collectEnded();
+      await this.busy;
+      await this.collectEnded();
       this.tracer.stop();
       const now = process.hrtime.bigint();
       const cur = now / this.periodNs;
-      this.emit([parity(cur)], cur * this.periodNs, now, now);
+      await this.emit([parity(cur)], cur * this.periodNs, now, now);
     } finally {
-      this.stopped = true;
       this.tracer.finish();
       this.tracer.close();
     }
