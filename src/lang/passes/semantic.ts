@@ -11,8 +11,6 @@
  * - maps and variables store integers widened to 64 bits; strings unify to the largest size assigned.
  */
 
-import { constants as osConstants } from 'node:os';
-import { net } from '../../builtins.js';
 import type { ExpandedProbe } from '../probe.js';
 import type { Target } from '../target.js';
 import {
@@ -25,20 +23,13 @@ import {
   variableNamed,
   type BuiltinChecker,
 } from '../builtins/registry.js';
-import { checkPrintfArgs, compilePrintf } from '../printf.js';
+import { DEFAULT_STACK_LIMIT } from '../builtins/stack.js';
+import { sameShape, storageType, unify, withNames } from '../typeops.js';
+import { PT_REGS_CONTEXTS } from '../ptregs.js';
 import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Probe, Span, Stmt, TypeSpec, VarExpr } from '../ast.js';
 import { positionalInt } from '../lexer.js';
 import { isBuiltinName } from '../parser.js';
-import {
-  btfEnumByName,
-  btfEnumInfo,
-  btfRecordByName,
-  btfVarId,
-  kernelBtf,
-  materializeRecord,
-  recordFields,
-  withBtf,
-} from '../btf-types.js';
+import { btfEnumByName, btfEnumInfo, btfRecordByName, kernelBtf, recordFields, withBtf } from '../btf-types.js';
 import type { CTypes } from '../cdefs.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import { closestNames, didYouMean } from '../suggest.js';
@@ -98,9 +89,7 @@ export interface AnalysisOptions {
 /** The clocks of `nsecs(mode)` (bpftrace's TimestampMode): declared with nsecs in lang/builtins/time.ts. */
 export { NSECS_CLOCKS } from '../builtins/time.js';
 
-/** Frames kept by kstack/ustack without a limit, and the most allowed (the kernel's perf_event_max_stack default). */
-export const DEFAULT_STACK_LIMIT = 127;
-export const MAX_STACK_LIMIT = 127;
+export { DEFAULT_STACK_LIMIT, MAX_STACK_LIMIT } from '../builtins/stack.js';
 
 /** A kernel enumerator by name from BTF, or undefined (also when the kernel has no BTF). */
 function kernelEnumerator(name: string): { value: bigint; type: SType } | undefined {
@@ -123,52 +112,6 @@ const MAX_STRUCT_VALUE = 256;
  * mean" after "Unknown function". test/lang/suggest.test.ts checks each one is accepted.
  */
 export { FUNCTION_NAMES } from '../builtins/registry.js';
-
-/** A tuple type, a record when `names` is given. */
-function withNames(t: Extract<SType, { kind: 'tuple' }>, names: string[] | undefined): SType {
-  return names ? { ...t, names } : t;
-}
-
-/** Widen an integer/bool type to what maps and variables store (64-bit ints). */
-export function storageType(t: SType): SType {
-  if (t.kind === 'int') return t.enum ? { kind: 'int', size: 8, signed: false, enum: t.enum } : t.signed ? I64 : U64;
-  if (t.kind === 'tuple') return withNames({ kind: 'tuple', elems: t.elems.map(storageType) }, t.names);
-  // a struct value (`*p`, `args`): its fields loaded, so the runtime can print it without BTF
-  if (t.kind === 'record') return materializeRecord(t.btfId !== undefined ? kernelBtf() : undefined, t);
-  return t;
-}
-
-/** Join two storage types where they may be unified (ints of either sign, strings of different sizes). */
-function unify(a: SType, b: SType): SType | null {
-  if (a.kind === 'int' && b.kind === 'int') {
-    // the same enum stays that enum; an enum with other integers is stored as a plain integer (bpftrace)
-    if (a.enum && b.enum?.name === a.enum.name) return a;
-    return a.signed && b.signed ? I64 : a.signed || b.signed ? I64 : U64;
-  }
-  if (a.kind === 'string' && b.kind === 'string') return stringType(Math.max(a.size, b.size));
-  if (a.kind === 'buffer' && b.kind === 'buffer') return { kind: 'buffer', size: Math.max(a.size, b.size) };
-  if (a.kind === 'tuple' && b.kind === 'tuple' && a.elems.length === b.elems.length) {
-    if (!a.names !== !b.names) return null;
-    // records with the same fields in another order: b's fields in a's order (stores convert by name)
-    const order = a.names ? a.names.map((n) => b.names!.indexOf(n)) : a.elems.map((_, i) => i);
-    if (order.includes(-1)) return null;
-    const elems: SType[] = [];
-    for (let i = 0; i < a.elems.length; i++) {
-      const u = unify(a.elems[i]!, b.elems[order[i]!]!);
-      if (!u) return null;
-      elems.push(u);
-    }
-    return withNames({ kind: 'tuple', elems }, a.names);
-  }
-  if (typeKey(a) === typeKey(b)) return a;
-  // the same pointer type in two address spaces (a map set in a uprobe and in a kprobe): the first one's
-  if (a.kind === 'pointer' && b.kind === 'pointer' && typeKey(a.to) === typeKey(b.to)) return a;
-  return null;
-}
-
-function sameShape(a: SType, b: SType): boolean {
-  return unify(a, b) !== null;
-}
 
 /**
  * Analyse a whole program. Returns the map table; annotates nothing permanently (call `typeUnit` per unit before
@@ -418,59 +361,6 @@ export class Analyzer {
    * typed by the default (no default: a bool flag; an integer: int64 when negative, else uint64; a string). The
    * value is a compile-time constant stored on the call (`getoptValue`); a value of the wrong type is an error.
    */
-  private getopt(c: CallExpr): SType | null {
-    const args = c.args;
-    if (!this.argCount(c, 1, 3)) return null;
-    const name = args[0]!;
-    if (name.kind !== 'StrLit') {
-      this.error(name.pos, 'getopt() expects a string literal option name');
-      return null;
-    }
-    if (args[2] && args[2].kind !== 'StrLit') this.error(args[2].pos, 'getopt() expects a string literal description');
-    if (!this.getopts.get(name.value)) this.getopts.set(name.value, args[2]?.kind === 'StrLit' ? args[2].value : '');
-    const given = this.opts.named?.get(name.value);
-    const def = args[1];
-    const call = c as CallExpr & { getoptValue?: bigint | boolean | string };
-    const bad = (kind: string): null => {
-      // about the command line, not the program: no source position (bpftrace)
-      this.error(undefined, `program command line option --${name.value} invalid ${kind} (value: ${String(given)})`);
-      return null;
-    };
-    if (def === undefined || def.kind === 'BoolLit') {
-      const d = def?.kind === 'BoolLit' ? def.value : false;
-      const v =
-        given === undefined
-          ? d
-          : given === true || /^(true|1)$/i.test(given)
-            ? true
-            : /^(false|0)$/i.test(given)
-              ? false
-              : undefined;
-      if (v === undefined) return bad('boolean');
-      call.getoptValue = v;
-      return BOOL;
-    }
-    if (def.kind === 'StrLit') {
-      const v = given === undefined ? def.value : given === true ? '' : given;
-      call.getoptValue = v;
-      return stringType(Buffer.byteLength(v) + 1);
-    }
-    const d = this.constValue(def);
-    if (d === null) {
-      this.error(def.pos, 'getopt() expects a literal default (an integer, a string or a bool)');
-      return null;
-    }
-    let v = d;
-    if (given !== undefined) {
-      if (given === true || !/^-?(0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*)$/i.test(given)) return bad('integer');
-      const neg = given.startsWith('-');
-      const mag = BigInt(neg ? given.slice(1) : given);
-      v = neg ? -mag : mag;
-    }
-    call.getoptValue = v;
-    return d < 0n ? I64 : U64;
-  }
-
   /**
    * A C struct copied as a value (`print(*p)`, `@x = args`, `@[*p]`) lives on the 512-byte BPF stack: at most
    * MAX_STRUCT_VALUE bytes. Reports a positioned error otherwise.
@@ -1283,434 +1173,6 @@ export class Analyzer {
       return builtin.check(c, this.builtinChecker());
     }
     const args = c.args;
-    const mapArg = (i: number, fn: string): MapExpr | null => {
-      const a = args[i];
-      if (a?.kind !== 'MapExpr') {
-        this.error(a?.pos ?? c.pos, `${fn}() expects a map argument`);
-        return null;
-      }
-      return a;
-    };
-    switch (c.name) {
-      case 'system':
-      case 'cat':
-      case 'errorf':
-      case 'warnf':
-      case 'debugf':
-      case 'printf': {
-        if (c.name === 'system' && !this.opts.unsafe) {
-          this.error(c.pos, 'system() is an unsafe function being used in safe mode (use --unsafe)');
-        }
-        if (args.length === 0 || args[0]!.kind !== 'StrLit') {
-          this.error(c.pos, `${c.name}() expects a string literal as its first argument`);
-          args.forEach((a) => this.expr(a));
-          return { kind: 'none' };
-        }
-        const types: SType[] = [];
-        let ok = true;
-        for (const a of args.slice(1)) {
-          const t = this.expr(a);
-          if (!t) ok = false;
-          else types.push(t);
-        }
-        if (ok && this.final) {
-          const err = checkPrintfArgs(compilePrintf((args[0] as { value: string }).value), types);
-          if (err) this.error(c.pos, err);
-        }
-        if (c.name === 'debugf') {
-          // bpf_trace_vprintk: at most 12 values, each an integer or a pointer (strings are passed by address)
-          if (args.length > 13) this.error(c.pos, 'debugf() takes at most 12 arguments after the format');
-          types.forEach((t, i) => {
-            if (!['int', 'bool', 'pointer', 'string'].includes(t.kind))
-              this.error(args[i + 1]!.pos, `debugf() cannot print a value of type ${typeName(t)}`);
-          });
-        }
-        return { kind: 'none' };
-      }
-      case 'exit': {
-        if (args.length > 1) this.error(c.pos, 'exit() takes at most one argument');
-        const t = args[0] ? this.expr(args[0]) : null;
-        if (t && t.kind !== 'int')
-          this.error(args[0]!.pos, `exit() expects an integer exit code (${typeName(t)} provided)`);
-        return { kind: 'none' };
-      }
-      case 'time':
-        if (args.length > 1 || (args.length === 1 && args[0]!.kind !== 'StrLit')) {
-          this.error(c.pos, 'time() expects an optional string literal format');
-        }
-        return { kind: 'none' };
-      case 'clear':
-      case 'zero': {
-        if (args.length !== 1) this.error(c.pos, `${c.name}() requires one argument`);
-        const m = mapArg(0, c.name);
-        if (m) {
-          if (m.keys.length) this.error(m.pos, `The map passed to ${c.name}() should not be indexed by a key`);
-          this.checkMapExists(m);
-        }
-        return { kind: 'none' };
-      }
-      case 'delete': {
-        if (args.length === 2) {
-          const m = mapArg(0, 'delete');
-          if (m) {
-            this.checkMapExists(m);
-            const t = this.expr(args[1]!);
-            const sym = this.maps.get(m.name);
-            if (t && sym) {
-              const keyT =
-                sym.keyTypes.length === 1 ? sym.keyTypes[0]! : { kind: 'tuple' as const, elems: sym.keyTypes };
-              if (!sameShape(storageType(t), keyT)) this.error(args[1]!.pos, `delete(): key type mismatch`);
-            }
-          }
-          return BOOL;
-        }
-        if (args.length !== 1) {
-          this.error(c.pos, 'delete() requires 1 or 2 arguments');
-          return BOOL;
-        }
-        const m = mapArg(0, 'delete');
-        if (m) {
-          const sym = this.maps.get(m.name);
-          this.mapKeyTypes(m);
-          if (!sym) this.error(m.pos, `Undefined map: @${m.name}`);
-          else if (sym.keyTypes.length > 0 && m.keys.length === 0) {
-            this.error(m.pos, `delete() of a keyed map needs a key: delete(@${m.name}[key])`);
-          }
-        }
-        return BOOL;
-      }
-      case 'print': {
-        if (args.length === 0 || args.length > 3) {
-          this.error(c.pos, 'print() requires 1 to 3 arguments');
-          return { kind: 'none' };
-        }
-        const a = args[0]!;
-        if (a.kind === 'MapExpr' && a.keys.length === 0) {
-          this.checkMapExists(a);
-          for (const x of args.slice(1)) {
-            const v = this.constValue(x);
-            if (v === null) this.error(x.pos, 'print(): top and div arguments must be integer literals');
-          }
-          return { kind: 'none' };
-        }
-        if (args.length > 1) this.error(c.pos, 'Non-map print() only takes 1 argument');
-        const t = this.expr(a);
-        if (t && (t.kind === 'none' || isAggregation(t)))
-          this.error(a.pos, `print() can not print a value of type ${typeName(t)}`);
-        if (t?.kind === 'record' && this.structValueFits(a.pos, t)) a.type = storageType(t);
-        return { kind: 'none' };
-      }
-      case 'kstack':
-      case 'ustack':
-        return this.stackCall(c);
-      case 'reg': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const a = args[0]!;
-        if (a.kind !== 'StrLit' || PT_REGS_OFFSETS[a.value] === undefined) {
-          this.error(a.pos, `reg() expects a register name: ${Object.keys(PT_REGS_OFFSETS).join(', ')}`);
-          return null;
-        }
-        if (!this.unit!.expanded.regs || this.unit!.expanded.provider === 'rawtracepoint') {
-          this.error(c.pos, `reg() can not be used with '${this.unit!.expanded.provider}' probes`);
-          return null;
-        }
-        return U64;
-      }
-      case 'buf': {
-        if (!this.argCount(c, 1, 2)) return null;
-        const t = this.expr(args[0]!);
-        c.space = this.addressSpace(args[0]!);
-        let n: number | null = t?.kind === 'string' ? t.size : t?.kind === 'array' ? t.count * sizeOf(t.elem) : null;
-        if (args.length === 2) {
-          const v = this.constValue(args[1]!);
-          if (v === null || v < 0n) {
-            this.error(args[1]!.pos, 'buf() expects an integer literal length');
-            return null;
-          }
-          n = Number(v);
-        }
-        if (t && t.kind !== 'string' && t.kind !== 'array' && t.kind !== 'pointer' && t.kind !== 'int') {
-          this.error(args[0]!.pos, `buf() expects a string, array or pointer (${typeName(t)} provided)`);
-          return null;
-        }
-        if (n === null) {
-          this.error(c.pos, 'buf() of a pointer needs a length: buf(ptr, n)');
-          return null;
-        }
-        return { kind: 'buffer', size: Math.min(n, this.opts.maxStrlen ?? DEFAULT_STRLEN) };
-      }
-      case 'pton': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const a = args[0]!;
-        const bytes = a.kind === 'StrLit' ? ptonBytes(a.value) : undefined;
-        if (!bytes) {
-          this.error(a.pos, 'pton() expects a string literal IPv4 or IPv6 address');
-          return null;
-        }
-        return { kind: 'array', elem: { kind: 'int', size: 1, signed: false }, count: bytes.length };
-      }
-      case 'path': {
-        // bpf_d_path(): fentry/fexit (and iter) programs of the kernel's btf_allowlist_d_path functions only
-        if (!this.argCount(c, 1, 2)) return null;
-        const p = this.unit!.expanded.provider;
-        if (p !== 'fentry' && p !== 'fexit') {
-          this.error(
-            c.pos,
-            `path() can only be used in fentry/fexit probes (the kernel's bpf_d_path helper), not '${p}'`,
-          );
-          return null;
-        }
-        const t = this.expr(args[0]!);
-        const isPath = (x: SType | null): boolean => x?.kind === 'record' && x.name === 'struct path';
-        if (t && !isPath(t) && !(t.kind === 'pointer' && isPath(t.to))) {
-          this.error(args[0]!.pos, `path() expects a struct path or a pointer to one (${typeName(t)} provided)`);
-          return null;
-        }
-        let size = this.opts.maxStrlen ?? DEFAULT_STRLEN;
-        if (args[1]) {
-          const n = this.constValue(args[1]);
-          if (n === null || n <= 0n) {
-            this.error(args[1].pos, 'path() expects a positive integer literal size');
-            return null;
-          }
-          size = Number(n);
-        }
-        return stringType(size);
-      }
-      case 'getopt':
-        return this.getopt(c);
-      case 'uaddr': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const a = args[0]!;
-        if (a.kind !== 'StrLit') {
-          this.error(a.pos, 'uaddr() expects a string literal symbol name');
-          return null;
-        }
-        const target = this.opts.target.resolveUaddr(this.unit!.expanded, a.value);
-        if (typeof target === 'string') {
-          this.error(c.pos, target);
-          return null;
-        }
-        const size = ([1, 2, 4, 8] as const).find((n) => n === target.size) ?? 8;
-        return { kind: 'pointer', to: { kind: 'int', size, signed: false }, space: 'user' };
-      }
-      case 'socket_cookie': {
-        // socket_cookie(sk): bpf_get_socket_cookie on a BTF-typed socket pointer (fentry/fexit, rawtracepoint args)
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (!t) return null;
-        const to = t.kind === 'pointer' && t.to.kind === 'record' ? t.to.name.replace(/^struct\s+/, '') : '';
-        if (to !== 'sock' && to !== 'sock_common') {
-          this.error(args[0]!.pos, `socket_cookie() expects a 'struct sock *' (${typeName(t)} provided)`);
-          return null;
-        }
-        if (!['fentry', 'fexit', 'rawtracepoint'].includes(this.unit!.expanded.provider)) {
-          this.error(
-            c.pos,
-            `socket_cookie() needs the kernel's typed socket pointer: use it in fentry, fexit or rawtracepoint probes`,
-          );
-          return null;
-        }
-        return U64;
-      }
-      case 'percpu_kaddr': {
-        // percpu_kaddr(name[, cpu]): a per-CPU kernel variable's address on `cpu` or this CPU (bpftrace docs/stdlib.md)
-        if (!this.argCount(c, 1, 2)) return null;
-        const a = args[0]!;
-        if (a.kind !== 'StrLit') {
-          this.error(a.pos, 'percpu_kaddr() expects a string literal variable name');
-          return null;
-        }
-        if (args[1]) {
-          const t = this.expr(args[1]);
-          if (t && t.kind !== 'int')
-            this.error(args[1].pos, `percpu_kaddr() expects an integer cpu (${typeName(t)} provided)`);
-        }
-        if (btfVarId(kernelBtf(), a.value) === undefined) {
-          this.error(c.pos, `Could not resolve variable "${a.value}" from BTF`);
-          return null;
-        }
-        if (this.opts.target.kernelSymbolAddress(a.value) === undefined) {
-          // the verifier finds a variable's address with kallsyms, which lists data symbols only with KALLSYMS_ALL
-          this.error(
-            c.pos,
-            `percpu_kaddr(): the kernel cannot give the address of "${a.value}" (not in /proc/kallsyms: this kernel is built without CONFIG_KALLSYMS_ALL)`,
-          );
-          return null;
-        }
-        return { kind: 'pointer', to: U64, space: 'kernel' };
-      }
-      case 'pid':
-      case 'tid': {
-        // pid(curr_ns) / pid(init): the id as seen from bpfscope's PID namespace or the initial one (bpftrace 0.23)
-        if (
-          args.length > 1 ||
-          (args[0] && (args[0].kind !== 'BuiltinExpr' || !['curr_ns', 'init'].includes(args[0].name)))
-        ) {
-          this.error(c.pos, `${c.name}() expects no argument, curr_ns or init`);
-          return null;
-        }
-        return U32;
-      }
-      case 'usym': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'int' && t.kind !== 'pointer') {
-          this.error(args[0]!.pos, `${c.name}() expects an integer or pointer argument (${typeName(t)} provided)`);
-        }
-        return { kind: c.name };
-      }
-      case 'ntop': {
-        if (!this.argCount(c, 1, 2)) return null;
-        const types = args.map((a) => this.expr(a));
-        const addr = types[types.length - 1];
-        if (types.length === 2 && types[0] && types[0].kind !== 'int') {
-          this.error(args[0]!.pos, `ntop() expects an integer address family (${typeName(types[0])} provided)`);
-        }
-        if (addr) {
-          const size = addr.kind === 'string' ? addr.size : addr.kind === 'array' ? addr.count * sizeOf(addr.elem) : 0;
-          if (addr.kind !== 'int' && size !== 4 && size !== 16) {
-            this.error(
-              args[args.length - 1]!.pos,
-              `ntop() expects an integer or a 4 or 16 byte array (${typeName(addr)} provided)`,
-            );
-          }
-        }
-        return { kind: 'inet' };
-      }
-      case 'join': {
-        if (!this.argCount(c, 1, 2)) return { kind: 'none' };
-        const t = this.expr(args[0]!);
-        // a plain integer: user memory unless it is known to be a kernel address (bpfscope's join default)
-        c.space = this.spaceOf(args[0]!) ?? 'user';
-        if (t && t.kind !== 'pointer' && t.kind !== 'int') {
-          this.error(args[0]!.pos, `join() expects a pointer to an array of strings (${typeName(t)} provided)`);
-        }
-        if (args[1] && args[1].kind !== 'StrLit') this.error(args[1].pos, 'join() expects a string literal separator');
-        return { kind: 'none' };
-      }
-      case 'has_key': {
-        if (!this.argCount(c, 2, 2)) return null;
-        const m = mapArg(0, 'has_key');
-        if (m) {
-          if (m.keys.length) this.error(m.pos, 'has_key() expects a map without a key: has_key(@m, key)');
-          this.checkMapExists(m);
-        }
-        const kt = this.expr(args[1]!);
-        const info = m ? this.maps.get(m.name) : undefined;
-        if (m && info && kt) {
-          const label = m.name === '' ? '@' : `@${m.name}`;
-          if (info.keyTypes.length === 0) {
-            this.error(m.pos, `call to has_key() expects a map with explicit keys (non-scalar map); ${label} has none`);
-          } else {
-            // a multi-key map takes its key as a tuple: has_key(@m, (1, "a"))
-            const given = info.keyTypes.length > 1 && kt.kind === 'tuple' ? kt.elems : [kt];
-            if (
-              given.length !== info.keyTypes.length ||
-              !given.every((k, i) => sameShape(storageType(k), info.keyTypes[i]!))
-            ) {
-              this.error(
-                args[1]!.pos,
-                `Argument mismatch for ${label}: trying to access with arguments: [${given.map(typeName).join(', ')}] when map expects arguments: [${info.keyTypes.map(typeName).join(', ')}]`,
-              );
-            }
-          }
-        }
-        return BOOL;
-      }
-      case 'strcontains': {
-        if (!this.argCount(c, 2, 2)) return null;
-        for (const x of args) {
-          const t = this.expr(x);
-          if (t && t.kind !== 'string') this.error(x.pos, `strcontains() expects strings (${typeName(t)} provided)`);
-        }
-        return BOOL;
-      }
-      case 'len': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const a0 = args[0]!;
-        if (a0.kind === 'MapExpr' && a0.keys.length === 0) {
-          // len(@m): the number of elements (bpf_for_each_map_elem counting them)
-          this.checkMapExists(a0);
-          const sym = this.maps.get(a0.name);
-          if (sym && sym.keyTypes.length === 0) {
-            this.error(a0.pos, 'call to len() expects a map with explicit keys (non-scalar map)');
-            return null;
-          }
-          return U64;
-        }
-        const t = this.expr(args[0]!);
-        if (t && t.kind !== 'kstack' && t.kind !== 'ustack') {
-          this.error(args[0]!.pos, `len() expects a map, a kstack or a ustack (${typeName(t)} provided)`);
-          return null;
-        }
-        return I64;
-      }
-      case 'macaddr': {
-        if (!this.argCount(c, 1, 1)) return null;
-        const t = this.expr(args[0]!);
-        c.space = this.addressSpace(args[0]!);
-        const size = t?.kind === 'array' ? t.count * sizeOf(t.elem) : t?.kind === 'string' ? t.size : null;
-        if (t && t.kind !== 'pointer' && t.kind !== 'int' && (size === null || size < 6)) {
-          this.error(args[0]!.pos, `macaddr() expects a 6-byte array or a pointer (${typeName(t)} provided)`);
-          return null;
-        }
-        return { kind: 'macaddr' };
-      }
-      case 'strncmp': {
-        if (!this.argCount(c, 3, 3)) return null;
-        const a = this.expr(args[0]!);
-        const b = this.expr(args[1]!);
-        for (const [t, x] of [
-          [a, args[0]!],
-          [b, args[1]!],
-        ] as const) {
-          if (t && t.kind !== 'string') this.error(x.pos, `strncmp() expects strings (${typeName(t)} provided)`);
-        }
-        if (this.constValue(args[2]!) === null) this.error(args[2]!.pos, 'strncmp() expects an integer literal length');
-        return I64;
-      }
-      case 'signal': {
-        if (!this.argCount(c, 1, 1)) return { kind: 'none' };
-        if (!this.opts.unsafe)
-          this.error(c.pos, 'signal() is an unsafe function being used in safe mode (use --unsafe)');
-        const a = args[0]!;
-        if (a.kind === 'StrLit') {
-          if (signalNumber(a.value) === undefined) this.error(a.pos, `Invalid signal: ${a.value}`);
-        } else {
-          const t = this.expr(a);
-          if (t && t.kind !== 'int')
-            this.error(a.pos, `signal() expects a signal name or number (${typeName(t)} provided)`);
-        }
-        return { kind: 'none' };
-      }
-      case 'str': {
-        if (args.length < 1 || args.length > 2) {
-          this.error(c.pos, `str() requires 1 or 2 arguments (${args.length} provided)`);
-          return null;
-        }
-        const t = this.expr(args[0]!);
-        c.space = this.addressSpace(args[0]!);
-        if (t && t.kind !== 'int' && t.kind !== 'pointer' && t.kind !== 'string') {
-          this.error(c.pos, `str() expects an integer or a pointer type as first argument (${typeName(t)} provided)`);
-        }
-        let size = this.opts.maxStrlen ?? DEFAULT_STRLEN;
-        if (args.length === 2) {
-          const lt = this.expr(args[1]!);
-          const n = this.constValue(args[1]!);
-          if (n !== null) {
-            if (n < 0n) this.error(args[1]!.pos, 'str() length must be non-negative');
-            // the length includes the NUL terminator (bpftrace: str(args.filename, 5) gives 4 characters)
-            size = Math.max(1, Math.min(Number(n), this.opts.maxStrlen ?? DEFAULT_STRLEN));
-          } else if (lt && lt.kind !== 'int') {
-            this.error(args[1]!.pos, `str() expects an integer length (${typeName(lt)} provided)`);
-          }
-        }
-        if (t && t.kind === 'string') return stringType(Math.min(size, Math.max(t.size, 1)));
-        return stringType(size);
-      }
-    }
-    if (builtin?.role === 'statement') return { kind: 'none' };
     if (BUILTIN_FUNCTIONS.has(c.name) || FIXED_TYPE_VARIABLES.has(c.name)) {
       this.error(c.pos, `${c.name}() is a bpftrace function bpfscope does not support yet (see docs/language.md)`);
     } else this.error(c.pos, `Unknown function: '${c.name}'`, didYouMean(closestNames(c.name, FUNCTION_NAMES)));
@@ -1837,6 +1299,22 @@ export class Analyzer {
       argCount: (call, min, max) => this.argCount(call, min, max),
       constValue: (e) => this.constValue(e),
       addressSpace: (e) => this.addressSpace(e),
+      spaceOf: (e) => this.spaceOf(e),
+      mapArg: (call, i) => {
+        const a = call.args[i];
+        if (a?.kind === 'MapExpr') return a;
+        this.error(a?.pos ?? call.pos, `${call.name}() expects a map argument`);
+        return null;
+      },
+      map: (name) => this.maps.get(name),
+      checkMapExists: (m) => this.checkMapExists(m),
+      mapKeyTypes: (m) => this.mapKeyTypes(m),
+      structValueFits: (pos, t) => this.structValueFits(pos, t),
+      namedOption: (name, description) => {
+        if (!this.getopts.get(name)) this.getopts.set(name, description);
+        return this.opts.named?.get(name);
+      },
+      final: this.final,
       probe: this.unit!.expanded,
       maxStrlen: this.opts.maxStrlen ?? DEFAULT_STRLEN,
       unsafe: this.opts.unsafe ?? false,
@@ -1851,36 +1329,6 @@ export class Analyzer {
     this.error(c.pos, `${c.name}() requires ${want} argument${max === 1 ? '' : 's'} (${c.args.length} provided)`);
     c.args.forEach((a) => this.expr(a));
     return false;
-  }
-
-  /** `kstack(mode)`, `kstack(limit)`, `kstack(mode, limit)` (bpftrace docs/stdlib.md). */
-  private stackCall(c: CallExpr): SType | null {
-    let mode: 'bpftrace' | 'perf' | 'raw' = 'bpftrace';
-    let limit = DEFAULT_STACK_LIMIT;
-    if (c.args.length > 2) {
-      this.error(c.pos, `${c.name}() takes at most 2 arguments (${c.args.length} provided)`);
-      return null;
-    }
-    c.args.forEach((a, i) => {
-      if (a.kind === 'BuiltinExpr' && i === 0 && ['bpftrace', 'perf', 'raw'].includes(a.name)) {
-        mode = a.name as typeof mode;
-        return;
-      }
-      const n = this.constValue(a);
-      if (n === null) {
-        this.error(
-          a.pos,
-          `${c.name}: invalid ${i === 0 ? 'mode or limit' : 'limit'} (expected bpftrace, perf, raw or an integer)`,
-        );
-        return;
-      }
-      if (n < 0n || n > BigInt(MAX_STACK_LIMIT)) {
-        this.error(a.pos, `${c.name}: limit must be between 0 and ${MAX_STACK_LIMIT}`);
-        return;
-      }
-      limit = Number(n);
-    });
-    return { kind: c.name as 'kstack' | 'ustack', limit, mode };
   }
 
   /**
@@ -1933,75 +1381,6 @@ export class Analyzer {
   }
 }
 
-/** inet_pton(3) of an IPv4 or IPv6 address literal (bpftrace's `pton()`), or undefined when invalid. */
-export function ptonBytes(text: string): Buffer | undefined {
-  const kind = net().isIP(text);
-  if (kind === 4) return Buffer.from(text.split('.').map(Number));
-  if (kind !== 6) return undefined;
-  // an embedded IPv4 tail (`::ffff:1.2.3.4`) becomes its two 16-bit groups
-  const v4 = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  const t = v4
-    ? `${v4[1]}${((Number(v4[2]) << 8) | Number(v4[3])).toString(16)}:${((Number(v4[4]) << 8) | Number(v4[5])).toString(16)}`
-    : text;
-  const hex = (part: string): number[] => (part ? part.split(':').map((x) => parseInt(x, 16)) : []);
-  const gap = t.indexOf('::');
-  const head = hex(gap < 0 ? t : t.slice(0, gap));
-  const tail = gap < 0 ? [] : hex(t.slice(gap + 2));
-  const groups = gap < 0 ? head : [...head, ...new Array(8 - head.length - tail.length).fill(0), ...tail];
-  if (groups.length !== 8) return undefined;
-  const out = Buffer.alloc(16);
-  groups.forEach((g, i) => out.writeUInt16BE(g, i * 2));
-  return out;
-}
-
-/** x86-64 `struct pt_regs` byte offsets by register name (uapi asm/ptrace.h; KERNEL.md). */
-export const PT_REGS_OFFSETS: Record<string, number> = {
-  r15: 0,
-  r14: 8,
-  r13: 16,
-  r12: 24,
-  bp: 32,
-  bx: 40,
-  r11: 48,
-  r10: 56,
-  r9: 64,
-  r8: 72,
-  ax: 80,
-  cx: 88,
-  dx: 96,
-  si: 104,
-  di: 112,
-  orig_ax: 120,
-  ip: 128,
-  cs: 136,
-  flags: 144,
-  sp: 152,
-  ss: 160,
-};
-
-/**
- * Probe providers whose program context starts with the traced task's `struct pt_regs` (kprobe/uprobe programs, and
- * perf_event programs, whose `struct bpf_perf_event_data` begins with the registers): `usermode` reads `cs` there.
- */
-export const PT_REGS_CONTEXTS: ReadonlySet<string> = new Set([
-  'kprobe',
-  'kretprobe',
-  'uprobe',
-  'uretprobe',
-  'usdt',
-  'profile',
-  'interval',
-  'software',
-  'hardware',
-]);
-
-/** Signal number for a name like `SIGKILL`/`KILL` (Linux numbering), or undefined. */
-export function signalNumber(name: string): number | undefined {
-  const n = name.toUpperCase().replace(/^SIG/, '');
-  const signals = (osConstants.signals as Record<string, number>)[`SIG${n}`];
-  return signals;
-}
-
 /** Expressions that denote memory (a struct reached through a pointer), so `.field` reads from it. */
 function isLocation(e: Expr): boolean {
   return (e.kind === 'UnaryExpr' && e.op === '*') || e.kind === 'FieldExpr';
@@ -2022,3 +1401,8 @@ function dedupe(ds: Diagnostic[]): Diagnostic[] {
 }
 
 export const _test = { unify, storageType };
+
+export { storageType } from '../typeops.js';
+export { PT_REGS_CONTEXTS, PT_REGS_OFFSETS } from '../ptregs.js';
+export { ptonBytes } from '../builtins/net.js';
+export { signalNumber } from '../builtins/output.js';
