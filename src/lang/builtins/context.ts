@@ -3,6 +3,8 @@
  * `ctx`, `usermode`, `reg(name)`. Their types depend on the attach point (`lang/probe.ts` ExpandedProbe: a
  * tracepoint's record, pt_regs offsets, USDT operands, BTF arguments), so the analyser's `builtin()` types them.
  */
+import { PT_REGS_OFFSETS } from '../ptregs.js';
+import { U64 } from '../types.js';
 import type { BuiltinFunction, BuiltinVariable } from './types.js';
 
 export const CONTEXT_VARIABLES: readonly BuiltinVariable[] = [
@@ -45,5 +47,21 @@ export const CONTEXT_VARIABLES: readonly BuiltinVariable[] = [
 ];
 
 export const CONTEXT_FUNCTIONS: readonly BuiltinFunction[] = [
-  { name: 'reg', doc: { usage: '`reg("ip")`', note: 'a saved register of pt_regs contexts (x86-64 names)' } },
+  {
+    name: 'reg',
+    arity: [1, 1],
+    check(c, a) {
+      const x = c.args[0]!;
+      if (x.kind !== 'StrLit' || PT_REGS_OFFSETS[x.value] === undefined) {
+        a.error(x.pos, `reg() expects a register name: ${Object.keys(PT_REGS_OFFSETS).join(', ')}`);
+        return null;
+      }
+      if (!a.probe.regs || a.probe.provider === 'rawtracepoint') {
+        a.error(c.pos, `reg() can not be used with '${a.probe.provider}' probes`);
+        return null;
+      }
+      return U64;
+    },
+    doc: { usage: '`reg("ip")`', note: 'a saved register of pt_regs contexts (x86-64 names)' },
+  },
 ];

@@ -6,7 +6,18 @@
 import { HELPER_ID as H } from '../../bpf/helpers.js';
 import * as I from '../../bpf/insn.js';
 import { stringType, U32, U64 } from '../types.js';
-import type { BuiltinFunction, BuiltinGen, BuiltinVariable } from './types.js';
+import type { CallExpr } from '../ast.js';
+import type { BuiltinChecker, BuiltinFunction, BuiltinGen, BuiltinVariable } from './types.js';
+
+/** `pid(curr_ns)` / `pid(init)`: the id as seen from bpfscope's PID namespace or the initial one (bpftrace 0.23). */
+function nsCheck(c: CallExpr, a: BuiltinChecker): typeof U32 | null {
+  const x = c.args[0];
+  if (c.args.length > 1 || (x && (x.kind !== 'BuiltinExpr' || !['curr_ns', 'init'].includes(x.name)))) {
+    a.error(c.pos, `${c.name}() expects no argument, curr_ns or init`);
+    return null;
+  }
+  return U32;
+}
 
 /** The current task's uid (low 32 bits of bpf_get_current_uid_gid) or gid (high 32 bits). */
 function uidGid(g: BuiltinGen, which: 'uid' | 'gid'): number {
@@ -62,10 +73,11 @@ export const PROCESS_VARIABLES: readonly BuiltinVariable[] = [
 export const PROCESS_FUNCTIONS: readonly BuiltinFunction[] = [
   {
     name: 'pid',
+    check: nsCheck,
     doc: {
       usage: '`pid(curr_ns)`, `pid(init)`',
       note: "the id as seen from bpfscope's PID namespace (also what `pid` gives, as current bpftrace) or the initial one (`bpf_get_ns_current_pid_tgid` when bpfscope runs in another namespace)",
     },
   },
-  { name: 'tid', doc: { usage: '`tid(curr_ns)`, `tid(init)`', note: 'as `pid(...)`' } },
+  { name: 'tid', check: nsCheck, doc: { usage: '`tid(curr_ns)`, `tid(init)`', note: 'as `pid(...)`' } },
 ];

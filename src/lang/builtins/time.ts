@@ -63,6 +63,12 @@ export const TIME_FUNCTIONS: readonly BuiltinFunction[] = [
   {
     name: 'time',
     role: 'statement',
+    check(c, a) {
+      if (c.args.length > 1 || (c.args.length === 1 && c.args[0]!.kind !== 'StrLit')) {
+        a.error(c.pos, 'time() expects an optional string literal format');
+      }
+      return { kind: 'none' };
+    },
     doc: { usage: '`time([fmt])`', note: 'the wall time at which user space handles the event' },
   },
 ];

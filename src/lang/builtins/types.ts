@@ -2,7 +2,7 @@
  * What a builtin module (`lang/builtins/*.ts`) declares, and what the analyser and the code generator offer it;
  * the modules are collected in `registry.ts`.
  */
-import type { CallExpr, Expr, Span, TypeSpec } from '../ast.js';
+import type { CallExpr, Expr, MapExpr, Span, TypeSpec } from '../ast.js';
 import type { ExpandedProbe } from '../probe.js';
 import type { Target } from '../target.js';
 import type { AddrSpace, SType } from '../types.js';
@@ -33,10 +33,28 @@ export interface BuiltinChecker {
   constValue(e: Expr): bigint | null;
   /** The address space an expression's address points into (its type's, else the probe's). */
   addressSpace(e: Expr): AddrSpace;
+  /** The address space known for an expression's value (a typed pointer, a variable assigned one), or undefined. */
+  spaceOf(e: Expr): AddrSpace | undefined;
+  /** Argument `i` when it is a map (`@m`, `@m[k]`); else null after the error `NAME() expects a map argument`. */
+  mapArg(c: CallExpr, i: number): MapExpr | null;
+  /** The map `@name` as typed so far (key element types, `[]` for `@x`; value type), or undefined. */
+  map(name: string): { readonly keyTypes: readonly SType[]; readonly valueType: SType } | undefined;
+  /** Report `Undefined map: @m` (with a "Did you mean" hint) when the program has no map `m`. */
+  checkMapExists(m: MapExpr): void;
+  /** Type `m`'s key expressions (null after an error). */
+  mapKeyTypes(m: MapExpr): SType[] | null;
+  /** Whether a struct copied as a value fits the BPF stack; false after a positioned error. */
+  structValueFits(pos: Span, t: Extract<SType, { kind: 'record' }>): boolean;
+  /** `getopt()`: record option `name` (its `-- --help` description) and give its value from the command line. */
+  namedOption(name: string, description: string): string | true | undefined;
+  /** The last typing pass (errors that depend on every probe's types are reported in it only). */
+  readonly final: boolean;
   /** The attach point being analysed. */
   readonly probe: ExpandedProbe;
   /** `max_strlen` (config; bpftrace's default 64 bytes). */
   readonly maxStrlen: number;
+  /** `stack_mode` (config): the mode of `kstack`/`ustack` written without one. */
+  readonly stackMode: 'bpftrace' | 'perf' | 'raw';
   /** `--unsafe` was given. */
   readonly unsafe: boolean;
   readonly target: Target;
