@@ -436,9 +436,8 @@ export class SymbolResolver {
         files: new Map(),
         perfMap: undefined,
         perfMapMissAt: 0,
-        // small at first: a profile sees thousands of processes, most sampled a few times
-        cache: new AddrCache(16),
-        unknown: new AddrCache(16),
+        cache: new AddrCache(),
+        unknown: new AddrCache(),
       };
       this.procs.set(pid, st);
       this.revalidate(st);
