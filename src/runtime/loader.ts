@@ -90,12 +90,27 @@ export function link(
   plan: ProgramPlan,
   mapFd: (name: string) => number,
 ): EmitResult & { funcs: (BtfFunc & { insnOff: number })[] } {
-  const parts = [{ fn: plan.fn, params: 1 }, ...(plan.subprogs ?? [])].map((f) => {
+  const all = [{ fn: plan.fn, params: 1 }, ...(plan.subprogs ?? [])].map((f) => {
     peephole(f.fn); // also removes unreachable code, which the verifier rejects
     // a frame map's base register (r9) is reserved for the whole function
     allocateRegisters(f.fn, { registers: ALLOCATABLE.filter((r) => r !== f.fn.frameBase) });
     return { ...f, out: emit(f.fn, mapFd) };
   });
+  // only the callbacks still referenced: one whose only use was unreachable code (after `return`) is gone from the
+  // main function, and the kernel counts subprograms by their references ("number of funcs in func_info doesn't
+  // match number of subprogs")
+  const byName = new Map(all.map((p) => [p.fn.name, p]));
+  const used = new Set<string>([all[0]!.fn.name]);
+  for (let i = 0, order = [all[0]!]; i < order.length; i++) {
+    for (const r of order[i]!.out.funcRefs) {
+      const callee = byName.get(r.name);
+      if (callee && !used.has(r.name)) {
+        used.add(r.name);
+        order.push(callee);
+      }
+    }
+  }
+  const parts = all.filter((p) => used.has(p.fn.name));
   const starts = new Map<string, number>();
   const funcs: (BtfFunc & { insnOff: number })[] = [];
   let at = 0;

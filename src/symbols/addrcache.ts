@@ -21,6 +21,11 @@ export class AddrCache<V> {
     this.mask = n - 1;
   }
 
+  /** Slots allocated (a power of two, at least twice the entries). */
+  get capacity(): number {
+    return this.used.length;
+  }
+
   /** Number of entries. */
   get size(): number {
     return this.count;

@@ -561,6 +561,57 @@ export class SymbolResolver {
   }
 
   /**
+   * Shrink what is kept about process `pid` to what resolves its addresses once it has exited: its executable
+   * mappings (their file paths shared between processes) and the symbol tables {@link prepare} found for them
+   * (shared per file). The maps text and the per-address caches are dropped. Safe for a live process too: the next
+   * lookup after `mapsTtlMs` re-reads its maps whole. For callers that prepare many short-lived processes (the stack
+   * tools); returns the number of mappings kept.
+   */
+  retire(pid: number): number {
+    const st = this.procs.get(pid);
+    if (!st) return 0;
+    const files = new Map<string, FileEntry | null>();
+    st.maps = st.maps.map((m) => {
+      // the path is a slice of the maps text: a shared flat copy lets the text go
+      const km: Mapping = { ...m, path: this.internPath(m.path) };
+      const e = st.files.get(mappingKey(m));
+      if (e !== undefined) files.set(mappingKey(km), e);
+      return km;
+    });
+    st.files = files;
+    st.mapsText = '';
+    st.cache.clear();
+    st.unknown.clear();
+    return st.maps.length;
+  }
+
+  private readonly paths = new Map<string, string>();
+
+  /** One flat copy per distinct path (a slice of a maps text would keep the whole text alive). */
+  private internPath(path: string): string {
+    let p = this.paths.get(path);
+    if (p === undefined) {
+      p = Buffer.from(path, 'latin1').toString('latin1');
+      this.paths.set(p, p);
+    }
+    return p;
+  }
+
+  /**
+   * What is kept per process, summed (see {@link retire}): processes known, their mappings, the characters of their
+   * maps texts, and the slots of their per-address caches.
+   */
+  get retained(): { processes: number; mappings: number; mapsTextChars: number; cacheSlots: number } {
+    const r = { processes: this.procs.size, mappings: 0, mapsTextChars: 0, cacheSlots: 0 };
+    for (const st of this.procs.values()) {
+      r.mappings += st.maps.length;
+      r.mapsTextChars += st.mapsText.length;
+      r.cacheSlots += st.cache.capacity + st.unknown.capacity;
+    }
+    return r;
+  }
+
+  /**
    * Read process `pid`'s maps now (so that its addresses still resolve after it exits, from the mapped files by path
    * while they are unchanged), loading symbol tables only when an address needs them: the cheap form of
    * {@link prepare} for long-running callers that see many processes (the profiling agent).
