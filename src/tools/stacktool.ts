@@ -446,8 +446,8 @@ export class ProcessPreparer {
           this.resolver.forget(pid);
         }
         this.resolver.prepare(pid);
-        // NOT YET: this.resolver.retire(pid) here bounded the soak's growth, but test/tools/profile.test.ts's "a
-        // process that exits before the report keeps its function names" then failed (cause not found yet)
+        // keep only what resolves its addresses after it exits (bounds a long run over many short processes)
+        this.resolver.retire(pid);
         this.done.add(pid);
       } catch {
         // The process may already be gone: its stacks then resolve as far as anything is known.
