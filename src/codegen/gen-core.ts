@@ -28,6 +28,23 @@ export type { HelperArg } from './ir.js';
 /** The frame-map base register (callee-saved: helper calls keep it). */
 export const FRAME_MAP_BASE = R9;
 
+/**
+ * The BPF ALU operation of each binary operator of the language (all 64-bit and unsigned: `/` and `%` need a
+ * divide-by-zero check, see ProbeGen arith).
+ */
+export const ALU_OPS: Readonly<Record<string, I.AluOpName>> = {
+  '+': 'add',
+  '-': 'sub',
+  '*': 'mul',
+  '&': 'and',
+  '|': 'or',
+  '^': 'xor',
+  '<<': 'lsh',
+  '>>': 'rsh',
+  '/': 'div',
+  '%': 'mod',
+};
+
 /** Tables shared by all programs of one compilation. */
 export interface GenTables {
   maps: Map<string, MapPlan>;
@@ -433,21 +450,8 @@ export abstract class GenCore {
   /** dst = dst op src (64-bit), with C semantics for signed division and remainder. */
   arith(op: string, dst: number, src: number, _signed: boolean): void {
     const fn = this.fn;
-    const simple: Record<string, I.AluOpName> = {
-      '+': 'add',
-      '-': 'sub',
-      '*': 'mul',
-      '&': 'and',
-      '|': 'or',
-      '^': 'xor',
-      '<<': 'lsh',
-    };
-    if (simple[op]) {
-      fn.emit(I.alu64(simple[op]!, dst, src));
-      return;
-    }
-    if (op === '>>') {
-      fn.emit(I.alu64('rsh', dst, src));
+    if (op !== '/' && op !== '%' && ALU_OPS[op]) {
+      fn.emit(I.alu64(ALU_OPS[op]!, dst, src));
       return;
     }
     if (op === '/' || op === '%') {

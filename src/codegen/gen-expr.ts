@@ -13,7 +13,7 @@ import { kernelBtf } from '../lang/btf-types.js';
 import { PT_REGS_OFFSETS } from '../lang/passes/semantic.js';
 import { type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
 import { zeroStack } from './frame.js';
-import { CMP_OPS, isMemoryLocation, isSigned, type Val } from './gen-core.js';
+import { ALU_OPS, CMP_OPS, isMemoryLocation, isSigned, type Val } from './gen-core.js';
 import { AccessGen } from './gen-access.js';
 
 export abstract class ExprGen extends AccessGen {
@@ -497,18 +497,7 @@ export abstract class ExprGen extends AccessGen {
     }
     const l = this.scalar(e.left);
     const imm = this.immediate(e.right);
-    const immOps: Record<string, I.AluOpName> = {
-      '+': 'add',
-      '-': 'sub',
-      '*': 'mul',
-      '&': 'and',
-      '|': 'or',
-      '^': 'xor',
-      '<<': 'lsh',
-      '>>': 'rsh',
-      '/': 'div',
-      '%': 'mod',
-    };
+    const immOps = ALU_OPS;
     // a constant operand uses the instruction's immediate form (a non-zero divisor needs no zero check);
     // negative immediates are sign-extended by the CPU, so only use them where that is the 64-bit value
     if (imm !== undefined && immOps[e.op] && !((e.op === '/' || e.op === '%') && imm <= 0)) {

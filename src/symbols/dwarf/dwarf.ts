@@ -856,10 +856,7 @@ export class DwarfInfo {
     for (const u of this.units) {
       const t = this.lineTable(u);
       if (!t) continue;
-      const match = new Set<number>();
-      t.files.forEach((f, i) => {
-        if (f !== '' && (f === file || f.endsWith(`/${file}`))) match.add(i);
-      });
+      const match = fileIndexes(t.files, file);
       if (match.size === 0) continue;
       let prevHit = false;
       for (const r of t.rows) {
@@ -881,10 +878,7 @@ export class DwarfInfo {
     for (const u of this.units) {
       const t = this.lineTable(u);
       if (!t) continue;
-      const match = new Set<number>();
-      t.files.forEach((f, i) => {
-        if (f !== '' && (f === file || f.endsWith(`/${file}`))) match.add(i);
-      });
+      const match = fileIndexes(t.files, file);
       if (match.size === 0) continue;
       for (const r of t.rows) {
         if (r.endSequence || r.line !== line || !match.has(r.file)) continue;
@@ -1089,4 +1083,13 @@ export function openDwarf(path: string, opts: OpenDwarfOptions = {}): DwarfInfo 
     elf.close();
     throw e;
   }
+}
+
+/** Indexes of the line table's file names that are `file` or end in `/file`. */
+function fileIndexes(files: readonly string[], file: string): Set<number> {
+  const match = new Set<number>();
+  files.forEach((f, i) => {
+    if (f !== '' && (f === file || f.endsWith(`/${file}`))) match.add(i);
+  });
+  return match;
 }
