@@ -69,3 +69,16 @@ export function compileErrors(text: string, target: Target): string[] {
   }
   assert.fail('expected a compile error');
 }
+
+/**
+ * A Target for compiling without this host's facts: one CPU (0), no PID namespace, no kernel symbols or cgroup ids,
+ * and every uaddr() a failure. For tests that check types, errors or output independent of the machine.
+ */
+export const ONE_CPU_TARGET: Target = {
+  onlineCpus: () => [0],
+  possibleCpus: () => [0],
+  pidNamespace: () => null,
+  kernelSymbolAddress: () => undefined,
+  cgroupId: () => undefined,
+  resolveUaddr: () => 'not in this fake',
+};

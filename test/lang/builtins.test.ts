@@ -10,17 +10,13 @@ import { BUILTIN_FUNCTIONS, BUILTIN_VARIABLES } from '../../src/lang/builtins/re
 import { BUILTIN_NAMES } from '../../src/lang/parser.js';
 import { FUNCTION_NAMES } from '../../src/lang/passes/semantic.js';
 import type { Target } from '../../src/lang/target.js';
-import { compileErrors } from '../helpers/compile.js';
+import { compileErrors, ONE_CPU_TARGET } from '../helpers/compile.js';
 import { typeName } from '../../src/lang/types.js';
 
 /** A host with one cgroup, `/fake/cg` (id 4242); nothing else is asked of it here. */
 const target: Target = {
-  onlineCpus: () => [0],
-  possibleCpus: () => [0],
-  pidNamespace: () => null,
-  kernelSymbolAddress: () => undefined,
+  ...ONE_CPU_TARGET,
   cgroupId: (path) => (path === '/fake/cg' ? 4242n : undefined),
-  resolveUaddr: () => 'not in this fake',
 };
 
 function errors(text: string): string[] {

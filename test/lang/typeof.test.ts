@@ -7,18 +7,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { compile } from '../../src/compiler.js';
 import type { Target } from '../../src/lang/target.js';
-import { compileErrors } from '../helpers/compile.js';
+import { compileErrors, ONE_CPU_TARGET } from '../helpers/compile.js';
 import { typeName } from '../../src/lang/types.js';
 import { bpfscopeSkipReason, runTool } from '../helpers/cli.js';
 
-const target: Target = {
-  onlineCpus: () => [0],
-  possibleCpus: () => [0],
-  pidNamespace: () => null,
-  kernelSymbolAddress: () => undefined,
-  cgroupId: () => undefined,
-  resolveUaddr: () => 'not in this fake',
-};
+const target: Target = ONE_CPU_TARGET;
 
 function mapTypes(text: string): Record<string, string> {
   const r = compile({ name: 'stdin', text }, { target });

@@ -8,7 +8,7 @@ import {
   tseriesText,
 } from '../../../src/runtime/output/tseries.js';
 import type { Target } from '../../../src/lang/target.js';
-import { compileErrors } from '../../helpers/compile.js';
+import { compileErrors, ONE_CPU_TARGET } from '../../helpers/compile.js';
 import { bpfscopeSkipReason, runTool } from '../../helpers/cli.js';
 
 /** One per-CPU slot `{value, meta, epoch}`. */
@@ -102,14 +102,7 @@ describe('tseries printing (bpftrace output/text.cpp, json.cpp)', () => {
   });
 });
 
-const target: Target = {
-  onlineCpus: () => [0],
-  possibleCpus: () => [0],
-  pidNamespace: () => null,
-  kernelSymbolAddress: () => undefined,
-  cgroupId: () => undefined,
-  resolveUaddr: () => 'not in this fake',
-};
+const target: Target = ONE_CPU_TARGET;
 
 describe('tseries() checks (bpftrace pre_type_check.cpp wording)', () => {
   it('refuses bad intervals, counts and aggregations', () => {
