@@ -507,7 +507,6 @@ export abstract class GenCore {
     fn.mark(ok);
   }
 
-  /** What a registered builtin's code generation may use (lang/builtins/types.ts BuiltinGen). */
   /** What a registry builtin's code is given (lang/builtins/types.ts). */
   protected builtinGen(): BuiltinGen {
     const fn = this.fn;

@@ -1,7 +1,8 @@
 /**
  * Map functions and aggregations (bpftrace `docs/stdlib.md`, `docs/language.md` "Maps"): the aggregations are
  * only assigned to a map (`@x = count()`; codegen/aggregate.ts, checked by the analyser's `aggregation()` where
- * it is assigned), the rest take a map argument. Their code is still in the generator's `callExpr()`/`callStmt()`.
+ * it is assigned), the rest take a map argument. Their code is still in the generator's `callExpr()`/`callStmt()`
+ * (codegen/gen-calls.ts).
  */
 import type { CallExpr } from '../ast.js';
 import { sameShape, storageType } from '../typeops.js';

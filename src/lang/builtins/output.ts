@@ -1,6 +1,6 @@
 /**
  * Output and actions (bpftrace `docs/stdlib.md`): printf and its relatives (format parsing: lang/printf.ts; the
- * records: codegen/gen.ts `printf()`; printing: runtime/output/printf.ts), `print`, `exit`, `system`/`cat`,
+ * records: codegen/gen-calls.ts `printf()`; printing: runtime/output/printf.ts), `print`, `exit`, `system`/`cat`,
  * `signal` (`--unsafe`), and `getopt` (named program options after `--`). Their code is still in the generator's
  * `callStmt()`.
  */

@@ -1,6 +1,6 @@
 /**
  * The stack builtins (bpftrace `docs/stdlib.md`): `kstack`/`ustack` and `kstack(mode, limit)`, stored, as current
- * bpftrace does, under a hash of the frames read with `bpf_get_stack` (codegen/gen.ts `stack()`), symbolized when
+ * bpftrace does, under a hash of the frames read with `bpf_get_stack` (codegen/gen-expr.ts `stack()`), symbolized when
  * printed (runtime/stacks.ts); `len(kstack)` is in maps.ts with `len(@m)`.
  */
 import type { CallExpr } from '../ast.js';
