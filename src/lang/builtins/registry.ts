@@ -2,8 +2,9 @@
  * The builtin registry: one module per builtin or family declares its names, status, arity, argument checks, result
  * type, code generation and its row of docs/language.md (`types.ts` says what each declares); the parser, the stdlib
  * pass, the analyser (`lang/passes/semantic.ts`) and the code generator (`codegen/gen.ts` and its layers
- * `gen-*.ts`) ask this registry which names exist and what they are. A builtin's printed form follows its result type (`lang/types.ts` kind →
- * `runtime/decode.ts`), since printing may read the host (cgroupfs, /proc) and lang/ must not.
+ * `gen-*.ts`) ask this registry which names exist and what they are. A builtin's printed form follows its result
+ * type (`lang/types.ts` kind → `runtime/decode.ts`), since printing may read the host (cgroupfs, /proc) and lang/
+ * must not.
  *
  * Builtins whose check or code still lives in the analyser's `call()`/`builtin()` or the generator's
  * `callExpr()`/`builtin()` are declared here without `check`/`generate` (see docs/architecture.md).
