@@ -25,19 +25,11 @@ export abstract class CallGen extends ExprGen {
   protected callStmt(c: CallExpr): void {
     switch (c.name) {
       case 'printf':
-        this.printf(c);
-        return;
       case 'system':
-        this.printf(c, AsyncAction.SYSTEM);
-        return;
       case 'errorf':
-        this.printf(c, AsyncAction.ERRORF);
-        return;
       case 'warnf':
-        this.printf(c, AsyncAction.WARNF);
-        return;
       case 'cat':
-        this.printf(c, AsyncAction.CAT);
+        this.printf(c, PRINTF_ACTIONS[c.name]);
         return;
       case 'debugf':
         this.debugf(c);
@@ -565,3 +557,11 @@ export abstract class CallGen extends ExprGen {
     return this.reg(this.constant(0));
   }
 }
+/** The ring-buffer record each printf-family call writes (its format and arguments are laid out alike). */
+const PRINTF_ACTIONS: Readonly<Record<string, AsyncAction>> = {
+  printf: AsyncAction.PRINTF,
+  system: AsyncAction.SYSTEM,
+  errorf: AsyncAction.ERRORF,
+  warnf: AsyncAction.WARNF,
+  cat: AsyncAction.CAT,
+};
