@@ -9,16 +9,16 @@
  *
  * DIR is a directory holding a built `dist/` (and a `node_modules`, or a symlink to one, for koffi); the command run
  * is DIR/dist/bundle/bpfscope.cjs, as users run it. Without --tools, every tool that the first build's `bpfscope
- * tools` lists. Each build runs each tool once before the measured rounds (to write its V8 code cache, as any
+ * tools` lists (its first block: the bcc tools, not the other commands). Each build runs each tool once before the
+ * measured rounds (to write its V8 code cache and its cache of linked programs, runtime/link-cache.ts, as any
  * installed bpfscope has after its first run). Prints a markdown table of medians (min-max) and, per build, the
  * load average before and after.
  */
-import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { launch, sleep, waitPerfFds } from './lib/proc.mjs';
-import { TOOL_ARGS, TOOL_NO_LINE_FDS } from './lib/tools.mjs';
+import { bpfscopeTools, TOOL_ARGS, TOOL_NO_LINE_FDS } from './lib/tools.mjs';
 
 const argv = process.argv.slice(2);
 let rounds = 3;
@@ -41,14 +41,6 @@ for (let i = 0; i < argv.length; i++) {
 if (!builds.length) {
   console.error('usage: node bench/tools-startup.mjs [--rounds N] [--tools a,b] [--json FILE] NAME=DIR ...');
   process.exit(2);
-}
-
-function listTools(cli) {
-  const r = spawnSync(process.execPath, [cli, 'tools'], { encoding: 'utf8', timeout: 15000 });
-  return r.stdout
-    .split('\n')
-    .map((l) => l.split(/\s+/)[0])
-    .filter(Boolean);
 }
 
 /** CPU time of all threads of `pid` so far, ms (schedstat: ns on the CPU), or null when it is gone. */
@@ -89,7 +81,7 @@ async function once(cli, tool) {
   return { ok, readyMs, cpuMs: cpu, exit: ex.code ?? ex.signal, err: ok ? null : h.err().trim().split('\n').at(-1) };
 }
 
-const tools = only ?? listTools(builds[0].cli);
+const tools = only ?? bpfscopeTools(builds[0].cli);
 const raw = Object.fromEntries(tools.map((t) => [t, Object.fromEntries(builds.map((b) => [b.name, []]))]));
 const load = { before: loadavg()[0] };
 const failed = {};

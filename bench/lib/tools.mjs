@@ -15,13 +15,17 @@ import { bccHeaders, CLI } from './env.mjs';
 import { attachFds, launch, sleep, waitPerfFds } from './proc.mjs';
 
 /**
- * The tools `bpfscope tools` lists (first word of each line), in its order; [] when the CLI cannot list them.
+ * The tools `bpfscope tools` lists (first word of each line of its first block, in its order: the bcc tools; the
+ * block after the empty line, "Other commands:", is not tools), run with `cli` (default: this checkout's bundle);
+ * [] when the CLI cannot list them.
  */
-export function bpfscopeTools() {
-  const r = spawnSync(process.execPath, [CLI, 'tools'], { encoding: 'utf8', timeout: 15000 });
+export function bpfscopeTools(cli = CLI) {
+  const r = spawnSync(process.execPath, [cli, 'tools'], { encoding: 'utf8', timeout: 15000 });
   if (r.status !== 0) return [];
-  return r.stdout
-    .split('\n')
+  const lines = r.stdout.split('\n');
+  const end = lines.findIndex((l) => l.trim() === '');
+  return lines
+    .slice(0, end < 0 ? lines.length : end)
     .map((l) => l.split(/\s+/)[0])
     .filter(Boolean);
 }

@@ -14,6 +14,7 @@ import type { ProgramPlan } from '../codegen/plan.js';
 import { ALLOCATABLE, allocateRegisters } from '../codegen/regalloc.js';
 import { KernelError } from '../errors.js';
 import type { Span } from '../lang/ast.js';
+import { cachedLink, defaultLinkCache, type LinkCache } from './link-cache.js';
 
 /**
  * A program rejected by the verifier (BPF_PROG_LOAD), pointing at the source: `pos` is the span of the statement
@@ -84,13 +85,24 @@ export function loadLinked(plan: ProgramPlan, out: Linked, logLevel?: number): L
 /**
  * Allocate, emit and concatenate the program's functions (the main one first, then its callbacks), filling in each
  * `ld_imm64` BPF_PSEUDO_FUNC with the callback's offset (its first slot minus the slot after the ld_imm64, as the
- * verifier resolves it), and list the functions for func_info.
+ * verifier resolves it), and list the functions for func_info. Through `cache` (default: the CLI bundle's, see
+ * runtime/link-cache.ts; none in dist/src) when the same IR was linked before: the same result, without the work.
+ * On a miss the functions' IR is rewritten in place (peephole, registers), on a hit it is left as it was.
  */
 export function link(
   plan: ProgramPlan,
   mapFd: (name: string) => number,
+  cache: LinkCache | null = defaultLinkCache(),
 ): EmitResult & { funcs: (BtfFunc & { insnOff: number })[] } {
-  const all = [{ fn: plan.fn, params: 1 }, ...(plan.subprogs ?? [])].map((f) => {
+  const fns = [{ fn: plan.fn, params: 1 }, ...(plan.subprogs ?? [])];
+  return cachedLink(cache, fns, mapFd, (fd) => linkUncached(fns, fd));
+}
+
+function linkUncached(
+  fns: { fn: ProgramPlan['fn']; params: number }[],
+  mapFd: (name: string) => number,
+): EmitResult & { funcs: (BtfFunc & { insnOff: number })[] } {
+  const all = fns.map((f) => {
     peephole(f.fn); // also removes unreachable code, which the verifier rejects
     // a frame map's base register (r9) is reserved for the whole function
     allocateRegisters(f.fn, { registers: ALLOCATABLE.filter((r) => r !== f.fn.frameBase) });
