@@ -5,14 +5,15 @@
  * time the process had used by then (the sum of /proc/PID/task/TID/schedstat run times of all its threads, in ms:
  * far less sensitive to the other load on a shared machine than wall time). Then SIGINT and wait for the exit.
  *
- *   node bench/tools-startup.mjs [--rounds N] [--tools a,b,c] [--json FILE] NAME=DIR [NAME=DIR ...]
+ *   node bench/tools-startup.mjs [--rounds N] [--tools a,b,c] [--json FILE] [--no-warmup] NAME=DIR [NAME=DIR ...]
  *
  * DIR is a directory holding a built `dist/` (and a `node_modules`, or a symlink to one, for koffi); the command run
  * is DIR/dist/bundle/bpfscope.cjs, as users run it. Without --tools, every tool that the first build's `bpfscope
  * tools` lists (its first block: the bcc tools, not the other commands). Each build runs each tool once before the
  * measured rounds (to write its V8 code cache and its cache of linked programs, runtime/link-cache.ts, as any
  * installed bpfscope has after its first run). Prints a markdown table of medians (min-max) and, per build, the
- * load average before and after.
+ * load average before and after. --no-warmup skips the unmeasured runs, for copies whose caches an earlier run of
+ * the same tools has written already.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -24,12 +25,14 @@ const argv = process.argv.slice(2);
 let rounds = 3;
 let only = null;
 let jsonOut = null;
+let warmup = true;
 const builds = [];
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--rounds') rounds = Number(argv[++i]);
   else if (a === '--tools') only = argv[++i].split(',');
   else if (a === '--json') jsonOut = argv[++i];
+  else if (a === '--no-warmup') warmup = false;
   else if (a.includes('=')) {
     const [name, dir] = a.split('=');
     builds.push({ name, cli: join(dir, 'dist', 'bundle', 'bpfscope.cjs') });
@@ -39,7 +42,9 @@ for (let i = 0; i < argv.length; i++) {
   }
 }
 if (!builds.length) {
-  console.error('usage: node bench/tools-startup.mjs [--rounds N] [--tools a,b] [--json FILE] NAME=DIR ...');
+  console.error(
+    'usage: node bench/tools-startup.mjs [--rounds N] [--tools a,b] [--json FILE] [--no-warmup] NAME=DIR ...',
+  );
   process.exit(2);
 }
 
@@ -86,7 +91,7 @@ const raw = Object.fromEntries(tools.map((t) => [t, Object.fromEntries(builds.ma
 const load = { before: loadavg()[0] };
 const failed = {};
 // warm-up: one run per build and tool (writes the code cache of the tool's mode)
-for (const t of tools) for (const b of builds) await once(b.cli, t);
+if (warmup) for (const t of tools) for (const b of builds) await once(b.cli, t);
 for (let r = 0; r < rounds; r++) {
   for (const t of tools) {
     for (const b of builds) {
