@@ -468,8 +468,8 @@ export abstract class CallGen extends ExprGen {
         const addr = this.scalar(c.args[0]!);
         const off = this.frame.temp(16);
         fn.emit(I.stx(8, this.fb, addr, off));
-        const pid = this.callHelper(H.get_current_pid_tgid, []);
-        fn.emit(I.alu64Imm('rsh', pid, 32));
+        // the pid bpfscope's /proc knows the process by (see stack())
+        const pid = (this.pidTid('pid', 'curr_ns') as { kind: 'reg'; reg: number }).reg;
         fn.emit(I.stx(4, this.fb, pid, off + 8));
         fn.emit(I.st(4, this.fb, off + 12, 0));
         return { kind: 'mem', off, size: 16 };

@@ -319,8 +319,8 @@ export abstract class ExprGen extends AccessGen {
     fn.mark(done);
     fn.emit(I.stx(8, this.fb, id, off));
     if (user) {
-      const pid = this.callHelper(H.get_current_pid_tgid, []);
-      fn.emit(I.alu64Imm('rsh', pid, 32));
+      // the pid bpfscope's /proc knows the process by (bpfscope in a PID namespace: the namespace's pid)
+      const pid = (this.pidTid('pid', 'curr_ns') as { kind: 'reg'; reg: number }).reg;
       fn.emit(I.stx(4, this.fb, pid, off + 8));
     } else {
       fn.emit(I.st(4, this.fb, off + 8, 0));

@@ -3,9 +3,12 @@
  * most: `#define NAME VALUE` lines in the program and in the headers it includes (`#include <errno.h>`, or
  * bpftrace's `--include FILE`, which is `#include <FILE>` before the program), so that `strerror(EPERM)` or
  * `_MY_LIMIT` read as numbers. bpfscope has no C preprocessor: only object-like macros whose value is an integer
- * expression (literals, other such macros, parentheses, unary and binary arithmetic) are kept, conditionals
- * (`#if`/`#ifdef`) are not evaluated (every definition counts, the first one of a name wins), and function-like
- * macros are skipped. Headers are searched in the `-I` directories, then `/usr/local/include`, the multiarch
+ * expression (literals, other such macros, parentheses, unary and binary arithmetic) are kept, the first definition
+ * of a name wins, and function-like macros are skipped. Conditionals (`#if`, `#ifdef`, `#ifndef`, `#elif`, `#else`)
+ * are evaluated with the definitions seen so far and the target's predefined macros (`__x86_64__`, `__LP64__`,
+ * `__linux__`, as clang predefines them for bpftrace), so `<asm/unistd.h>` gives `__NR_nanosleep` = 35 on x86-64
+ * and not the i386 value; a condition bpfscope cannot evaluate (a function-like macro in it) counts as true for
+ * every branch of its chain. Headers are searched in the `-I` directories, then `/usr/local/include`, the multiarch
  * directory (`/usr/include/x86_64-linux-gnu`) and `/usr/include`; an `#include` of the program that is not found
  * there is left alone (kernel types come from BTF), while a missing `--include` file is an error, as in bpftrace.
  */
@@ -53,7 +56,9 @@ export function integerMacros(programText: string, opts: MacroOptions = {}): Map
       .replace(/\\\r?\n/g, ' ')
       .replace(/\/\*[\s\S]*?\*\//g, ' ')
       .replace(/\/\/[^\n]*/g, '');
+    const conds = new Conditionals(bodies);
     for (const line of clean.split('\n')) {
+      if (conds.directive(line) || !conds.active) continue;
       const inc = /^\s*#\s*include\s*[<"]([^>"]+)[>"]/.exec(line);
       if (inc) {
         const path = depth < MAX_DEPTH ? find(inc[1]!, dir) : undefined;
@@ -100,6 +105,92 @@ export function integerMacros(programText: string, opts: MacroOptions = {}): Map
   return values;
 }
 
+/** Macros clang predefines for the host target (bpftrace preprocesses with clang for the host): name → value. */
+function predefinedMacros(): Map<string, bigint> {
+  const m = new Map<string, bigint>([
+    ['__linux__', 1n],
+    ['__linux', 1n],
+    ['__unix__', 1n],
+    ['__LP64__', 1n],
+    ['_LP64', 1n],
+    ['__CHAR_BIT__', 8n],
+    ['__SIZEOF_LONG__', 8n],
+    ['__SIZEOF_POINTER__', 8n],
+    ['__ORDER_LITTLE_ENDIAN__', 1234n],
+    ['__ORDER_BIG_ENDIAN__', 4321n],
+    ['__BYTE_ORDER__', 1234n],
+  ]);
+  if (process.arch === 'x64') for (const n of ['__x86_64__', '__x86_64', '__amd64__', '__amd64']) m.set(n, 1n);
+  if (process.arch === 'arm64') m.set('__aarch64__', 1n);
+  return m;
+}
+const PREDEFINED = predefinedMacros();
+
+/**
+ * The `#if` nesting of one file: which lines are active. A condition is true, false or unknown (not evaluable): an
+ * unknown one keeps its branch active and leaves the later branches of its chain active too (as before conditionals
+ * were evaluated: every definition counts).
+ */
+class Conditionals {
+  /** One entry per open `#if`: this branch is active; some earlier branch of the chain was known to be taken. */
+  private readonly stack: { active: boolean; taken: boolean; parent: boolean }[] = [];
+
+  constructor(private readonly bodies: ReadonlyMap<string, string>) {}
+
+  get active(): boolean {
+    return this.stack.length === 0 || this.stack[this.stack.length - 1]!.active;
+  }
+
+  /** Handles a conditional directive line (true), or returns false for any other line. */
+  directive(line: string): boolean {
+    const d = /^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b(.*)$/.exec(line);
+    if (!d) return false;
+    const [, kind, rest] = d as unknown as [string, string, string];
+    const top = this.stack[this.stack.length - 1];
+    if (kind === 'ifdef' || kind === 'ifndef' || kind === 'if') {
+      const parent = this.active;
+      let c: boolean | undefined;
+      if (kind === 'if') c = this.condition(rest);
+      else {
+        const name = rest.trim().split(/\s/)[0] ?? '';
+        c = this.isDefined(name) === (kind === 'ifdef');
+      }
+      this.stack.push({ active: parent && c !== false, taken: c === true, parent });
+    } else if (kind === 'elif' && top) {
+      const c = top.taken ? false : this.condition(rest);
+      top.active = top.parent && !top.taken && c !== false;
+      top.taken ||= c === true;
+    } else if (kind === 'else' && top) {
+      top.active = top.parent && !top.taken;
+      top.taken = true;
+    } else if (kind === 'endif') {
+      this.stack.pop();
+    }
+    return true;
+  }
+
+  private isDefined(name: string): boolean {
+    return this.bodies.has(name) || PREDEFINED.has(name);
+  }
+
+  /** An `#if` expression: `defined` replaced, `!`, `&&`, `||`, comparisons and arithmetic; undefined = unknown. */
+  private condition(text: string): boolean | undefined {
+    const expr = text.replace(
+      /\bdefined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*))/g,
+      (_m, a?: string, b?: string) => (this.isDefined((a ?? b)!) ? '1' : '0'),
+    );
+    const macro = (name: string): bigint | undefined => {
+      const p = PREDEFINED.get(name);
+      if (p !== undefined) return p;
+      const body = this.bodies.get(name);
+      if (body === undefined) return /^[A-Za-z_]\w*$/.test(name) ? 0n : undefined; // C: an unknown name is 0
+      return evaluate(body, (n) => (n === name ? undefined : macro(n)));
+    };
+    const v = evaluate(expr, macro, true);
+    return v === undefined ? undefined : v !== 0n;
+  }
+}
+
 function readHeader(path: string): string {
   try {
     return readFileSync(path, 'latin1');
@@ -111,8 +202,9 @@ function readHeader(path: string): string {
 const U64_MASK = (1n << 64n) - 1n;
 
 /** Value of a C integer constant expression, or undefined for anything else (casts, strings, calls, ...). */
-function evaluate(text: string, macro: (name: string) => bigint | undefined): bigint | undefined {
-  const toks = text.match(/0[xX][0-9a-fA-F]+[uUlL]*|\d+[uUlL]*|[A-Za-z_]\w*|<<|>>|[-+*/%()|&^~]|\S/g) ?? [];
+function evaluate(text: string, macro: (name: string) => bigint | undefined, logical = false): bigint | undefined {
+  const toks =
+    text.match(/0[xX][0-9a-fA-F]+[uUlL]*|\d+[uUlL]*|[A-Za-z_]\w*|<<|>>|&&|\|\||[=!<>]=|[-+*/%()|&^~!<>]|\S/g) ?? [];
   let i = 0;
   const fail = (): never => {
     throw new Error('not an integer expression');
@@ -120,13 +212,14 @@ function evaluate(text: string, macro: (name: string) => bigint | undefined): bi
   const primary = (): bigint => {
     const t = toks[i++] ?? fail();
     if (t === '(') {
-      const v = binary(0);
+      const v = binary(-10);
       if (toks[i++] !== ')') fail();
       return v;
     }
     if (t === '-') return -primary();
     if (t === '+') return primary();
     if (t === '~') return ~primary() & U64_MASK;
+    if (t === '!' && logical) return primary() === 0n ? 1n : 0n;
     if (/^\d/.test(t)) {
       const r = parseIntLiteral(t);
       return 'value' in r ? r.value : fail();
@@ -134,7 +227,9 @@ function evaluate(text: string, macro: (name: string) => bigint | undefined): bi
     if (/^[A-Za-z_]/.test(t)) return macro(t) ?? fail();
     return fail();
   };
+  // C's precedence; the logical and comparison operators only in `#if` conditions
   const PREC: Record<string, number> = {
+    ...(logical ? { '||': -3, '&&': -2, '==': 0.3, '!=': 0.3, '<': 0.6, '>': 0.6, '<=': 0.6, '>=': 0.6 } : {}),
     '|': 1,
     '^': 2,
     '&': 3,
@@ -155,6 +250,30 @@ function evaluate(text: string, macro: (name: string) => bigint | undefined): bi
       i++;
       const rhs = binary(p);
       switch (op) {
+        case '||':
+          lhs = lhs !== 0n || rhs !== 0n ? 1n : 0n;
+          break;
+        case '&&':
+          lhs = lhs !== 0n && rhs !== 0n ? 1n : 0n;
+          break;
+        case '==':
+          lhs = lhs === rhs ? 1n : 0n;
+          break;
+        case '!=':
+          lhs = lhs !== rhs ? 1n : 0n;
+          break;
+        case '<':
+          lhs = lhs < rhs ? 1n : 0n;
+          break;
+        case '>':
+          lhs = lhs > rhs ? 1n : 0n;
+          break;
+        case '<=':
+          lhs = lhs <= rhs ? 1n : 0n;
+          break;
+        case '>=':
+          lhs = lhs >= rhs ? 1n : 0n;
+          break;
         case '|':
           lhs |= rhs;
           break;
@@ -191,7 +310,7 @@ function evaluate(text: string, macro: (name: string) => bigint | undefined): bi
     }
   };
   try {
-    const v = binary(0);
+    const v = binary(-10);
     return i === toks.length ? v : undefined;
   } catch {
     return undefined;

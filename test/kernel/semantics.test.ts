@@ -303,6 +303,35 @@ describe('more values', () => {
   });
 });
 
+describe("user stacks of a process in bpfscope's PID namespace", () => {
+  it('are symbolized with the pid /proc knows it by (pid_namespace "ustack_inside")', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bpfscope-nsstack-'));
+    const src = join(dir, 'nsloop.c');
+    writeFileSync(
+      src,
+      [
+        '#include <unistd.h>',
+        '__attribute__((noinline)) void nsleaf(void) { asm volatile(""); }',
+        '__attribute__((noinline)) void nsmid(void) { nsleaf(); }',
+        'int main(void) { for (;;) { nsmid(); usleep(10000); } }',
+        '',
+      ].join('\n'),
+    );
+    const bin = join(dir, 'nsloop');
+    const cc = spawnSync('gcc', ['-O0', '-fno-omit-frame-pointer', '-no-pie', '-o', bin, src], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, cc.stderr);
+    const prog = `config = { show_debug_info=0 } uprobe:${bin}:nsleaf { print(ustack(3)); exit(); }`;
+    // the workload is killed with the namespace's init (bash) when bpfscope exits
+    const script = `(${bin} &) && exec ${process.execPath} ${bpfscopeEntry()} -e '${prog}'`;
+    const r = spawnSync('unshare', ['--fork', '--pid', '--mount-proc', '--kill-child', 'bash', '-c', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^\n {8}nsleaf\+0\n {8}nsmid\+\d+\n {8}main\+\d+\n$/m, r.stdout);
+  });
+});
+
 describe('debugf', () => {
   it('writes to the kernel trace buffer as event bpf_trace_printk (tests/runtime/call "debugf*")', async () => {
     const trace = join(ensureTracefs(), 'trace');

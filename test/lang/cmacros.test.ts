@@ -48,6 +48,57 @@ describe('integer macros from #define lines and headers', () => {
     assert.equal(m.get('B'), 16n);
   });
 
+  it('evaluates #if/#ifdef/#elif/#else with the definitions so far and the target predefined macros', () => {
+    writeFileSync(
+      join(dir, 'cond.h'),
+      [
+        '#define LEVEL 2',
+        '#ifdef __i386__',
+        '# define NR 162',
+        '#elif defined(__ILP32__)',
+        '# define NR 1073741859',
+        '#else',
+        '# define NR 35',
+        '#endif',
+        '#if LEVEL >= 2 && !defined(NOPE)',
+        '#define PICKED 1',
+        '#else',
+        '#define PICKED 2',
+        '#endif',
+        '#ifndef LEVEL',
+        '#define GONE 1',
+        '#endif',
+        '#if __NOT_A_MACRO_PREREQ (4, 6)',
+        '#define UNKNOWN_IF 3',
+        '#else',
+        '#define UNKNOWN_ELSE 4',
+        '#endif',
+        '#if defined __x86_64__ || defined __aarch64__',
+        '#define LP64_ARCH 1',
+        '#endif',
+        '',
+      ].join('\n'),
+    );
+    const m = integerMacros('', { includeFiles: ['cond.h'], includeDirs: [dir] });
+    assert.equal(m.get('NR'), 35n);
+    assert.equal(m.get('PICKED'), 1n);
+    assert.equal(m.has('GONE'), false);
+    // a condition that cannot be evaluated: every branch counts, as before conditionals were evaluated
+    assert.equal(m.get('UNKNOWN_IF'), 3n);
+    assert.equal(m.get('UNKNOWN_ELSE'), 4n);
+    assert.equal(m.get('LP64_ARCH'), 1n);
+  });
+
+  it(
+    "<syscall.h> gives the host's syscall numbers (x86-64: nanosleep 35, not i386's 162)",
+    { skip: process.arch !== 'x64' },
+    () => {
+      const m = integerMacros('#include <syscall.h>\n');
+      assert.equal(m.get('__NR_nanosleep'), 35n);
+      assert.equal(m.get('__NR_openat'), 257n);
+    },
+  );
+
   it('a missing --include file is an error', () => {
     assert.throws(() => integerMacros('', { includeFiles: ['no/such.h'] }), BpfscopeError);
   });
