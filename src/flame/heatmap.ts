@@ -732,7 +732,7 @@ function countCells(
   const blocks = input.blockList();
   for (let b = 0; b < blocks.length; b++) {
     const [pairs, n] = blocks[b]!;
-    for (let from = 0; from < n; ) {
+    for (let from = 0; from < n;) {
       const to = Math.min(n, from + (calls++ < 32 ? 64 : 4096));
       countSlice(pairs, from, to, counts, stride, minLat, maxLat, stepLat, divisor, stepSec, maxCol, st);
       if (st[2]! >= 0) {
