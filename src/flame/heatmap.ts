@@ -117,6 +117,8 @@ export class HeatMapInput {
   private carry: Uint8Array | null = null;
   /** scanPlain's in/out state (ST_* slots): doubles only, so its representation never changes. */
   private readonly scanState = new Float64Array(3);
+  /** Calls of scanPlain so far (the first ones get a small quota of lines). */
+  private scans = 0;
   private readonly decoder = new TextDecoder('utf-8');
 
   /**
@@ -164,7 +166,12 @@ export class HeatMapInput {
         st[ST_FILL] = this.fill;
         st[ST_MAXREL] = this.maxRel;
         st[ST_LARGEST] = this.largestLatency;
-        const at = scanPlain(chunk, pos, limit, this.start, this.block, st);
+        // The first calls take a few lines each: they run in the interpreter and record type feedback for every
+        // statement, the function's exit included, before V8 optimizes it (an optimized loop whose exit had never
+        // run was thrown away at its first return and compiled again, ~10 ms of compiling each time).
+        const quota = this.scans < 32 ? 64 : 4096;
+        this.scans++;
+        const at = scanPlain(chunk, pos, limit, this.start, this.block, st, quota);
         const added = st[ST_FILL]! - this.fill;
         this.fill += added;
         this.count += added;
@@ -312,8 +319,8 @@ const ST_LARGEST = 2;
  * Parses lines of plain "DIGITS DIGITS[ anything]" (each number at most 15 digits, no leading zero; blanks or tabs
  * between; further fields ignored; "\r\n" accepted) from `b[pos, limit)` (`limit` just after a "\n") into `block`
  * as (time - start, latency) pairs from pair `st[ST_FILL]` on, keeping `st[ST_MAXREL]` (largest time offset) and
- * `st[ST_LARGEST]` (largest latency) up to date. Stops at `limit`, when the block is full, or at the start of a line
- * of any other form; returns where it stopped (always a line start).
+ * `st[ST_LARGEST]` (largest latency) up to date. Stops at `limit`, after `quota` lines, when the block is full, or at
+ * the start of a line of any other form; returns where it stopped (always a line start).
  */
 function scanPlain(
   b: Uint8Array,
@@ -322,14 +329,15 @@ function scanPlain(
   start: number,
   block: Float64Array,
   st: Float64Array,
+  quota: number,
 ): number {
   // Slot numbers and the block size as literals: module constants would be context loads with a hole check here.
   let fill = st[0]! | 0;
   let maxRel = st[1]!;
   let largest = st[2]!;
-  // At most 4096 lines a call: the first calls return while still interpreted, so every statement has type feedback
-  // when V8 optimizes it (an on-stack replacement in the first, long call deoptimized at the end and compiled again).
-  const stop = Math.min(fill + 4096, 65536);
+  // At most `quota` lines a call: the first calls return while still interpreted, so every statement has type
+  // feedback when V8 optimizes it (an on-stack replacement in a long first call deoptimized at its end).
+  const stop = Math.min(fill + quota, 65536);
   while (pos < limit && fill < stop) {
     let i = pos;
     let c = b[i]!;
@@ -359,8 +367,10 @@ function scanPlain(
     }
     // i is at the newline.
     const r = time - start;
-    if (r > maxRel) maxRel = r;
-    if (latency > largest) largest = latency;
+    // Math.max, not `>`: a comparison's feedback says "small integers" while offsets are below 2^30 (18 minutes in
+    // microseconds), and optimized code speculating so was thrown away when a larger one came.
+    maxRel = Math.max(maxRel, r);
+    largest = Math.max(largest, latency);
     block[2 * fill] = r;
     block[2 * fill + 1] = latency;
     fill++;
@@ -523,7 +533,6 @@ interface HeatMapGrid {
  * comment); options as {@link renderHeatMap}'s (`stepSec`: seconds per column, for the time labels).
  */
 function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { text: string; cells: number } {
-  const { counts, stride, largestCount } = g;
   const largestCol = g.columns;
   const largestRow = g.rows;
   const stepSec = o.stepSec;
@@ -583,7 +592,34 @@ function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { text: string; cells: 
   const rangeLabels = g.rangeLabels.map(jsString);
   const rowY: string[] = [];
   for (let l = 0; l < largestRow; l++) rowY.push(perlNum(height - (ypad2 + l * box)));
-  const heightText = cFixed(box, 1);
+  const cells = drawCells(out, g, rowY, rangeLabels, cFixed(box, 1), box, stepSec);
+  if (o.grid) {
+    const labelColor = 'rgb(60,60,60)';
+    text(labelColor, fs, XPAD + 5, ybot - fs + 4, escapeText(g.minLabel));
+    text(labelColor, fs, XPAD + 5, ytop + fs + 4, escapeText(g.maxLabel));
+  }
+  out.push('</svg>\n');
+  return { text: out.join(''), cells };
+}
+
+/**
+ * Appends the cells of columns [0, g.columns) and rows [0, g.rows) with a non-zero count to `out`, as rect() would
+ * print them with their hover; returns how many. A function of its own: V8 optimizes this loop alone, not all of
+ * drawHeatMap (whose compilation took ~18 ms).
+ */
+function drawCells(
+  out: string[],
+  g: HeatMapGrid,
+  rowY: string[],
+  rangeLabels: string[],
+  heightText: string,
+  box: number,
+  stepSec: number,
+): number {
+  const { counts, stride, largestCount } = g;
+  const largestCol = g.columns;
+  const largestRow = g.rows;
+  const first = g.firstColumn;
   const colors = new Map<number, string>();
   let cells = 0;
   for (let s = 0; s < largestCol; s++) {
@@ -614,13 +650,7 @@ function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { text: string; cells: 
       cells++;
     }
   }
-  if (o.grid) {
-    const labelColor = 'rgb(60,60,60)';
-    text(labelColor, fs, XPAD + 5, ybot - fs + 4, escapeText(g.minLabel));
-    text(labelColor, fs, XPAD + 5, ytop + fs + 4, escapeText(g.maxLabel));
-  }
-  out.push('</svg>\n');
-  return { text: out.join(''), cells };
+  return cells;
 }
 
 /**
@@ -692,34 +722,73 @@ function countCells(
   },
 ): { largestCol: number; largestCount: number } {
   const { minLat, maxLat, stepLat, divisor, stepSec, maxCol } = o;
-  let largestCol = 0;
-  let largestCount = 0;
-  // Plain loops over the blocks (a closure per block was compiled on stack and deoptimized once).
+  // [largest column, largest count, index of an event before the first line's time or -1]: countSlice's results.
+  const st = new Float64Array(3);
+  st[2] = -1;
+  // countSlice takes at most 4096 events a call, the first calls 64: they run in the interpreter and record type
+  // feedback for the whole function, its exit included, before V8 optimizes it (a loop optimized while its exit
+  // had never run was thrown away at the end of the first block and compiled again).
+  let calls = 0;
   const blocks = input.blockList();
   for (let b = 0; b < blocks.length; b++) {
     const [pairs, n] = blocks[b]!;
-    for (let i = 0; i < n; i++) {
-      const latency = pairs[2 * i + 1]!;
-      if (latency < minLat || latency > maxLat) continue;
-      // The column before truncation. Compared as such rather than the time offset: an offset read from a
-      // Float64Array is a small integer to V8 until it passes 2^30 (18 minutes in microseconds), where optimized code
-      // comparing it as one was thrown away; `t` is a fraction from the second event on. trunc(t) < 0 iff t <= -1.
-      const t = pairs[2 * i]! / divisor / stepSec;
-      if (t <= -1) {
+    for (let from = 0; from < n;) {
+      const to = Math.min(n, from + (calls++ < 32 ? 64 : 4096));
+      countSlice(pairs, from, to, counts, stride, minLat, maxLat, stepLat, divisor, stepSec, maxCol, st);
+      if (st[2]! >= 0) {
         throw new HeatMapError(
-          `an event is ${perlNum(-pairs[2 * i]!)} ${o.unit} before the first line's time: the input must be in time order`,
+          `an event is ${perlNum(-pairs[2 * st[2]!]!)} ${o.unit} before the first line's time: the input must be in time order`,
         );
       }
-      // Columns are at most MAX_COLUMNS + 1 and rows MAX_ROWS + 1 here, so int32 truncation is exact.
-      const col = t | 0;
-      if (col > maxCol) continue;
-      const k = col * stride + (((latency - minLat) / stepLat) | 0);
-      const c = ++counts[k]!;
-      if (col > largestCol) largestCol = col;
-      if (c > largestCount) largestCount = c;
+      from = to;
     }
   }
-  return { largestCol, largestCount };
+  return { largestCol: st[0]!, largestCount: st[1]! };
+}
+
+/**
+ * Counts the events `from` to `to` of a block of (time offset, latency) pairs into `counts` (see countCells);
+ * keeps st[0] (largest column) and st[1] (largest count) up to date; sets
+ * st[2] to the index of an event before the first line's time and stops there. Time offsets are divided by `divisor`
+ * (the time unit's) and then by `stepSec`, in that order, as trace2heatmap.pl does (the rounding can differ).
+ */
+function countSlice(
+  pairs: Float64Array,
+  from: number,
+  to: number,
+  counts: Uint32Array,
+  stride: number,
+  minLat: number,
+  maxLat: number,
+  stepLat: number,
+  divisor: number,
+  stepSec: number,
+  maxCol: number,
+  st: Float64Array,
+): void {
+  let largestCol = st[0]!;
+  let largestCount = st[1]!;
+  for (let i = from; i < to; i++) {
+    const latency = pairs[2 * i + 1]!;
+    if (latency < minLat || latency > maxLat) continue;
+    // The column before truncation. Compared as such rather than the time offset: an offset read from a
+    // Float64Array is a small integer to V8 until it passes 2^30 (18 minutes in microseconds), where optimized code
+    // comparing it as one was thrown away; `t` is a fraction from the second event on. trunc(t) < 0 iff t <= -1.
+    const t = pairs[2 * i]! / divisor / stepSec;
+    if (t <= -1) {
+      st[2] = i;
+      break;
+    }
+    // Columns are at most MAX_COLUMNS + 1 and rows MAX_ROWS + 1 here, so int32 truncation is exact.
+    const col = t | 0;
+    if (col > maxCol) continue;
+    const k = col * stride + (((latency - minLat) / stepLat) | 0);
+    const c = ++counts[k]!;
+    largestCol = Math.max(largestCol, col);
+    largestCount = Math.max(largestCount, c);
+  }
+  st[0] = largestCol;
+  st[1] = largestCount;
 }
 
 /** A rectangle as trace2heatmap.pl prints it: x and sizes with one decimal, y as a plain number. */

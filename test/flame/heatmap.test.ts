@@ -183,6 +183,12 @@ describe('heatmap layout rules (worked by hand)', () => {
     bad(['1 200', '2 3'], { stepLat: 0 }, /^--steplat must be a positive number$/);
     bad(['1 200', '2 3'], { unitsTime: 'xs' }, /^Can't parse time units "xs"\. Try "ms" etc\.$/);
     bad(['10 200', '5 3'], {}, /^an event is 5 s before the first line's time: the input must be in time order$/);
+    // Counting takes the events in slices (64 at first, then 4096): one out of order deep in the input, in a later
+    // slice of a later block (the 70,001st event), still stops it.
+    const late = ['100 200'];
+    for (let i = 1; i < 70000; i++) late.push(`${100 + (i >> 10)} 5`);
+    late.push('93 5');
+    bad(late, {}, /^an event is 7 s before the first line's time: the input must be in time order$/);
     bad(['1 200', '2 3'], { stepLat: 1, maxLat: 20000 }, /^Too many rows \(>10000\)/);
   });
 });
