@@ -135,6 +135,46 @@ describe('stack tools: a PID reused by a new process', () => {
   });
 });
 
+describe('stack tools: exited processes no map entry names', () => {
+  const skip = process.getuid?.() !== 0 ? 'reading other processes maps needs root' : stackprogSkipReason();
+
+  it(
+    'are forgotten once enough processes were prepared; the ones the map names and live ones stay',
+    { skip },
+    async () => {
+      const bin = stackprogPath();
+      const resolver = await SymbolResolver.create();
+      const min = ProcessPreparer.SWEEP_MIN;
+      ProcessPreparer.SWEEP_MIN = 4;
+      const preparer = new ProcessPreparer(resolver);
+      const live = spawn(bin, ['wait', '60000'], { stdio: 'ignore' });
+      try {
+        const gone: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          const c = spawn(bin, ['wait', '1'], { stdio: 'ignore' });
+          await exited(c);
+          gone.push(c.pid!);
+        }
+        let asked = 0;
+        preparer.sweepWith(() => {
+          asked++;
+          return new Set([gone[0]!]);
+        });
+        for (const pid of [...gone, live.pid!]) preparer.onEvent([`${pid}/1`]);
+        while (preparer.pending > 0) await new Promise((r) => setImmediate(r));
+        assert.equal(asked, 1);
+        assert.equal(preparer.swept, 2, 'the two exited processes the map does not name');
+        assert.equal(preparer.count, 2);
+        assert.equal(resolver.retained.processes, 2);
+      } finally {
+        ProcessPreparer.SWEEP_MIN = min;
+        live.kill('SIGKILL');
+        await exited(live);
+      }
+    },
+  );
+});
+
 describe('profile -U on short-lived processes', () => {
   const skip = liveSkipReason() ?? stackprogSkipReason();
 
