@@ -268,7 +268,7 @@ export class SymbolResolver {
     }
     const now = Date.now();
     const unk = st.unknown.get(hi, lo);
-    if (unk && now - unk.at < this.opts.unknownRetryMs) {
+    if (unk && (now - unk.at < this.opts.unknownRetryMs || unk.at >= this.settledAt)) {
       this.counters.hits++;
       return unk.frame;
     }
@@ -338,7 +338,9 @@ export class SymbolResolver {
   private perfMapFor(st: ProcState): PerfMap | undefined {
     if (
       st.perfMap === undefined ||
-      (st.perfMap === null && Date.now() - st.perfMapMissAt >= this.opts.unknownRetryMs)
+      (st.perfMap === null &&
+        Date.now() - st.perfMapMissAt >= this.opts.unknownRetryMs &&
+        st.perfMapMissAt < this.settledAt)
     ) {
       // Look again for a missing file now and then: the runtime may create it later.
       const paths = perfMapPaths(st.pid, this.opts.procRoot);
@@ -482,10 +484,23 @@ export class SymbolResolver {
       };
       this.procs.set(pid, st);
       this.revalidate(st);
-    } else if (Date.now() - st.checkedAt >= this.opts.mapsTtlMs) {
+    } else if (Date.now() - st.checkedAt >= this.opts.mapsTtlMs && st.checkedAt < this.settledAt) {
       this.revalidate(st);
     }
     return st;
+  }
+
+  /** See {@link settle}: checks made since then are trusted for the rest of the resolver's life. */
+  private settledAt = Infinity;
+
+  /**
+   * For a final report (a stack tool's map after the run): from now on each process's maps are re-checked at most
+   * once more, and an unknown address or a missing perf map is not looked up again once looked up after this call.
+   * A report of thousands of processes then reads each one's /proc files once, not once a second for as long as
+   * the report takes.
+   */
+  settle(): void {
+    this.settledAt = Date.now();
   }
 
   private startTime(pid: number): string | undefined {
@@ -714,13 +729,31 @@ export class SymbolResolver {
 
   /** Text of `kstack` / `kstack(perf)` / `kstack(raw)` as bpftrace prints it (see {@link formatStack}). */
   formatKernelStack(addrs: ArrayLike<bigint>, mode: StackMode = 'bpftrace', indent = 8): string {
+    if (mode === 'raw') return rawStackText(addrs, indent);
     return formatStack(this.kernelStack(addrs), mode, indent);
   }
 
   /** Text of `ustack` / `ustack(perf)` / `ustack(raw)` as bpftrace prints it (see {@link formatStack}). */
   formatUserStack(pid: number, addrs: ArrayLike<bigint>, mode: StackMode = 'bpftrace', indent = 8): string {
+    // raw mode prints addresses only: nothing to look up (a profile map's keys are thousands of stacks)
+    if (mode === 'raw') return rawStackText(addrs, indent);
     return formatStack(this.userStack(pid, addrs), mode, indent);
   }
+}
+
+/** {@link formatStack}'s `raw` text of `addrs` without symbolizing them (frames up to the first 0). */
+function rawStackText(addrs: ArrayLike<bigint>, indent: number): string {
+  let s = '\n';
+  for (let i = 0; i < addrs.length; i++) {
+    const a = addrs[i]!;
+    if (a === 0n) break;
+    if (a === U64_MAX) {
+      s += `${' '.repeat(indent)}<unwind failure>\n`;
+      break;
+    }
+    s += `${hex(a)}\n`;
+  }
+  return s;
 }
 
 function unwindFailure(): Frame {

@@ -10,7 +10,7 @@
  * Formats follow iovisor/bcc `tools/profile.py` and `tools/offcputime.py` (HEAD 6d0a964c) and `BPF.sym()` /
  * `BPF.ksym()` in `src/python/bcc/__init__.py`.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
 import { type FlameGraphOptions, renderFlameGraph } from '../flame/flamegraph.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
@@ -19,6 +19,7 @@ import { type Frame, foldedName, SymbolResolver } from '../symbols/resolver.js';
 import { ArgError, formatUsage, INT, type Parsed, type ParserSpec, type ValueType } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { runProgram } from './framework/runner.js';
+import { pidsInMap, readStackEntries } from './stackread.js';
 import { pyFormat } from './framework/pyformat.js';
 import { type StackFileFormat, type StackMeta, StackOutput } from './framework/stackout.js';
 import type { Tracer } from '../runtime/tracer.js';
@@ -328,9 +329,39 @@ export function stackLines(e: StackEntry, fmt: StackFormat): string {
  * hash order, by their folded text so that output is deterministic.
  */
 export function sortEntries(entries: StackEntry[], fmt: Pick<StackFormat, 'delimiter' | 'annotate'>): StackEntry[] {
+  return sortEntriesFolded(entries, fmt).entries;
+}
+
+/** {@link sortEntries}, with each entry's {@link foldedLine} (built once, for the sort and the output). */
+export function sortEntriesFolded(
+  entries: StackEntry[],
+  fmt: Pick<StackFormat, 'delimiter' | 'annotate'>,
+): { entries: StackEntry[]; folded: string[] } {
   const keyed = entries.map((e) => ({ e, k: foldedLine(e, fmt) }));
   keyed.sort((a, b) => (a.e.value < b.e.value ? -1 : a.e.value > b.e.value ? 1 : a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
-  return keyed.map((x) => x.e);
+  return { entries: keyed.map((x) => x.e), folded: keyed.map((x) => x.k) };
+}
+
+/**
+ * `fmt` with each frame's line text computed once per frame object (the resolver shares a frame between every
+ * stack that holds its address): for a whole report of many stacks.
+ */
+export function cachedFormat(fmt: StackFormat): StackFormat {
+  const k = new Map<Frame, string>();
+  const u = new Map<Frame, string>();
+  return {
+    ...fmt,
+    kernelLine: (f) => {
+      let s = k.get(f);
+      if (s === undefined) k.set(f, (s = fmt.kernelLine(f)));
+      return s;
+    },
+    userLine: (f) => {
+      let s = u.get(f);
+      if (s === undefined) u.set(f, (s = fmt.userLine(f)));
+      return s;
+    },
+  };
 }
 
 /**
@@ -388,11 +419,21 @@ export function checkWritable(path: string, tool: string): void {
 export class ProcessPreparer {
   /** Longest stretch of preparation work before yielding to the event loop, in ms. */
   static readonly SLICE_MS = 10;
+  /** Processes prepared before the first sweep (see {@link sweepWith}). */
+  static SWEEP_MIN = 2048;
   private readonly done = new Set<number>();
   private readonly queue: number[] = [];
   /** Priority records (see {@link statement}): prepared before {@link queue}. */
   private readonly urgent: number[] = [];
   private readonly queued = new Set<number>();
+  /** Start time (from the records) of the process last reported under each PID. */
+  private readonly starts = new Map<number, string>();
+  /** The processes the tool's map still refers to (see {@link sweepWith}). */
+  private inUse: (() => Set<number>) | undefined;
+  /** Processes prepared at which the next sweep runs. */
+  private sweepAt = ProcessPreparer.SWEEP_MIN;
+  /** Exited processes forgotten by sweeps (nothing in the map referred to them). */
+  swept = 0;
   private scheduled = false;
   private stopped = false;
 
@@ -404,16 +445,32 @@ export class ProcessPreparer {
    * (`curtask->group_leader->comm`, which changes at exec but not when a thread renames itself). With `priority`
    * the record has a second field, 1: such processes are prepared before the others (e.g. the processes a tool
    * filters on, ahead of the tasks an interrupt happened to run in).
+   *
+   * The key and the record's first field (`PID/START`) hold the process's start time (its leader's
+   * `task_struct.start_time`, ns since boot): a new process that reuses a PID is reported even with the same name,
+   * and is told apart from an exec or a renamed thread of the process seen before (see {@link onEvent}).
    */
   static statement(indent: string, name = 'comm', priority = false): string {
-    const fmt = priority ? '%d 1\\n' : '%d\\n';
-    return `${indent}if (@__seen[pid, ${name}] == 0) {\n${indent}  @__seen[pid, ${name}] = 1;\n${indent}  printf("${fmt}", pid);\n${indent}}\n`;
+    const fmt = priority ? '%d/%llu\\x1f1\\n' : '%d/%llu\\n';
+    const key = `pid, ${name}, curtask->group_leader->start_time`;
+    return (
+      `${indent}if (@__seen[${key}] == 0) {\n${indent}  @__seen[${key}] = 1;\n` +
+      `${indent}  printf("${fmt}", pid, curtask->group_leader->start_time);\n${indent}}\n`
+    );
   }
 
   /** Event handler for the statement's records: queue the process for preparation (again after an exec). */
   readonly onEvent = (fields: string[]): void => {
-    const pid = Number(fields[0]);
+    const [p, start] = (fields[0] ?? '').split('/');
+    const pid = Number(p);
     if (this.stopped || !Number.isInteger(pid) || pid <= 0) return;
+    if (start !== undefined) {
+      const was = this.starts.get(pid);
+      this.starts.set(pid, start);
+      // another process under a PID already prepared: what was learnt about the old one must not name the new
+      // one's addresses (the new one is prepared below if it is still alive; if not, its frames stay unknown)
+      if (was !== undefined && was !== start && this.done.delete(pid)) this.resolver.forget(pid);
+    }
     const urgent = fields[1] === '1';
     if (this.queued.has(pid)) {
       if (!urgent || this.urgent.includes(pid)) return;
@@ -453,11 +510,40 @@ export class ProcessPreparer {
         // The process may already be gone: its stacks then resolve as far as anything is known.
       }
     }
+    if (!this.stopped) this.sweep();
     if (!this.stopped && this.pending > 0) {
       this.scheduled = true;
       setImmediate(this.drain);
     }
   };
+
+  /**
+   * Bound what is kept over a long run of many short processes: once {@link SWEEP_MIN} processes are prepared (then
+   * each time their number doubles from what a sweep left), the processes that have exited and that no entry of the
+   * tool's map refers to (`inUse`: the numbers its keys hold, see stackread.ts `pidsInMap`) are forgotten. An exited
+   * process cannot be sampled again, so nothing it would name is lost (issue 19: profile grew ~1.3 MB a minute).
+   */
+  sweepWith(inUse: () => Set<number>): void {
+    this.inUse = inUse;
+  }
+
+  private sweep(): void {
+    if (!this.inUse || this.done.size < this.sweepAt) return;
+    let used: Set<number>;
+    try {
+      used = this.inUse();
+    } catch {
+      return;
+    }
+    for (const pid of this.done) {
+      if (used.has(pid) || existsSync(`/proc/${pid}`)) continue;
+      this.done.delete(pid);
+      this.starts.delete(pid);
+      this.resolver.forget(pid);
+      this.swept++;
+    }
+    this.sweepAt = Math.max(ProcessPreparer.SWEEP_MIN, this.done.size * 2);
+  }
 
   /** Stop preparing (before the report): queued processes are dropped. */
   stop(): void {
@@ -525,6 +611,11 @@ export interface StackRun<R> {
   processFields?: 1 | 2;
   /** Distinct stacks each kstack/ustack map holds (bcc's --stack-storage-size). */
   stackStorageSize: number;
+  /**
+   * The map whose entries keep until the end what was learnt about the processes they name (`''` for `@`): exited
+   * processes no entry names are then forgotten during the run (ProcessPreparer.sweepWith). Absent: none are.
+   */
+  sweepMap?: string;
   /** Report every `seconds` (null: only at the end), at most `count` times; stop after `durationSec`. */
   interval: { seconds: number | null; count?: number | null };
   durationSec?: number | null;
@@ -568,7 +659,8 @@ export async function runStackReport<R>(r: StackRun<R>): Promise<number> {
     stackMapEntries: r.stackStorageSize,
     interval: r.interval,
     durationSec: r.durationSec ?? null,
-    onStarted: () => {
+    onStarted: (tracer) => {
+      if (r.sweepMap !== undefined) preparer?.sweepWith(() => pidsInMap(tracer, r.sweepMap!));
       if (out.header) writer.write(r.header);
     },
     onTick: (tracer, last) => {
@@ -642,17 +734,24 @@ export async function runStackTool(r: StackToolRun): Promise<number> {
     header: `${r.header}\n`,
     processFields: 1,
     stackStorageSize: r.stackStorageSize,
+    sweepMap: '',
     interval: { seconds: r.duration, count: 1 },
     exportFrom: 'last',
     report: (t, resolver, last) => {
       if (!last) return null;
-      dump = t.readMap('');
       r.beforeReport?.(resolver);
-      const entries = sortEntries(symbolizeEntries(dump, r.layout, resolver, r.userPid, r.kernelFilter), fmt);
-      const folded = entries.map((e) => foldedLine(e, fmt));
+      // each distinct stack read and symbolized once, each frame's text made once, each process's /proc files
+      // read once (issue 19: a full map)
+      resolver.settle();
+      const read = readStackEntries(t, '', r.layout, resolver, r.userPid, r.kernelFilter);
+      dump = read.dump;
+      const { entries, folded } = sortEntriesFolded(read.entries, fmt);
       let text = out.header ? '\n' : '';
       if (out.text === 'folded') text += folded.map((l) => `${l}\n`).join('');
-      else if (out.text === 'report') text += entries.map((e) => stackLines(e, fmt)).join('');
+      else if (out.text === 'report') {
+        const cfmt = cachedFormat(fmt);
+        text += entries.map((e) => stackLines(e, cfmt)).join('');
+      }
       return { result: { stacks: entries }, text, folded };
     },
     afterReport: () => {

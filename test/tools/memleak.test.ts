@@ -80,7 +80,7 @@ describe('memleak programs', () => {
     assert.equal(p.match(/^uretprobe:/gm)?.length, 9);
     assert.doesNotMatch(p, /@__csize|cpid|alloc entered/);
     // Each new (pid, comm) is reported once, so that symbols are read while the process lives.
-    assert.match(p, /if \(@__seen\[pid, comm\] == 0\) \{/);
+    assert.match(p, /if \(@__seen\[pid, comm, curtask->group_leader->start_time\] == 0\) \{/);
   });
 
   it('-z/-Z/-s filter on entry; --combined-only keeps per-stack sums; -t prints; -c filters on cpid', () => {

@@ -41,7 +41,7 @@ describe('offcputime options and program', () => {
       'config = { max_map_keys = 10240 }\n' +
         'rawtracepoint:sched_switch {\n' +
         '  if (args.prev_state != 128) {\n' +
-        '    if (@__seen[pid, comm] == 0) {\n      @__seen[pid, comm] = 1;\n      printf("%d\\n", pid);\n    }\n' +
+        '    if (@__seen[pid, comm, curtask->group_leader->start_time] == 0) {\n      @__seen[pid, comm, curtask->group_leader->start_time] = 1;\n      printf("%d/%llu\\n", pid, curtask->group_leader->start_time);\n    }\n' +
         '    @__off[tid] = (nsecs, kstack(raw), ustack(raw));\n' +
         '  }\n' +
         '  $next = args.next->pid;\n' +

@@ -99,14 +99,14 @@ describe('offwaketime options, program and formats', () => {
       buildProgram(base),
       'config = { max_map_keys = 10240 }\n' +
         'rawtracepoint:sched_waking {\n' +
-        '  if (@__seen[pid, comm] == 0) {\n' +
-        '    @__seen[pid, comm] = 1;\n    printf("%d\\n", pid);\n  }\n' +
+        '  if (@__seen[pid, comm, curtask->group_leader->start_time] == 0) {\n' +
+        '    @__seen[pid, comm, curtask->group_leader->start_time] = 1;\n    printf("%d/%llu\\n", pid, curtask->group_leader->start_time);\n  }\n' +
         '  @__wokeby[args.p->pid] = (kstack(raw), ustack(raw), comm, tid, pid);\n' +
         '}\n' +
         'rawtracepoint:sched_switch {\n' +
         '  if (args.prev_state == 128) {\n    delete(@__wokeby[tid]);\n  } else {\n' +
-        '    if (@__seen[pid, comm] == 0) {\n' +
-        '      @__seen[pid, comm] = 1;\n      printf("%d 1\\n", pid);\n    }\n' +
+        '    if (@__seen[pid, comm, curtask->group_leader->start_time] == 0) {\n' +
+        '      @__seen[pid, comm, curtask->group_leader->start_time] = 1;\n      printf("%d/%llu\\x1f1\\n", pid, curtask->group_leader->start_time);\n    }\n' +
         '    @__off[tid] = (nsecs, kstack(raw), ustack(raw));\n' +
         '  }\n' +
         '  $next = args.next->pid;\n  $w = @__wokeby[$next];\n' +

@@ -95,6 +95,86 @@ describe('stack tools: what is kept per sampled process', () => {
   );
 });
 
+describe('stack tools: a PID reused by a new process', () => {
+  const skip = process.getuid?.() !== 0 ? 'reading other processes maps needs root' : stackprogSkipReason();
+
+  it("the new process does not get the old one's symbols (reported as PID/START)", { skip }, async () => {
+    const bin = stackprogPath();
+    const burn = symbolValue(bin, 'bpfs_user_burn');
+    const resolver = await SymbolResolver.create();
+    const preparer = new ProcessPreparer(resolver);
+    const child = spawn(bin, ['wait', '60000'], { stdio: 'ignore' });
+    let base: number | undefined;
+    try {
+      while (base === undefined) {
+        try {
+          if (readFileSync(`/proc/${child.pid}/maps`, 'latin1').includes(` ${bin}\n`))
+            base = layout(child.pid!, bin).base;
+        } catch {
+          /* not yet */
+        }
+        if (base === undefined) await new Promise((r) => setTimeout(r, 2));
+      }
+      preparer.onEvent([`${child.pid}/1000`]);
+      while (preparer.pending > 0) await new Promise((r) => setImmediate(r));
+    } finally {
+      child.kill('SIGKILL');
+      await exited(child);
+    }
+    const addr = BigInt(base + burn + 4);
+    assert.equal(resolver.userStack(child.pid!, [addr])[0]?.name, 'bpfs_user_burn', 'named after it exited');
+    // the same process reported again (a renamed thread): still named
+    preparer.onEvent([`${child.pid}/1000`]);
+    while (preparer.pending > 0) await new Promise((r) => setImmediate(r));
+    assert.equal(resolver.userStack(child.pid!, [addr])[0]?.name, 'bpfs_user_burn');
+    // another process under the PID (another start time), gone before it could be read: nothing of the old one
+    preparer.onEvent([`${child.pid}/2000`]);
+    while (preparer.pending > 0) await new Promise((r) => setImmediate(r));
+    const [f] = resolver.userStack(child.pid!, [addr]);
+    assert.equal(f?.name, undefined, `named ${f?.name} from the old process's mappings`);
+  });
+});
+
+describe('stack tools: exited processes no map entry names', () => {
+  const skip = process.getuid?.() !== 0 ? 'reading other processes maps needs root' : stackprogSkipReason();
+
+  it(
+    'are forgotten once enough processes were prepared; the ones the map names and live ones stay',
+    { skip },
+    async () => {
+      const bin = stackprogPath();
+      const resolver = await SymbolResolver.create();
+      const min = ProcessPreparer.SWEEP_MIN;
+      ProcessPreparer.SWEEP_MIN = 4;
+      const preparer = new ProcessPreparer(resolver);
+      const live = spawn(bin, ['wait', '60000'], { stdio: 'ignore' });
+      try {
+        const gone: number[] = [];
+        for (let i = 0; i < 3; i++) {
+          const c = spawn(bin, ['wait', '1'], { stdio: 'ignore' });
+          await exited(c);
+          gone.push(c.pid!);
+        }
+        let asked = 0;
+        preparer.sweepWith(() => {
+          asked++;
+          return new Set([gone[0]!]);
+        });
+        for (const pid of [...gone, live.pid!]) preparer.onEvent([`${pid}/1`]);
+        while (preparer.pending > 0) await new Promise((r) => setImmediate(r));
+        assert.equal(asked, 1);
+        assert.equal(preparer.swept, 2, 'the two exited processes the map does not name');
+        assert.equal(preparer.count, 2);
+        assert.equal(resolver.retained.processes, 2);
+      } finally {
+        ProcessPreparer.SWEEP_MIN = min;
+        live.kill('SIGKILL');
+        await exited(live);
+      }
+    },
+  );
+});
+
 describe('profile -U on short-lived processes', () => {
   const skip = liveSkipReason() ?? stackprogSkipReason();
 

@@ -38,7 +38,7 @@ describe('profile options and program', () => {
       buildProgram(base),
       'config = { max_map_keys = 40960 }\n' +
         'profile:hz:49 /tid != 0/ {\n' +
-        '  if (@__seen[pid, comm] == 0) {\n    @__seen[pid, comm] = 1;\n    printf("%d\\n", pid);\n  }\n' +
+        '  if (@__seen[pid, comm, curtask->group_leader->start_time] == 0) {\n    @__seen[pid, comm, curtask->group_leader->start_time] = 1;\n    printf("%d/%llu\\n", pid, curtask->group_leader->start_time);\n  }\n' +
         '  @[kstack(raw), ustack(raw), comm, pid] = count();\n}\n',
     );
     assert.deepEqual(keyLayout(base), { kernel: 0, user: 1, comm: 2, id: 3 });

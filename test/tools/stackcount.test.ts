@@ -89,7 +89,10 @@ describe('stackcount options, program and formats', () => {
         '  @counts[kstack(raw), comm, pid] = count();\n}\n',
     );
     assert.match(buildProgram(t, { kernel: true, user: true }), /@counts\[kstack\(raw\), ustack\(raw\), comm, pid\]/);
-    assert.match(buildProgram(t, { kernel: true, user: true }), /@__seen\[pid, comm\]/);
+    assert.match(
+      buildProgram(t, { kernel: true, user: true }),
+      /@__seen\[pid, comm, curtask->group_leader->start_time\]/,
+    );
     assert.deepEqual(keyLayout({ kernel: true, user: true }), { kernel: 0, user: 1, comm: 2, id: 3 });
     assert.deepEqual(keyLayout({ kernel: false, user: true }), { user: 0, comm: 1, id: 2 });
   });

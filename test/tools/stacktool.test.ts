@@ -257,7 +257,7 @@ describe('ProcessPreparer', () => {
   it('reports each (pid, comm) once from the program; prepares processes from events between other work', async () => {
     assert.equal(
       ProcessPreparer.statement('  '),
-      '  if (@__seen[pid, comm] == 0) {\n    @__seen[pid, comm] = 1;\n    printf("%d\\n", pid);\n  }\n',
+      '  if (@__seen[pid, comm, curtask->group_leader->start_time] == 0) {\n    @__seen[pid, comm, curtask->group_leader->start_time] = 1;\n    printf("%d/%llu\\n", pid, curtask->group_leader->start_time);\n  }\n',
     );
     const r = new SymbolResolver({ demangle: false });
     const p = new ProcessPreparer(r);
