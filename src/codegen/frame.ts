@@ -9,7 +9,7 @@
  * so copies pick the widest access both offsets allow.
  */
 import * as I from '../bpf/insn.js';
-import { MAX_STACK } from '../bpf/opcodes.js';
+import { FP, MAX_STACK } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
 import type { IrFunction } from './ir.js';
 
@@ -124,8 +124,12 @@ export function copyMem(
 ): void {
   let done = 0;
   const tmp = fn.vreg();
+  // The verifier insists on aligned accesses to the stack only (on x86-64 and arm64, whose kernels have efficient
+  // unaligned access): between two other memories (a frame map, a ring buffer record) a copy goes 8 bytes at a
+  // time whatever the offsets (tuples pack strings at any offset).
+  const anyOffset = dstBase !== FP && srcBase !== FP;
   while (done < size) {
-    const c = chunk(dstOff + done, srcOff + done, size - done);
+    const c = anyOffset ? chunk(0, 0, size - done) : chunk(dstOff + done, srcOff + done, size - done);
     fn.emit(I.ldx(c, tmp, srcBase, srcOff + done));
     fn.emit(I.stx(c, dstBase, tmp, dstOff + done));
     done += c;

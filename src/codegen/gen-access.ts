@@ -90,6 +90,8 @@ export abstract class AccessGen extends GenCore {
       if (et.kind === 'int' || et.kind === 'pointer' || et.kind === 'bool') {
         const r = this.fn.vreg();
         this.fn.emit(I.ldx(sizeOf(et) as 1 | 2 | 4 | 8, r, this.fb, off));
+        // a signed member narrower than 64 bits (tuples keep their members' sizes): sign-extended
+        if (et.kind === 'int' && et.signed && et.size < 8) this.normalize(r, et.size, true);
         return this.reg(r);
       }
       return { kind: 'mem', off, size: sizeOf(et) };

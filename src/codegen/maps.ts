@@ -80,9 +80,10 @@ export function planMaps(
       // array maps have u32 keys; the key of a map without keys is 0 either way
       keySize = decl?.mapType === MapKind.PERCPU_ARRAY ? 4 : 8;
     } else {
+      // the keys laid out as the tuple of them (`for ($kv : @m)` reads $kv.0 so), the size kept a multiple of 8
       const l = tupleLayout(m.keyTypes);
       keyOffsets = l.offsets;
-      keySize = l.size;
+      keySize = Math.ceil(l.size / 8) * 8;
     }
     if (isHistogram(m.valueType)) {
       // the bucket index follows the user key (8-aligned); a scalar histogram has only the bucket index.

@@ -3,25 +3,50 @@
  * materialized) and when two such types may share a map or variable. Used by the analyser and the builtins' checks.
  */
 import { kernelBtf, materializeRecord } from './btf-types.js';
-import { I64, type SType, stringType, typeKey, U64 } from './types.js';
+import { I64, type IntSize, type SType, stringType, typeKey, U64 } from './types.js';
 
 /** A tuple type, a record when `names` is given. */
 export function withNames(t: Extract<SType, { kind: 'tuple' }>, names: string[] | undefined): SType {
   return names ? { ...t, names } : t;
 }
 
-/** Widen an integer/bool type to what maps and variables store (64-bit ints). */
+/**
+ * Widen an integer type to what maps and variables store (64-bit ints). A tuple keeps its elements' integer sizes
+ * (bpftrace lays tuples out so: `((int8)1, (int16)2)` is 4 bytes); its struct elements are materialized.
+ */
 export function storageType(t: SType): SType {
   if (t.kind === 'int') return t.enum ? { kind: 'int', size: 8, signed: false, enum: t.enum } : t.signed ? I64 : U64;
-  if (t.kind === 'tuple') return withNames({ kind: 'tuple', elems: t.elems.map(storageType) }, t.names);
+  if (t.kind === 'tuple') return withNames({ kind: 'tuple', elems: t.elems.map(elementStorageType) }, t.names);
   // a struct value (`*p`, `args`): its fields loaded, so the runtime can print it without BTF
   if (t.kind === 'record') return materializeRecord(t.btfId !== undefined ? kernelBtf() : undefined, t);
   return t;
 }
 
-/** Join two storage types where they may be unified (ints of either sign, strings of different sizes). */
-export function unify(a: SType, b: SType): SType | null {
+/** What a tuple element stores: integers as they are, anything else as storageType. */
+function elementStorageType(t: SType): SType {
+  return t.kind === 'int' ? t : storageType(t);
+}
+
+/**
+ * Two integer tuple elements joined (bpftrace's `get_promoted_int`, `src/types.cpp`): the larger size, signed when
+ * either is; an unsigned one joined with a signed one no larger than it needs the next size up to keep its values.
+ */
+function promoteInt(a: Extract<SType, { kind: 'int' }>, b: Extract<SType, { kind: 'int' }>): SType {
+  if (a.enum && b.enum?.name === a.enum.name && a.size === b.size) return a;
+  if (a.signed === b.signed) return { kind: 'int', size: Math.max(a.size, b.size) as IntSize, signed: a.signed };
+  const s = a.signed ? a : b;
+  const u = a.signed ? b : a;
+  const size = s.size > u.size ? s.size : Math.min(8, u.size * 2);
+  return { kind: 'int', size: size as IntSize, signed: true };
+}
+
+/**
+ * Join two storage types where they may be unified (ints of either sign, strings of different sizes). `inTuple`:
+ * the types are tuple elements, whose integers keep their sizes (promoteInt) instead of being 64-bit.
+ */
+export function unify(a: SType, b: SType, inTuple = false): SType | null {
   if (a.kind === 'int' && b.kind === 'int') {
+    if (inTuple) return promoteInt(a, b);
     // the same enum stays that enum; an enum with other integers is stored as a plain integer (bpftrace)
     if (a.enum && b.enum?.name === a.enum.name) return a;
     return a.signed && b.signed ? I64 : a.signed || b.signed ? I64 : U64;
@@ -35,7 +60,7 @@ export function unify(a: SType, b: SType): SType | null {
     if (order.includes(-1)) return null;
     const elems: SType[] = [];
     for (let i = 0; i < a.elems.length; i++) {
-      const u = unify(a.elems[i]!, b.elems[order[i]!]!);
+      const u = unify(a.elems[i]!, b.elems[order[i]!]!, true);
       if (!u) return null;
       elems.push(u);
     }

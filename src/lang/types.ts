@@ -21,7 +21,7 @@ export type SType =
   /** NUL-padded string buffer of `size` bytes (includes room for the NUL). */
   | { kind: 'string'; size: number }
   /**
-   * Tuple: fields laid out with C alignment (each at a multiple of its own alignment), size rounded to 8. With
+   * Tuple: fields laid out as bpftrace lays them out (tupleLayout: natural alignment, no widening). With
    * `names`, a record (bpftrace's named tuple `(a = 1, b = "x")`): the same layout, fields also reachable by name.
    */
   | { kind: 'tuple'; elems: SType[]; names?: string[] }
@@ -128,7 +128,12 @@ export function isAggregation(t: SType): boolean {
   return ['count', 'sum', 'min', 'max', 'avg', 'stats', 'hist', 'lhist', 'tseries'].includes(t.kind);
 }
 
-/** Alignment in bytes of a value of type `t` when stored in a key, value, tuple or record. */
+/**
+ * Alignment in bytes of a value of type `t` inside a tuple, record or map key, as bpftrace's
+ * `SizedType::GetInTupleAlignment()` (`src/types.cpp`): strings and byte buffers 1, tuples and structs their largest
+ * member's alignment, arrays their element's, other values up to 2 bytes their size, up to 4 bytes 4, else 8.
+ * The types bpfscope stores as 64-bit words (usym, timestamp, cgroup_path, ...) keep an alignment of 8.
+ */
 export function alignOf(t: SType): number {
   switch (t.kind) {
     case 'int':
@@ -136,16 +141,36 @@ export function alignOf(t: SType): number {
     case 'bool':
       return 1;
     case 'string':
+    case 'macaddr':
       return 1;
     case 'tuple':
       return t.elems.reduce((a, e) => Math.max(a, alignOf(e)), 1);
     case 'array':
-      return alignOf(t.elem);
+      return t.count === 0 ? 1 : alignOf(t.elem);
     case 'record':
-      return 8;
+      return recordAlign(t);
     default:
       return 8;
   }
+}
+
+/**
+ * A struct's alignment: its largest field's (C's rule; 1 when a field sits off its alignment: packed), or for a struct whose fields are not known here (a BTF
+ * struct not yet loaded) the largest power of two up to 8 that divides its size.
+ */
+function recordAlign(t: Extract<SType, { kind: 'record' }>): number {
+  if (t.fields.length > 0) {
+    let a = 1;
+    for (const f of t.fields) {
+      const fa = Math.min(8, alignOf(f.type));
+      if (f.bitSize === undefined && f.offset % fa !== 0) return 1; // a packed struct
+      a = Math.max(a, fa);
+    }
+    return a;
+  }
+  let a = 8;
+  while (a > 1 && t.size % a !== 0) a /= 2;
+  return a;
 }
 
 /** Size in bytes of a value of type `t` as stored in BPF memory (stack, map key/value, ring buffer record). */
@@ -199,17 +224,23 @@ export function sizeOf(t: SType): number {
   }
 }
 
-/** Byte offsets of each element of a tuple laid out with C alignment; total size rounded up to 8. */
+/**
+ * Byte offsets of each element of a tuple: each at the next multiple of its alignment (alignOf), the total size
+ * rounded up to the largest one, as bpftrace's `Struct::CreateRecord` (`src/struct.cpp`): `(int8, int16, int32)`
+ * is 8 bytes, `(int32, int32[4])` 20.
+ */
 export function tupleLayout(elems: SType[]): { offsets: number[]; size: number } {
   let off = 0;
+  let align = 1;
   const offsets: number[] = [];
   for (const e of elems) {
     const a = alignOf(e);
+    align = Math.max(align, a);
     off = Math.ceil(off / a) * a;
     offsets.push(off);
     off += sizeOf(e);
   }
-  return { offsets, size: Math.ceil(off / 8) * 8 };
+  return { offsets, size: Math.ceil(off / align) * align };
 }
 
 /**

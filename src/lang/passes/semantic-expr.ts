@@ -222,7 +222,7 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
             this.error(x.pos, `Invalid tuple element type: ${typeName(t)}`);
             return null;
           }
-          elems.push(storageType(t));
+          elems.push(x.kind === 'IntLit' ? literalIntType(x.value) : t.kind === 'int' ? t : storageType(t));
         }
         if (e.names && new Set(e.names).size !== e.names.length) {
           this.error(e.pos, 'Named arguments must be unique');
@@ -552,4 +552,15 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
     args.forEach((a) => this.expr(a));
     return null;
   }
+}
+
+/**
+ * The type of an integer literal inside a tuple, as bpftrace types literals (`src/ast/integer_types.cpp`): the
+ * smallest signed type that holds it, uint64 above INT64_MAX. `(1, "a")` is `(int8, string[2])`, 3 bytes.
+ */
+function literalIntType(v: bigint): SType {
+  if (v > 0x7fffffffffffffffn) return U64;
+  const size =
+    v >= -0x80n && v <= 0x7fn ? 1 : v >= -0x8000n && v <= 0x7fffn ? 2 : v >= -0x80000000n && v <= 0x7fffffffn ? 4 : 8;
+  return { kind: 'int', size, signed: true };
 }
