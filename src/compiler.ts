@@ -421,6 +421,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       printMapsOnExit: config.printMapsOnExit,
       ...(config.showDebugInfo ? { showDebugInfo: true } : {}),
       maxCatBytes: config.maxCatBytes,
+      strTruncTrailer: config.strTruncTrailer,
     },
   };
 }

@@ -531,17 +531,19 @@ export abstract class CallGen extends ExprGen {
         return { kind: 'mem', off, size };
       }
       const ptr = this.scalar(a);
-      const off = this.frame.temp(size);
-      zeroStack(fn, off, size);
-      let n: number | { reg: number } = size;
+      // (a read of one byte more than the string, c.strRead, tells a truncated string: strings.ts strCheck)
+      const read = Math.max(size, c.strRead ?? size);
+      const off = this.frame.temp(read);
+      zeroStack(fn, off, read);
+      let n: number | { reg: number } = read;
       if (c.args.length === 2 && c.args[1]!.kind !== 'IntLit' && c.args[1]!.kind !== 'PositionalExpr') {
         // runtime length: clamp to the buffer
         const len = this.scalar(c.args[1]!);
         const r = fn.vreg();
         fn.emit(I.mov64(r, len));
         const ok = fn.newLabel('len_ok');
-        fn.emit(I.jmpImm('jle', r, size, ok));
-        fn.emit(I.mov64Imm(r, size));
+        fn.emit(I.jmpImm('jle', r, read, ok));
+        fn.emit(I.mov64Imm(r, read));
         fn.mark(ok);
         n = { reg: r };
       }

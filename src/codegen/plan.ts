@@ -174,4 +174,6 @@ export interface CompiledProgram extends ProgramResources {
   maxCatBytes: number;
   /** User stacks with source lines and inlined functions from DWARF (config `show_debug_info`). */
   showDebugInfo?: boolean;
+  /** Appended to a truncated string when printed (config `str_trunc_trailer`, default `..`). */
+  strTruncTrailer?: string;
 }

@@ -264,6 +264,18 @@ export interface CallExpr extends ExprBase {
    * (user or kernel; the pointer's own space when it is a pointer).
    */
   space?: AddrSpace;
+  /**
+   * Set by semantic analysis for str(): bytes the helper may read when more than the result's size (current
+   * bpftrace's `pad_max_strlen()`: one more than `max_strlen` below 1024, so a string that fills the result without
+   * its NUL is known to be truncated and prints with `str_trunc_trailer`).
+   */
+  strRead?: number;
+  /**
+   * `typeof(...)` written where a value is (a macro's argument: `m(typeof(uint64*))`), kept as its TypeSpec; the
+   * macro expander writes it where the macro's parameter names a type (lang/passes/macros.ts), anywhere else it is
+   * an error. `args` is then empty.
+   */
+  typeArg?: TypeSpec;
 }
 
 export type BinaryOp =

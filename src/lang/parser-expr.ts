@@ -272,6 +272,11 @@ export abstract class ExprParser extends ParserCore {
         return this.parseIfExpr();
     }
     if (KEYWORDS.has(t.text)) return this.fail('expected expression');
+    if (isTypeFunction(t.text) && this.peek2().text === '(') {
+      // `typeof(uint64*)` as a macro argument (bpftrace v0.26 macros accept type expressions)
+      const typeArg = this.parseTypeCall();
+      return { kind: 'CallExpr', pos: typeArg.pos, name: t.text, args: [], typeArg };
+    }
     this.advance();
     if (this.is('(')) {
       this.advance();

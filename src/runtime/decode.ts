@@ -30,6 +30,11 @@ export interface DecodeContext {
   cgroupPath?(id: bigint, filter: string): string;
   /** `username`: the name of a uid (from /etc/passwd), or the number. */
   username?(uid: number): string;
+  /**
+   * Appended to a string that fills its buffer without a NUL (config `str_trunc_trailer`, current bpftrace's
+   * default `..`); none when absent.
+   */
+  strTruncTrailer?: string;
   /** Wall-clock ns since the epoch minus CLOCK_MONOTONIC ns (for `strftime()`). */
   monotonicToRealtimeNs?: bigint;
 }
@@ -143,8 +148,11 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
       return { kind: 'bool', value: buf[off] !== 0 };
     case 'string': {
       const end = buf.indexOf(0, off);
-      const stop = end < 0 || end > off + t.size ? off + t.size : end;
-      return { kind: 'string', value: buf.toString('latin1', off, stop) };
+      if (end < 0 || end >= off + t.size) {
+        // no NUL in the buffer: the string was truncated (current bpftrace types_format.cpp adds the trailer)
+        return { kind: 'string', value: buf.toString('latin1', off, off + t.size) + (ctx?.strTruncTrailer ?? '') };
+      }
+      return { kind: 'string', value: buf.toString('latin1', off, end) };
     }
     case 'tuple': {
       const l = tupleLayout(t.elems);

@@ -174,6 +174,7 @@ export class Session {
       syscall_name: syscallName,
       signal_name: signalName,
       cgroupPath,
+      strTruncTrailer: compiled.strTruncTrailer ?? '',
     };
     this.mapCtx = this.valueCtx;
   }

@@ -75,3 +75,43 @@ describe('errors in macro code', () => {
     );
   });
 });
+
+describe('types as macro arguments (tests/runtime/macro "it accepts typeof expressions", bpftrace v0.26)', () => {
+  it('typeof(TYPE) stands where the parameter names a type, with its stars and array count added', async () => {
+    assert.equal(
+      await out(
+        'struct Foo { char m; } macro sof(a, b) { sizeof(a[2]) + sizeof(b*) + sizeof(b) } BEGIN { print(sof(typeof(uint64*), typeof(struct Foo))); exit(); }',
+      ),
+      '25\n\n\n',
+    );
+    assert.equal(
+      await out(
+        'macro m(t) { sizeof(t) + 2 } macro n(z) { print(m(typeof(z))); } BEGIN { n(typeof(uint64*)); exit(); }',
+      ),
+      '10\n\n\n',
+    );
+    assert.equal(await out('macro cst(a) { (a)-1 } BEGIN { print(cst(typeof(uint8))); exit(); }'), '255\n\n\n');
+  });
+
+  it("typeof(x) of an expression parameter types the caller's expression; the macro's own let is renamed", async () => {
+    assert.equal(
+      await out('macro add(x) { let $y: typeof(x); if (true) { $y = 1 } x + $y } BEGIN { print(add(1)); exit(); }'),
+      '2\n\n\n',
+    );
+    assert.equal(
+      await out(
+        'macro w(x) { let $y: typeof(x) = 7; $y } BEGIN { $y = (uint16)3; $a = "abc"; print((w($y), sizeof(typeof($a)), $y)); exit(); }',
+      ),
+      '(7, 4, 3)\n\n\n',
+    );
+  });
+
+  it('typeof() as a value outside a macro stays a positioned error', async () => {
+    const r = await runTool('bpfscope', ['-e', 'BEGIN { print(typeof(uint8*)); }']);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      /^stdin:1:15-29: ERROR: typeof\(\) can only be used where a type is written: a cast, a let declaration, sizeof, offsetof$/m,
+    );
+  });
+});

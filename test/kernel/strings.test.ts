@@ -55,3 +55,55 @@ describe('strings larger than the BPF stack', () => {
     assert.match(r.stderr, /bytes of scratch memory, more than bpfscope's 65528: use shorter strings \(max_strlen\)/);
   });
 });
+
+/**
+ * Current bpftrace (e1b7c393 `Config::pad_max_strlen`, `types_format.cpp`): str() keeps up to `max_strlen`
+ * characters and a string that fills them without its NUL prints with `str_trunc_trailer` (`..`); the runtime
+ * tests `call` "str_truncated", "str_truncated_custom", "explicit string truncation" and `regression` "config
+ * max_strlen and on_stack_limit".
+ */
+describe('truncated strings', () => {
+  const prog = (body: string): string =>
+    `tracepoint:syscalls:sys_enter_openat /pid == cpid && strncmp(str(args.filename), "/tmp/bpfs-", 10) == 0/ { ${body} }`;
+  const open = (path: string): string => workloadCommand('openat', path, 1);
+
+  it('prints max_strlen characters and `..` (BPFTRACE_MAX_STRLEN=10), in printf and in map keys', async () => {
+    const r = await runTool(
+      'bpfscope',
+      [
+        '-e',
+        prog(
+          'printf("P: %s|%s|%s\\n", str(args.filename), str(args.filename, 3), str(args.filename, 99)); @[str(args.filename)] = count();',
+        ),
+        '-c',
+        open('/tmp/bpfs-trunc-abcdefgh'),
+      ],
+      { env: { BPFTRACE_MAX_STRLEN: '10' } },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'P: /tmp/bpfs-..|/t|/tmp/bpfs-..\n\n\n@[/tmp/bpfs-..]: 1\n');
+  });
+
+  it('a string one byte shorter than max_strlen prints whole', async () => {
+    const r = await runTool('bpfscope', [
+      '-e',
+      `config = { max_strlen = 12 } ${prog('print(str(args.filename));')}`,
+      '-c',
+      open('/tmp/bpfs-a'),
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '/tmp/bpfs-a\n\n\n');
+  });
+
+  it('takes the trailer from the config block or BPFTRACE_STR_TRUNC_TRAILER (the environment wins)', async () => {
+    const text = `config = { max_strlen = 8; str_trunc_trailer = "~" } ${prog('print(str(args.filename));')}`;
+    const a = await runTool('bpfscope', ['-e', text, '-c', open('/tmp/bpfs-trailer')]);
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal(a.stdout, '/tmp/bpf~\n\n\n');
+    const b = await runTool('bpfscope', ['-e', text, '-c', open('/tmp/bpfs-trailer')], {
+      env: { BPFTRACE_STR_TRUNC_TRAILER: '_xxx' },
+    });
+    assert.equal(b.code, 0, b.stderr);
+    assert.equal(b.stdout, '/tmp/bpf_xxx\n\n\n');
+  });
+});

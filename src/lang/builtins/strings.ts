@@ -8,7 +8,12 @@ import type { CallExpr } from '../ast.js';
 import { BOOL, I64, type SType, sizeOf, stringType, typeName, U64 } from '../types.js';
 import type { BuiltinChecker, BuiltinFunction } from './types.js';
 
-/** `str(ptr[, len])`: at most `max_strlen` bytes, the length counting the NUL. */
+/**
+ * `str(ptr[, len])`: at most `max_strlen` bytes, the length counting the NUL. As current bpftrace
+ * (`Config::pad_max_strlen`, `codegen_llvm.cpp` str), a read without a length, or with one above `max_strlen`, reads
+ * one byte more (below 1024) so that a string of `max_strlen` characters or more keeps `max_strlen` of them without
+ * a NUL: such a string prints with the `str_trunc_trailer` (`..`).
+ */
 function strCheck(c: CallExpr, a: BuiltinChecker): SType | null {
   const args = c.args;
   if (args.length < 1 || args.length > 2) {
@@ -21,6 +26,8 @@ function strCheck(c: CallExpr, a: BuiltinChecker): SType | null {
     a.error(c.pos, `str() expects an integer or a pointer type as first argument (${typeName(t)} provided)`);
   }
   let size = a.maxStrlen;
+  const padded = a.maxStrlen < 1024 ? a.maxStrlen + 1 : a.maxStrlen;
+  let read = padded;
   if (args.length === 2) {
     const lt = a.expr(args[1]!);
     const n = a.constValue(args[1]!);
@@ -28,11 +35,14 @@ function strCheck(c: CallExpr, a: BuiltinChecker): SType | null {
       if (n < 0n) a.error(args[1]!.pos, 'str() length must be non-negative');
       // the length includes the NUL terminator (bpftrace: str(args.filename, 5) gives 4 characters)
       size = Math.max(1, Math.min(Number(n), a.maxStrlen));
+      read = n > BigInt(a.maxStrlen) ? padded : size;
     } else if (lt && lt.kind !== 'int') {
       a.error(args[1]!.pos, `str() expects an integer length (${typeName(lt)} provided)`);
     }
   }
   if (t && t.kind === 'string') return stringType(Math.min(size, Math.max(t.size, 1)));
+  if (read > size) c.strRead = read;
+  else delete c.strRead;
   return stringType(size);
 }
 

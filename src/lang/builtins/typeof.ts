@@ -41,7 +41,8 @@ export const TYPEOF_FUNCTIONS: readonly BuiltinFunction[] = [
   {
     name: 'typeof',
     role: 'type',
-    arity: [1, 1],
+    // (written where a value is, the parser keeps the argument in CallExpr.typeArg: `args` is empty)
+    arity: [0, 1],
     check(c, a) {
       a.error(c.pos, 'typeof() can only be used where a type is written: a cast, a let declaration, sizeof, offsetof');
       return null;

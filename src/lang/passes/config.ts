@@ -13,6 +13,8 @@
  * - `show_debug_info` (default false): source lines and inlined functions in user stacks, from DWARF.
  * - `stack_mode` (`bpftrace` default, `perf`, `raw`; `BPFTRACE_STACK_MODE`): the output mode of `kstack`/`ustack`
  *   written without a mode (bpftrace's `build_id` mode is not supported yet: an error).
+ * - `str_trunc_trailer` (default `..`, `BPFTRACE_STR_TRUNC_TRAILER`): printed after a string that fills its buffer
+ *   without a NUL (current bpftrace `types_format.cpp`).
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
  */
 import type { Program } from '../ast.js';
@@ -42,6 +44,8 @@ export interface RuntimeConfig {
   showDebugInfo: boolean;
   /** `stack_mode`: the mode of `kstack`/`ustack` written without one (bpftrace's StackMode, default `bpftrace`). */
   stackMode: StackMode;
+  /** `str_trunc_trailer`: text printed after a truncated string (current bpftrace's default `..`). */
+  strTruncTrailer: string;
   /**
    * `BPFTRACE_DUMMY_TS_MAP=@name` (bpftrace's test hook, `IRBuilderBPF::CreateGetNs`): tseries() takes its clock
    * from this scalar u64 map instead of the kernel's TAI clock, so tests control time. The map name without `@`.
@@ -62,7 +66,6 @@ const KNOWN_LATER = new Set([
   'cpp_demangle',
   'lazy_symbolication',
   'on_stack_limit',
-  'str_trunc_trailer',
   'symbol_source',
   'license',
   'max_type_res_iterations',
@@ -102,6 +105,8 @@ export function resolveConfig(
   }
   let missingProbes: RuntimeConfig['missingProbes'] = 'error';
   let stackMode: StackMode = 'bpftrace';
+  let strTruncTrailer = env.BPFTRACE_STR_TRUNC_TRAILER ?? '..';
+  if (env.BPFTRACE_STR_TRUNC_TRAILER !== undefined) fromEnv.add('str_trunc_trailer');
   /** bpftrace's stack_mode parser (types.h ConfigParser<StackMode>): a name, never a number. */
   const stackModeError = (value: unknown): string | undefined =>
     value === 'build_id'
@@ -152,6 +157,12 @@ export function resolveConfig(
         continue;
       }
       if (!fromEnv.has(key)) stackMode = item.value as StackMode;
+    } else if (key === 'str_trunc_trailer') {
+      if (typeof item.value !== 'string') {
+        errors.push({ severity: 'error', message: `Invalid value for ${key}: expected a string`, pos: item.pos });
+        continue;
+      }
+      if (!fromEnv.has(key)) strTruncTrailer = item.value;
     } else if (key === 'print_maps_on_exit' || key === 'show_debug_info') {
       const v =
         typeof item.value === 'bigint'
@@ -198,6 +209,7 @@ export function resolveConfig(
       maxProbes: Number(values.get('max_probes') ?? 1024n),
       missingProbes,
       stackMode,
+      strTruncTrailer,
       ...(env.BPFTRACE_DUMMY_TS_MAP?.startsWith('@') ? { dummyTsMap: env.BPFTRACE_DUMMY_TS_MAP.slice(1) } : {}),
     },
     warnings,

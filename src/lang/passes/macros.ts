@@ -6,10 +6,11 @@
  * - as a statement, a block `{ stmts; value; }`.
  * Parameters: `$x` takes a scratch variable by reference (uses of `$x` become the caller's variable, so the macro
  * can update it), `@x` a map (uses of `@x[...]` become the caller's map), a bare `x` any expression (each use is a
- * copy of the argument). The macro's own variables are renamed (`$y` -> `$y#macro_N`) so they cannot collide with
+ * copy of the argument; a type where the parameter's name is written as a type, `sizeof(x)`, `(x*)e`, when the argument
+ * is `typeof(TYPE)`). The macro's own variables are renamed (`$y` -> `$y#macro_N`) so they cannot collide with
  * the caller's. Macros may call macros, in any definition order; recursion is an error.
  */
-import type { BlockExpr, CallExpr, Expr, MacroDecl, Program, Span, Stmt } from '../ast.js';
+import type { BlockExpr, CallExpr, Expr, MacroDecl, Program, SizeofExpr, Span, Stmt, TypeSpec } from '../ast.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 
 const MAX_DEPTH = 32;
@@ -139,11 +140,50 @@ class Expander {
         exprs.set(p.name, a);
       }
     }
+    /**
+     * A type written with a bare parameter's name (`sizeof(x)`, `(x*)e`, `let $v: typeof(x)`): its argument's type
+     * when the argument is `typeof(...)` (the pointer stars and array count written after the name added), the
+     * argument itself where an expression may stand (`sizeof`'s target, `typeof`'s argument); undefined otherwise.
+     */
+    const typeParam = (spec: TypeSpec, exprOk: boolean): TypeSpec | Expr | undefined => {
+      if (spec.of || !exprs.has(spec.name)) return undefined;
+      const a = exprs.get(spec.name)!;
+      const written = a.kind === 'CallExpr' ? a.typeArg : undefined;
+      if (!written) return exprOk ? clone(a) : undefined;
+      const inner = written.of?.arg;
+      if (inner?.kind === 'TypeSpec' && !inner.of) {
+        if (inner.arrayCount !== null && (spec.pointerDepth > 0 || spec.arrayCount !== null)) {
+          this.errors.push({
+            severity: 'error',
+            message: `${spec.name}: a pointer to or an array of an array type is not supported`,
+            pos: spec.pos,
+          });
+          return undefined;
+        }
+        return {
+          kind: 'TypeSpec',
+          pos: spec.pos,
+          name: inner.name,
+          pointerDepth: inner.pointerDepth + spec.pointerDepth,
+          arrayCount: spec.arrayCount ?? inner.arrayCount,
+        };
+      }
+      if (spec.pointerDepth === 0 && spec.arrayCount === null) return clone(written);
+      this.errors.push({
+        severity: 'error',
+        message: `${spec.name}: a typeof() of an expression cannot take '*' or '[N]' in a macro yet`,
+        pos: spec.pos,
+      });
+      return undefined;
+    };
     const suffix = `#macro_${++this.serial}`;
     const body = clone({ stmts: m.stmts, value: m.value }) as { stmts: Stmt[]; value: Expr | null };
+    /** Arguments written in place of a type parameter: the caller's, substituted already. */
+    const placed = new WeakSet<object>();
+    const place = <T extends object>(x: T): T => (placed.add(x), x);
     const sub = (node: unknown): unknown => {
       if (Array.isArray(node)) return node.map(sub);
-      if (!node || typeof node !== 'object' || ArrayBuffer.isView(node)) return node;
+      if (!node || typeof node !== 'object' || ArrayBuffer.isView(node) || placed.has(node)) return node;
       const o = node as Record<string, unknown> & { kind?: string; name?: string; pos?: Span };
       if (o.pos) o.pos = { ...o.pos, expandedFrom: pos };
       if (o.kind === 'VarExpr' && typeof o.name === 'string') {
@@ -152,6 +192,18 @@ class Expander {
       }
       if (o.kind === 'MapExpr' && typeof o.name === 'string' && maps.has(o.name)) o.name = maps.get(o.name)!;
       if (o.kind === 'BuiltinExpr' && typeof o.name === 'string' && exprs.has(o.name)) return clone(exprs.get(o.name));
+      if (o.kind === 'TypeSpec') {
+        const spec = o as unknown as TypeSpec;
+        const r = typeParam(spec, false);
+        if (r) return place(r);
+        const arg = spec.of?.arg.kind === 'TypeSpec' ? typeParam(spec.of.arg, true) : undefined;
+        if (arg) spec.of!.arg = place(arg);
+      }
+      if (o.kind === 'SizeofExpr') {
+        const e = o as unknown as SizeofExpr;
+        const target = e.target.kind === 'TypeSpec' ? typeParam(e.target, true) : undefined;
+        if (target) e.target = place(target);
+      }
       for (const [k, v] of Object.entries(o)) if (k !== 'pos' && k !== 'type') o[k] = sub(v);
       return o;
     };

@@ -311,7 +311,7 @@ export abstract class AnalyzerBase {
           if (r === null) return null;
           if (r.type) return sizeOf(r.type);
         }
-        if (target.pointerDepth > 0) return 8;
+        if (target.pointerDepth > 0) return 8 * (target.arrayCount ?? 1);
         const m = /^(u?)int(8|16|32|64)$/.exec(target.name);
         if (m) return (Number(m[2]) / 8) * (target.arrayCount ?? 1);
         const rec = this.namedType(target.name);

@@ -118,6 +118,8 @@ export async function runProgram(opts: RunOptions): Promise<number> {
     // The one place a tool's signal handling is decided: the CLI ends on SIGINT/SIGTERM, a library run does not
     // touch the process's signals (runTool's close() ends it).
     handleSignals: writer.mode !== 'api',
+    // bcc's tools print the bytes a string read kept, without bpftrace's `..` after a truncated one
+    configEnv: { BPFTRACE_STR_TRUNC_TRAILER: '' },
     ...(opts.command !== undefined ? { command: opts.command } : {}),
     ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
     ...(opts.stackMapEntries !== undefined ? { stackMapEntries: opts.stackMapEntries } : {}),
