@@ -103,7 +103,7 @@ export interface CompileResult {
 }
 
 /** Expansion errors of an attach point that exists in the syntax but matches nothing in this kernel or binary. */
-const MISSING_PROBE = /^No matches for |not found|^Probe has no valid attach points\./;
+const MISSING_PROBE = /^No matches for |not found|^Probe has no valid attach points\.| is not traceable \(/;
 
 export const RINGBUF_MAP = 'ringbuf';
 /** IR name of the ring buffer's wake-control map (codegen's ringbufFlags, runtime/ringbuf.ts). */
@@ -218,6 +218,9 @@ const attachPointsPass: CompilePass = {
           let matches = expandAttachPoint(ap, {
             ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
             ...(opts.unsafe ? { unsafe: true } : {}),
+            warn: (message) => {
+              if (config.missingProbes !== 'ignore') warnings.push({ severity: 'warning', message, pos: ap.pos });
+            },
           });
           // syscall tracepoint wildcards become one raw_syscalls program where the body does not read `args`
           if (matches.length >= SYSCALL_REWRITE_MIN && !readsRecord(probe)) {
@@ -231,6 +234,10 @@ const attachPointsPass: CompilePass = {
           if (config.missingProbes !== 'error' && e.diagnostics.every((d) => MISSING_PROBE.test(d.message))) {
             if (config.missingProbes === 'warn') {
               for (const d of e.diagnostics) {
+                if (d.severity === 'warning') {
+                  warnings.push(d);
+                  continue;
+                }
                 const message =
                   d.message === NO_VALID_ATTACH_POINTS ? NO_VALID_ATTACH_POINTS_WARNING : `${d.message} Skipping.`;
                 warnings.push({ ...d, severity: 'warning', message });

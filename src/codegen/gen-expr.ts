@@ -11,6 +11,7 @@ import { builtinVariable } from '../lang/builtins/registry.js';
 import { positionalInt } from '../lang/lexer.js';
 import { kernelBtf } from '../lang/btf-types.js';
 import { PT_REGS_OFFSETS } from '../lang/passes/semantic.js';
+import { PT_REGS_CONTEXTS } from '../lang/ptregs.js';
 import { type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
 import { zeroStack } from './frame.js';
 import { ALU_OPS, CMP_OPS, isMemoryLocation, isSigned, type Val } from './gen-core.js';
@@ -208,6 +209,8 @@ export abstract class ExprGen extends AccessGen {
         return this.stack(t as Extract<SType, { kind: 'kstack' | 'ustack' }>);
       case 'usermode': {
         if (this.unit.expanded.special) return this.reg(this.constant(1));
+        // no pt_regs context (tracepoint, fentry, ...): always kernel mode, as bpftrace folds it
+        if (!PT_REGS_CONTEXTS.has(this.unit.expanded.provider)) return this.reg(this.constant(0));
         // x86-64: the saved code segment's privilege level is 3 in user mode
         const cs = this.loadCtx(U64, PT_REGS_OFFSETS.cs!);
         if (cs.kind !== 'reg') throw new BpfscopeError('internal: usermode');

@@ -14,9 +14,9 @@ import { hasFeature } from '../kernel/features.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { btfType } from '../lang/btf-types.js';
 import type { RecordField, SType } from '../lang/types.js';
-import { kallsyms } from '../symbols/kallsyms.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
+import { btfFuncIds, paramLines, traceableFunctions } from './kernel-funcs.js';
 import { attachTracing } from './perf-attach.js';
 import { type AttachedProbe, BPF_ATTACH_TYPE, BPF_PROG_TYPE, type ExpandedProbe, type ProbeProvider } from './types.js';
 
@@ -36,7 +36,8 @@ export class FentryProbe implements ExpandedProbe {
     btf: Btf,
   ) {
     this.expectedAttachType = provider === 'fentry' ? BPF_ATTACH_TYPE.TRACE_FENTRY : BPF_ATTACH_TYPE.TRACE_FEXIT;
-    this.name = `${provider}:${func}`;
+    // bpftrace names an fentry probe with its module (`fentry:vmlinux:vfs_read`: `probe`, `-l PROGRAM`)
+    this.name = `${provider}:vmlinux:${func}`;
     const fields: RecordField[] = params.map((p, i) => ({ name: p.name, type: btfType(btf, p.typeId), offset: i * 8 }));
     this.args = { kind: 'record', name: `struct ${provider}:${func}_args`, size: fields.length * 8, fields };
     this.regs = { args: params.map((_, i) => i * 8), ret: params.length * 8 };
@@ -51,11 +52,20 @@ export class FentryProbe implements ExpandedProbe {
   }
 }
 
-/** Kernel function names that BTF describes (from kallsyms code symbols, checked against BTF lazily). */
-function kernelFunctionNames(): string[] {
-  const names = new Set<string>();
-  for (const e of kallsyms().symbols()) if ((e.type === 't' || e.type === 'T') && !e.module) names.add(e.name);
-  return [...names].sort();
+/**
+ * The kernel functions fentry can attach to, sorted: vmlinux's BTF functions that are traceable
+ * (kernel-funcs.ts traceableFunctions), by name with their FUNC id. Module functions need module BTF
+ * (`/sys/kernel/btf/MODULE`), which bpfscope does not read yet.
+ */
+function kernelFunctions(btf: Btf): [string, number][] {
+  const ids = btfFuncIds(btf);
+  const out: [string, number][] = [];
+  for (const n of traceableFunctions()) {
+    if (n.includes(':')) continue;
+    const id = ids.get(n);
+    if (id !== undefined) out.push([n, id]);
+  }
+  return out;
 }
 
 export class FentryProvider implements ProbeProvider {
@@ -80,20 +90,35 @@ export class FentryProvider implements ProbeProvider {
         `use ${this.kind === 'fentry' ? 'kprobe' : 'kretprobe'}:${ap.parts[ap.parts.length - 1]} or a tracepoint instead`,
       );
     }
+    const module = ap.parts.length === 2 ? ap.parts[0]! : undefined;
     const spec = ap.parts[ap.parts.length - 1]!;
+    const written = `${module !== undefined ? `${module}:` : ''}${spec}`;
+    if (module !== undefined && !globToRegExp(module).test('vmlinux')) {
+      throw attachPointError(
+        ap,
+        `${this.kind}:${written}: functions of kernel modules are not supported (bpfscope reads only vmlinux BTF)`,
+        `use kprobe:${written} instead`,
+      );
+    }
     const btf = Btf.vmlinux();
-    const isFunc = (n: string): boolean => btf.findType(n, BtfKind.FUNC) !== undefined;
+    const funcs = kernelFunctions(btf);
     let names: string[];
     if (hasWildcard(spec)) {
       const re = globToRegExp(spec);
-      names = kernelFunctionNames().filter((n) => re.test(n) && isFunc(n));
-      if (names.length === 0) throw attachPointError(ap, `No matches for ${this.kind}:${spec}`);
+      names = funcs.filter(([n]) => re.test(n)).map(([n]) => n);
+      if (names.length === 0) throw attachPointError(ap, `No matches for ${this.kind}:${written}`);
     } else {
-      if (!isFunc(spec)) {
+      if (!funcs.some(([n]) => n === spec)) {
+        // bpftrace's wording (ap_probe_expansion.cpp), which config missing_probes = warn/ignore skips
         throw attachPointError(
           ap,
-          `No BTF found for ${spec}`,
-          didYouMean(closestNames(spec, kernelFunctionNames()).map((n) => `${this.kind}:${n}`)),
+          `No matches for ${this.kind} ${written}.`,
+          didYouMean(
+            closestNames(
+              spec,
+              funcs.map(([n]) => n),
+            ).map((n) => `${this.kind}:${n}`),
+          ),
         );
       }
       names = [spec];
@@ -105,18 +130,20 @@ export class FentryProvider implements ProbeProvider {
     });
   }
 
+  /**
+   * `fentry:vmlinux:NAME` for each traceable vmlinux BTF function whose `vmlinux:NAME` matches `search` (a search
+   * without `:` matches NAME in any module, as bpftrace's `*:SEARCH`); with `-v`, its parameters and `retval`.
+   */
   list(search: string, verbose: boolean): string[] {
     if (!hasFeature('fentry')) return [];
-    const re = globToRegExp(search || '*');
+    const re = globToRegExp(search.includes(':') ? search : `*:${search || '*'}`);
     const btf = Btf.vmlinux();
     const out: string[] = [];
-    for (const n of kernelFunctionNames()) {
-      if (!re.test(n)) continue;
-      const id = btf.findType(n, BtfKind.FUNC);
-      if (id === undefined) continue;
-      out.push(`${this.kind}:${n}`);
-      if (verbose)
-        for (const p of btf.funcProto(btf.refType(id)).params) out.push(`    ${btf.typeName(p.typeId)} ${p.name}`);
+    for (const [n, id] of kernelFunctions(btf)) {
+      const full = `vmlinux:${n}`;
+      if (!re.test(full)) continue;
+      out.push(`${this.kind}:${full}`);
+      if (verbose) out.push(...paramLines(btf, id, this.kind));
     }
     return out;
   }

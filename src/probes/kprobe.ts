@@ -8,13 +8,12 @@
  * detected by trying: a kernel without CONFIG_KPROBES (like the development VM) gets one clear sentence, with the
  * tracepoint alternative when the function has an obvious one.
  */
-import { existsSync, readFileSync } from 'node:fs';
 import { linkCreate } from '../kernel/bpf.js';
 import { hasFeature } from '../kernel/features.js';
 import { openProbeEvent, probePmu } from '../kernel/perf.js';
-import { locateTracefs } from '../kernel/tracefs.js';
 import type { AttachPoint } from '../lang/ast.js';
-import { kallsyms } from '../symbols/kallsyms.js';
+import { Btf } from '../kernel/btf.js';
+import { CompileError } from '../lang/diagnostics.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 import { attachPerfEvents, linkHandle } from './perf-attach.js';
@@ -26,6 +25,7 @@ import {
   type ProbeProvider,
 } from './types.js';
 import { PtRegsProbe } from './regs-probe.js';
+import { btfFuncIds, matchModuleFunctions, paramLines, splitTraceable, traceableFunctions } from './kernel-funcs.js';
 
 export class KprobeProbe extends PtRegsProbe {
   readonly name: string;
@@ -42,7 +42,8 @@ export class KprobeProbe extends PtRegsProbe {
   }
 
   attach(progFd: number): AttachedProbe {
-    const target = this.module ? `${this.module}:${this.func}` : this.func;
+    // the kprobe PMU takes `MODULE:NAME` or a bare name; `vmlinux` is the kernel itself
+    const target = this.module && this.module !== 'vmlinux' ? `${this.module}:${this.func}` : this.func;
     const spec = { kind: 'kprobe' as const, retprobe: this.retprobe, target, offset: BigInt(this.offset) };
     return attachPerfEvents(progFd, [() => openProbeEvent(spec, { pid: -1, cpu: 0 })]);
   }
@@ -64,38 +65,6 @@ const TRACEPOINT_ALTERNATIVES: Record<string, string> = {
   do_exit: 'tracepoint:sched:sched_process_exit',
   wake_up_new_task: 'tracepoint:sched:sched_wakeup_new',
 };
-
-let traceable: string[] | undefined;
-
-/**
- * Kernel functions that can be probed (sorted, unique): `NAME` for vmlinux, `MODULE:NAME` for a module's, from
- * tracefs `available_filter_functions` (lines `NAME` or `NAME [MODULE]`), else the code symbols of /proc/kallsyms.
- * GCC's `.part.N` clones are left out, as bpftrace does: they cannot be traced as functions.
- */
-function traceableFunctions(): string[] {
-  if (traceable) return traceable;
-  const root = locateTracefs();
-  const file = root ? `${root}/available_filter_functions` : undefined;
-  const names = new Set<string>();
-  let text: string | undefined;
-  try {
-    if (file && existsSync(file)) text = readFileSync(file, 'latin1');
-  } catch {
-    // EPERM without the ftrace function tracer: fall back to kallsyms
-  }
-  if (text !== undefined) {
-    for (const line of text.split('\n')) {
-      const m = /^(\S+)(?:\s+\[(\S+)\])?/.exec(line);
-      if (m) names.add(m[2] ? `${m[2]}:${m[1]}` : m[1]!);
-    }
-  } else {
-    for (const e of kallsyms().symbols()) {
-      if (e.type === 't' || e.type === 'T') names.add(e.module ? `${e.module}:${e.name}` : e.name);
-    }
-  }
-  traceable = [...names].filter((n) => !n.includes('.part.')).sort();
-  return traceable;
-}
 
 /** The bare function names of every traceable function, vmlinux's and the modules' (sorted, unique). */
 function bareFunctionNames(): string[] {
@@ -170,41 +139,91 @@ export class KprobeProvider implements ProbeProvider {
     const glob = m ? m[1]! : spec;
     const offset = m ? Number(m[2]) : 0;
     if (offset && this.kind === 'kretprobe') throw attachPointError(ap, 'kretprobe does not support an offset');
-    const bare = module
-      ? traceableFunctions()
-          .filter((n) => n.startsWith(`${module}:`))
-          .map((n) => n.slice(module.length + 1))
-      : bareFunctionNames();
     let names: string[];
-    if (hasWildcard(glob)) {
-      const re = globToRegExp(glob);
-      names = bare.filter((n) => re.test(n));
-      if (names.length === 0)
-        throw attachPointError(ap, `No matches for ${this.kind}:${module ? `${module}:` : ''}${glob}`);
+    let modules: (string | undefined)[] | undefined;
+    const wildcard = hasWildcard(glob) || (module !== undefined && hasWildcard(module));
+    const written = `${module !== undefined ? `${module}:` : ''}${glob}`;
+    if (module !== undefined && !hasWildcard(module) && module !== 'vmlinux') {
+      // bpftrace (ap_probe_expansion.cpp): a named module must be loaded
+      if (!traceableFunctions().some((n) => n.startsWith(`${module}:`)))
+        throw attachPointError(ap, `specified module ${module} in probe ${this.kind}:${module}:${glob} is not loaded.`);
+    }
+    if (module !== undefined) {
+      // `MODULE:FUNC`, either a glob: matched against `vmlinux:NAME` and `MODULE:NAME` (bpftrace's with_modules list)
+      const found = matchModuleFunctions(traceableFunctions().map(splitTraceable), module, glob);
+      names = found.map((f) => f.func);
+      modules = found.map((f) => f.module);
+    } else {
+      const bare = bareFunctionNames();
+      names = hasWildcard(glob)
+        ? bare.filter(
+            (
+              (re) => (n: string) =>
+                re.test(n)
+            )(globToRegExp(glob)),
+          )
+        : bare.filter((n) => n === glob);
+    }
+    if (wildcard) {
+      if (names.length === 0) throw attachPointError(ap, `No matches for ${this.kind}:${written}`);
       // bpftrace's multi expansion: not for `MODULE:` globs (kprobe_multi takes bare names), offsets, or a body
       // that reads `probe`; only where the kernel has kprobe_multi
       if (!module && !offset && !opts.full && hasFeature('kprobeMulti')) {
         return [new KprobeMultiProbe(ap, this.kind, glob, names)];
       }
-    } else {
-      if (!bare.includes(glob)) {
-        throw attachPointError(
-          ap,
-          `Could not resolve kernel function: ${glob}`,
-          didYouMean(closestNames(glob, bare).map((n) => `${this.kind}:${n}`)),
-        );
+    } else if (names.length === 0) {
+      // bpftrace (attachpoint_passes.cpp, ap_probe_expansion.cpp): a warning that the function is not traceable, then
+      // "No matches" (config missing_probes = warn/ignore skip it); with --unsafe it tries to attach anyway
+      const notTraceable = `${glob} is not traceable (either non-existing, inlined, or marked as "notrace"); attaching to it will likely fail`;
+      if (opts.unsafe) {
+        opts.warn?.(notTraceable);
+        return [new KprobeProbe(ap, this.kind, glob, offset, module)];
       }
-      names = [glob];
+      throw new CompileError([
+        { severity: 'warning', message: notTraceable, pos: ap.pos },
+        {
+          severity: 'error',
+          message: `No matches for ${this.kind} ${written}.`,
+          pos: ap.pos,
+          ...((h) => (h ? { hint: h } : {}))(
+            didYouMean(closestNames(glob, bareFunctionNames()).map((n) => `${this.kind}:${n}`)),
+          ),
+        },
+      ]);
     }
-    return names.map((n) => new KprobeProbe(ap, this.kind, n, offset, module));
+    return names.map((n, i) => new KprobeProbe(ap, this.kind, n, offset, modules ? modules[i] : module));
   }
 
-  /** Shown by a full `-l` too (bpftrace's show_in_kernel_list). Empty without the kprobe PMU. */
-  list(search: string): string[] {
+  /**
+   * Shown by a full `-l` too (bpftrace's show_in_kernel_list). Empty without the kprobe PMU. As bpftrace
+   * (probe_matcher.cpp): a search without a module lists bare names (`kprobe:vfs_read`, modules' functions too); a
+   * search `MODULE:FUNC` lists `kprobe:vmlinux:vfs_read` / `kprobe:MODULE:NAME`. With `-v`, each function's
+   * arguments from vmlinux BTF (`    struct file * arg0`; kretprobe: `    ssize_t retval`).
+   */
+  list(search: string, verbose = false): string[] {
     if (!probePmu('kprobe')) return [];
     const re = globToRegExp(search || '*');
-    return traceableFunctions()
-      .filter((n) => re.test(n))
-      .map((n) => `${this.kind}:${n}`);
+    const withModules = search.includes(':');
+    const entries = withModules
+      ? traceableFunctions().map((n) => (n.includes(':') ? n : `vmlinux:${n}`))
+      : bareFunctionNames();
+    const out: string[] = [];
+    let btf: Btf | undefined;
+    let ids: Map<string, number> | undefined;
+    if (verbose) {
+      try {
+        btf = Btf.vmlinux();
+        ids = btfFuncIds(btf);
+      } catch {
+        // no kernel BTF: names only
+      }
+    }
+    for (const n of entries) {
+      if (!re.test(n)) continue;
+      out.push(`${this.kind}:${n}`);
+      const id = ids?.get(n.slice(n.indexOf(':') + 1));
+      if (btf && id !== undefined) out.push(...paramLines(btf, id, this.kind));
+    }
+    return out;
   }
 }

@@ -41,6 +41,8 @@ export interface ExpandOptions {
   pid?: number;
   /** `--unsafe`: a uprobe on a function whose symbol has no size is allowed (bpftrace refuses it otherwise). */
   unsafe?: boolean;
+  /** Reports a warning about the attach point (bpftrace's: a kprobe on a function that is not traceable). */
+  warn?: (message: string) => void;
 }
 
 /** A probe provider: parses, expands, lists and attaches one kind of attach point. */

@@ -439,11 +439,8 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
     }
     if (name === 'usermode') {
       // BEGIN/END run in bpftrace's own process (user-space uprobes there): 1 (tests/runtime/builtin
-      // "usermode_builtin_in_begin_end")
-      if (!PT_REGS_CONTEXTS.has(u.expanded.provider) && !u.expanded.special) {
-        this.error(pos, `The usermode builtin can not be used with '${u.expanded.provider}' probes`);
-        return null;
-      }
+      // "usermode_builtin_in_begin_end"); probes without the task's registers (tracepoint, rawtracepoint,
+      // fentry/fexit, iter) run in the kernel: 0, as bpftrace folds it (fold_literals.cpp, AttachPoint::check_available)
       return { kind: 'int', size: 1, signed: false };
     }
     const t = FIXED_TYPE_VARIABLES.get(name);
