@@ -18,6 +18,7 @@ import { closeSync, openSync, readFileSync, statSync, writeFileSync } from 'node
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RESULTS_DIR, ROOT } from '../lib/env.mjs';
+import { cpuTicks } from '../lib/proc.mjs';
 
 const argv = process.argv.slice(2);
 const builds = [];
@@ -31,17 +32,6 @@ if (builds.length === 0) builds.push({ label: 'current', dir: ROOT });
 const FILL_TIMEOUT_MS = 300_000;
 
 const CLK_TCK = 100;
-
-/** utime + stime of `pid` in clock ticks, or null when it is gone. */
-function ticks(pid) {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]);
-  } catch {
-    return null;
-  }
-}
 
 function exited(child) {
   return new Promise((res) => (child.exitCode !== null ? res() : child.once('exit', () => res())));
@@ -85,10 +75,10 @@ async function one({ label, dir }) {
   const fillSec = (Date.now() - started) / 1000;
   const load1 = loadavg()[0];
   // CPU time of the report: utime + stime polled until the process is gone (the last <100 ms may be missed)
-  const cpuAt = ticks(child.pid);
+  const cpuAt = cpuTicks(child.pid);
   let cpuLast = cpuAt;
   const poll = setInterval(() => {
-    const t = ticks(child.pid);
+    const t = cpuTicks(child.pid);
     if (t !== null) cpuLast = t;
   }, 100);
   const t0 = process.hrtime.bigint();

@@ -17,12 +17,14 @@ import type { BpfMap } from '../bpf/map.js';
 import { BpfscopeError } from '../errors.js';
 import type { StackEntry, StackKeyLayout } from './stacktool.js';
 
-function stringOf(v: Value | undefined): string {
+/** A map key's string part; an internal error when the key has another shape. Shared with stacktool.ts. */
+export function stringOf(v: Value | undefined): string {
   if (v?.kind === 'string') return v.value;
   throw new BpfscopeError('internal: a stack tool map key is not a string where one was expected');
 }
 
-function numberOf(v: Value | undefined): number {
+/** A map key's integer part as a number; an internal error when the key has another shape. */
+export function numberOf(v: Value | undefined): number {
   if (v?.kind === 'int') return Number(v.value);
   throw new BpfscopeError('internal: a stack tool map key is not an integer where one was expected');
 }

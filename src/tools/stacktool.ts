@@ -19,7 +19,7 @@ import { type Frame, foldedName, SymbolResolver } from '../symbols/resolver.js';
 import { ArgError, formatUsage, INT, type Parsed, type ParserSpec, type ValueType } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { runProgram } from './framework/runner.js';
-import { pidsInMap, readStackEntries } from './stackread.js';
+import { numberOf, pidsInMap, readStackEntries, stringOf } from './stackread.js';
 import { pyFormat } from './framework/pyformat.js';
 import { type StackFileFormat, type StackMeta, StackOutput } from './framework/stackout.js';
 import type { Tracer } from '../runtime/tracer.js';
@@ -231,16 +231,6 @@ export interface StackKeyLayout {
   user?: number;
   comm: number;
   id: number;
-}
-
-function stringOf(v: Value | undefined): string {
-  if (v?.kind === 'string') return v.value;
-  throw new BpfscopeError('internal: a stack tool map key is not a string where one was expected');
-}
-
-function numberOf(v: Value | undefined): number {
-  if (v?.kind === 'int') return Number(v.value);
-  throw new BpfscopeError('internal: a stack tool map key is not an integer where one was expected');
 }
 
 /**
