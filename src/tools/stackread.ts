@@ -15,7 +15,38 @@ import type { Tracer } from '../runtime/tracer.js';
 import type { Frame, SymbolResolver } from '../symbols/resolver.js';
 import type { BpfMap } from '../bpf/map.js';
 import { BpfscopeError } from '../errors.js';
-import type { StackEntry, StackKeyLayout } from './stacktool.js';
+
+/** A thread of a stack entry: its name, IDs and stacks (frames innermost first). */
+export interface StackThread {
+  comm: string;
+  /** The number printed in `comm (N)`: the process ID for profile, the thread ID for offcputime/offwaketime. */
+  id: number;
+  /** offwaketime: the thread's process ID (`id` is its thread ID). */
+  tgid?: number;
+  /** Kernel frames, innermost first; undefined when kernel stacks were not collected (-U). */
+  kernel?: Frame[];
+  /** User frames, innermost first; undefined when user stacks were not collected (-K). */
+  user?: Frame[];
+}
+
+/** One aggregated stack of a stack tool, symbolized. */
+export interface StackEntry extends StackThread {
+  /** Samples (profile), microseconds (offcputime, offwaketime) or events (stackcount). */
+  value: bigint;
+  /**
+   * offwaketime: the threads that woke this one, nearest first (`wakers[0]` woke it, `wakers[1]` woke
+   * `wakers[0]` before that, ... with `--chain`); their stacks are the waker's at the wake-up.
+   */
+  wakers?: StackThread[];
+}
+
+/** Which parts of a map key hold what: indexes into the key tuple (undefined: not collected). */
+export interface StackKeyLayout {
+  kernel?: number;
+  user?: number;
+  comm: number;
+  id: number;
+}
 
 /** A map key's string part; an internal error when the key has another shape. Shared with stacktool.ts. */
 export function stringOf(v: Value | undefined): string {

@@ -19,7 +19,7 @@ import { type Frame, foldedName, SymbolResolver } from '../symbols/resolver.js';
 import { ArgError, formatUsage, INT, type Parsed, type ParserSpec, type ValueType } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
 import { runProgram } from './framework/runner.js';
-import { numberOf, pidsInMap, readStackEntries, stringOf } from './stackread.js';
+import { numberOf, pidsInMap, readStackEntries, type StackEntry, type StackKeyLayout, stringOf } from './stackread.js';
 import { pyFormat } from './framework/pyformat.js';
 import { type StackFileFormat, type StackMeta, StackOutput } from './framework/stackout.js';
 import type { Tracer } from '../runtime/tracer.js';
@@ -201,37 +201,7 @@ export function dropTracingFrames(frames: Frame[]): Frame[] {
   return i === 0 ? frames : frames.slice(i);
 }
 
-/** A thread of a stack entry: its name, IDs and stacks (frames innermost first). */
-export interface StackThread {
-  comm: string;
-  /** The number printed in `comm (N)`: the process ID for profile, the thread ID for offcputime/offwaketime. */
-  id: number;
-  /** offwaketime: the thread's process ID (`id` is its thread ID). */
-  tgid?: number;
-  /** Kernel frames, innermost first; undefined when kernel stacks were not collected (-U). */
-  kernel?: Frame[];
-  /** User frames, innermost first; undefined when user stacks were not collected (-K). */
-  user?: Frame[];
-}
-
-/** One aggregated stack of a stack tool, symbolized. */
-export interface StackEntry extends StackThread {
-  /** Samples (profile), microseconds (offcputime, offwaketime) or events (stackcount). */
-  value: bigint;
-  /**
-   * offwaketime: the threads that woke this one, nearest first (`wakers[0]` woke it, `wakers[1]` woke
-   * `wakers[0]` before that, ... with `--chain`); their stacks are the waker's at the wake-up.
-   */
-  wakers?: StackThread[];
-}
-
-/** Which parts of a map key hold what: indexes into the key tuple (undefined: not collected). */
-export interface StackKeyLayout {
-  kernel?: number;
-  user?: number;
-  comm: number;
-  id: number;
-}
+export type { StackEntry, StackKeyLayout, StackThread } from './stackread.js';
 
 /**
  * Symbolize every entry of `dump` (keys laid out as `layout`, values count()/sum()) with `resolver`. User stacks

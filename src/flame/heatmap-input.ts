@@ -1,0 +1,354 @@
+/**
+ * The input side of heat maps (heatmap.ts): "TIME LATENCY" lines parsed straight from bytes into blocks of events,
+ * and the error type every heat map step throws. The format and its edge behaviour are described in heatmap.ts.
+ */
+
+/** Bad input or options: `message` is one sentence for the user. */
+export class HeatMapError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HeatMapError';
+  }
+}
+
+/** Events per storage block of HeatMapInput. */
+export const BLOCK_EVENTS = 1 << 16;
+
+/**
+ * Collects events from lines as they arrive (a pipe can feed it). Times are kept relative to the first event, exactly
+ * when both are integers (nanosecond epochs exceed 2^53), latencies as numbers.
+ */
+export class HeatMapInput {
+  /** Events so far. */
+  count = 0;
+  /**
+   * The events in blocks of BLOCK_EVENTS (time offset, latency) pairs: full blocks, then `block`, filled up to
+   * `fill` pairs. Blocks, not one array that doubles: no copying, and no array twice the data while it grows.
+   */
+  private readonly blocks: Float64Array[] = [];
+  private block = new Float64Array(2 * BLOCK_EVENTS);
+  private fill = 0;
+  private lineNo = 0;
+  private start: number | undefined;
+  private startText = '';
+  private startDigits = false;
+  private sawLine = false;
+  /** Largest time offset from the first event (for the column limit). */
+  maxRel = 0;
+  /** Largest latency (0 when none is positive) and its text as written (the grid prints it). */
+  largestLatency = 0;
+  largestLatencyText = '0';
+
+  private carry: Uint8Array | null = null;
+  /** scanPlain's in/out state (ST_* slots): doubles only, so its representation never changes. */
+  private readonly scanState = new Float64Array(3);
+  /** Calls of scanPlain so far (the first ones get a small quota of lines). */
+  private scans = 0;
+  private readonly decoder = new TextDecoder('utf-8');
+
+  /**
+   * Takes raw input (UTF-8 text) as it arrives, in pieces of any size; call `end()` after each file. Lines of plain
+   * "DIGITS DIGITS" are parsed from the bytes; anything else goes through `line()`.
+   */
+  bytes(chunk: Uint8Array): void {
+    let pos = 0;
+    const n = chunk.length;
+    if (this.carry) {
+      const nl = chunk.indexOf(10);
+      if (nl < 0) {
+        this.carry = concat(this.carry, chunk);
+        return;
+      }
+      const joined = concat(this.carry, chunk.subarray(0, nl));
+      this.carry = null;
+      this.slowLine(joined, 0, joined.length);
+      pos = nl + 1;
+    }
+    if (this.lineNo === 0 && pos < n) {
+      // The first line (maybe a header) takes the general path.
+      const nl = chunk.indexOf(10, pos);
+      if (nl < 0) {
+        this.carry = Uint8Array.prototype.slice.call(chunk, pos); // a copy (Buffer#slice is a view)
+        return;
+      }
+      this.slowLine(chunk, pos, nl);
+      pos = nl + 1;
+    }
+    // Plain "DIGITS DIGITS[ anything]" lines go through scanPlain (a small function of its own, so V8 optimizes it
+    // once: state kept here in fields changed representation inside the loop and made V8 recompile it 4-5 times);
+    // any other line goes to line().
+    const st = this.scanState;
+    // Only whole lines: every scan stops at their "\n", so no read goes past the chunk.
+    const limit = chunk.lastIndexOf(10) + 1;
+    while (pos < limit) {
+      // The first event's time when it is a plain integer of at most 15 digits (else every line goes to line()).
+      if (this.start !== undefined && this.startText.length <= 15) {
+        if (this.fill === BLOCK_EVENTS) {
+          this.blocks.push(this.block);
+          this.block = new Float64Array(2 * BLOCK_EVENTS);
+          this.fill = 0;
+        }
+        st[ST_FILL] = this.fill;
+        st[ST_MAXREL] = this.maxRel;
+        st[ST_LARGEST] = this.largestLatency;
+        // The first calls take a few lines each: they run in the interpreter and record type feedback for every
+        // statement, the function's exit included, before V8 optimizes it (an optimized loop whose exit had never
+        // run was thrown away at its first return and compiled again, ~10 ms of compiling each time).
+        const quota = this.scans < 32 ? 64 : 4096;
+        this.scans++;
+        const at = scanPlain(chunk, pos, limit, this.start, this.block, st, quota);
+        const added = st[ST_FILL]! - this.fill;
+        this.fill += added;
+        this.count += added;
+        this.lineNo += added;
+        this.maxRel = st[ST_MAXREL]!;
+        if (st[ST_LARGEST]! > this.largestLatency) {
+          this.largestLatency = st[ST_LARGEST]!;
+          // A plain integer of at most 15 digits, no leading zero: its text is String() of its value.
+          this.largestLatencyText = String(this.largestLatency);
+        }
+        // Stopped before the limit at a line of another form, or after its quota of lines (the same line then
+        // still parses as plain: go on).
+        if (at > pos || pos >= limit) {
+          pos = at;
+          continue;
+        }
+      }
+      const nl = chunk.indexOf(10, pos);
+      this.slowLine(chunk, pos, nl);
+      pos = nl + 1;
+    }
+    if (pos < n) this.carry = Uint8Array.prototype.slice.call(chunk, pos); // a copy (Buffer#slice is a view)
+  }
+
+  private slowLine(b: Uint8Array, s: number, e: number): void {
+    this.line(this.decoder.decode(b.subarray(s, e)));
+  }
+
+  /** End of one input: a last line without "\n" counts. */
+  end(): void {
+    if (this.carry) {
+      const c = this.carry;
+      this.carry = null;
+      this.slowLine(c, 0, c.length);
+    }
+  }
+
+  private push(rel: number, latency: number): void {
+    if (this.fill === BLOCK_EVENTS) {
+      this.blocks.push(this.block);
+      this.block = new Float64Array(2 * BLOCK_EVENTS);
+      this.fill = 0;
+    }
+    this.block[2 * this.fill] = rel;
+    this.block[2 * this.fill + 1] = latency;
+    this.fill++;
+    this.count++;
+  }
+
+  /** Takes one line (without "\n"): `text.slice(start, end)`. */
+  line(text: string, start = 0, end = text.length): void {
+    const n = ++this.lineNo;
+    // Fields as Perl's split ' ': runs of whitespace separate, leading whitespace ignored.
+    let i = start;
+    while (i < end && isSpace(text.charCodeAt(i))) i++;
+    const t0 = i;
+    while (i < end && !isSpace(text.charCodeAt(i))) i++;
+    const t1 = i;
+    while (i < end && isSpace(text.charCodeAt(i))) i++;
+    const l0 = i;
+    while (i < end && !isSpace(text.charCodeAt(i))) i++;
+    const l1 = i;
+    if (n === 1 && hasLetter(text, start, end)) return; // header
+    const first = !this.sawLine;
+    this.sawLine = true;
+    if (l0 === l1) {
+      // Fewer than two fields: skipped, as the Perl script does, unless it is a word (a message in the stream).
+      if (t0 < t1 && parseDecimal(text, t0, t1) === undefined) this.notNumbers(text, start, end, n);
+      if (first && t0 < t1) this.setStart(text, t0, t1);
+      return;
+    }
+    const time = parseDecimal(text, t0, t1);
+    const latency = parseDecimal(text, l0, l1);
+    if (time === undefined || latency === undefined) this.notNumbers(text, start, end, n);
+    if (this.start === undefined) this.setStart(text, t0, t1);
+    let rel = time! - this.start!;
+    if ((t1 - t0 > 15 || this.startText.length > 15) && this.startDigits && isDigits(text, t0, t1)) {
+      // Integers past 2^53 (nanosecond epochs): the difference exactly, as Perl's integer subtraction.
+      rel = Number(BigInt(text.slice(t0, t1)) - BigInt(this.startText));
+    }
+    if (latency! > this.largestLatency) {
+      this.largestLatency = latency!;
+      this.largestLatencyText = text.slice(l0, l1);
+    }
+    if (rel > this.maxRel) this.maxRel = rel;
+    this.push(rel, latency!);
+  }
+
+  private setStart(text: string, t0: number, t1: number): void {
+    this.start = parseDecimal(text, t0, t1);
+    this.startText = text.slice(t0, t1);
+    this.startDigits = isDigits(text, t0, t1);
+  }
+
+  private notNumbers(text: string, start: number, end: number, n: number): never {
+    let shown = text.slice(start, end);
+    if (shown.length > 60) shown = `${shown.slice(0, 57)}...`;
+    throw new HeatMapError(`line ${n} is not "TIME LATENCY" (two numbers): ${JSON.stringify(shown)}`);
+  }
+
+  /** Time offsets from the first event, in the input's time unit (a copy). */
+  times(): Float64Array {
+    return this.column(0);
+  }
+
+  /** Latencies (a copy). */
+  latencies(): Float64Array {
+    return this.column(1);
+  }
+
+  private column(k: number): Float64Array {
+    const out = new Float64Array(this.count);
+    let at = 0;
+    this.forEachBlock((b, n) => {
+      for (let i = 0; i < n; i++) out[at++] = b[2 * i + k]!;
+    });
+    return out;
+  }
+
+  /** Calls `f` with each block of (time offset, latency) pairs and the number of pairs in it, in input order. */
+  forEachBlock(f: (pairs: Float64Array, n: number) => void): void {
+    for (const [b, n] of this.blockList()) f(b, n);
+  }
+
+  /** Each block of (time offset, latency) pairs with the number of pairs in it, in input order. */
+  blockList(): [Float64Array, number][] {
+    const list: [Float64Array, number][] = this.blocks.map((b) => [b, BLOCK_EVENTS]);
+    // `| 0`: the field may hold the count as a double, which would make optimized loops over `n` start again.
+    if (this.fill > 0) list.push([this.block, this.fill | 0]);
+    return list;
+  }
+
+  /** The line number an event came from is not kept; lines read so far. */
+  get lines(): number {
+    return this.lineNo;
+  }
+}
+
+/** Slots of scanPlain's state array. */
+const ST_FILL = 0;
+const ST_MAXREL = 1;
+const ST_LARGEST = 2;
+
+/**
+ * Parses lines of plain "DIGITS DIGITS[ anything]" (each number at most 15 digits, no leading zero; blanks or tabs
+ * between; further fields ignored; "\r\n" accepted) from `b[pos, limit)` (`limit` just after a "\n") into `block`
+ * as (time - start, latency) pairs from pair `st[ST_FILL]` on, keeping `st[ST_MAXREL]` (largest time offset) and
+ * `st[ST_LARGEST]` (largest latency) up to date. Stops at `limit`, after `quota` lines, when the block is full, or at
+ * the start of a line of any other form; returns where it stopped (always a line start).
+ */
+function scanPlain(
+  b: Uint8Array,
+  pos: number,
+  limit: number,
+  start: number,
+  block: Float64Array,
+  st: Float64Array,
+  quota: number,
+): number {
+  // Slot numbers and the block size as literals: module constants would be context loads with a hole check here.
+  let fill = st[0]! | 0;
+  let maxRel = st[1]!;
+  let largest = st[2]!;
+  // At most `quota` lines a call: the first calls return while still interpreted, so every statement has type
+  // feedback when V8 optimizes it (an on-stack replacement in a long first call deoptimized at its end).
+  const stop = Math.min(fill + quota, 65536);
+  while (pos < limit && fill < stop) {
+    let i = pos;
+    let c = b[i]!;
+    while (c === 32 || c === 9) c = b[++i]!;
+    const t0 = i;
+    let time = 0;
+    while (c >= 48 && c <= 57) {
+      time = time * 10 + (c - 48);
+      c = b[++i]!;
+    }
+    const tl = i - t0;
+    if (tl === 0 || tl > 15 || (tl > 1 && b[t0] === 48) || (c !== 32 && c !== 9)) break;
+    while (c === 32 || c === 9) c = b[++i]!;
+    const l0 = i;
+    let latency = 0;
+    while (c >= 48 && c <= 57) {
+      latency = latency * 10 + (c - 48);
+      c = b[++i]!;
+    }
+    const ll = i - l0;
+    if (ll === 0 || ll > 15 || (ll > 1 && b[l0] === 48)) break;
+    if (c !== 10) {
+      if (c === 13 && b[i + 1] === 10) i++;
+      else if (c === 32 || c === 9 || c === 13)
+        i = b.indexOf(10, i); // further fields are ignored
+      else break;
+    }
+    // i is at the newline.
+    const r = time - start;
+    // Math.max, not `>`: a comparison's feedback says "small integers" while offsets are below 2^30 (18 minutes in
+    // microseconds), and optimized code speculating so was thrown away when a larger one came.
+    maxRel = Math.max(maxRel, r);
+    largest = Math.max(largest, latency);
+    block[2 * fill] = r;
+    block[2 * fill + 1] = latency;
+    fill++;
+    pos = i + 1;
+  }
+  st[0] = fill;
+  st[1] = maxRel;
+  st[2] = largest;
+  return pos;
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const r = new Uint8Array(a.length + b.length);
+  r.set(a);
+  r.set(b, a.length);
+  return r;
+}
+
+function isSpace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13);
+}
+
+function hasLetter(s: string, a: number, b: number): boolean {
+  for (let i = a; i < b; i++) {
+    const c = s.charCodeAt(i) | 32;
+    if (c >= 97 && c <= 122) return true;
+  }
+  return false;
+}
+
+function isDigits(s: string, a: number, b: number): boolean {
+  for (let i = a; i < b; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+const DECIMAL = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
+
+/** A decimal number (optionally signed, fraction, exponent) spanning s[a, b), or undefined. */
+function parseDecimal(s: string, a: number, b: number): number | undefined {
+  if (b - a <= 15) {
+    // Fast path: plain digits.
+    let v = 0;
+    let i = a;
+    for (; i < b; i++) {
+      const c = s.charCodeAt(i) - 48;
+      if (c < 0 || c > 9) break;
+      v = v * 10 + c;
+    }
+    if (i === b && b > a) return v;
+  }
+  const t = s.slice(a, b);
+  return DECIMAL.test(t) ? Number(t) : undefined;
+}
