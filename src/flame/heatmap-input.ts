@@ -12,7 +12,7 @@ export class HeatMapError extends Error {
 }
 
 /** Events per storage block of HeatMapInput. */
-export const BLOCK_EVENTS = 1 << 16;
+const BLOCK_EVENTS = 1 << 16;
 
 /**
  * Collects events from lines as they arrive (a pipe can feed it). Times are kept relative to the first event, exactly

@@ -17,7 +17,7 @@
  */
 import { escapeAttr, escapeText } from './svg/document.js';
 import { cFixed, perlNum } from './perl.js';
-import { BLOCK_EVENTS, HeatMapError, HeatMapInput } from './heatmap-input.js';
+import { HeatMapError, HeatMapInput } from './heatmap-input.js';
 
 export { HeatMapError, HeatMapInput };
 
