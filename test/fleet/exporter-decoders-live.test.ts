@@ -164,8 +164,13 @@ program: |
   test('ksym: the function of a nanosleep timer is decoded as hrtimer_wakeup, count exact', async () => {
     await listening();
     for (let i = 0; i < SLEEPS; i++) execFileSync(join(dir, SLEEP_COMM), ['0.01']);
-    assert.deepEqual(await scrape('timer_starts_total'), [
-      `ebpf_exporter_timer_starts_total{function="hrtimer_wakeup"} ${SLEEPS}`,
-    ]);
+    const lines = await scrape('timer_starts_total');
+    assert.ok(
+      lines.includes(`ebpf_exporter_timer_starts_total{function="hrtimer_wakeup"} ${SLEEPS}`),
+      lines.join('\n'),
+    );
+    // the kernel may arm its own timers while the copy of sleep is current (the tick, deadline or perf timers on a
+    // busy machine): those are counted too, and must be decoded to function names as well, never left as addresses
+    for (const l of lines) assert.match(l, /^ebpf_exporter_timer_starts_total\{function="[A-Za-z_][\w.]*"\} \d+$/);
   });
 });
