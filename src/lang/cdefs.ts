@@ -412,7 +412,7 @@ class CParser {
     for (const n of dims.reverse()) {
       type =
         type.kind === 'int' && type.size === 1
-          ? { kind: 'string', size: Math.max(1, n) }
+          ? { kind: 'string', size: Math.max(1, n), wellFormed: true }
           : { kind: 'array', elem: type, count: n };
     }
     return { name: at.text, type, at };

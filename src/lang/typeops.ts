@@ -51,7 +51,12 @@ export function unify(a: SType, b: SType, inTuple = false): SType | null {
     if (a.enum && b.enum?.name === a.enum.name) return a;
     return a.signed && b.signed ? I64 : a.signed || b.signed ? I64 : U64;
   }
-  if (a.kind === 'string' && b.kind === 'string') return stringType(Math.max(a.size, b.size));
+  if (a.kind === 'string' && b.kind === 'string') {
+    // a full buffer of the larger size can only come from a source of that size: well-formed if all of those are
+    const size = Math.max(a.size, b.size);
+    const full = [a, b].filter((t) => t.size === size);
+    return full.every((t) => t.wellFormed) ? { kind: 'string', size, wellFormed: true } : stringType(size);
+  }
   if (a.kind === 'buffer' && b.kind === 'buffer') return { kind: 'buffer', size: Math.max(a.size, b.size) };
   if (a.kind === 'tuple' && b.kind === 'tuple' && a.elems.length === b.elems.length) {
     if (!a.names !== !b.names) return null;

@@ -18,8 +18,12 @@ export type SType =
   /** With `enum`: a value of a named C enum type, printed as its enumerator's name (current bpftrace). */
   | { kind: 'int'; size: IntSize; signed: boolean; enum?: EnumInfo }
   | { kind: 'bool' }
-  /** NUL-padded string buffer of `size` bytes (includes room for the NUL). */
-  | { kind: 'string'; size: number }
+  /**
+   * NUL-padded string buffer of `size` bytes (includes room for the NUL). `wellFormed`: a `char[N]` member of a C
+   * struct the program defines, which bpftrace types as `string[N+1]` (clang_parser.cpp), so a full one is never
+   * printed as truncated (no `str_trunc_trailer`); BTF `char[N]` members stay plain (btf.cpp) and get the trailer.
+   */
+  | { kind: 'string'; size: number; wellFormed?: true }
   /**
    * Tuple: fields laid out as bpftrace lays them out (tupleLayout: natural alignment, no widening). With
    * `names`, a record (bpftrace's named tuple `(a = 1, b = "x")`): the same layout, fields also reachable by name.
@@ -261,6 +265,8 @@ export function typeKey(t: SType): string {
         : `(${t.elems.map(typeKey).join(',')})`;
     case 'array':
       return `${typeKey(t.elem)}[${t.count}]`;
+    case 'string': // `wellFormed` only changes how a full buffer prints, not the type
+      return JSON.stringify({ kind: t.kind, size: t.size });
     default:
       return JSON.stringify(t);
   }

@@ -150,7 +150,8 @@ export function decodeValue(buf: Buffer, off: number, t: SType, ctx?: DecodeCont
       const end = buf.indexOf(0, off);
       if (end < 0 || end >= off + t.size) {
         // no NUL in the buffer: the string was truncated (current bpftrace types_format.cpp adds the trailer)
-        return { kind: 'string', value: buf.toString('latin1', off, off + t.size) + (ctx?.strTruncTrailer ?? '') };
+        const trailer = t.wellFormed ? '' : (ctx?.strTruncTrailer ?? '');
+        return { kind: 'string', value: buf.toString('latin1', off, off + t.size) + trailer };
       }
       return { kind: 'string', value: buf.toString('latin1', off, end) };
     }

@@ -84,6 +84,16 @@ describe('truncated strings', () => {
     assert.equal(r.stdout, 'P: /tmp/bpfs-..|/t|/tmp/bpfs-..\n\n\n@[/tmp/bpfs-..]: 1\n');
   });
 
+  it('a full char[N] member of a struct the program defines prints without `..` (bpftrace: string[N+1])', async () => {
+    // tests/runtime/other "short non null-terminated string print"; a variable, a map value and a map key
+    const r = await runTool('bpfscope', [
+      '-e',
+      'struct F { char s[5]; } BEGIN { $x = "hellothere"; $a = ((struct F*)&$x)->s; printf("%s|\\n", $a); @m = $a; @k[$a] = 1; exit(); }',
+    ]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'hello|\n\n\n@k[hello]: 1\n@m: hello\n');
+  });
+
   it('a string one byte shorter than max_strlen prints whole', async () => {
     const r = await runTool('bpfscope', [
       '-e',

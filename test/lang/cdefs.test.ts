@@ -95,7 +95,7 @@ describe('C definitions', () => {
   test('char arrays are strings, other arrays arrays; pointers to earlier and to the same struct', () => {
     const r = record('struct node { char name[16]; int v[4]; struct node *next; };', 'struct node');
     const t = (n: string) => r.fields.find((f) => f.name === n)!.type;
-    assert.deepEqual(t('name'), { kind: 'string', size: 16 });
+    assert.deepEqual(t('name'), { kind: 'string', size: 16, wellFormed: true }); // printed without the `..` trailer
     assert.deepEqual(t('v'), { kind: 'array', elem: { kind: 'int', size: 4, signed: true }, count: 4 });
     const next = t('next');
     assert.ok(next.kind === 'pointer' && next.to === r, 'next points to struct node itself');
