@@ -382,7 +382,7 @@ export const COMPILE_PASSES = new PassManager<CompileContext>(
     configPass,
     astPass('positional_params', (ast, c) => substitutePositionals(ast, c.opts.positional ?? [])),
     astPass('macro_expansion', (ast) => expandMacros(ast)),
-    astPass('stdlib_wrappers', (ast) => resolveStdlibWrappers(ast)),
+    { ...astPass('stdlib_wrappers', (ast, c) => resolveStdlibWrappers(ast, c.config)), reads: ['ast', 'config'] },
     astPass('block_aggregations', (ast) => hoistBlockAggregations(ast)),
     astPass('fold_literals', (ast) => foldLiterals(ast)),
     astPass('variable_scopes', (ast) => scopeVariables(ast)),

@@ -271,7 +271,10 @@ export abstract class ExprParser extends ParserCore {
       case 'if':
         return this.parseIfExpr();
     }
-    if (KEYWORDS.has(t.text)) return this.fail('expected expression');
+    // `config()`: current bpftrace's stdlib macro (the keyword `config` otherwise starts the config block)
+    if (KEYWORDS.has(t.text) && !(t.text === 'config' && this.peek2().text === '(')) {
+      return this.fail('expected expression');
+    }
     if (isTypeFunction(t.text) && this.peek2().text === '(') {
       // `typeof(uint64*)` as a macro argument (bpftrace v0.26 macros accept type expressions)
       const typeArg = this.parseTypeCall();

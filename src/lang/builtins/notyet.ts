@@ -8,9 +8,7 @@ import type { BuiltinFunction, BuiltinVariable } from './types.js';
 const notYet = (name: string): BuiltinFunction => ({ name, status: 'not yet', doc: { usage: `\`${name}()\`` } });
 
 export const NOT_YET_FUNCTIONS: readonly BuiltinFunction[] = [
-  notYet('assert'),
   notYet('assert_str'),
-  notYet('container_of'),
   notYet('fail'),
   notYet('find'),
   notYet('is_array'),
@@ -30,7 +28,6 @@ export const NOT_YET_FUNCTIONS: readonly BuiltinFunction[] = [
   notYet('strcap'),
   notYet('strstr'),
   notYet('unwatch'),
-  notYet('write_user'),
   {
     name: 'override',
     status: 'impossible',
@@ -45,9 +42,6 @@ const notYetVariable = (name: string): BuiltinVariable => ({ name, status: 'not 
 
 export const NOT_YET_VARIABLES: readonly BuiltinVariable[] = [
   notYetVariable('dw_ustack'),
-  notYetVariable('leader_comm'),
-  notYetVariable('leader_tid'),
-  notYetVariable('pcomm'),
   notYetVariable('default_str_length'),
   { name: 'sargN', pattern: /^sarg[0-9]+$/, status: 'not yet', doc: { usage: '`sarg0`..`sargN`' } },
 ];

@@ -1,15 +1,66 @@
 /**
  * Output and actions (bpftrace `docs/stdlib.md`): printf and its relatives (format parsing: lang/printf.ts; the
  * records: codegen/gen-calls.ts `printf()`; printing: runtime/output/printf.ts), `print`, `exit`, `system`/`cat`,
- * `signal` (`--unsafe`), and `getopt` (named program options after `--`). Their code is still in the generator's
- * `callStmt()`.
+ * `signal` (`--unsafe`), `write_user` (`--unsafe`), and `getopt` (named program options after `--`). Their code,
+ * but write_user's, is still in the generator's `callStmt()`.
  */
 import { constants as osConstants } from 'node:os';
+import { HELPER_ID as H } from '../../bpf/helpers.js';
+import * as I from '../../bpf/insn.js';
 import type { CallExpr } from '../ast.js';
 import { checkPrintfArgs, compilePrintf } from '../printf.js';
-import { BOOL, I64, isAggregation, type SType, stringType, typeName, U64 } from '../types.js';
+import { BOOL, I64, isAggregation, sizeOf, type SType, stringType, typeName, U64 } from '../types.js';
 import { storageType } from '../typeops.js';
-import type { BuiltinChecker, BuiltinFunction } from './types.js';
+import type { BuiltinChecker, BuiltinFunction, BuiltinGen } from './types.js';
+
+/**
+ * `write_user(dst, src, len)` (current bpftrace's stdlib macro, `--unsafe`): `len` bytes from `src` (a string or
+ * array value, or a pointer) to the user address `dst` with bpf_probe_write_user; true when the helper succeeded.
+ * `len` is a compile-time integer, at most the size of a string or array `src`.
+ */
+function writeUserCheck(c: CallExpr, a: BuiltinChecker): SType | null {
+  if (!a.unsafe) {
+    a.error(c.pos, 'write_user() is unsafe. To use you need the --unsafe flag');
+    return null;
+  }
+  const [dst, src, len] = c.args as [CallExpr['args'][0], CallExpr['args'][0], CallExpr['args'][0]];
+  const dt = a.expr(dst);
+  const st = a.expr(src);
+  if (dt && dt.kind !== 'pointer' && dt.kind !== 'int') {
+    a.error(dst.pos, `write_user() expects a pointer destination (${typeName(dt)} provided)`);
+    return null;
+  }
+  if (st && st.kind !== 'pointer' && st.kind !== 'int' && st.kind !== 'string' && st.kind !== 'array') {
+    a.error(src.pos, `write_user() expects a string, array or pointer source (${typeName(st)} provided)`);
+    return null;
+  }
+  const n = len.kind === 'IntLit' ? len.value : null;
+  if (n === null || n <= 0n || n > 0xffffffffn) {
+    a.error(len.pos, 'write_user() expects a positive integer literal length');
+    return null;
+  }
+  if (st && (st.kind === 'string' || st.kind === 'array') && n > BigInt(sizeOf(st))) {
+    a.error(len.pos, `write_user() length ${n} is larger than its source (${sizeOf(st)} bytes)`);
+    return null;
+  }
+  return dt && st ? BOOL : null;
+}
+
+function writeUserGen(c: CallExpr, g: BuiltinGen): number {
+  const [dst, src, len] = c.args as [CallExpr['args'][0], CallExpr['args'][0], CallExpr['args'][0]];
+  const st = src.type!;
+  const d = g.scalar(dst);
+  const from = st.kind === 'string' || st.kind === 'array' ? { stack: g.mem(src).off } : g.scalar(src);
+  const n = Number((len as Extract<typeof len, { kind: 'IntLit' }>).value);
+  const r = g.callHelper(H.probe_write_user, [d, from, { imm: n }]);
+  const out = g.vreg();
+  const done = g.newLabel('wu');
+  g.emit(I.mov64Imm(out, 0));
+  g.emit(I.jmpImm('jne', r, 0, done));
+  g.emit(I.mov64Imm(out, 1));
+  g.mark(done);
+  return out;
+}
 
 /** `NAME(fmt, args...)` (printf, errorf, warnf, debugf, system, cat): a format literal and printable values. */
 function formatCheck(c: CallExpr, a: BuiltinChecker): SType {
@@ -193,6 +244,29 @@ export const OUTPUT_FUNCTIONS: readonly BuiltinFunction[] = [
       return { kind: 'none' };
     },
     doc: { usage: '`signal(sig)`', note: '`--unsafe`' },
+  },
+  {
+    name: 'assert',
+    role: 'statement',
+    check(c, a) {
+      // a statement assert(cond, msg) was rewritten to an if by lang/passes/stdlib.ts: this is any other use
+      a.error(c.pos, 'assert() is a statement of two arguments: assert(condition, message)');
+      return null;
+    },
+    doc: {
+      usage: '`assert(cond, msg)`',
+      note: 'a statement: when `cond` is false, the error `assert failed: MSG` at the assert, and exit code 1',
+    },
+  },
+  {
+    name: 'write_user',
+    arity: [3, 3],
+    check: writeUserCheck,
+    generate: writeUserGen,
+    doc: {
+      usage: '`write_user(dst, src, len)`',
+      note: '`--unsafe`; `len` bytes to the user address `dst` (bpf_probe_write_user), true on success',
+    },
   },
   {
     name: 'getopt',

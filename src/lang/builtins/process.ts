@@ -1,7 +1,8 @@
 /**
  * The process and thread builtins (bpftrace `docs/stdlib.md`): `pid`, `tid` (as seen from bpfscope's PID
- * namespace; `pid(init)` from the initial one), `uid`, `gid`, `username`, `comm`, `ppid`, `cpid`, `curtask`, `cpu`,
- * `numaid`, `ncpus`, `rand`.
+ * namespace; `pid(init)` from the initial one), `uid`, `gid`, `username`, `comm`, `ppid`, `pcomm`, `leader_comm`,
+ * `leader_tid` (the last three are rewritten to `curtask` fields by lang/passes/stdlib.ts, as bpftrace's stdlib
+ * macros), `cpid`, `curtask`, `cpu`, `numaid`, `ncpus`, `rand`.
  */
 import { HELPER_ID as H } from '../../bpf/helpers.js';
 import * as I from '../../bpf/insn.js';
@@ -52,6 +53,24 @@ export const PROCESS_VARIABLES: readonly BuiltinVariable[] = [
     type: U32,
     notParserName: true,
     doc: { usage: '`ppid`, `ppid(task)`', note: "`curtask->real_parent->tgid`, offsets from the kernel's BTF" },
+  },
+  {
+    name: 'pcomm',
+    doc: { usage: '`pcomm`, `pcomm(task)`', note: "`curtask->real_parent->comm`: the parent process's name" },
+  },
+  {
+    name: 'leader_comm',
+    doc: {
+      usage: '`leader_comm`, `leader_comm(task)`',
+      note: "`curtask->group_leader->comm`: the thread group leader's name",
+    },
+  },
+  {
+    name: 'leader_tid',
+    doc: {
+      usage: '`leader_tid`, `leader_tid(task)`',
+      note: "`curtask->group_leader->pid`: the thread group leader's thread id",
+    },
   },
   { name: 'cpid', type: U32, doc: { usage: '`cpid`', note: 'the `-c` child' } },
   {

@@ -4,6 +4,8 @@
  * (`(typeof(pid))x`), `let $a: typeof(comm);`, `sizeof(typeof(x))`, `offsetof(typeof(struct s), f)`. The argument is
  * only typed, never run. Elsewhere it is an error, as in bpftrace.
  *
+ * `container_of(ptr, typeof(TYPE), member)` is declared here too (it takes a type); lang/passes/stdlib.ts rewrites it.
+ *
  * Where a scratch variable or a map is the argument, its type is bpfscope's stored one: integers widened to 64 bits
  * (bpftrace keeps a variable's declared width).
  */
@@ -61,6 +63,21 @@ export const TYPEOF_FUNCTIONS: readonly BuiltinFunction[] = [
     doc: {
       usage: '`typeof(expr)`, `typeof(TYPE)`',
       note: "in casts, `let` declarations, `sizeof` and `offsetof`; the argument is only typed, never run; a scratch variable's or map's integers are 64-bit (their stored type)",
+    },
+  },
+  {
+    name: 'container_of',
+    check(c, a) {
+      // container_of(ptr, typeof(TYPE), member) was rewritten by lang/passes/stdlib.ts: this is another form
+      a.error(
+        c.pos,
+        'container_of() expects a pointer, typeof(TYPE) and a member name: container_of(ptr, typeof(struct s), f)',
+      );
+      return null;
+    },
+    doc: {
+      usage: '`container_of(ptr, typeof(TYPE), member)`',
+      note: '`(TYPE *)((uint64)ptr - offsetof(TYPE, member))`, a pointer to the object holding the member `ptr` points to',
     },
   },
 ];

@@ -15,6 +15,9 @@
  *   written without a mode (bpftrace's `build_id` mode is not supported yet: an error).
  * - `str_trunc_trailer` (default `..`, `BPFTRACE_STR_TRUNC_TRAILER`): printed after a string that fills its buffer
  *   without a NUL (current bpftrace `types_format.cpp`).
+ * - `license` (default `GPL`): one of the GPL-compatible names bpftrace accepts (its `src/config.cpp`, the kernel's
+ *   `license_is_gpl_compatible`); another is an error with bpftrace's message. The programs are loaded as `GPL`
+ *   whichever is chosen: the kernel only records whether the license is GPL-compatible, which every accepted one is.
  * Other bpftrace variables are accepted with a warning that they have no effect yet.
  */
 import type { Program } from '../ast.js';
@@ -46,6 +49,8 @@ export interface RuntimeConfig {
   stackMode: StackMode;
   /** `str_trunc_trailer`: text printed after a truncated string (current bpftrace's default `..`). */
   strTruncTrailer: string;
+  /** `license`: one of {@link BPF_LICENSES} (default `GPL`). */
+  license: string;
   /**
    * `BPFTRACE_DUMMY_TS_MAP=@name` (bpftrace's test hook, `IRBuilderBPF::CreateGetNs`): tseries() takes its clock
    * from this scalar u64 map instead of the kernel's TAI clock, so tests control time. The map name without `@`.
@@ -57,7 +62,20 @@ export interface RuntimeConfig {
 export type StackMode = 'bpftrace' | 'perf' | 'raw';
 const STACK_MODES: readonly string[] = ['bpftrace', 'perf', 'raw'];
 
-const PAGE = 4096;
+/**
+ * The licenses `license` accepts, in the order bpftrace's error message lists them (its `src/config.cpp`
+ * BPF_LICENSE_STR; the kernel's `license_is_gpl_compatible` accepts the same six).
+ */
+export const BPF_LICENSES: readonly string[] = [
+  'Dual MIT/GPL',
+  'Dual BSD/GPL',
+  'Dual MPL/GPL',
+  'GPL and additional rights',
+  'GPL v2',
+  'GPL',
+];
+
+export const PAGE = 4096;
 /** Largest max_strlen accepted: a few such strings must fit a frame map value (codegen/frame.ts MAX_MAP_FRAME). */
 const MAX_STRLEN_LIMIT = 16384;
 const KNOWN_LATER = new Set([
@@ -67,7 +85,6 @@ const KNOWN_LATER = new Set([
   'lazy_symbolication',
   'on_stack_limit',
   'symbol_source',
-  'license',
   'max_type_res_iterations',
   'unstable_map_decl',
   'unstable_import',
@@ -106,6 +123,7 @@ export function resolveConfig(
   let missingProbes: RuntimeConfig['missingProbes'] = 'error';
   let stackMode: StackMode = 'bpftrace';
   let strTruncTrailer = env.BPFTRACE_STR_TRUNC_TRAILER ?? '..';
+  let license = 'GPL';
   if (env.BPFTRACE_STR_TRUNC_TRAILER !== undefined) fromEnv.add('str_trunc_trailer');
   /** bpftrace's stack_mode parser (types.h ConfigParser<StackMode>): a name, never a number. */
   const stackModeError = (value: unknown): string | undefined =>
@@ -163,6 +181,17 @@ export function resolveConfig(
         continue;
       }
       if (!fromEnv.has(key)) strTruncTrailer = item.value;
+    } else if (key === 'license') {
+      const found = typeof item.value === 'string' ? item.value : String(item.value);
+      if (!BPF_LICENSES.includes(found)) {
+        errors.push({
+          severity: 'error',
+          message: `Invalid value for license. Found: ${found}. Valid values: ${BPF_LICENSES.join(', ')}. Read more about BPF programs and licensing: https://docs.kernel.org/bpf/bpf_licensing.html#using-bpf-programs-in-the-linux-kernel`,
+          pos: item.pos,
+        });
+        continue;
+      }
+      license = found;
     } else if (key === 'print_maps_on_exit' || key === 'show_debug_info') {
       const v =
         typeof item.value === 'bigint'
@@ -210,6 +239,7 @@ export function resolveConfig(
       missingProbes,
       stackMode,
       strTruncTrailer,
+      license,
       ...(env.BPFTRACE_DUMMY_TS_MAP?.startsWith('@') ? { dummyTsMap: env.BPFTRACE_DUMMY_TS_MAP.slice(1) } : {}),
     },
     warnings,
