@@ -17,6 +17,9 @@ import { zeroStack } from './frame.js';
 import { ALU_OPS, CMP_OPS, isMemoryLocation, isSigned, type Val } from './gen-core.js';
 import { AccessGen } from './gen-access.js';
 
+/** bpftrace's run-time warning for an array index past the array's end (required_resources.h ARRAY_ACCESS_OOB_MSG). */
+const ARRAY_ACCESS_OOB = 'Array access out of bounds. This can lead to unexpected results.';
+
 export abstract class ExprGen extends AccessGen {
   // ---- expressions -------------------------------------------------------------------------------------------
 
@@ -84,37 +87,7 @@ export abstract class ExprGen extends AccessGen {
           const addr = this.pointerOffset(this.scalar(obj), e.index, obj.type.to, '+');
           return this.loadMem(e.type!, addr, 0, obj.type.space);
         }
-        // constant index into a record array field (args.args[2])
-        if (obj.kind === 'FieldExpr' && obj.object.kind === 'BuiltinExpr' && obj.object.name === 'args') {
-          const f = this.argsField(obj);
-          const t = f.type;
-          if (t.kind === 'array') {
-            const idx = Number((e.index as { value: bigint }).value ?? 0);
-            const es = sizeOf(t.elem);
-            return this.loadCtx(t.elem, f.offset + idx * es);
-          }
-        }
-        // constant index into an array field of a kernel struct (curtask->cpus_mask.bits[0])
-        if (obj.kind === 'FieldExpr' && obj.type?.kind === 'array' && isMemoryLocation(obj)) {
-          const loc = this.fieldLocation(obj);
-          const idx = Number(this.analyzer.constInt(e.index, 'array index') ?? 0);
-          return this.loadMem(obj.type.elem, loc.base, loc.off + idx * sizeOf(obj.type.elem), loc.space);
-        }
-        // constant index into any other array value held in the frame (`((int8[8])x)[0]`, `$a[1]`, `@m[k][2]`)
-        if (obj.type?.kind === 'array') {
-          const v = this.expr(obj);
-          const elem = obj.type.elem;
-          const idx = Number(this.analyzer.constInt(e.index, 'array index') ?? 0);
-          if (v.kind !== 'mem') throw new BpfscopeError('internal: array value in a register');
-          const off = v.off + idx * sizeOf(elem);
-          if (elem.kind === 'int' || elem.kind === 'bool' || elem.kind === 'pointer') {
-            const r = fn.vreg();
-            fn.emit(I.ldx(sizeOf(elem) as 1 | 2 | 4 | 8, r, this.fb, off));
-            if (elem.kind === 'int' && elem.signed) this.normalize(r, elem.size, true);
-            return this.reg(r);
-          }
-          return { kind: 'mem', off, size: sizeOf(elem) };
-        }
+        if (obj.type?.kind === 'array') return this.arrayIndex(obj, obj.type, e.index, e.type!);
         throw new BpfscopeError('internal: unsupported index expression');
       }
       case 'CastExpr': {
@@ -411,8 +384,13 @@ export abstract class ExprGen extends AccessGen {
     if (e.kind === 'BinaryExpr' && CMP_OPS[e.op]) {
       const lt = e.left.type!;
       const rt = e.right.type!;
-      if ((lt.kind === 'string' && rt.kind === 'string') || (lt.kind === 'buffer' && rt.kind === 'buffer')) {
-        // buffers: the 8-byte length header first, so buffers of different lengths differ
+      if (
+        (lt.kind === 'string' && rt.kind === 'string') ||
+        (lt.kind === 'buffer' && rt.kind === 'buffer') ||
+        (lt.kind === 'array' && rt.kind === 'array')
+      ) {
+        // buffers: the 8-byte length header first, so buffers of different lengths differ; arrays (== and != only,
+        // of one type: semantic analysis) byte for byte
         const eq = this.stringEquals(e.left, e.right);
         fn.emit(I.jmpImm(e.op === '==' ? 'jeq' : 'jne', eq, 0, label));
         return;
@@ -519,6 +497,81 @@ export abstract class ExprGen extends AccessGen {
     fn.emit(I.mov64(res, l));
     this.arith(e.op, res, r, isSigned(e.left.type!) && isSigned(e.right.type!));
     return this.reg(res);
+  }
+
+  /**
+   * `a[i]` on an array of type `t`, giving an element of type `elem`. A constant index was checked by semantic
+   * analysis. A run-time index is checked against the array's size as bpftrace does (codegen_llvm.cpp ArrayAccess):
+   * out of bounds prints bpftrace's warning `Array access out of bounds. This can lead to unexpected results.` at
+   * the expression; an array in kernel or user memory is then still read at that index, as bpftrace reads it, while
+   * an array held in the program's own memory (variables, map values, casts) gives 0 (its bytes end there). A
+   * zero-length (flexible) array member has no size to check against and is read at any index.
+   */
+  protected arrayIndex(obj: Expr, t: Extract<SType, { kind: 'array' }>, index: Expr, elem: SType): Val {
+    const fn = this.fn;
+    const es = sizeOf(t.elem);
+    const k = this.analyzer.isConstInt(index) ? Number(this.analyzer.constInt(index, 'array index')) : undefined;
+    // a constant index into a tracepoint record's array field (args.args[2]): read from the context
+    if (
+      k !== undefined &&
+      obj.kind === 'FieldExpr' &&
+      obj.object.kind === 'BuiltinExpr' &&
+      obj.object.name === 'args'
+    ) {
+      const f = this.argsField(obj);
+      if (f.type.kind === 'array') return this.loadCtx(t.elem, f.offset + k * es);
+    }
+    // an array field of a struct in kernel or user memory (curtask->cpus_mask.bits[0], $a.x[$i]): one element read
+    if (obj.kind === 'FieldExpr' && isMemoryLocation(obj)) {
+      const loc = this.fieldLocation(obj);
+      if (k !== undefined) return this.loadMem(elem, loc.base, loc.off + k * es, loc.space);
+      const i = this.scalar(index);
+      if (t.count > 0) {
+        const ok = fn.newLabel('aidx_ok');
+        fn.emit(I.jmpImm('jlt', i, t.count, ok));
+        this.runtimeWarning(ARRAY_ACCESS_OOB);
+        fn.mark(ok);
+      }
+      const addr = fn.vreg();
+      fn.emit(I.mov64(addr, i));
+      if (es !== 1) fn.emit(I.alu64Imm('mul', addr, es));
+      fn.emit(I.alu64('add', addr, loc.base));
+      return this.loadMem(elem, addr, loc.off, loc.space);
+    }
+    // any other array value held in the frame (`((int8[8])x)[0]`, `$a[1]`, `@m[k][$i]`)
+    const v = this.expr(obj);
+    if (v.kind !== 'mem') throw new BpfscopeError('internal: array value in a register');
+    const scalarElem = elem.kind === 'int' || elem.kind === 'bool' || elem.kind === 'pointer';
+    let off: number;
+    if (k !== undefined) {
+      off = v.off + k * es;
+    } else {
+      // bounds-checked, then the element copied through bpf_probe_read_kernel from our own stack (the verifier
+      // takes no variable offsets into the stack); 0 when out of bounds
+      const i = this.scalar(index);
+      off = this.frame.temp(Math.max(8, es));
+      zeroStack(fn, off, Math.max(8, es));
+      const oob = fn.newLabel('aidx_oob');
+      const done = fn.newLabel('aidx_done');
+      fn.emit(I.jmpImm('jge', i, t.count, oob));
+      const addr = fn.vreg();
+      fn.emit(I.mov64(addr, i));
+      if (es !== 1) fn.emit(I.alu64Imm('mul', addr, es));
+      fn.emit(I.alu64('add', addr, this.fb));
+      fn.emit(I.alu64Imm('add', addr, v.off));
+      this.callHelper(H.probe_read_kernel, [{ stack: off }, { imm: es }, addr]);
+      fn.emit(I.ja(done));
+      fn.mark(oob);
+      this.runtimeWarning(ARRAY_ACCESS_OOB);
+      fn.mark(done);
+    }
+    if (scalarElem) {
+      const r = fn.vreg();
+      fn.emit(I.ldx(es as 1 | 2 | 4 | 8, r, this.fb, off));
+      if (elem.kind === 'int' && elem.signed) this.normalize(r, elem.size, true);
+      return this.reg(r);
+    }
+    return { kind: 'mem', off, size: es };
   }
 
   /** The byte at `index` of a string value (int8; 0 when the index is outside the string's buffer). */

@@ -81,6 +81,13 @@ for (const n of [8, 16, 32, 64]) {
   INT_WORDS[`__s${n}`] = INT_WORDS[`s${n}`]!;
 }
 
+/**
+ * The types made for a plain `char` (no `signed`/`unsigned`, no typedef): only arrays of these are strings, as in
+ * bpftrace's clang_parser.cpp (CXType_Char_S/Char_U elements); `unsigned char`, `int8_t`, `u8`... arrays are
+ * integer arrays.
+ */
+const PLAIN_CHAR = new WeakSet<SType>();
+
 const QUALIFIERS = new Set(['const', 'volatile', 'restrict', '__restrict', 'static', 'extern', 'register']);
 
 /** Byte alignment of a member of type `t` in a C struct (x86-64 SysV). */
@@ -366,7 +373,9 @@ class CParser {
     }
     if (words > 0) {
       if (longs > 0) size = 8;
-      return { kind: 'int', size: size ?? 4, signed: signed ?? true };
+      const int: SType = { kind: 'int', size: size ?? 4, signed: signed ?? true };
+      if (size === 1 && signed === undefined) PLAIN_CHAR.add(int);
+      return int;
     }
     this.i++;
     if (t.kind !== 'ident') this.fail(`expected a type in the C definition, got '${t.text}'`, t);
@@ -410,10 +419,9 @@ class CParser {
       this.expect(']');
     }
     for (const n of dims.reverse()) {
-      type =
-        type.kind === 'int' && type.size === 1
-          ? { kind: 'string', size: Math.max(1, n), wellFormed: true }
-          : { kind: 'array', elem: type, count: n };
+      type = PLAIN_CHAR.has(type)
+        ? { kind: 'string', size: Math.max(1, n), wellFormed: true }
+        : { kind: 'array', elem: type, count: n };
     }
     return { name: at.text, type, at };
   }

@@ -101,6 +101,23 @@ describe('C definitions', () => {
     assert.ok(next.kind === 'pointer' && next.to === r, 'next points to struct node itself');
   });
 
+  test('only plain char arrays are strings: unsigned/signed char and int8_t/uint8_t/u8 arrays are integer arrays (bpftrace clang_parser.cpp)', () => {
+    const r = record(
+      'struct bytes { char c[4]; unsigned char uc[4]; signed char sc[2]; uint8_t u8t[4]; int8_t i8t[3]; u8 k[2]; char m[2][3]; };',
+      'struct bytes',
+    );
+    const t = (n: string) => r.fields.find((f) => f.name === n)!.type;
+    const u8 = { kind: 'int', size: 1, signed: false };
+    const i8 = { kind: 'int', size: 1, signed: true };
+    assert.deepEqual(t('c'), { kind: 'string', size: 4, wellFormed: true });
+    assert.deepEqual(t('uc'), { kind: 'array', elem: u8, count: 4 });
+    assert.deepEqual(t('sc'), { kind: 'array', elem: i8, count: 2 });
+    assert.deepEqual(t('u8t'), { kind: 'array', elem: u8, count: 4 });
+    assert.deepEqual(t('i8t'), { kind: 'array', elem: i8, count: 3 });
+    assert.deepEqual(t('k'), { kind: 'array', elem: u8, count: 2 });
+    assert.deepEqual(t('m'), { kind: 'array', elem: { kind: 'string', size: 3, wellFormed: true }, count: 2 });
+  });
+
   test('enumerators count on from the last value; an enum is a 4-byte integer that knows its names', () => {
     const c = ctypes('enum E { A, B = 5, C, D = -1, F };');
     assert.deepEqual(

@@ -120,6 +120,29 @@ describe('semantic analysis: errors (bpftrace wording)', () => {
       "1:13: Type mismatch for '==': comparing 'string[16]' with 'int64'",
     ]);
   });
+  it('compares arrays only by == and != and only of one integer type; checks constant array indexes (bpftrace type_checker.cpp)', () => {
+    assert.deepEqual(errors('BEGIN { $a = (int8[8])1; $b = (int8[8])2; @ = $a < $b; }'), [
+      '1:47: The < operator cannot be used on arrays.',
+    ]);
+    assert.deepEqual(errors('BEGIN { @ = (int8[8])1 == (int16[4])1; }'), [
+      '1:13: Only arrays of same size support comparison operators.',
+    ]);
+    assert.deepEqual(errors('BEGIN { @ = (int32[2])1 != (uint32[2])1; }'), [
+      '1:13: Only arrays of same sized integer support comparison operators.',
+    ]);
+    // one error: the variable assigned from the bad access still has the element's type
+    assert.deepEqual(errors('BEGIN { $a = (int8[8])1; $x = $a[8]; @ = $x; }'), [
+      '1:31: the index 8 is out of bounds for array of size 8',
+    ]);
+    assert.deepEqual(errors('BEGIN { $a = (int8[8])1; @ = $a[-1]; @b = $a["x"]; }'), [
+      '1:33: The array index operator [] only accepts non-negative integer indices. Got: int64',
+      '1:46: The array index operator [] only accepts non-negative integer indices. Got: string[2]',
+    ]);
+    // a run-time index is checked at run time (test/kernel/array-index.test.ts)
+    assert.deepEqual(maps('BEGIN { $a = (int8[8])1; $i = (uint64)9; @ = $a[$i]; }'), {
+      '@': '[] -> int64 (key 8, value 8)',
+    });
+  });
   it('reports an unknown function and an unknown identifier', () => {
     assert.deepEqual(errors('BEGIN { frob(); }'), ["1:9: Unknown function: 'frob'"]);
     assert.deepEqual(errors('BEGIN { @ = nosuchthing; }'), ["1:13: Unknown identifier: 'nosuchthing'"]);

@@ -20,7 +20,7 @@ import { isBuiltinName } from '../parser.js';
 import { btfEnumByName, btfRecordByName, kernelBtf, recordFields, withBtf } from '../btf-types.js';
 import { closestNames, didYouMean } from '../suggest.js';
 import { userVarName } from './varscope.js';
-import { BOOL, I64, isAggregation, type SType, sizeOf, stringType, typeName, U32, U64 } from '../types.js';
+import { BOOL, I64, isAggregation, type SType, sizeOf, stringType, typeEquals, typeName, U32, U64 } from '../types.js';
 import { AnalyzerBase, kernelEnumerator, isLocation, isSigned } from './semantic-base.js';
 
 export abstract class ExprAnalyzer extends AnalyzerBase {
@@ -121,6 +121,22 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
           // strings with strings, buffers with buffers (bpftrace variable:buf_equality), by == and != only
           if (l.kind !== r.kind || (e.op !== '==' && e.op !== '!=')) {
             this.error(e.pos, `Type mismatch for '${e.op}': comparing '${typeName(l)}' with '${typeName(r)}'`);
+            return null;
+          }
+          return BOOL;
+        }
+        if (l.kind === 'array' && r.kind === 'array') {
+          // integer arrays of one type, compared byte for byte by == and != (bpftrace type_checker.cpp, Binop)
+          if (e.op !== '==' && e.op !== '!=') {
+            this.error(e.pos, `The ${e.op} operator cannot be used on arrays.`);
+            return null;
+          }
+          if (l.count !== r.count) {
+            this.error(e.pos, 'Only arrays of same size support comparison operators.');
+            return null;
+          }
+          if (l.elem.kind !== 'int' || r.elem.kind !== 'int' || !typeEquals(l, r)) {
+            this.error(e.pos, 'Only arrays of same sized integer support comparison operators.');
             return null;
           }
           return BOOL;
@@ -305,16 +321,26 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
         this.expr(e.index);
         if (!t) return null;
         if (t.kind === 'array') {
+          // bpftrace type_checker.cpp (ArrayAccess): a constant index is checked here, except on a zero-length
+          // (flexible) array member; any other integer index is checked at run time (codegen: a warning when out of
+          // bounds). The element type is returned after an error too, so later uses report nothing more.
+          const elem = this.inSpace(t.elem, this.addressSpace(e.object));
           const idx = this.constValue(e.index);
-          if (idx === null) {
-            this.error(e.index.pos, 'Array index must be a constant integer for now');
-            return null;
+          const it = e.index.type;
+          if (idx !== null && idx < 0n) {
+            this.error(
+              e.index.pos,
+              `The array index operator [] only accepts non-negative integer indices. Got: ${typeName(it ?? I64)}`,
+            );
+          } else if (idx !== null && t.count !== 0 && idx >= BigInt(t.count)) {
+            this.error(e.pos, `the index ${idx} is out of bounds for array of size ${t.count}`);
+          } else if (idx === null && it && it.kind !== 'int') {
+            this.error(
+              e.index.pos,
+              `The array index operator [] only accepts non-negative integer indices. Got: ${typeName(it)}`,
+            );
           }
-          if (idx < 0n || idx >= BigInt(t.count)) {
-            this.error(e.index.pos, `Index ${idx} out of bounds for array of size ${t.count}`);
-            return null;
-          }
-          return this.inSpace(t.elem, this.addressSpace(e.object));
+          return elem;
         }
         if (t.kind === 'tuple') {
           // `$t[1 + 1]`: a constant index into a tuple is the element access `$t.2` (bpftrace tuples:array-style)
