@@ -330,6 +330,7 @@ export class StackTable {
     const idx = new Int32Array(this.size);
     const tmp = new Int32Array(this.size);
     const keys = new Int32Array(this.size);
+    const bucketOf = new Int32Array(2 * names.length + 1).fill(-1);
     for (let i = 0; i < idx.length; i++) idx[i] = i;
     /** Token at position d of stack e, encoded: -1 past the end, 2*id for a last token, 2*id+1 for "id;". */
     const key = (e: number, d: number): number => {
@@ -380,23 +381,24 @@ export class StackTable {
           d++;
           continue;
         }
-        // Distinct tokens of the group, in text order, and a bucket per token.
-        const bucketOf = new Map<number, number>();
+        // Distinct tokens of the group, in text order, and a bucket per token (bucketOf, indexed by token + 1, is
+        // -1 outside this step: a typed array, not a Map, as this runs for every stack at every branching depth).
         const distinct: number[] = [];
         for (let i = lo; i < hi; i++) {
-          const k = keys[i]!;
-          if (!bucketOf.has(k)) {
-            bucketOf.set(k, 0);
-            distinct.push(k);
+          const k = keys[i]! + 1;
+          if (bucketOf[k] === -1) {
+            bucketOf[k] = 0;
+            distinct.push(k - 1);
           }
         }
         distinct.sort(byToken);
         const starts = new Int32Array(distinct.length + 1);
-        distinct.forEach((k, b) => bucketOf.set(k, b));
-        for (let i = lo; i < hi; i++) starts[bucketOf.get(keys[i]!)! + 1]!++;
+        for (let b = 0; b < distinct.length; b++) bucketOf[distinct[b]! + 1] = b;
+        for (let i = lo; i < hi; i++) starts[bucketOf[keys[i]! + 1]! + 1]!++;
         for (let b = 0; b < distinct.length; b++) starts[b + 1] = starts[b + 1]! + starts[b]!;
         const fill = starts.slice();
-        for (let i = lo; i < hi; i++) tmp[lo + fill[bucketOf.get(keys[i]!)!]!++] = idx[i]!;
+        for (let i = lo; i < hi; i++) tmp[lo + fill[bucketOf[keys[i]! + 1]!]!++] = idx[i]!;
+        for (let b = 0; b < distinct.length; b++) bucketOf[distinct[b]! + 1] = -1;
         for (let b = 0; b < distinct.length; b++) {
           const s = lo + starts[b]!;
           const e = lo + starts[b + 1]!;
