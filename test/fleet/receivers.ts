@@ -25,6 +25,8 @@ export interface Received {
   profile: Profile;
   /** Bytes of the pprof as sent (gzip). */
   size: number;
+  /** When it arrived, ns since the epoch (Date.now()). */
+  at: number;
 }
 
 /** test/fixtures/NAME.c built (cached by the source's hash) as bpfs_NAME. */
@@ -92,7 +94,12 @@ export class FakePyroscope {
               // RawSample { bytes raw_profile = 1; string ID = 2 }
               const profileBytes = messages(raw, 1)[0]!;
               assert.match(stringField(raw, 2), /^[0-9a-f-]{36}$/, 'RawSample.ID is a UUID');
-              this.got.push({ labels, profile: decodePprof(profileBytes), size: profileBytes.length });
+              this.got.push({
+                labels,
+                profile: decodePprof(profileBytes),
+                size: profileBytes.length,
+                at: Date.now() * 1e6,
+              });
             }
           }
           res.writeHead(200, { 'Content-Type': 'application/proto' }).end(); // an empty PushResponse
@@ -171,7 +178,12 @@ export class FakeParca {
             const labels = new Map(messages(set, 1).map((l) => [stringField(l, 1), stringField(l, 2)]));
             for (const raw of messages(s, 2)) {
               const profileBytes = messages(raw, 1)[0]!; // RawSample { bytes raw_profile = 1 }
-              this.got.push({ labels, profile: decodePprof(profileBytes), size: profileBytes.length });
+              this.got.push({
+                labels,
+                profile: decodePprof(profileBytes),
+                size: profileBytes.length,
+                at: Date.now() * 1e6,
+              });
             }
           }
         } catch (e) {
