@@ -12,7 +12,9 @@
  * (aarch64); epoll, eventfd, mmap constants from `include/uapi/linux/{eventpoll,eventfd}.h` and
  * `include/uapi/asm-generic/mman-common.h`.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { KernelError } from '../errors.js';
 
 type Koffi = typeof import('koffi');
@@ -46,10 +48,42 @@ interface Libc {
 
 let libc: Libc | undefined;
 
+/**
+ * koffi, by the short way when it is there: its native module straight from its platform package
+ * (`@koromix/koffi-<platform>-<arch>/<platform>_<arch>/koffi.node`, the glibc build: bpfscope calls libc.so.6, so
+ * the C library is glibc), found where `require('koffi')` would find koffi and that koffi's own `require` its
+ * platform package (koffi's node_modules, then the directory holding koffi), and only when the module's `version` is
+ * that koffi's package.json version (the check koffi's loader makes). Otherwise, `require('koffi')`. The object is
+ * the same native module either way: koffi's JavaScript entry (index.cjs) only finds that file (resolving its
+ * package's `exports` map, reading the ELF interpreter of the node binary to tell glibc from musl) and wraps
+ * deprecated aliases bpfscope does not call (cdecl/stdcall, resolve, introspect, register with a `this`). Why:
+ * that entry costs every tool 13-21 ms of CPU at its start (load ~20, Node's ES module resolver loaded for
+ * `exports`, three JavaScript files compiled without a code cache), the module alone 2-3 ms (issue 13).
+ */
+function requireKoffi(require: NodeJS.Require): Koffi {
+  const platformDir = `${process.platform}_${process.arch}`;
+  for (const dir of require.resolve.paths('koffi') ?? []) {
+    let version: unknown;
+    try {
+      version = (JSON.parse(readFileSync(join(dir, 'koffi', 'package.json'), 'utf8')) as { version?: unknown }).version;
+    } catch {
+      continue; // no koffi here: Node looks in the next directory up
+    }
+    for (const base of [join(dir, 'koffi', 'node_modules'), dir]) {
+      const file = join(base, '@koromix', `koffi-${process.platform}-${process.arch}`, platformDir, 'koffi.node');
+      if (!existsSync(file)) continue;
+      const native = require(file) as Koffi & { version?: unknown };
+      if (typeof version === 'string' && native.version === version) return native;
+      break;
+    }
+    break;
+  }
+  return require('koffi') as Koffi;
+}
+
 function load(): Libc {
   if (libc) return libc;
-  const require = createRequire(import.meta.url);
-  const koffi = require('koffi') as Koffi;
+  const koffi = requireKoffi(createRequire(import.meta.url));
   const lib = koffi.load('libc.so.6');
   const f = (name: string, ret: string, args: string[]): KFunc => lib.func(name, ret, args) as unknown as KFunc;
   // Fixed-argument prototypes for the variadic syscall(2) and ioctl(2): integer arguments travel in the same

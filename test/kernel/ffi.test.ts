@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import { KernelError } from '../../src/errors.js';
 import { mapCreate } from '../../src/kernel/bpf.js';
@@ -9,6 +10,19 @@ test('importing the kernel modules does not load koffi; the first libc call does
   const r = runFixture('lazy-ffi');
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout), { before: false, afterNoop: false, after: true });
+});
+
+test("koffi's native module is loaded without koffi's JavaScript loader (issue 13: ~12 ms of each tool's start)", () => {
+  ffi.strerror(2);
+  const loaded = Object.keys(createRequire(import.meta.url).cache);
+  assert.ok(
+    loaded.some((f) => /[\\/]@koromix[\\/]koffi-[^/\\]+[\\/][^/\\]+[\\/]koffi\.node$/.test(f)),
+    `koffi.node not loaded from its platform package: ${loaded.filter((f) => f.includes('koffi')).join(', ')}`,
+  );
+  assert.ok(
+    !loaded.some((f) => /[\\/]koffi[\\/](src[\\/]koffi[\\/])?index\.cjs$/.test(f)),
+    "koffi's index.cjs was loaded",
+  );
 });
 
 test('kernelError carries syscall, errno and strerror text', () => {

@@ -120,8 +120,10 @@ describe('link cache', () => {
     once();
     assert.equal(runs, 2, 'the rewritten entry was not used');
 
-    const entry = JSON.parse(readFileSync(path, 'utf8')) as { key: string };
-    writeFileSync(path, JSON.stringify({ ...entry, key: entry.key.replace('"v1"', '"v0"') }), { mode: 0o600 });
+    // the same entry with another key: the version in the stored key's text (its first occurrence) changed
+    const stored = readFileSync(path, 'utf8');
+    assert.ok(stored.startsWith('{"version":"v1"'), 'the entry does not begin with its key');
+    writeFileSync(path, stored.replace('"v1"', '"v0"'), { mode: 0o600 });
     once();
     assert.equal(runs, 3, 'an entry of another key was used');
 
