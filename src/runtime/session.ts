@@ -4,45 +4,19 @@
  * consume async events (printf, print, exit, time, clear, zero) until exit()/a signal/the -c child ends, detach,
  * run END, print the maps, close everything. `close()` is idempotent and safe from any exit path.
  */
-import { readFileSync, writeSync } from 'node:fs';
-import { childProcess } from '../builtins.js';
-import { possibleCpus } from '../kernel/cpus.js';
+import { readFileSync } from 'node:fs';
 import { strerror as cStrerror } from '../kernel/ffi.js';
 import { cgroupPath, signalName, syscallName } from './names.js';
-import { BpfMap, MapFlags, type MapSpec } from '../bpf/map.js';
+import { BpfMap } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
-import { AsyncAction, JOIN_ARG_SIZE, JOIN_MAX_ARGS, MapKind } from '../codegen/plan.js';
 import { isRefusedProbe } from '../probes/errors.js';
 import { hasWildcard } from '../probes/glob.js';
 import type { AttachedProbe } from '../probes/types.js';
-import { formatDiagnostic, type SourceFile } from '../lang/diagnostics.js';
+import type { SourceFile } from '../lang/diagnostics.js';
 import { SymbolResolver } from '../symbols/resolver.js';
-import { buildMapDump, type DecodeContext, decodeValue } from './decode.js';
+import { buildMapDump, type DecodeContext } from './decode.js';
 import { StackReader } from './stacks.js';
-
-/** system(): run the command through /bin/sh and return what it printed (bpftrace prints it in order). */
-function runCommand(cmd: string): string {
-  try {
-    return childProcess().execSync(cmd, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  } catch (e) {
-    return String((e as { stdout?: string }).stdout ?? '');
-  }
-}
-
-/**
- * cat(): at most `maxBytes` of a file's contents, or bpftrace's error text
- * (`ERROR: failed to open file 'PATH' (No such file or directory)`, tests/runtime/builtin "cat \"no such file\"").
- */
-function readForCat(path: string, maxBytes: number): string {
-  try {
-    return readFileSync(path, 'latin1').slice(0, maxBytes);
-  } catch (e) {
-    const errno = (e as NodeJS.ErrnoException).errno;
-    const why = errno !== undefined ? cStrerror(Math.abs(errno)) : (e as Error).message;
-    return `ERROR: failed to open file '${path}' (${why})\n`;
-  }
-}
 
 let passwd: Map<number, string> | undefined;
 
@@ -69,17 +43,24 @@ const DETACH_NOTICE_MIN = 100;
 /** Providers whose wildcards match functions, one of which the kernel may refuse (skipped: Session.attach). */
 const FUNCTION_PROBE_PROVIDERS = new Set(['uprobe', 'uretprobe', 'kprobe', 'kretprobe']);
 
-/** Distinct stacks kept per stack map unless SessionOptions.stackMapEntries says otherwise. */
-const STACK_MAP_ENTRIES = 4096;
 /** Map fds stand-ins while maps are created in the background (loadAsync): far above any fd (RLIMIT_NOFILE). */
 const FD_PLACEHOLDER = 0x7f000000;
 
 import { type Linked, link, loadLinked, loadPlan, resolveMapFds } from './loader.js';
 import type { Output } from './output/index.js';
-import type { MapDump, Value } from './output/model.js';
-import { compileIntPrintf, compilePrintf, renderPrintf } from './output/printf.js';
-import { formatTimeBuiltin } from './output/strftime.js';
+import type { MapDump } from './output/model.js';
+import { type PrintfHook, RecordDispatcher } from './records.js';
 import { RingBufConsumer } from './ringbuf.js';
+import { createSessionMaps } from './session-maps.js';
+import {
+  type LoadedProbe,
+  runBenchmarks,
+  runSpecialProbes,
+  runTests,
+  type SpecialProbeSession,
+} from './special-probes.js';
+
+export type { PrintfHook } from './records.js';
 
 export interface SessionOptions {
   output: Output;
@@ -106,22 +87,10 @@ export interface SessionOptions {
   printfHook?: PrintfHook;
 }
 
-/**
- * Receives printf() records undecoded or decoded, instead of the text output (the typed API's event stream).
- * `raw` is tried first with the record's arguments at `buf[off..]` (laid out per `compiled.printfs[id]`); when it
- * returns false the arguments are decoded into the output model and passed to `values`.
- */
-export interface PrintfHook {
-  raw(id: number, buf: Buffer, off: number): boolean;
-  values(id: number, args: Value[]): void;
-  /** Records the next background read of the ring buffer may deliver at most (RingBufOptions.batchLimit). */
-  batchLimit?(): number;
-}
-
 export class Session {
   private maps = new Map<string, BpfMap>();
   private planByIndex: MapPlan[] = [];
-  private programs: { plan: CompiledProgram['programs'][number]; prog: LoadedProgram }[] = [];
+  private programs: LoadedProbe[] = [];
   private attachments: AttachedProbe[] = [];
   private ring: RingBufConsumer | null = null;
   private lost: BpfMap | null = null;
@@ -131,12 +100,9 @@ export class Session {
   /** First error raised while consuming events in the background; rethrown by `finish()`. */
   private error: unknown = null;
   private exitRequested = false;
-  /** An exit() record was read: later event records are dropped until END runs (bpftrace stops reading then). */
-  private afterExit = false;
   private stopResolve: (() => void) | null = null;
-  private readonly printfs: ReturnType<typeof compilePrintf>[];
-  /** Per printf id: the integer-only fast renderer (see compileIntPrintf), or null. */
-  private readonly intPrintfs: ReturnType<typeof compileIntPrintf>[];
+  /** What each ring buffer record does (printf, print, exit, ...). */
+  private readonly records: RecordDispatcher;
   private readonly stacks: StackReader;
   /** Decoding for printf/print values and for map keys and values. */
   private readonly valueCtx: DecodeContext;
@@ -146,8 +112,6 @@ export class Session {
     readonly compiled: CompiledProgram,
     readonly opts: SessionOptions,
   ) {
-    this.printfs = compiled.printfs.map((p) => compilePrintf(p.format));
-    this.intPrintfs = compiled.printfs.map((p, i) => compileIntPrintf(this.printfs[i]!, p.argTypes, p.offsets));
     let resolver = opts.symbolizer;
     this.stacks = new StackReader(
       (name) => this.maps.get(name),
@@ -177,6 +141,14 @@ export class Session {
       strTruncTrailer: compiled.strTruncTrailer ?? '',
     };
     this.mapCtx = this.valueCtx;
+    const session = {
+      mapPlan: (index: number) => this.planByIndex[index]!,
+      mapFor: (plan: MapPlan) => this.mapFor(plan),
+      dumpMap: (plan: MapPlan, o: { zeroScalar?: boolean }) => this.dumpMap(plan, o),
+      clearMap: (plan: MapPlan) => this.clearMap(plan),
+      stop: () => this.stop(),
+    };
+    this.records = new RecordDispatcher(compiled, session, opts, this.valueCtx);
   }
 
   /** Create maps and load every program. @throws ProgramRejected, KernelError */
@@ -244,119 +216,19 @@ export class Session {
     this.startRing(ring);
   }
 
-  /**
-   * Creates the session's maps, the program's own maps and stack maps through `slow` (default: at once, as all
-   * others), and returns the ring buffer map.
-   */
-  private createMaps(
-    slow: (name: string, spec: MapSpec) => void = (name, spec) => this.maps.set(name, BpfMap.create(spec)),
-  ): BpfMap {
-    const c = this.compiled;
-    for (const m of c.maps) {
-      slow(m.kernelName, {
-        type: m.mapType,
-        keySize: m.keySize,
-        valueSize: m.valueSize,
-        maxEntries: m.maxEntries,
-        name: m.kernelName,
-      });
-      this.planByIndex[m.index] = m;
-    }
-    const ring = BpfMap.create({
-      type: MapKind.RINGBUF,
-      keySize: 0,
-      valueSize: 0,
-      maxEntries: c.ringbufSize,
-      name: 'ringbuf',
-    });
-    this.maps.set(c.ringbufName, ring);
-    const wake = BpfMap.create({
-      type: MapKind.ARRAY,
-      keySize: 4,
-      valueSize: 8,
-      maxEntries: 1,
-      name: 'ringbuf_wake',
-      flags: MapFlags.MMAPABLE,
-    });
-    this.maps.set(c.wakeName, wake);
-    this.lost = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'lost_events' });
-    this.maps.set(c.lostName, this.lost);
-    if (c.lenCountName) {
-      this.maps.set(
-        c.lenCountName,
-        BpfMap.create({ type: MapKind.PERCPU_ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'len_count' }),
-      );
-    }
-    if (c.joinBufName) {
-      this.maps.set(
-        c.joinBufName,
-        BpfMap.create({
-          type: MapKind.PERCPU_ARRAY,
-          keySize: 4,
-          valueSize: 8 + JOIN_MAX_ARGS * JOIN_ARG_SIZE,
-          maxEntries: 1,
-          name: 'join_buf',
-        }),
-      );
-    }
-    for (const st of c.stackMaps) {
-      slow(st.name, {
-        type: MapKind.HASH,
-        keySize: 8,
-        valueSize: 8 * st.limit,
-        maxEntries: this.opts.stackMapEntries ?? STACK_MAP_ENTRIES,
-        name: st.name,
-      });
-      this.maps.set(
-        st.scratch,
-        BpfMap.create({
-          type: MapKind.PERCPU_ARRAY,
-          keySize: 4,
-          valueSize: 8 * st.limit,
-          maxEntries: 1,
-          name: st.scratch,
-        }),
-      );
-    }
-    for (const f of c.frameMaps ?? []) {
-      this.maps.set(
-        f.name,
-        BpfMap.create({
-          type: MapKind.ARRAY,
-          keySize: 4,
-          valueSize: f.size,
-          maxEntries: possibleCpus().length,
-          name: f.name,
-        }),
-      );
-    }
-    for (const t of c.funcTables ?? []) {
-      const table = BpfMap.create({
-        type: MapKind.ARRAY,
-        keySize: 4,
-        valueSize: t.valueSize,
-        maxEntries: t.funcs.length,
-        name: t.name,
-      });
-      this.maps.set(t.name, table);
-      const key = Buffer.alloc(4);
-      t.funcs.forEach((f, i) => {
-        const value = Buffer.alloc(t.valueSize);
-        value.write(f, 'latin1');
-        key.writeUInt32LE(i);
-        table.update(key, value);
-      });
-    }
-    this.exitFlag = BpfMap.create({ type: MapKind.ARRAY, keySize: 4, valueSize: 8, maxEntries: 1, name: 'exit_flag' });
-    this.maps.set(c.exitName, this.exitFlag);
-    return ring;
+  /** {@link createSessionMaps} into this session's `maps`; returns the ring buffer map. */
+  private createMaps(slow?: Parameters<typeof createSessionMaps>[4]): BpfMap {
+    const m = createSessionMaps(this.compiled, this.maps, this.planByIndex, this.opts.stackMapEntries, slow);
+    this.lost = m.lost;
+    this.exitFlag = m.exitFlag;
+    return m.ring;
   }
 
   private startRing(ring: BpfMap): void {
     const wake = this.maps.get(this.compiled.wakeName)!;
-    this.ring = new RingBufConsumer(ring, (data) => this.onRecord(data), {
+    this.ring = new RingBufConsumer(ring, (data) => this.records.onRecord(data), {
       // records are read in place: the integer-only printf fast path needs no Buffer view per event
-      rawRecord: (buf, off, len) => this.onRawRecord(buf, off, len),
+      rawRecord: (buf, off, len) => this.records.onRawRecord(buf, off, len),
       wakeControl: wake,
       ...(this.opts.printfHook?.batchLimit ? { batchLimit: () => this.opts.printfHook!.batchLimit!() } : {}),
       // bpftrace writes each line as it is printed (line buffered): flush after every batch of events
@@ -393,7 +265,7 @@ export class Session {
    * {@link deliverBegin} (bpftrace prints it once every probe is attached).
    */
   runBegin(): boolean {
-    for (const p of this.programs) if (p.plan.expanded.special === 'begin') p.prog.testRun({});
+    runSpecialProbes(this.programs, 'begin');
     const v = this.exitFlag?.lookup(Buffer.alloc(4));
     return !(v && v.readBigUInt64LE(0) !== 0n);
   }
@@ -417,50 +289,8 @@ export class Session {
    * (`Benchmark 'NAME' failed.` on stderr, and the result is false).
    */
   runBenchmarks(report: (names: string[], index: number, averageNs: number, iters: number) => void): boolean {
-    const benches = this.programs.filter((p) => p.plan.expanded.special === 'bench');
-    const names = benches.map((p) => p.plan.expanded.name.slice('bench:'.length));
-    const data = Buffer.alloc(14);
-    let ok = true;
-    const zero = Buffer.alloc(4);
-    benches.forEach((b, index) => {
-      let iters = 1;
-      for (;;) {
-        const r = b.prog.testRun({ dataIn: data, repeat: iters });
-        this.discarding = true;
-        try {
-          this.ring?.drain();
-        } finally {
-          this.discarding = false;
-        }
-        const exited = this.exitFlag?.lookup(zero)?.readBigUInt64LE(0) ?? 0n;
-        if (exited === 0n && r.retval !== 0) break;
-        const total = r.durationNs * iters;
-        if (exited === 0n) {
-          const factor = total < 1e3 ? 1000 : total < 1e4 ? 100 : total < 1e5 ? 10 : total < 1e6 ? 2 : 1;
-          // (a repeat count past 2^31 would not fit the kernel's u32: report what we have)
-          if (factor > 1 && iters * factor < 2 ** 31) {
-            iters *= factor;
-            continue;
-          }
-        }
-        if (exited !== 0n) {
-          process.stderr.write(`ERROR: Benchmark '${names[index]}' failed.\n`);
-          this.exitFlag?.update(zero, Buffer.alloc(8));
-          ok = false;
-        } else report(names, index, r.durationNs, iters);
-        break;
-      }
-    });
-    // events the timed runs could not fit in the ring buffer are not the program's to report
-    const lost = this.lost?.lookup(zero);
-    if (lost) this.lostReported = lost.readBigUInt64LE(0);
-    return ok;
+    return runBenchmarks(this.specialProbeSession(), report);
   }
-
-  /** Set while bench runs' records are read: they are dropped. */
-  private discarding = false;
-  /** Set while a test probe's records are read: they are kept here (copies), to be shown if the test fails. */
-  private collected: Buffer[] | null = null;
 
   /**
    * `--mode test`: run every test probe once (BPF_PROG_TEST_RUN with a 14-byte packet) as current bpftrace does
@@ -473,40 +303,24 @@ export class Session {
     start: (names: string[], index: number) => void;
     result: (names: string[], index: number, durationNs: number, passed: boolean[]) => void;
   }): boolean {
-    const tests = this.programs.filter((p) => p.plan.expanded.special === 'test');
-    const names = tests.map((p) => p.plan.expanded.name.slice('test:'.length));
-    const passed: boolean[] = [];
+    return runTests(this.specialProbeSession(), report);
+  }
+
+  /** What the bench and test runs need of this session. */
+  private specialProbeSession(): SpecialProbeSession {
     const zero = Buffer.alloc(4);
-    tests.forEach((t, index) => {
-      this.collected = [];
-      let r: ReturnType<LoadedProgram['testRun']>;
-      let records: Buffer[];
-      try {
-        r = t.prog.testRun({ dataIn: Buffer.alloc(14), repeat: 1 });
-        this.ring?.drain();
-      } finally {
-        records = this.collected ?? [];
-        this.collected = null;
-      }
-      const flag = this.exitFlag?.lookup(zero)?.readBigUInt64LE(0) ?? 0n;
-      const errors = records.filter((d) => d.readUInt32LE(0) === AsyncAction.ERRORF).length;
-      passed.push(r.retval === 0 && ((flag >> 8n) & 0xffn) === 0n && errors === 0);
-      this.exitFlag?.update(zero, Buffer.alloc(8));
-      report.start(names, index);
-      // a failing test shows what it printed; a passing one only has its map operations (clear, zero) applied. An
-      // exit() ends the test, not the run.
-      for (const d of records) {
-        const action = d.readUInt32LE(0);
-        if (action === AsyncAction.EXIT) continue;
-        if (passed[index] && action !== AsyncAction.CLEAR && action !== AsyncAction.ZERO) continue;
-        this.onRecord(d);
-      }
-      this.opts.output.flush();
-      report.result(names, index, r.durationNs, passed);
-    });
-    const lost = this.lost?.lookup(zero);
-    if (lost) this.lostReported = lost.readBigUInt64LE(0);
-    return passed.every((p) => p);
+    return {
+      programs: this.programs,
+      records: this.records,
+      readRing: () => this.ring?.drain(),
+      exitFlag: () => this.exitFlag?.lookup(zero)?.readBigUInt64LE(0) ?? 0n,
+      clearExitFlag: () => this.exitFlag?.update(zero, Buffer.alloc(8)),
+      forgetLost: () => {
+        const lost = this.lost?.lookup(zero);
+        if (lost) this.lostReported = lost.readBigUInt64LE(0);
+      },
+      flush: () => this.opts.output.flush(),
+    };
   }
 
   /**
@@ -579,7 +393,7 @@ export class Session {
 
   /** Run the self:signal:SIGUSR1 probes in program order, then print what they sent and honour their exit(). */
   private runSignalProbes(): void {
-    for (const p of this.programs) if (p.plan.expanded.special === 'signal') p.prog.testRun({});
+    runSpecialProbes(this.programs, 'signal');
     this.drain();
     this.checkExitFlag();
   }
@@ -592,8 +406,6 @@ export class Session {
   }
 
   private stopped: Promise<void> | undefined;
-  /** Run-time warnings printed at most once (PrintfPlan.once) that were printed. */
-  private readonly warnedOnce = new Set<number>();
 
   private startWaiting(): Promise<void> {
     return new Promise((resolve) => {
@@ -640,8 +452,8 @@ export class Session {
     for (const a of this.attachments) a.close();
     this.attachments = [];
     this.drain();
-    this.afterExit = false;
-    for (const p of this.programs) if (p.plan.expanded.special === 'end') p.prog.testRun({});
+    this.records.afterExit = false;
+    runSpecialProbes(this.programs, 'end');
     this.drain();
     this.checkLost();
     this.reportRecursionMisses();
@@ -778,109 +590,5 @@ export class Session {
       });
     }
     return buildMapDump(plan, raw, this.mapCtx);
-  }
-
-  /** A ring buffer record at `buf[off..off+len)`: integer-only printfs directly, the rest through onRecord. */
-  private onRawRecord(buf: Buffer, off: number, len: number): void {
-    if (this.afterExit || this.discarding) return;
-    if (this.collected) {
-      this.collected.push(Buffer.from(buf.subarray(off, off + len)));
-      return;
-    }
-    if (len >= 8 && buf.readUInt32LE(off) === AsyncAction.PRINTF) {
-      if (this.opts.printfHook?.raw(buf.readUInt32LE(off + 4), buf, off + 8)) return;
-      const text = this.intPrintfs[buf.readUInt32LE(off + 4)]?.(buf, off + 8);
-      if (text !== undefined && text !== null) {
-        this.opts.output.printf(text);
-        return;
-      }
-    }
-    this.onRecord(buf.subarray(off, off + len));
-  }
-
-  private onRecord(data: Buffer): void {
-    if (data.length < 8 || this.discarding) return;
-    if (this.collected) {
-      this.collected.push(Buffer.from(data));
-      return;
-    }
-    const action = data.readUInt32LE(0);
-    const id = data.readUInt32LE(4);
-    const out = this.opts.output;
-    switch (action) {
-      case AsyncAction.PRINTF: {
-        const p = this.compiled.printfs[id]!;
-        const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
-        if (this.opts.printfHook) this.opts.printfHook.values(id, args);
-        else out.printf(renderPrintf(this.printfs[id]!, args));
-        return;
-      }
-      case AsyncAction.ERRORF:
-      case AsyncAction.WARNF: {
-        const p = this.compiled.printfs[id]!;
-        const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
-        const severity = action === AsyncAction.ERRORF ? 'error' : 'warning';
-        if (severity === 'warning' && this.opts.noWarnings) return;
-        if (p.once) {
-          if (this.warnedOnce.has(id)) return;
-          this.warnedOnce.add(id);
-        }
-        const message = renderPrintf(this.printfs[id]!, args);
-        const source = this.opts.source ?? { name: 'stdin', text: '' };
-        out.flush();
-        writeSync(2, `${formatDiagnostic({ severity, message, ...(p.pos ? { pos: p.pos } : {}) }, source)}\n`);
-        return;
-      }
-      case AsyncAction.SYSTEM:
-      case AsyncAction.CAT: {
-        const p = this.compiled.printfs[id]!;
-        const args: Value[] = p.argTypes.map((t, i) => decodeValue(data, 8 + p.offsets[i]!, t, this.valueCtx));
-        const text = renderPrintf(this.printfs[id]!, args);
-        out.flush();
-        if (action === AsyncAction.SYSTEM) out.syscall(runCommand(text));
-        else out.cat(readForCat(text, this.compiled.maxCatBytes ?? 10240));
-        return;
-      }
-      case AsyncAction.EXIT:
-        // as bpftrace: what other probes sent after the exit() is not printed (END's output still is)
-        this.afterExit = true;
-        this.stop();
-        return;
-      case AsyncAction.PRINT_MAP: {
-        const plan = this.planByIndex[id]!;
-        const top = Number(data.readBigUInt64LE(8));
-        const div = Number(data.readBigUInt64LE(16));
-        out.printMap(this.dumpMap(plan, { zeroScalar: true }), { ...(top ? { top } : {}), ...(div ? { div } : {}) });
-        return;
-      }
-      case AsyncAction.CLEAR:
-        this.clearMap(this.planByIndex[id]!);
-        return;
-      case AsyncAction.ZERO: {
-        const m = this.mapFor(this.planByIndex[id]!);
-        const zero = Buffer.alloc(m.valueBytes);
-        for (const key of [...m.keys()]) m.update(key, zero);
-        return;
-      }
-      case AsyncAction.TIME:
-        out.time(formatTimeBuiltin(this.compiled.timeFormats[id]!));
-        return;
-      case AsyncAction.JOIN: {
-        const parts: string[] = [];
-        for (let i = 0; i < JOIN_MAX_ARGS; i++) {
-          const off = 8 + i * JOIN_ARG_SIZE;
-          if (off >= data.length || data[off] === 0) break;
-          const end = data.indexOf(0, off);
-          parts.push(data.toString('latin1', off, end < 0 || end > off + JOIN_ARG_SIZE ? off + JOIN_ARG_SIZE : end));
-        }
-        out.join(parts.join(this.compiled.joinSeparators[id] ?? ' '));
-        return;
-      }
-      case AsyncAction.PRINT_VALUE: {
-        const pv = this.compiled.printValues[id]!;
-        out.printValue(decodeValue(data, 8, pv.type, this.valueCtx));
-        return;
-      }
-    }
   }
 }
