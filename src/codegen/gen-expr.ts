@@ -11,6 +11,7 @@ import { builtinVariable } from '../lang/builtins/registry.js';
 import { positionalInt } from '../lang/lexer.js';
 import { kernelBtf } from '../lang/btf-types.js';
 import { PT_REGS_OFFSETS } from '../lang/passes/semantic.js';
+import { literalIntType } from '../lang/passes/semantic-expr.js';
 import { PT_REGS_CONTEXTS } from '../lang/ptregs.js';
 import { type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
 import { zeroStack } from './frame.js';
@@ -98,6 +99,13 @@ export abstract class ExprGen extends AccessGen {
         const r = fn.vreg();
         fn.emit(I.mov64(r, v));
         if (t.kind === 'int') this.normalize(r, t.size, t.signed);
+        if (t.kind === 'pointer' && from.kind === 'int') {
+          // bpftrace converts an integer to a pointer zero-extended from the integer's own width, a negative literal
+          // having its smallest signed type (language.md "Integers"): `(uint8 *)-1` is 0xff, as bpftrace prints it
+          const lit = constLiteral(e.operand);
+          const size = lit !== undefined && lit < 0n ? literalIntType(lit).size : from.size;
+          if (size < 8) this.normalize(r, size, false);
+        }
         if (t.kind === 'bool') {
           // (bool)x: 1 when x is non-zero
           const done = fn.newLabel('tobool');
@@ -615,4 +623,11 @@ export abstract class ExprGen extends AccessGen {
     fn.emit(I.alu64('add', res, ptr));
     return res;
   }
+}
+
+/** The value of an integer literal, possibly negated (`-1` before or after folding), else undefined. */
+function constLiteral(e: Expr): bigint | undefined {
+  if (e.kind === 'IntLit') return e.value;
+  if (e.kind === 'UnaryExpr' && e.op === '-' && e.operand.kind === 'IntLit') return -e.operand.value;
+  return undefined;
 }

@@ -88,6 +88,26 @@ for (const n of [8, 16, 32, 64]) {
  */
 const PLAIN_CHAR = new WeakSet<SType>();
 
+/**
+ * A C type written as one word in a cast or a declaration (`char`, `short`, `int`, `long`, `unsigned`, `signed`,
+ * `_Bool`, and the fixed-width names `uint64_t`, `u32`, `__s16`, `size_t`, ...), as its C definition would type it
+ * (x86-64: `long` is 8 bytes, `char` signed); undefined for other names (structs, typedefs left to BTF).
+ */
+export function cWordType(name: string): SType | undefined {
+  const fixed = INT_WORDS[name];
+  if (fixed) return { kind: 'int', ...fixed };
+  const words: Record<string, SType> = {
+    char: { kind: 'int', size: 1, signed: true },
+    short: { kind: 'int', size: 2, signed: true },
+    int: { kind: 'int', size: 4, signed: true },
+    long: { kind: 'int', size: 8, signed: true },
+    signed: { kind: 'int', size: 4, signed: true },
+    unsigned: { kind: 'int', size: 4, signed: false },
+    _Bool: { kind: 'bool' },
+  };
+  return words[name];
+}
+
 const QUALIFIERS = new Set(['const', 'volatile', 'restrict', '__restrict', 'static', 'extern', 'register']);
 
 /** Byte alignment of a member of type `t` in a C struct (x86-64 SysV). */

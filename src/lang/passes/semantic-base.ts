@@ -10,8 +10,8 @@ import { builtinFunction, type BuiltinChecker } from '../builtins/registry.js';
 import { storageType, unify } from '../typeops.js';
 import type { CallExpr, Expr, MapExpr, Probe, Span, Stmt, TypeSpec } from '../ast.js';
 import { positionalInt } from '../lexer.js';
-import { btfEnumInfo, btfRecordByName, kernelBtf, recordFields } from '../btf-types.js';
-import type { CTypes } from '../cdefs.js';
+import { btfEnumByName, btfEnumInfo, btfRecordByName, kernelBtf, recordFields } from '../btf-types.js';
+import { cWordType, type CTypes } from '../cdefs.js';
 import type { Diagnostic } from '../diagnostics.js';
 import { closestNames, didYouMean } from '../suggest.js';
 import {
@@ -299,6 +299,23 @@ export abstract class AnalyzerBase {
   protected namedType(spec: string): SType | undefined {
     const mine = this.opts.cTypes?.records.get(spec.trim().replace(/\s+/, ' '));
     return mine ?? this.unit?.expanded.userType?.(spec) ?? btfRecordByName(kernelBtf(), spec);
+  }
+
+  /**
+   * The base type a cast names (before its `*`s): a one-word C type (`char`, `long`, `uint64_t`), `void` (none),
+   * `struct`/`union` or a typedef ({@link namedType}: the program's definitions, DWARF, BTF); undefined when unknown.
+   */
+  protected castBase(name: string): SType | undefined {
+    if (name === 'void') return { kind: 'none' };
+    if (name === 'bool') return BOOL;
+    const word = cWordType(name);
+    if (word) return word;
+    if (/^enum\s/.test(name)) {
+      const short = name.replace(/^enum\s+/, '').trim();
+      return this.opts.cTypes?.enums.get(`enum ${short}`) ?? btfEnumByName(kernelBtf(), short);
+    }
+    const t = this.namedType(name);
+    return t && t.kind !== 'none' ? t : undefined;
   }
 
   /** Value of `sizeof(...)` / `offsetof(T, f)` (compile-time, from BTF or the language's types), or null. */

@@ -296,11 +296,27 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
         }
         if ((m || spec.name === 'bool') && spec.pointerDepth === 0 && spec.arrayCount !== null)
           return this.arrayCast(e, t);
-        if (!m || spec.pointerDepth > 0 || spec.arrayCount !== null) {
+        // any other type written in C (`char *`, `struct Foo **`, `int32 **`, `uint64_t`, `size_t`): its base from the
+        // C words, the program's definitions or BTF, then the pointers
+        const base = spec.arrayCount === null ? this.castBase(spec.name) : undefined;
+        if (base && spec.pointerDepth > 0) {
+          if (t && t.kind !== 'int' && t.kind !== 'pointer')
+            this.error(e.pos, `Cannot cast from '${typeName(t)}' to '${spec.name} ${'*'.repeat(spec.pointerDepth)}'`);
+          const space = this.addressSpace(e.operand);
+          let p: SType = base;
+          for (let i = 0; i < spec.pointerDepth; i++) p = { kind: 'pointer', to: p, space };
+          return p;
+        }
+        if (!base && spec.arrayCount === null && !['string', 'buffer', 'inet'].includes(spec.name)) {
+          this.error(spec.pos, `Unknown type: '${spec.name}' (not defined in the program nor in the kernel's BTF)`);
+          return null;
+        }
+        const named = spec.pointerDepth === 0 && base?.kind === 'int' ? base : undefined;
+        if ((!m && !named) || spec.pointerDepth > 0 || spec.arrayCount !== null) {
           this.error(spec.pos, `Cast to '${spec.name}${'*'.repeat(spec.pointerDepth)}' is not supported yet`);
           return null;
         }
-        const to: SType = { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: m[1] !== 'u' };
+        const to: SType = named ?? { kind: 'int', size: (Number(m![2]) / 8) as 1 | 2 | 4 | 8, signed: m![1] !== 'u' };
         if (t && t.kind === 'array' && t.elem.kind === 'int') {
           // an integer array reinterpreted as one integer of the same size (bpftrace: `(uint32)pton("127.0.0.1")`)
           if (sizeOf(t) !== to.size)
@@ -579,10 +595,11 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
 
 /**
  * The type of an integer literal inside a tuple, as bpftrace types literals (`src/ast/integer_types.cpp`): the
- * smallest signed type that holds it, uint64 above INT64_MAX. `(1, "a")` is `(int8, string[2])`, 3 bytes.
+ * smallest signed type that holds it, uint64 above INT64_MAX. `(1, "a")` is `(int8, string[2])`, 3 bytes. Also
+ * the width a negative literal is zero-extended from when cast to a pointer (codegen).
  */
-function literalIntType(v: bigint): SType {
-  if (v > 0x7fffffffffffffffn) return U64;
+export function literalIntType(v: bigint): Extract<SType, { kind: 'int' }> {
+  if (v > 0x7fffffffffffffffn) return { kind: 'int', size: 8, signed: false };
   const size =
     v >= -0x80n && v <= 0x7fn ? 1 : v >= -0x8000n && v <= 0x7fffn ? 2 : v >= -0x80000000n && v <= 0x7fffffffn ? 4 : 8;
   return { kind: 'int', size, signed: true };
