@@ -31,6 +31,7 @@ import { need, type Pass, PassManager } from './lang/passes/manager.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
 import { NO_VALID_ATTACH_POINTS, NO_VALID_ATTACH_POINTS_WARNING } from './probes/errors.js';
 import { expandAttachPoint } from './probes/registry.js';
+import { iterCompanionErrors } from './probes/iter.js';
 import type { Target } from './lang/target.js';
 import { hostTarget } from './target.js';
 import { rewriteSyscallEvents, SYSCALL_REWRITE_MIN } from './probes/syscalls.js';
@@ -249,6 +250,7 @@ const attachPointsPass: CompilePass = {
         }
       }
     });
+    errors.push(...iterCompanionErrors(units.map((u) => u.expanded)));
     if (errors.length) throw new CompileError(errors, source);
     // bpftrace's prerun() check, with its message (src/bpftrace.cpp), before anything is generated or loaded
     const attachCount = units.filter((u) => !u.expanded.special).length;

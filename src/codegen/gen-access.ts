@@ -74,6 +74,9 @@ export abstract class AccessGen extends GenCore {
 
   protected field(e: FieldExpr): Val {
     const obj = e.object;
+    if (obj.kind === 'BuiltinExpr' && obj.name === 'ctx' && this.unit.expanded.provider === 'iter') {
+      return this.iterCtxField(e);
+    }
     if (obj.kind === 'BuiltinExpr' && obj.name === 'args') {
       const f = this.argsField(e);
       if ((f as { dataLoc?: boolean }).dataLoc) return this.dataLocString(f, sizeOf(e.type!));
@@ -99,6 +102,26 @@ export abstract class AccessGen extends GenCore {
     if (t.kind === 'record' && !isMemoryLocation(obj)) return this.frameField(e, t);
     const loc = this.fieldLocation(e);
     return this.loadMem(e.type!, loc.base, loc.off, loc.space, loc.field);
+  }
+
+  /**
+   * `ctx.FIELD` in an iter probe: loaded straight from the context (`struct bpf_iter__NAME`, whose pointers the
+   * verifier types from BTF). As bpftrace (codegen_llvm.cpp, "check context access for iter probes"), a NULL
+   * pointer field ends the program for this call: the kernel's last call of an iterator has no object.
+   */
+  protected iterCtxField(e: FieldExpr): Val {
+    const fn = this.fn;
+    const rec = (e.object.type as Extract<SType, { kind: 'pointer' }>).to as Extract<SType, { kind: 'record' }>;
+    const f = recordFields(kernelBtf(), rec).find((x) => x.name === e.field)!;
+    const t = e.type!;
+    if (t.kind === 'pointer') {
+      const r = fn.vreg();
+      fn.emit(I.ldx(8, r, this.ctx, f.offset));
+      fn.emit(I.jmpImm('jeq', r, 0, this.endLabel));
+      return this.reg(r);
+    }
+    if (t.kind === 'int' && !f.bitSize) return this.loadCtx(t, f.offset);
+    throw new BpfscopeError(`internal: iter context field ${e.field} of type ${t.kind}`);
   }
 
   /** `s.f` on a struct value held in the frame (a variable's, a map's, a tuple element's copy). */

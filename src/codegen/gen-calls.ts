@@ -25,6 +25,10 @@ export abstract class CallGen extends ExprGen {
   protected callStmt(c: CallExpr): void {
     switch (c.name) {
       case 'printf':
+        // iter probes print into the iterator's seq_file (what read(2) of the iterator returns)
+        if (this.unit.expanded.provider === 'iter') this.seqPrintf(c);
+        else this.printf(c);
+        return;
       case 'system':
       case 'errorf':
       case 'warnf':
@@ -149,6 +153,44 @@ export abstract class CallGen extends ExprGen {
     const f = this.constBytes(fmt, fmt.length);
     if (f.kind !== 'mem') throw new BpfscopeError('internal: debugf format');
     this.callHelper(H.trace_vprintk, [
+      { stack: f.off },
+      { imm: fmt.length },
+      vals.length ? { stack: data } : { imm: 0 },
+      { imm: 8 * vals.length },
+    ]);
+  }
+
+  /**
+   * `printf(fmt, args...)` in an iter probe: bpf_seq_printf(ctx->meta->seq, fmt, size, args, 8 * n), as current
+   * bpftrace (codegen_llvm.cpp); the kernel formats (bpf_bprintf_prepare) and the text becomes what read(2) of the
+   * iterator returns. The values go as an array of u64, a string by its address, like debugf; the analyser allowed
+   * only the conversions and value types the kernel formats (lang/builtins/seq-printf.ts).
+   */
+  protected seqPrintf(c: CallExpr): void {
+    const fn = this.fn;
+    const lit = c.args[0] as { value: string; bytes?: Uint8Array };
+    const fmt = Buffer.concat([Buffer.from(lit.bytes ?? Buffer.from(lit.value)), Buffer.alloc(1)]);
+    const vals = c.args.slice(1).map((a) => this.expr(a));
+    const data = vals.length ? this.frame.temp(8 * vals.length) : 0;
+    vals.forEach((v, i) => {
+      if (v.kind === 'reg') {
+        fn.emit(I.stx(8, this.fb, v.reg, data + 8 * i));
+        return;
+      }
+      const p = fn.vreg();
+      fn.emit(I.mov64(p, this.fb));
+      fn.emit(I.alu64Imm('add', p, v.off));
+      fn.emit(I.stx(8, this.fb, p, data + 8 * i));
+    });
+    const f = this.constBytes(fmt, fmt.length);
+    if (f.kind !== 'mem') throw new BpfscopeError('internal: seq_printf format');
+    // the seq_file: ctx->meta->seq (both BTF-typed loads the verifier follows; the helper wants that pointer)
+    const meta = fn.vreg();
+    fn.emit(I.ldx(8, meta, this.ctx, 0));
+    const seq = fn.vreg();
+    fn.emit(I.ldx(8, seq, meta, 0));
+    this.callHelper(H.seq_printf, [
+      seq,
       { stack: f.off },
       { imm: fmt.length },
       vals.length ? { stack: data } : { imm: 0 },

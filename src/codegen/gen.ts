@@ -52,8 +52,9 @@ export class ProbeGen extends CallGen {
       }
     }
     // -p: task-context probes only fire for the target (interval timers run in whatever task is on the CPU, and
-    // profile events are opened for the target already)
-    const timer = this.unit.expanded.provider === 'interval' || this.unit.expanded.provider === 'profile';
+    // profile events are opened for the target already; iter probes run in bpfscope, their link names the target)
+    const p = this.unit.expanded.provider;
+    const timer = p === 'interval' || p === 'profile' || p === 'iter';
     if (this.unit.expanded.syscalls) this.syscallFilter(this.unit.expanded.syscalls);
     if (this.tables.filterPid !== undefined && !this.unit.expanded.special && !timer) {
       const tgid = this.callHelper(H.get_current_pid_tgid, []);

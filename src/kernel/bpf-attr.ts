@@ -14,6 +14,7 @@ export const BpfCmd = {
   MAP_DELETE_ELEM: 3,
   MAP_GET_NEXT_KEY: 4,
   PROG_LOAD: 5,
+  OBJ_PIN: 6,
   PROG_TEST_RUN: 10,
   PROG_GET_NEXT_ID: 11,
   MAP_GET_NEXT_ID: 12,
@@ -34,6 +35,7 @@ export const BpfCmd = {
   LINK_GET_FD_BY_ID: 30,
   LINK_GET_NEXT_ID: 31,
   ENABLE_STATS: 32,
+  ITER_CREATE: 33,
 } as const;
 
 const cmdNames = new Map<number, string>(Object.entries(BpfCmd).map(([k, v]) => [v, `BPF_${k}`]));

@@ -40,6 +40,8 @@ export type LinkTarget =
       /** Only this process (0: all). */
       pid?: number;
     }
+  /** A BPF iterator (attach type BPF_TRACE_ITER 28): `pid` limits task iterators to one process (0: all). */
+  | { kind: 'iter'; pid?: number }
   | { kind: 'none' };
 
 function u64Array(vals: bigint[] | undefined): Buffer | null {
@@ -109,10 +111,42 @@ export function linkCreate(
       a.writeUInt32LE(target.pid ?? 0, 56);
       break;
     }
+    case 'iter': {
+      // union bpf_iter_link_info (16 bytes): task = { u32 tid; u32 pid; u32 pid_fd }
+      const info = Buffer.alloc(16);
+      info.writeUInt32LE(target.pid ?? 0, 4);
+      keep.push(info);
+      a.writeBigUInt64LE(ptr(info), 16);
+      a.writeUInt32LE(info.length, 24);
+      break;
+    }
     case 'none':
       break;
   }
   const fd = call(BpfCmd.LINK_CREATE, a, `attach_type ${attachType}`);
   keep.length = 0;
   return fd;
+}
+
+/**
+ * BPF_ITER_CREATE: a new iterator on an iter link (`linkFd` from LINK_CREATE with attach type BPF_TRACE_ITER).
+ * Returns its fd: read(2) runs the program over the kernel objects and returns what it wrote with bpf_seq_printf /
+ * bpf_seq_write; read returns 0 at the end. @throws KernelError
+ */
+export function iterCreate(linkFd: number): number {
+  const a = attr();
+  a.writeUInt32LE(linkFd, 0);
+  return call(BpfCmd.ITER_CREATE, a, `link ${linkFd}`);
+}
+
+/**
+ * BPF_OBJ_PIN: pins a BPF object (program, map or link fd) at `path` in a bpffs mount (`/sys/fs/bpf/NAME`), where it
+ * outlives the process until the file is removed. @throws KernelError (EEXIST when the path exists)
+ */
+export function objPin(fd: number, path: string): void {
+  const a = attr();
+  const p = cString(path);
+  a.writeBigUInt64LE(ptr(p), 0);
+  a.writeUInt32LE(fd, 8);
+  call(BpfCmd.OBJ_PIN, a, `'${path}'`);
 }

@@ -71,6 +71,8 @@ export interface ExpandedProbe {
   userType?(spec: string): SType | undefined;
   /** USDT probes: the operands `arg0..argN` read (registers, user memory, constants). */
   readonly usdtArgs?: readonly UsdtArg[];
+  /** iter probes: the iterator's name (`task`, `task_file`, ...); `ctx` is a `struct bpf_iter__NAME *`. */
+  readonly iter?: string;
   /** The probed function's name (the `func` builtin), where known at compile time. */
   readonly func?: string;
   /**

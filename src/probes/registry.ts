@@ -9,6 +9,7 @@ import type { AttachPoint } from '../lang/ast.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { BenchProvider } from './bench.js';
 import { IntervalProvider } from './interval.js';
+import { IterProvider } from './iter.js';
 import { FentryProvider } from './fentry.js';
 import { hardwareProvider } from './hardware.js';
 import { KprobeProvider } from './kprobe.js';
@@ -38,10 +39,7 @@ export class UnsupportedProvider implements ProbeProvider {
 }
 
 /** Known-but-unimplemented providers with bpftrace's aliases. */
-const STUBS: readonly (readonly string[])[] = [
-  ['iter', 'it'],
-  ['watchpoint', 'w'],
-];
+const STUBS: readonly (readonly string[])[] = [['watchpoint', 'w']];
 
 const registered: ProbeProvider[] = [
   new SpecialProvider('begin'),
@@ -62,6 +60,7 @@ const registered: ProbeProvider[] = [
   new UsdtProvider(),
   new UprobeProvider('uprobe'),
   new UprobeProvider('uretprobe'),
+  new IterProvider(),
   ...STUBS.map((names) => new UnsupportedProvider(names)),
 ];
 

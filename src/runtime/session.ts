@@ -5,6 +5,7 @@
  * run END, print the maps, close everything. `close()` is idempotent and safe from any exit path.
  */
 import { readFileSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { strerror as cStrerror } from '../kernel/ffi.js';
 import { cgroupPath, signalName, syscallName } from './names.js';
 import { BpfMap } from '../bpf/map.js';
@@ -12,6 +13,7 @@ import type { LoadedProgram } from '../bpf/program.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
 import { isRefusedProbe } from '../probes/errors.js';
 import { hasWildcard } from '../probes/glob.js';
+import { isIterAttachment } from '../probes/iter.js';
 import type { AttachedProbe } from '../probes/types.js';
 import type { SourceFile } from '../lang/diagnostics.js';
 import { SymbolResolver } from '../symbols/resolver.js';
@@ -352,6 +354,21 @@ export class Session {
     // SIGUSR1: from now on it is handled when it arrives (one that came earlier is handled now)
     this.signalProbesArmed = true;
     for (; this.pendingSignals > 0; this.pendingSignals--) this.signalAction?.();
+  }
+
+  /**
+   * iter probes (probes/iter.ts): read each iterator to its end, giving what its program printed to `write` as it is
+   * read (or pin it: `iter:NAME:PIN`). Returns whether there was one; the run then ends, as in bpftrace.
+   */
+  runIterators(write: (text: string) => void): boolean {
+    const iters = this.attachments.filter(isIterAttachment);
+    for (const a of iters) {
+      const dec = new StringDecoder('utf8');
+      a.run((chunk) => write(dec.write(chunk)));
+      const rest = dec.end();
+      if (rest) write(rest);
+    }
+    return iters.length > 0;
   }
 
   /** Signals (SIGUSR1) received before attach(): handled once everything is attached. */

@@ -210,8 +210,10 @@ export class Tracer {
           }
           if (opts.pid !== undefined) tracer.watchPid(opts.pid);
         }
-        // current bpftrace: a program with only BEGIN/END probes ends once BEGIN's output is printed
+        // current bpftrace: a program with only BEGIN/END probes ends once BEGIN's output is printed; one with an
+        // iter probe once the iterator is read to its end (or pinned)
         if (!session.hasEventProbes) tracer.stop();
+        else if (go && session.runIterators((text) => opts.output.printf(text))) tracer.stop();
       } catch (e) {
         tracer.close();
         throw e;

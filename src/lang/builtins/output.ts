@@ -9,6 +9,7 @@ import { HELPER_ID as H } from '../../bpf/helpers.js';
 import * as I from '../../bpf/insn.js';
 import type { CallExpr } from '../ast.js';
 import { checkPrintfArgs, compilePrintf } from '../printf.js';
+import { checkSeqPrintf } from './seq-printf.js';
 import { BOOL, I64, isAggregation, sizeOf, type SType, stringType, typeName, U64 } from '../types.js';
 import { storageType } from '../typeops.js';
 import type { BuiltinChecker, BuiltinFunction, BuiltinGen } from './types.js';
@@ -83,6 +84,7 @@ function formatCheck(c: CallExpr, a: BuiltinChecker): SType {
   if (ok && a.final) {
     const err = checkPrintfArgs(compilePrintf((args[0] as { value: string }).value), types);
     if (err) a.error(c.pos, err);
+    else if (c.name === 'printf' && a.probe.provider === 'iter') checkSeqPrintf(c, types, a);
   }
   if (c.name === 'debugf') {
     // bpf_trace_vprintk: at most 12 values, each an integer or a pointer (strings are passed by address)

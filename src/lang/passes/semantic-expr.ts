@@ -476,6 +476,11 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
       }
       if (p === 'rawtracepoint' || p === 'fentry' || p === 'fexit')
         return { kind: 'pointer', to: U64, space: 'kernel' };
+      // iter: the iterator's context, `struct bpf_iter__NAME *` (its fields are read straight from the context)
+      if (p === 'iter' && u.expanded.iter !== undefined) {
+        const rec = btfRecordByName(kernelBtf(), `struct bpf_iter__${u.expanded.iter}`);
+        if (rec) return { kind: 'pointer', to: rec, space: 'kernel' };
+      }
       this.error(pos, `The ctx builtin can not be used with '${p}' probes`);
       return null;
     }
