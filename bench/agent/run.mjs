@@ -38,6 +38,9 @@ const ONLY = opt('--only', undefined)?.split(',');
 const BEFORE = opt('--before', undefined);
 const JSON_OUT = opt('--json', join(RESULTS_DIR, 'agent.json'));
 const want = (key) => !ONLY || ONLY.includes(key);
+// --together: with --before, the two agents run at the same time (the same workload for both: on a shared machine
+// the load changes from minute to minute, so one after the other compares different workloads)
+const TOGETHER = argv.includes('--together');
 const WARMUP = 12;
 const CLK_TCK = 100;
 
@@ -142,18 +145,23 @@ process.on('exit', killSpinners);
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(1));
 const results = [];
 try {
-  if (BEFORE && want('agent'))
+  const agentArgs = [`--pyroscope=http://127.0.0.1:${port}`, '--hz=49', '--period=10s', '--no-metrics'];
+  if (BEFORE && TOGETHER && want('agent')) {
     results.push(
-      await measure(`bpfscope agent, before (${BEFORE})`, process.execPath, [
-        BEFORE,
-        'agent',
-        `--pyroscope=http://127.0.0.1:${port}`,
-        '--hz=49',
-        '--period=10s',
-        '--no-metrics',
-      ]),
+      ...(await Promise.all([
+        measure(`bpfscope agent, before (${BEFORE}), run together`, process.execPath, [BEFORE, 'agent', ...agentArgs]),
+        measure('bpfscope agent, run together', process.execPath, [
+          join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+          'agent',
+          ...agentArgs,
+        ]),
+      ])),
     );
-  if (want('agent'))
+  } else if (BEFORE && want('agent'))
+    results.push(
+      await measure(`bpfscope agent, before (${BEFORE})`, process.execPath, [BEFORE, 'agent', ...agentArgs]),
+    );
+  if (want('agent') && !(BEFORE && TOGETHER))
     results.push(
       await measure('bpfscope agent', process.execPath, [
         join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
