@@ -29,7 +29,18 @@ import { join } from 'node:path';
 import { RESULTS_DIR, ROOT } from '../lib/env.mjs';
 
 const argv = process.argv.slice(2);
-const SECONDS = argv.includes('--seconds') ? Number(argv[argv.indexOf('--seconds') + 1]) : 40;
+const opt = (name, dflt) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
+const SECONDS = Number(opt('--seconds', '40'));
+// --only KEY,...: run these only (agent, agent-semi, floor-node, floor-agent, bpftrace, bcc);
+// --before BUNDLE: also the agent of another build (e.g. the commit before a change), right before this one;
+// --json FILE: where the results go (default bench/results/agent.json)
+const ONLY = opt('--only', undefined)?.split(',');
+const BEFORE = opt('--before', undefined);
+const JSON_OUT = opt('--json', join(RESULTS_DIR, 'agent.json'));
+const want = (key) => !ONLY || ONLY.includes(key);
+// --together: with --before, the two agents run at the same time (the same workload for both: on a shared machine
+// the load changes from minute to minute, so one after the other compares different workloads)
+const TOGETHER = argv.includes('--together');
 const WARMUP = 12;
 const CLK_TCK = 100;
 
@@ -134,57 +145,83 @@ process.on('exit', killSpinners);
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(1));
 const results = [];
 try {
-  results.push(
-    await measure('bpfscope agent', process.execPath, [
-      join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
-      'agent',
-      `--pyroscope=http://127.0.0.1:${port}`,
-      '--hz=49',
-      '--period=10s',
-      '--no-metrics',
-    ]),
-  );
-  results.push(
-    await measure('bpfscope agent (node --max-semi-space-size=1)', process.execPath, [
-      '--max-semi-space-size=1',
-      join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
-      'agent',
-      `--pyroscope=http://127.0.0.1:${port}`,
-      '--hz=49',
-      '--period=10s',
-      '--no-metrics',
-    ]),
-  );
+  const agentArgs = [`--pyroscope=http://127.0.0.1:${port}`, '--hz=49', '--period=10s', '--no-metrics'];
+  if (BEFORE && TOGETHER && want('agent')) {
+    results.push(
+      ...(await Promise.all([
+        measure(`bpfscope agent, before (${BEFORE}), run together`, process.execPath, [BEFORE, 'agent', ...agentArgs]),
+        measure('bpfscope agent, run together', process.execPath, [
+          join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+          'agent',
+          ...agentArgs,
+        ]),
+      ])),
+    );
+  } else if (BEFORE && want('agent'))
+    results.push(
+      await measure(`bpfscope agent, before (${BEFORE})`, process.execPath, [BEFORE, 'agent', ...agentArgs]),
+    );
+  if (want('agent') && !(BEFORE && TOGETHER))
+    results.push(
+      await measure('bpfscope agent', process.execPath, [
+        join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+        'agent',
+        `--pyroscope=http://127.0.0.1:${port}`,
+        '--hz=49',
+        '--period=10s',
+        '--no-metrics',
+      ]),
+    );
+  if (want('agent-semi'))
+    results.push(
+      await measure('bpfscope agent (node --max-semi-space-size=1)', process.execPath, [
+        '--max-semi-space-size=1',
+        join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+        'agent',
+        `--pyroscope=http://127.0.0.1:${port}`,
+        '--hz=49',
+        '--period=10s',
+        '--no-metrics',
+      ]),
+    );
   // the floor: node itself with nothing loaded, and the agent with nothing to profile (-p of a sleeping process:
   // the bundle, the BPF session and the timers, but no samples, so no symbols and no profiles to speak of)
-  results.push(
-    await measure('floor: node, nothing loaded (setInterval)', process.execPath, ['-e', 'setInterval(() => {}, 1e6)']),
-  );
+  if (want('floor-node'))
+    results.push(
+      await measure('floor: node, nothing loaded (setInterval)', process.execPath, [
+        '-e',
+        'setInterval(() => {}, 1e6)',
+      ]),
+    );
   const idle = spawn('sleep', ['3600'], { stdio: 'ignore', detached: true });
   spinners.push(idle);
-  results.push(
-    await measure('floor: bpfscope agent -p IDLE_PID (nothing sampled)', process.execPath, [
-      join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
-      'agent',
-      `--pyroscope=http://127.0.0.1:${port}`,
-      '--hz=49',
-      '--period=10s',
-      `--pid=${idle.pid}`,
-      '--no-metrics',
-    ]),
-  );
-  results.push(
-    await measure('bpftrace 0.17 (print + clear every 10 s)', 'bpftrace', [
-      '-e',
-      'profile:hz:49 { @[kstack, ustack, comm, pid] = count(); } interval:s:10 { print(@); clear(@); }',
-    ]),
-  );
+  if (want('floor-agent'))
+    results.push(
+      await measure('floor: bpfscope agent -p IDLE_PID (nothing sampled)', process.execPath, [
+        join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+        'agent',
+        `--pyroscope=http://127.0.0.1:${port}`,
+        '--hz=49',
+        '--period=10s',
+        `--pid=${idle.pid}`,
+        '--no-metrics',
+      ]),
+    );
+  if (want('bpftrace'))
+    results.push(
+      await measure('bpftrace 0.17 (print + clear every 10 s)', 'bpftrace', [
+        '-e',
+        'profile:hz:49 { @[kstack, ustack, comm, pid] = count(); } interval:s:10 { print(@); clear(@); }',
+      ]),
+    );
   // bcc compiles its C program at start: without kernel headers it cannot run at all (no numbers, the reason)
-  const probe = spawnSync('profile-bpfcc', ['-F', '49', '-f', '1'], { encoding: 'utf8', timeout: 60000 });
+  const probe = want('bcc')
+    ? spawnSync('profile-bpfcc', ['-F', '49', '-f', '1'], { encoding: 'utf8', timeout: 60000 })
+    : { status: -1, skip: true };
   const bcc = 'bcc profile -F 49 -f 10 (restarted every 10 s)';
   if (probe.status === 0) {
     results.push(await measure(bcc, 'sh', ['-c', 'while :; do profile-bpfcc -F 49 -f 10 >/dev/null; done']));
-  } else {
+  } else if (!probe.skip) {
     const why = (probe.error?.message ?? probe.stderr ?? '').trim().split('\n');
     results.push({
       name: bcc,
@@ -206,6 +243,6 @@ for (const r of results) {
 }
 process.stdout.write(md);
 writeFileSync(
-  join(RESULTS_DIR, 'agent.json'),
+  JSON_OUT,
   `${JSON.stringify({ date: new Date().toISOString(), load, seconds: SECONDS, results }, null, 2)}\n`,
 );

@@ -56,8 +56,14 @@ export interface SymbolResolverOptions {
   kallsyms?: Kallsyms;
   /** Look up JIT frames in `/tmp/perf-PID.map` (default true). */
   perfMaps?: boolean;
-  /** How long a process's parsed maps are trusted before being re-read, in ms (default 1000). */
+  /** How long a process's parsed maps are trusted before being re-read, in ms (default 1000; `Infinity`: never by age). */
   mapsTtlMs?: number;
+  /**
+   * Least time between two re-reads of a process's maps caused by an address outside all of its mappings (new code
+   * mapped: dlopen, JIT), in ms (default 10). A long-running caller that samples unwinding garbage (stacks of code
+   * without frame pointers) sets it to its reporting period: one re-read per period and process at most.
+   */
+  missRereadMs?: number;
   /** How long an unknown user address stays cached before being looked up again, in ms (default 1000). */
   unknownRetryMs?: number;
   /** /proc mount point (default `/proc`; tests only). */
@@ -137,6 +143,7 @@ export class SymbolResolver {
       demangle: opts.demangle ?? true,
       perfMaps: opts.perfMaps ?? true,
       mapsTtlMs: opts.mapsTtlMs ?? 1000,
+      missRereadMs: opts.missRereadMs ?? 10,
       unknownRetryMs: opts.unknownRetryMs ?? 1000,
       procRoot: opts.procRoot ?? '/proc',
       debugDir: opts.debugDir ?? '/usr/lib/debug',
@@ -254,7 +261,7 @@ export class SymbolResolver {
 
   private resolveUser(st: ProcState, a: number, big: bigint): Frame {
     let m = findMapping(st.maps, a);
-    if (!m && !st.exited && Date.now() - st.missReadAt >= 10) {
+    if (!m && !st.exited && Date.now() - st.missReadAt >= this.opts.missRereadMs) {
       // New code may have been mapped since the last read (dlopen, JIT).
       st.missReadAt = Date.now();
       this.revalidate(st);

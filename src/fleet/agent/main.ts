@@ -271,6 +271,24 @@ function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profi
       samples: [{ value: st.misses }],
     },
     {
+      name: 'bpfscope_agent_maps_reads_total',
+      help: 'Reads of /proc/PID/maps (a process when first seen, after an exec, at most once a period on an address outside its mappings).',
+      type: 'counter',
+      samples: [{ value: st.mapsReads }],
+    },
+    {
+      name: 'bpfscope_agent_symbol_tables_loaded_total',
+      help: 'ELF symbol tables loaded (once per file while a sampled process uses it).',
+      type: 'counter',
+      samples: [{ value: st.elfLoads }],
+    },
+    {
+      name: 'bpfscope_agent_process_changes_total',
+      help: 'Known processes that exec()ed or whose pid was reused: what was known about them was dropped.',
+      type: 'counter',
+      samples: [{ value: profiler.execs }],
+    },
+    {
       name: 'bpfscope_agent_profiles_sent_total',
       help: 'Profiles the backend accepted.',
       type: 'counter',

@@ -16,6 +16,7 @@
  */
 import {
   Function as PprofFunction,
+  Label,
   Line,
   Location,
   Mapping,
@@ -56,7 +57,10 @@ export interface AgentProfileOptions {
   timeNanos: number;
   /** Length of the period, ns. */
   durationNanos: number;
-  /** Build-id of a mapped file (user frames' `module`), '' when none; called once per file and process. */
+  /**
+   * Build-id of a mapped file (user frames' `module`), '' when none; called once per file and process. It must
+   * depend only on the file and the sample's `pid` label.
+   */
   buildIdOf?: (file: string, sample: AgentSample) => string;
 }
 
@@ -110,27 +114,73 @@ export async function buildAgentProfile(
     return id;
   };
 
-  for (const s of samples) {
-    const pause = slicer.pause();
-    if (pause) await pause;
-    const ids: number[] = [];
-    for (const f of s.kernel) {
-      const file = f.module !== undefined ? `[${f.module}]` : '[kernel.kallsyms]';
-      ids.push(locationId(mappingId(file, ''), f.name ?? '[unknown]'));
+  // Location ids per stack (the frames array: the profiler shares one array per cached stack between samples) and
+  // per frame (frames are shared between stacks), and the label list per labels object: a stack costs one Map
+  // lookup once it has been seen in the period, whatever its depth. User frames and stacks belong to one process
+  // (the resolver caches them per process); the pid is checked so that a caller sharing them cannot mix build-ids.
+  const kernelStackIds = new Map<readonly Frame[], number[]>();
+  const userStackIds = new Map<readonly Frame[], { pid: string; ids: number[] }>();
+  const kernelFrameIds = new Map<Frame, number>();
+  const userFrameIds = new Map<Frame, { pid: string; id: number }>();
+  const labelsOf = new Map<Readonly<Record<string, string>>, Label[]>();
+  const kernelIds = (frames: readonly Frame[]): number[] => {
+    let ids = kernelStackIds.get(frames);
+    if (ids !== undefined) return ids;
+    ids = [];
+    for (const f of frames) {
+      let id = kernelFrameIds.get(f);
+      if (id === undefined) {
+        const file = f.module !== undefined ? `[${f.module}]` : '[kernel.kallsyms]';
+        id = locationId(mappingId(file, ''), f.name ?? '[unknown]');
+        kernelFrameIds.set(f, id);
+      }
+      ids.push(id);
     }
-    const seen = new Map<string, number>();
-    for (const f of s.user) {
+    kernelStackIds.set(frames, ids);
+    return ids;
+  };
+  const userIds = (frames: readonly Frame[], s: AgentSample): number[] => {
+    const pid = s.labels.pid ?? '';
+    const known = userStackIds.get(frames);
+    if (known !== undefined && known.pid === pid) return known.ids;
+    const ids: number[] = [];
+    let seen: Map<string, number> | undefined;
+    for (const f of frames) {
+      const k = userFrameIds.get(f);
+      if (k !== undefined && k.pid === pid) {
+        ids.push(k.id);
+        continue;
+      }
       const file = f.module ?? '[unknown]';
+      seen ??= new Map();
       let m = seen.get(file);
       if (m === undefined) {
         m = mappingId(file, f.module !== undefined ? (o.buildIdOf?.(f.module, s) ?? '') : '');
         seen.set(file, m);
       }
-      ids.push(locationId(m, f.name ?? '[unknown]'));
+      const id = locationId(m, f.name ?? '[unknown]');
+      userFrameIds.set(f, { pid, id });
+      ids.push(id);
     }
-    const label = Object.entries(s.labels)
-      .filter(([, v]) => v !== '')
-      .map(([k, v]) => ({ key: str(k), str: str(v) }));
+    userStackIds.set(frames, { pid, ids });
+    return ids;
+  };
+
+  for (const s of samples) {
+    const pause = slicer.pause();
+    if (pause) await pause;
+    const k = kernelIds(s.kernel);
+    const u = userIds(s.user, s);
+    let label = labelsOf.get(s.labels);
+    if (label === undefined) {
+      label = [];
+      for (const key in s.labels) {
+        const v = s.labels[key]!;
+        if (v !== '') label.push(new Label({ key: str(key), str: str(v) }));
+      }
+      labelsOf.set(s.labels, label);
+    }
+    const ids = k.length === 0 ? u : u.length === 0 ? k : k.concat(u);
     out.push(new Sample({ locationId: ids, value: off ? [s.count] : [s.count, s.count * o.periodNs], label }));
   }
   const profile = new Profile({

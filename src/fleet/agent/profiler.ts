@@ -11,7 +11,7 @@
  * fill up however long the agent runs.
  *
  *     profile:hz:49 /tid != 0/ {
- *       if (@__seen[pid, comm] == 0) { @__seen[pid, comm] = 1; printf("%d\x1f%s\n", pid, comm); }
+ *       if (@__seen[pid, START, EXECS] == 0) { @__seen[pid, START, EXECS] = 1; printf("%d\x1f%llu\x1f%llu\n", ...); }
  *       if ((nsecs / 15000000000) % 2 == 0) { @a[kstack(raw, 127), ustack(raw, 127), comm, pid] = count(); }
  *       else { @b[kstack(raw, 126), ustack(raw, 126), comm, pid] = count(); }
  *     }
@@ -20,8 +20,11 @@
  * keys per period (a full map drops further new keys: counted in `mapFull`), the stack maps `stackStorage` stacks,
  * and processes not sampled for two periods are dropped from the symbol and label caches (and the ELF symbol tables
  * no remaining process uses). Symbols are cached across periods: a process's maps are read once when first seen
- * (again after an exec), a file's symbol table is loaded when a sampled address first needs it (once per file, shared
- * by every process mapping it), and each stack is symbolized once per process while it keeps being sampled.
+ * (again after an exec or when its pid is reused: START is the group leader's start time, EXECS its exec count), and
+ * else only when a sampled address falls outside every known mapping (at most once per period and process) or, for
+ * a new address, when they are older than a minute (or 4 periods), a
+ * file's symbol table is loaded when a sampled address first needs it (once per file, shared by every process
+ * mapping it), and each stack is symbolized once per process while it keeps being sampled.
  */
 import { type Frame, SymbolResolver } from '../../symbols/resolver.js';
 import { tupleLayout } from '../../lang/types.js';
@@ -46,6 +49,8 @@ export const OFF_LIMIT = 125;
 const TASK_DEAD = 0x80;
 /** include/linux/sched.h: task_struct.flags of a kernel thread. */
 const PF_KTHREAD = 0x00200000;
+/** Least age of a known process's maps before a new address re-reads them, ms (see Profiler.start). */
+const MAPS_TTL_MS = 60_000;
 /** How long after a period's end its buffer is read (lets probes that started before the boundary finish), ms. */
 const GRACE_MS = 50;
 
@@ -88,6 +93,20 @@ export interface PeriodData {
   offcpuTotal?: number;
 }
 
+/**
+ * The statement reporting a process the first time the program sees it in a period (`@__seen` is cleared after each
+ * period): its pid and what tells a new program in it from the one already known, the group leader's start time (a
+ * reused pid: ns since boot) and exec count (`self_exec_id`, incremented by each exec). Thread names (`comm`) are
+ * not part of it: threads of one process often have their own names, which says nothing about its mappings.
+ */
+function seenStatement(indent: string): string {
+  const key = 'pid, curtask->group_leader->start_time, curtask->group_leader->self_exec_id';
+  return (
+    `${indent}if (@__seen[${key}] == 0) {\n${indent}  @__seen[${key}] = 1;\n` +
+    `${indent}  printf("%d\\x1f%llu\\x1f%llu\\n", ${key});\n${indent}}\n`
+  );
+}
+
 /** The profiler's program for `o` (see the module comment). */
 export function buildAgentProgram(o: ProfilerOptions): string {
   const periodNs = BigInt(o.periodMs) * 1_000_000n;
@@ -95,7 +114,7 @@ export function buildAgentProgram(o: ProfilerOptions): string {
   if (o.pids?.length) conds.push(`(${o.pids.map((p) => `pid == ${p}`).join(' || ')})`);
   let p = configBlock({ maxMapKeys: o.maxStacks });
   p += `profile:hz:${o.hz} /${conds.join(' && ')}/ {\n`;
-  p += '  if (@__seen[pid, comm] == 0) {\n    @__seen[pid, comm] = 1;\n    printf("%d\\x1f%s\\n", pid, comm);\n  }\n';
+  p += seenStatement('  ');
   p += `  if ((nsecs / ${periodNs}) % 2 == 0) {\n`;
   p += `    @a[kstack(raw, ${LIMIT.a}), ustack(raw, ${LIMIT.a}), comm, pid] = count();\n  } else {\n`;
   p += `    @b[kstack(raw, ${LIMIT.b}), ustack(raw, ${LIMIT.b}), comm, pid] = count();\n  }\n}\n`;
@@ -107,8 +126,7 @@ export function buildAgentProgram(o: ProfilerOptions): string {
     if (o.pids?.length) outConds.push(`(${o.pids.map((x) => `pid == ${x}`).join(' || ')})`);
     p += 'rawtracepoint:sched_switch {\n';
     p += `  if (${outConds.join(' && ')}) {\n`;
-    p +=
-      '    if (@__seen[pid, comm] == 0) {\n      @__seen[pid, comm] = 1;\n      printf("%d\\x1f%s\\n", pid, comm);\n    }\n';
+    p += seenStatement('    ');
     p += `    @__off[tid] = (nsecs, kstack(raw, ${OFF_LIMIT}), ustack(raw, ${OFF_LIMIT}));\n  }\n`;
     p += '  $next = args.next->pid;\n  $o = @__off[$next];\n  if ($o.0 != 0) {\n    delete(@__off[$next]);\n';
     p += '    $ns = nsecs - $o.0;\n';
@@ -220,7 +238,10 @@ export class Profiler {
   private nextBoundary: bigint;
   private startedMono: bigint;
   private periodNo = 0;
-  private readonly comms = new Map<number, string>();
+  /** Identity of each known process (`START:EXECS`, see seenStatement): a change is an exec or a reused pid. */
+  private readonly idents = new Map<number, string>();
+  /** Processes forgotten because their program changed (exec, reused pid). */
+  execs = 0;
   private readonly prepareQueue: number[] = [];
   private preparing = false;
   private stopped = false;
@@ -264,12 +285,19 @@ export class Profiler {
    * @throws CompileError, KernelError, PermissionError (not root), BpfscopeError
    */
   static async start(o: ProfilerOptions, onPeriod: (p: PeriodData) => void | Promise<void>): Promise<Profiler> {
-    const resolver = await SymbolResolver.create();
+    // A known process's maps are re-read after an exec or with a reused pid (reported by the program, see
+    // onProcess), when a sampled address lies outside all of them (at most once per period), and on a new address
+    // at most once a minute or every 4 periods (a library replaced by another at the same addresses: bounded
+    // staleness), not on every period's new addresses as with the resolver's default (1 s).
+    const resolver = await SymbolResolver.create({
+      mapsTtlMs: Math.max(MAPS_TTL_MS, 4 * o.periodMs),
+      missRereadMs: o.periodMs,
+    });
     // The program's only printf output is the new-process event; nothing is printed.
     const writer = new ToolWriter(new OutputSink(1), new OutputSink(2, { bufferSize: 0 }));
     const output = new ToolOutput(writer);
     let self: Profiler | undefined;
-    output.onEvent((fields) => self?.onProcess(fields), 2);
+    output.onEvent((fields) => self?.onProcess(fields), 3);
     const tracer = await Tracer.start({
       source: { name: 'agent', text: buildAgentProgram(o) },
       output,
@@ -295,15 +323,18 @@ export class Profiler {
 
   private onProcess(fields: string[]): void {
     const pid = Number(fields[0]);
-    const comm = fields[1] ?? '';
+    const ident = `${fields[1] ?? ''}:${fields[2] ?? ''}`;
     if (this.stopped || !Number.isInteger(pid) || pid <= 0) return;
-    const known = this.comms.get(pid);
-    if (known === comm) return;
-    // A new comm of a known process is an exec: its old mappings are gone.
-    if (known !== undefined) this.resolver.forget(pid);
-    this.comms.set(pid, comm);
-    // labels and the executable's build-id while the process is alive (an exec gives new ones)
-    if (known !== undefined) this.procs.forget(pid);
+    const known = this.idents.get(pid);
+    if (known === ident) return;
+    this.idents.set(pid, ident);
+    if (known !== undefined) {
+      // An exec, or a new process with a reused pid: its mappings, labels, build-id and stacks are another program's.
+      this.resolver.forget(pid);
+      this.procs.forget(pid);
+      this.ucache.delete(pid);
+      this.execs++;
+    }
     const info = this.procs.get(pid, this.periodNo);
     this.prepareQueue.push(info.hostRoot ? pid : -pid);
     if (!this.preparing) {
@@ -437,7 +468,7 @@ export class Profiler {
     // Drop what is known about processes not sampled in the last two periods (bounded caches).
     for (const pid of this.procs.expire(this.periodNo - 1)) {
       this.resolver.forget(pid);
-      this.comms.delete(pid);
+      this.idents.delete(pid);
       this.ucache.delete(pid);
     }
     this.expireStacks();
