@@ -135,28 +135,12 @@ export abstract class CallGen extends ExprGen {
    * `bpf_trace_printk`), formatted by the kernel. The values go as an array of u64; a string by its address.
    */
   protected debugf(c: CallExpr): void {
-    const fn = this.fn;
-    const lit = c.args[0] as { value: string; bytes?: Uint8Array };
-    const fmt = Buffer.concat([Buffer.from(lit.bytes ?? Buffer.from(lit.value)), Buffer.alloc(1)]);
-    const vals = c.args.slice(1).map((a) => this.expr(a));
-    const data = vals.length ? this.frame.temp(8 * vals.length) : 0;
-    vals.forEach((v, i) => {
-      if (v.kind === 'reg') {
-        fn.emit(I.stx(8, this.fb, v.reg, data + 8 * i));
-        return;
-      }
-      const p = fn.vreg();
-      fn.emit(I.mov64(p, this.fb));
-      fn.emit(I.alu64Imm('add', p, v.off));
-      fn.emit(I.stx(8, this.fb, p, data + 8 * i));
-    });
-    const f = this.constBytes(fmt, fmt.length);
-    if (f.kind !== 'mem') throw new BpfscopeError('internal: debugf format');
+    const { fmtOff, fmtLen, data, n } = this.kernelFormatArgs(c, 'debugf');
     this.callHelper(H.trace_vprintk, [
-      { stack: f.off },
-      { imm: fmt.length },
-      vals.length ? { stack: data } : { imm: 0 },
-      { imm: 8 * vals.length },
+      { stack: fmtOff },
+      { imm: fmtLen },
+      n ? { stack: data } : { imm: 0 },
+      { imm: 8 * n },
     ]);
   }
 
@@ -168,6 +152,28 @@ export abstract class CallGen extends ExprGen {
    */
   protected seqPrintf(c: CallExpr): void {
     const fn = this.fn;
+    const { fmtOff, fmtLen, data, n } = this.kernelFormatArgs(c, 'seq_printf');
+    // the seq_file: ctx->meta->seq (both BTF-typed loads the verifier follows; the helper wants that pointer)
+    const meta = fn.vreg();
+    fn.emit(I.ldx(8, meta, this.ctx, 0));
+    const seq = fn.vreg();
+    fn.emit(I.ldx(8, seq, meta, 0));
+    this.callHelper(H.seq_printf, [
+      seq,
+      { stack: fmtOff },
+      { imm: fmtLen },
+      n ? { stack: data } : { imm: 0 },
+      { imm: 8 * n },
+    ]);
+  }
+
+  /**
+   * For the helpers whose kernel side formats (bpf_trace_vprintk, bpf_seq_printf; bpf_bprintf_prepare): the
+   * NUL-terminated format on the stack and the arguments as an array of u64 on the stack, a string by its address.
+   * Returns the stack offsets, the format's length with its NUL and the number of arguments.
+   */
+  private kernelFormatArgs(c: CallExpr, what: string): { fmtOff: number; fmtLen: number; data: number; n: number } {
+    const fn = this.fn;
     const lit = c.args[0] as { value: string; bytes?: Uint8Array };
     const fmt = Buffer.concat([Buffer.from(lit.bytes ?? Buffer.from(lit.value)), Buffer.alloc(1)]);
     const vals = c.args.slice(1).map((a) => this.expr(a));
@@ -183,19 +189,8 @@ export abstract class CallGen extends ExprGen {
       fn.emit(I.stx(8, this.fb, p, data + 8 * i));
     });
     const f = this.constBytes(fmt, fmt.length);
-    if (f.kind !== 'mem') throw new BpfscopeError('internal: seq_printf format');
-    // the seq_file: ctx->meta->seq (both BTF-typed loads the verifier follows; the helper wants that pointer)
-    const meta = fn.vreg();
-    fn.emit(I.ldx(8, meta, this.ctx, 0));
-    const seq = fn.vreg();
-    fn.emit(I.ldx(8, seq, meta, 0));
-    this.callHelper(H.seq_printf, [
-      seq,
-      { stack: f.off },
-      { imm: fmt.length },
-      vals.length ? { stack: data } : { imm: 0 },
-      { imm: 8 * vals.length },
-    ]);
+    if (f.kind !== 'mem') throw new BpfscopeError(`internal: ${what} format`);
+    return { fmtOff: f.off, fmtLen: fmt.length, data, n: vals.length };
   }
 
   /**
