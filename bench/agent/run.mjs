@@ -166,10 +166,7 @@ try {
       await measure('bpfscope agent', process.execPath, [
         join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
         'agent',
-        `--pyroscope=http://127.0.0.1:${port}`,
-        '--hz=49',
-        '--period=10s',
-        '--no-metrics',
+        ...agentArgs,
       ]),
     );
   if (want('agent-semi'))
@@ -178,10 +175,7 @@ try {
         '--max-semi-space-size=1',
         join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
         'agent',
-        `--pyroscope=http://127.0.0.1:${port}`,
-        '--hz=49',
-        '--period=10s',
-        '--no-metrics',
+        ...agentArgs,
       ]),
     );
   // the floor: node itself with nothing loaded, and the agent with nothing to profile (-p of a sleeping process:
