@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /**
  * Typed events through the API (issue 13): `printf("%d %d\n", tid, nsecs)` on every getppid of the workload at full
- * rate for 1 s (bench/lib/programs.mjs STREAM_PROGRAM), read three ways in one run, interleaved per round:
+ * rate for 1 s (bench/lib/programs.mjs STREAM_PROGRAM), read three ways in one run (and the API twice more), interleaved per round:
  * - api: trace() + `for await (const ev of t.events())` reading each event's typed values (bench/api/consumer.mjs),
  *   and the same through `t.batches()` (one await per batch);
  * - cli: `bpfscope -e` printing text lines through a pipe to bench/c/sink.c (as bench/lib/streaming.mjs);
- * - bpftrace: Debian's bpftrace 0.17, the same way.
+ * - bpftrace: Debian's bpftrace 0.17, the same way;
+ * - api8/batches8: events() and batches() again with the printf eight times per call (STREAM8_PROGRAM), the
+ *   reader's own ceiling (events lost then = 8 x calls - events read).
  * Per run: events/s = events read / (last event read - workload start) and the cost added inside the traced
  * syscall = the workload's ns per call (median over 10,000-call chunks) minus the untraced workload's, same round.
  * Not a test: prints a Markdown table and writes bench/results/api.json. Usage: sudo node bench/api/run.mjs [--rounds N]
@@ -16,7 +18,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { buildHelpers, checkBuilt, ensurePeers, RESULTS_DIR, ROOT, TRACERS, WORKLOAD } from '../lib/env.mjs';
-import { STREAM_PROGRAM } from '../lib/programs.mjs';
+import { STREAM8_PROGRAM, STREAM_PROGRAM } from '../lib/programs.mjs';
 import { num, stats } from '../lib/stats.mjs';
 import { streamOnce } from '../lib/streaming.mjs';
 
@@ -26,14 +28,14 @@ const rounds = argv.includes('--rounds') ? Number(argv[argv.indexOf('--rounds') 
 const SECONDS = 1;
 const nsPerCall = (w) => (w.chunks > 0 ? w.chunk_median_ns : w.inside_ns / w.calls);
 
-async function apiOnce(dir, mode) {
+async function apiOnce(dir, mode, program = STREAM_PROGRAM, perCall = 1) {
   const out = join(dir, 'api-workload.json');
   rmSync(out, { force: true });
   const command = `${WORKLOAD} getppid-for ${SECONDS} 0 ${out}`;
   const index = join(ROOT, 'dist', 'src', 'index.js');
   const { stdout } = await run(
     process.execPath,
-    [join(ROOT, 'bench', 'api', 'consumer.mjs'), index, mode, STREAM_PROGRAM, command],
+    [join(ROOT, 'bench', 'api', 'consumer.mjs'), index, mode, program, command],
     {
       maxBuffer: 1 << 20,
     },
@@ -45,7 +47,7 @@ async function apiOnce(dir, mode) {
     calls: w.calls,
     events: r.events,
     lostReported: r.lost,
-    missing: w.calls - r.events,
+    missing: w.calls * perCall - r.events,
     eventsPerS: r.lastNs ? r.events / ((r.lastNs - w.start_ns) / 1e9) : null,
     cpuNsPerEvent: r.events ? (r.cpuMs * 1e6) / r.events : null,
     nsPerCall: nsPerCall(w),
@@ -59,7 +61,7 @@ async function main() {
   buildHelpers();
   const dir = mkdtempSync(join(tmpdir(), 'bpfs-bench-api-'));
   const load0 = loadavg()[0];
-  const raw = { baseline: [], api: [], batches: [], cli: [], bpftrace: [] };
+  const raw = { baseline: [], api: [], batches: [], cli: [], bpftrace: [], api8: [], batches8: [] };
   try {
     for (let r = 0; r < rounds; r++) {
       const out = join(dir, 'base.json');
@@ -72,6 +74,8 @@ async function main() {
         ['batches', () => apiOnce(dir, 'batches')],
         ['cli', () => streamOnce(TRACERS.bpfscope, cfg, SECONDS, dir)],
         ['bpftrace', () => streamOnce(TRACERS.bpftrace, cfg, SECONDS, dir)],
+        ['api8', () => apiOnce(dir, 'events', STREAM8_PROGRAM, 8)],
+        ['batches8', () => apiOnce(dir, 'batches', STREAM8_PROGRAM, 8)],
       ]) {
         const res = await once();
         if (res.ok) res.addedNs = res.nsPerCall - base;
@@ -106,6 +110,18 @@ async function main() {
     lines.push(
       `| ${label} | ${cell(a)} | ${cell(bt)} | ${cell(c)} | ${cell(b)} | ${ratio(a, c)} | ${ratio(bt, c)} | ${ratio(a, b)} |`,
     );
+  }
+  lines.push(
+    '',
+    'The same printf eight times per call (`unroll(8)`, bench/lib/programs.mjs STREAM8_PROGRAM): the producer is no',
+    "longer the limit, so this shows the typed reader's own ceiling.",
+    '',
+    '| metric | api: events() | api: batches() |',
+    '|---|---|---|',
+  );
+  for (const [label, key] of metrics.filter(([, k]) => k !== 'addedNs')) {
+    const cell = (s) => (s ? `${num(s.median)} (${num(s.min)}–${num(s.max)})` : '–');
+    lines.push(`| ${label} | ${cell(med('api8', key))} | ${cell(med('batches8', key))} |`);
   }
   const u = stats(raw.baseline);
   lines.push('', `untraced getppid: ${num(u?.median)} ns/call`);

@@ -63,6 +63,11 @@ export const OVERHEAD = [
 
 /** Event streaming (issue 4, item 4): printf of two integers per event. */
 export const STREAM_PROGRAM = `${GETPPID} ${MINE} { printf("%d %d\\n", tid, nsecs); }`;
+/**
+ * The same printf eight times per traced call (an unrolled loop): one getppid call cannot produce events faster than
+ * ~1.3 M/s on this VM (bench/results/perf-issue13.md, Part 5), so this is how a reader's own ceiling is reached.
+ */
+export const STREAM8_PROGRAM = `${GETPPID} ${MINE} { unroll(8) { printf("%d %d\\n", tid, nsecs); } }`;
 
 /** Memory under load (issue 4, item 5): the read latency program. */
 export const LATENCY_PROGRAM = STARTUP[2].program;

@@ -114,6 +114,10 @@ interface PrintfContext {
   toModel(values: readonly TraceValue[]): Value[];
   /** The fast decoder: integer-only printfs read straight from the record; null when not integer-only. */
   fast: ((buf: Buffer, off: number) => TraceValue[]) | null;
+  /** Bytes of the record's arguments (the end of the last one), as the fast decoder reads them. */
+  argBytes: number;
+  /** The fast decoder's event maker, made by the sink at the first record (it knows the printf id). */
+  make?: (buf: Buffer, off: number) => TraceEvent;
 }
 
 type IntType = Extract<SType, { kind: 'int' }>;
@@ -187,9 +191,14 @@ function printfContext(plan: CompiledProgram['printfs'][number]): PrintfContext 
   const compiled = compilePrintf(plan.format);
   const ints = plan.argTypes.every((t) => t.kind === 'int' && !t.enum);
   const fast: PrintfContext['fast'] = ints ? intDecoder(plan) : null;
+  // the fast decoder's arguments are all integers: the end of the last one is the record's argument bytes
+  const argBytes = ints
+    ? (plan.argTypes as IntType[]).reduce((end, t, i) => Math.max(end, plan.offsets[i]! + t.size), 0)
+    : Infinity;
   return {
     compiled,
     fast,
+    argBytes,
     toModel: (values) =>
       values.map((v, i) => {
         const t = plan.argTypes[i]!;
@@ -200,12 +209,22 @@ function printfContext(plan: CompiledProgram['printfs'][number]): PrintfContext 
   };
 }
 
+/** Bytes of a printf record's arguments that {@link EventQueue.pushRaw} keeps undecoded (longer ones are decoded). */
+export const RAW_SLOT = 64;
+
+/**
+ * Events one batch of `batches()` holds at most: its events become objects when the batch is made, and a reader
+ * working through a whole queue's worth at once (65,536) kept them all alive across its own allocations.
+ */
+export const MAX_BATCH_EVENTS = 4096;
+
 /**
  * The bounded queue between the session (producer, synchronous, in the ring buffer's callbacks) and one async
  * iterator (consumer).
  */
 export class EventQueue {
-  private buf: (TraceEvent | undefined)[];
+  /** Queued events; a number is a printf event still in {@link raw} (its printf id). */
+  private buf: (TraceEvent | number | undefined)[];
   private head = 0;
   private size = 0;
   private dropped = 0;
@@ -216,6 +235,20 @@ export class EventQueue {
   private batchWaiter: { resolve: (r: IteratorResult<TraceEvent[]>) => void; reject: (e: unknown) => void } | null =
     null;
   private batchScheduled = false;
+  /**
+   * Record bytes of the printf events queued undecoded ({@link pushRaw}): {@link RAW_SLOT} bytes per queue slot,
+   * allocated at the first such push. A queue slot holding a number (the printf id) has its event's bytes here and
+   * becomes an event only when it is taken, so the events a reader has not reached yet are not objects the garbage
+   * collector copies on every scavenge (with a full queue of 65,536 events that copying was most of the reader's
+   * time: bench/results/perf-issue13.md, Part 7).
+   */
+  private raw: Buffer | null = null;
+  private raw32: Int32Array | null = null;
+  /** The decoder of each printf id queued raw. */
+  private readonly rawMakers: ((buf: Buffer, off: number) => TraceEvent)[] = [];
+  /** The last source Buffer of {@link pushRaw} and its Int32Array view (the ring's mapping, for the whole run). */
+  private srcBuf: Buffer | null = null;
+  private src32: Int32Array | null = null;
   /** Events dropped because the queue was full, over the whole run. */
   droppedTotal = 0;
 
@@ -259,6 +292,49 @@ export class EventQueue {
     this.wake();
   }
 
+  /**
+   * Add a printf event as its record's `n` argument bytes at `src[off]`, decoded by `make` (from a copy) only when
+   * it is taken. Returns false, queueing nothing, when the record is longer than {@link RAW_SLOT}: decode it and
+   * {@link push} the event instead. A full queue drops and counts it without decoding it.
+   */
+  pushRaw(id: number, make: (buf: Buffer, off: number) => TraceEvent, src: Buffer, off: number, n: number): boolean {
+    if (n > RAW_SLOT) return false;
+    if (this.ended) return true;
+    if ((this.waiter !== null && this.size === 0 && this.dropped === 0) || this.size >= this.capacity) {
+      // handed over at once (a reader waits for it), or dropped: push() does both, decoding costs nothing extra
+      if (this.size >= this.capacity) {
+        this.dropped++;
+        this.droppedTotal++;
+        if (this.batchWaiter !== null) this.wake();
+      } else this.push(make(src, off));
+      return true;
+    }
+    if (this.dropped > 0) this.flushDropped();
+    if (this.raw === null) {
+      this.raw = Buffer.alloc(this.buf.length * RAW_SLOT);
+      this.raw32 = new Int32Array(this.raw.buffer, this.raw.byteOffset, this.raw.length >>> 2);
+    }
+    const slot = (this.head + this.size) % this.buf.length;
+    const start = src.byteOffset + off;
+    if ((start & 3) === 0) {
+      if (src !== this.srcBuf) {
+        this.srcBuf = src;
+        this.src32 = new Int32Array(src.buffer, 0, src.buffer.byteLength >>> 2);
+      }
+      const from = this.src32!;
+      const to = this.raw32!;
+      const words = (n + 3) >>> 2;
+      for (let i = 0, s = start >>> 2, d = (slot * RAW_SLOT) >>> 2; i < words; i++) to[d + i] = from[s + i]!;
+    } else {
+      src.copy(this.raw, slot * RAW_SLOT, off, off + n);
+    }
+    this.rawMakers[id] = make;
+    this.buf[slot] = id;
+    this.size++;
+    this.wake();
+    return true;
+  }
+
   /** The last event: deliver pending loss notices, then `ev`, then end the stream. */
   end(ev: ExitEvent, failure?: unknown): void {
     if (this.ended) return;
@@ -290,7 +366,8 @@ export class EventQueue {
   }
 
   private take(): TraceEvent {
-    const ev = this.buf[this.head]!;
+    const v = this.buf[this.head]!;
+    const ev = typeof v === 'number' ? this.rawMakers[v]!(this.raw!, this.head * RAW_SLOT) : v;
     this.buf[this.head] = undefined;
     this.head = (this.head + 1) % this.buf.length;
     this.size--;
@@ -354,8 +431,8 @@ export class EventQueue {
   }
 
   /**
-   * Every event queued (a loss notice last when events were dropped since), or done once the exit event was
-   * taken; waits while there is none. Rejects after the end with a failure of the run, as next().
+   * The events queued, at most {@link MAX_BATCH_EVENTS} (a loss notice last when events were dropped since and
+   * the queue is empty after the batch), or done once the exit event was taken; waits while there is none. Rejects after the end with a failure of the run, as next().
    */
   nextBatch(): Promise<IteratorResult<TraceEvent[]>> {
     const r = this.nextBatchNow();
@@ -367,9 +444,9 @@ export class EventQueue {
 
   private nextBatchNow(): IteratorResult<TraceEvent[]> | { error: unknown } | null {
     if (this.size > 0 || this.dropped > 0) {
-      const out = new Array<TraceEvent>(this.size);
+      const out = new Array<TraceEvent>(Math.min(this.size, MAX_BATCH_EVENTS));
       for (let i = 0; i < out.length; i++) out[i] = this.take();
-      if (this.dropped > 0) {
+      if (this.dropped > 0 && this.size === 0) {
         out.push({ kind: 'lost', source: 'consumer', count: this.dropped });
         this.dropped = 0;
       }
@@ -411,8 +488,10 @@ export class PrintfSink implements PrintfHook {
 
   raw(id: number, buf: Buffer, off: number): boolean {
     const c = this.ctxs[id] ?? this.ctx(id);
-    if (c.fast === null) return false;
-    this.queue.push(new Printf(c, id, c.fast(buf, off)));
+    const fast = c.fast;
+    if (fast === null) return false;
+    const make = (c.make ??= (b, o) => new Printf(c, id, fast(b, o)));
+    if (!this.queue.pushRaw(id, make, buf, off, c.argBytes)) this.queue.push(make(buf, off));
     return true;
   }
 

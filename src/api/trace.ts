@@ -97,7 +97,7 @@ export interface TraceHandle extends AsyncDisposable {
   events(): AsyncIterableIterator<TraceEvent>;
   /**
    * The same stream as {@link events}, as arrays: each step gives every event queued at that moment (at least one),
-   * in order. For high event rates: one `await` per ring buffer batch instead of one per event. Shares the stream
+   * in order. For high event rates: one `await` per ring buffer batch (at most 4,096 events) instead of one per event. Shares the stream
    * (and the one-reader rule) with `events()`.
    */
   batches(): AsyncIterableIterator<readonly TraceEvent[]>;
