@@ -29,6 +29,7 @@ import { unreachableWarnings } from './lang/passes/reachability.js';
 import { scopeVariables } from './lang/passes/varscope.js';
 import { need, type Pass, PassManager } from './lang/passes/manager.js';
 import { Analyzer, type ProbeUnit } from './lang/passes/semantic.js';
+import type { TypeTable } from './lang/type-table.js';
 import { NO_VALID_ATTACH_POINTS, NO_VALID_ATTACH_POINTS_WARNING } from './probes/errors.js';
 import { expandAttachPoint } from './probes/registry.js';
 import { iterCompanionErrors } from './probes/iter.js';
@@ -100,6 +101,8 @@ export interface CompileResult {
   ast: Program;
   compiled: CompiledProgram;
   units: ProbeUnit[];
+  /** The types of each unit's expressions (the `semantic` pass's; `-d ast` prints them). */
+  types: ReadonlyMap<ProbeUnit, TypeTable>;
   warnings: Diagnostic[];
 }
 
@@ -135,8 +138,10 @@ export interface CompileContext {
   probeNameSize?: number;
   /** Host facts the program is compiled against (`attach_points`: the option or this host). */
   target?: Target;
-  /** Types of every unit, maps and variables (`semantic`). */
+  /** The analyser: map types, getopt() options, compile-time constants (`semantic`). */
   analyzer?: Analyzer;
+  /** One type table per unit: its expressions' and variables' types (`semantic`; lang/type-table.ts). */
+  types?: ReadonlyMap<ProbeUnit, TypeTable>;
   /** The kernel maps to create (`map_decls`). */
   maps?: ReturnType<typeof planMaps>;
   /** Resources code generation collected: printf ids, stack maps, function tables (`codegen`). */
@@ -281,11 +286,14 @@ const attachPointsPass: CompilePass = {
   },
 };
 
-/** `semantic`: types of every expression, map and variable (lang/passes/semantic.ts); unknown program options. */
+/**
+ * `semantic`: types of every expression, map and variable (lang/passes/semantic.ts), one type table per unit;
+ * unknown program options.
+ */
 const semanticPass: CompilePass = {
   name: 'semantic',
   reads: ['units', 'opts', 'target', 'probeNameSize', 'config', 'cTypes', 'warnings'],
-  produces: ['analyzer'],
+  produces: ['analyzer', 'types'],
   run: (c) => {
     const { opts } = c;
     const analyzer = new Analyzer(need(c, 'units'), {
@@ -304,6 +312,7 @@ const semanticPass: CompilePass = {
     const unexpected = [...(opts.named ?? new Map()).keys()].filter((n) => !analyzer.getopts.has(n));
     if (unexpected.length) throw unexpectedOptions(unexpected, analyzer.getopts);
     c.analyzer = analyzer;
+    c.types = new Map(need(c, 'units').map((u) => [u, analyzer.types(u)]));
   },
 };
 
@@ -324,11 +333,12 @@ const mapDeclsPass: CompilePass = {
 /** `codegen`: one IR program per unit (codegen/gen.ts), and the per-program map limit. */
 const codegenPass: CompilePass = {
   name: 'codegen',
-  reads: ['maps', 'units', 'analyzer', 'config', 'opts', 'target', 'probeNameSize', 'source'],
+  reads: ['maps', 'units', 'types', 'analyzer', 'config', 'opts', 'target', 'probeNameSize', 'source'],
   produces: ['tables', 'programs'],
   run: (c) => {
     const { opts, source } = c;
     const analyzer = need(c, 'analyzer');
+    const types = need(c, 'types');
     const config = need(c, 'config');
     const tables: GenTables = {
       maps: new Map(need(c, 'maps').map((m) => [m.name, m])),
@@ -355,16 +365,16 @@ const codegenPass: CompilePass = {
       target: need(c, 'target'),
     };
     c.programs = need(c, 'units').map((u, i) => {
-      analyzer.typeUnit(u, true);
       const kernelName = programName(u, i);
-      let gen = new ProbeGen(tables, u, analyzer, kernelName);
+      const unitTypes = types.get(u)!;
+      let gen = new ProbeGen(tables, u, unitTypes, analyzer, kernelName);
       let fn: IrFunction;
       try {
         fn = gen.generate();
       } catch (e) {
         // too much for the 512-byte BPF stack (long strings): again with the frame in a frame map
         if (!(e instanceof FrameOverflow)) throw e;
-        gen = new ProbeGen(tables, u, analyzer, kernelName, undefined, true);
+        gen = new ProbeGen(tables, u, unitTypes, analyzer, kernelName, undefined, true);
         fn = gen.generate();
       }
       checkMapCount(u, [fn, ...gen.subprogs.map((s) => s.fn)], source);
@@ -419,6 +429,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
   return {
     ast: need(ctx, 'ast'),
     units: need(ctx, 'units'),
+    types: need(ctx, 'types'),
     warnings: ctx.warnings,
     compiled: {
       ...tables.resources,

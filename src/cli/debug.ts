@@ -4,10 +4,12 @@ import { disassemble, disassembleIr } from '../bpf/disasm.js';
 import type { Insn } from '../codegen/ir.js';
 import type { CompiledProgram } from '../codegen/plan.js';
 import type { Program } from '../lang/ast.js';
-import { printAst } from '../lang/printer.js';
+import { lastTypeOf, printAst } from '../lang/printer.js';
+import type { TypeTable } from '../lang/type-table.js';
 
-export function printDebugAst(ast: Program): void {
-  process.stderr.write(`AST\n---\n${printAst(ast)}\n`);
+/** The AST with the types of the semantic pass (one table per unit, compiler.ts CompileResult `types`). */
+export function printDebugAst(ast: Program, types: ReadonlyMap<unknown, TypeTable>): void {
+  process.stderr.write(`AST\n---\n${printAst(ast, lastTypeOf(types.values()))}\n`);
 }
 
 export function printDebugIr(c: CompiledProgram): void {

@@ -52,7 +52,7 @@ export async function runProgram(opts: CliOptions): Promise<number> {
       ...(opts.verbose || verifierLog ? { logLevel: LOG_LEVEL_STATS | (verifierLog ? 2 : 0) } : {}),
       onCompiled: (result) => {
         if (!opts.noWarnings) for (const w of result.warnings) process.stderr.write(`${formatDiagnostic(w, source)}\n`);
-        if (opts.debug.has('ast')) debug?.printDebugAst(result.ast);
+        if (opts.debug.has('ast')) debug?.printDebugAst(result.ast, result.types);
         if (opts.debug.has('ir')) debug?.printDebugIr(result.compiled);
       },
       onLoaded: (name, prog, insns) => {
@@ -136,7 +136,7 @@ function codegenMode(opts: CliOptions, source: SourceFile, debug: typeof import(
     ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
   });
   if (!opts.noWarnings) for (const w of result.warnings) process.stderr.write(`${formatDiagnostic(w, source)}\n`);
-  if (opts.debug.has('ast')) debug?.printDebugAst(result.ast);
+  if (opts.debug.has('ast')) debug?.printDebugAst(result.ast, result.types);
   if (opts.debug.has('ir')) debug?.printDebugIr(result.compiled);
   if (opts.verbose) for (const p of programs) process.stderr.write(`${p.probe}: ${p.insnSlots} instructions\n`);
   return 0;

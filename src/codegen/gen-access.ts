@@ -79,10 +79,10 @@ export abstract class AccessGen extends GenCore {
     }
     if (obj.kind === 'BuiltinExpr' && obj.name === 'args') {
       const f = this.argsField(e);
-      if ((f as { dataLoc?: boolean }).dataLoc) return this.dataLocString(f, sizeOf(e.type!));
+      if ((f as { dataLoc?: boolean }).dataLoc) return this.dataLocString(f, sizeOf(this.types.get(e)));
       return this.loadCtx(f.type, f.offset);
     }
-    const t = obj.type!;
+    const t = this.types.get(obj);
     if (t.kind === 'tuple') {
       const v = this.expr(obj);
       if (v.kind !== 'mem') throw new BpfscopeError('internal: tuple not in memory');
@@ -99,9 +99,9 @@ export abstract class AccessGen extends GenCore {
       }
       return { kind: 'mem', off, size: sizeOf(et) };
     }
-    if (t.kind === 'record' && !isMemoryLocation(obj)) return this.frameField(e, t);
+    if (t.kind === 'record' && !isMemoryLocation(obj, this.types)) return this.frameField(e, t);
     const loc = this.fieldLocation(e);
-    return this.loadMem(e.type!, loc.base, loc.off, loc.space, loc.field);
+    return this.loadMem(this.types.get(e), loc.base, loc.off, loc.space, loc.field);
   }
 
   /**
@@ -111,9 +111,12 @@ export abstract class AccessGen extends GenCore {
    */
   protected iterCtxField(e: FieldExpr): Val {
     const fn = this.fn;
-    const rec = (e.object.type as Extract<SType, { kind: 'pointer' }>).to as Extract<SType, { kind: 'record' }>;
+    const rec = (this.types.get(e.object) as Extract<SType, { kind: 'pointer' }>).to as Extract<
+      SType,
+      { kind: 'record' }
+    >;
     const f = recordFields(kernelBtf(), rec).find((x) => x.name === e.field)!;
-    const t = e.type!;
+    const t = this.types.get(e);
     if (t.kind === 'pointer') {
       const r = fn.vreg();
       fn.emit(I.ldx(8, r, this.ctx, f.offset));
@@ -130,7 +133,7 @@ export abstract class AccessGen extends GenCore {
     const v = this.expr(e.object);
     if (v.kind !== 'mem') throw new BpfscopeError('internal: struct value not in memory');
     const field = recordFields(kernelBtf(), rec).find((f) => f.name === e.field)!;
-    const t = e.type!;
+    const t = this.types.get(e);
     const src = v.off + field.offset;
     if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer') {
       const size = t.kind === 'int' ? t.size : t.kind === 'bool' ? 1 : 8;
@@ -212,7 +215,7 @@ export abstract class AccessGen extends GenCore {
 
   /** Where `p->f` / `s.f` lives: a base address register, a byte offset and the address space. */
   protected fieldLocation(e: FieldExpr): { base: number; off: number; space: 'kernel' | 'user'; field: RecordField } {
-    const ot = e.object.type!;
+    const ot = this.types.get(e.object);
     let base: number;
     let off = 0;
     let space: 'kernel' | 'user';
@@ -237,7 +240,7 @@ export abstract class AccessGen extends GenCore {
   /** The address of a struct-typed expression reached through pointers (`*p`, `p->inner`). */
   protected location(e: Expr): { base: number; off: number; space: 'kernel' | 'user' } {
     if (e.kind === 'UnaryExpr' && e.op === '*') {
-      const pt = e.operand.type as Extract<SType, { kind: 'pointer' }>;
+      const pt = this.types.get(e.operand) as Extract<SType, { kind: 'pointer' }>;
       return { base: this.scalar(e.operand), off: 0, space: pt.space };
     }
     if (e.kind === 'FieldExpr') {
@@ -338,7 +341,7 @@ export abstract class AccessGen extends GenCore {
       return this.reg(this.aggregateRead(plan, { stack: keyOff }));
     }
     const p = this.callHelper(H.map_lookup_elem, [{ map: plan.kernelName }, { stack: keyOff }]);
-    const t = m.type!;
+    const t = this.types.get(m);
     const missing = fn.newLabel('nokey');
     const done = fn.newLabel('gotkey');
     const warn = !!this.tables.helperWarnings;
@@ -437,7 +440,7 @@ export abstract class AccessGen extends GenCore {
 
   protected incDec(e: Expr & { kind: 'IncDecExpr' }): Val {
     const fn = this.fn;
-    const t = e.target.kind === 'VarExpr' ? e.target.type : this.tables.maps.get(e.target.name)?.valueType;
+    const t = e.target.kind === 'VarExpr' ? this.types.find(e.target) : this.tables.maps.get(e.target.name)?.valueType;
     const one = this.scaledStep(this.constant(1), t);
     const op = e.op === '++' ? '+' : '-';
     if (e.target.kind === 'VarExpr') {

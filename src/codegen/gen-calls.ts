@@ -97,12 +97,14 @@ export abstract class CallGen extends ExprGen {
           });
           return;
         }
-        const t = storageType(a.type!);
+        const t = storageType(this.types.get(a));
         const size = sizeOf(t);
         const id =
           this.tables.resources.printValues.push({ id: this.tables.resources.printValues.length, type: t }) - 1;
         const v = this.expr(a);
-        this.asyncRecord(AsyncAction.PRINT_VALUE, id, size, (rec) => this.storeAs(v, t, this.fb, rec + 8, a.type));
+        this.asyncRecord(AsyncAction.PRINT_VALUE, id, size, (rec) =>
+          this.storeAs(v, t, this.fb, rec + 8, this.types.find(a)),
+        );
         return;
       }
       default:
@@ -113,7 +115,7 @@ export abstract class CallGen extends ExprGen {
   protected printf(c: CallExpr, action: AsyncAction = AsyncAction.PRINTF): void {
     const fmt = (c.args[0] as { value: string }).value;
     compilePrintf(fmt);
-    const argTypes = c.args.slice(1).map((a) => storageType(a.type!));
+    const argTypes = c.args.slice(1).map((a) => storageType(this.types.get(a)));
     const layout = tupleLayout(argTypes);
     const id = this.tables.resources.printfs.length;
     this.tables.resources.printfs.push({
@@ -126,7 +128,9 @@ export abstract class CallGen extends ExprGen {
     });
     const vals = c.args.slice(1).map((a) => this.expr(a));
     this.asyncRecord(action, id, layout.size, (rec) => {
-      vals.forEach((v, i) => this.storeAs(v, argTypes[i]!, this.fb, rec + 8 + layout.offsets[i]!, c.args[i + 1]!.type));
+      vals.forEach((v, i) =>
+        this.storeAs(v, argTypes[i]!, this.fb, rec + 8 + layout.offsets[i]!, this.types.find(c.args[i + 1]!)),
+      );
     });
   }
 
@@ -199,7 +203,7 @@ export abstract class CallGen extends ExprGen {
    */
   protected readsUser(c: CallExpr): boolean {
     if (c.space) return c.space === 'user';
-    const at = c.args[0]?.type;
+    const at = c.args[0] && this.types.find(c.args[0]);
     if (at?.kind === 'pointer') return at.space === 'user';
     const p = this.unit.expanded.provider;
     return p === 'uprobe' || p === 'uretprobe' || p === 'usdt';
@@ -211,7 +215,7 @@ export abstract class CallGen extends ExprGen {
     const off = this.frame.temp(8);
     fn.emit(I.st(8, this.fb, off, 0));
     const a = c.args[0]!;
-    const at = a.type!;
+    const at = this.types.get(a);
     if (at.kind === 'string' || at.kind === 'array') {
       const v = this.mem(a);
       copyMem(fn, this.fb, off, this.fb, v.off, 6);
@@ -226,7 +230,7 @@ export abstract class CallGen extends ExprGen {
   /** `len(stack)`: the frames stored under the stack's id (0 when the kernel recorded none). */
   protected stackDepth(c: CallExpr): Val {
     const fn = this.fn;
-    const t = c.args[0]!.type as Extract<SType, { kind: 'kstack' | 'ustack' }>;
+    const t = this.types.get(c.args[0]!) as Extract<SType, { kind: 'kstack' | 'ustack' }>;
     const limit = Math.max(1, t.limit);
     const name = `stack_${t.kind === 'ustack' ? 'u' : 'k'}${limit}`;
     const v = this.mem(c.args[0]!);
@@ -360,13 +364,13 @@ export abstract class CallGen extends ExprGen {
   protected dPath(c: CallExpr): Val {
     const a = c.args[0]!;
     let ptr: number;
-    if (a.type!.kind === 'record' && a.kind === 'FieldExpr') {
+    if (this.types.get(a).kind === 'record' && a.kind === 'FieldExpr') {
       const loc = this.fieldLocation(a);
       ptr = this.fn.vreg();
       this.fn.emit(I.mov64(ptr, loc.base));
       if (loc.off) this.fn.emit(I.alu64Imm('add', ptr, loc.off));
     } else ptr = this.scalar(a);
-    const size = sizeOf(c.type!);
+    const size = sizeOf(this.types.get(c));
     const off = this.frame.temp(size);
     zeroStack(this.fn, off, size);
     this.callHelper(H.d_path, [ptr, { stack: off }, { imm: size }]);
@@ -395,7 +399,7 @@ export abstract class CallGen extends ExprGen {
     const off = this.frame.temp(24);
     zeroStack(fn, off, 24);
     const a = c.args[c.args.length - 1]!;
-    const at = a.type!;
+    const at = this.types.get(a);
     const AF_INET = 2;
     const AF_INET6 = 10;
     if (at.kind === 'int') {
@@ -439,16 +443,16 @@ export abstract class CallGen extends ExprGen {
     const registered = builtinFunction(c.name)?.generate;
     if (registered) return this.genValue(registered(c, this.builtinGen()));
     if (c.name === 'kstack' || c.name === 'ustack') {
-      return this.stack(c.type as Extract<SType, { kind: 'kstack' | 'ustack' }>);
+      return this.stack(this.types.get(c) as Extract<SType, { kind: 'kstack' | 'ustack' }>);
     }
     switch (c.name) {
       case 'buf': {
-        const t = c.type as Extract<SType, { kind: 'buffer' }>;
+        const t = this.types.get(c) as Extract<SType, { kind: 'buffer' }>;
         const off = this.frame.temp(8 + t.size);
         zeroStack(fn, off, 8 + t.size);
         fn.emit(I.st(8, this.fb, off, t.size));
         const a = c.args[0]!;
-        const at = a.type!;
+        const at = this.types.get(a);
         if (at.kind === 'string' || at.kind === 'array') {
           const v = this.mem(a);
           copyMem(fn, this.fb, off + 8, this.fb, v.off, Math.min(t.size, v.size));
@@ -476,7 +480,7 @@ export abstract class CallGen extends ExprGen {
       case 'getopt': {
         // a compile-time constant (semantic analysis resolved the option)
         const v = (c as CallExpr & { getoptValue?: bigint | boolean | string }).getoptValue;
-        if (typeof v === 'string') return this.constString(v, sizeOf(c.type!));
+        if (typeof v === 'string') return this.constString(v, sizeOf(this.types.get(c)));
         return this.reg(this.constant(typeof v === 'boolean' ? (v ? 1n : 0n) : (v ?? 0n)));
       }
       case 'delete': {
@@ -557,10 +561,10 @@ export abstract class CallGen extends ExprGen {
       }
     }
     if (c.name === 'str') {
-      const t = c.type!;
+      const t = this.types.get(c);
       const size = sizeOf(t);
       const a = c.args[0]!;
-      if (a.type!.kind === 'string') {
+      if (this.types.get(a).kind === 'string') {
         const v = this.mem(a);
         const off = this.frame.temp(size);
         zeroStack(fn, off, size);

@@ -15,6 +15,7 @@ import { type BuiltinGen, type GenValue } from '../lang/builtins/registry.js';
 import { positionalInt } from '../lang/lexer.js';
 import type { Target } from '../lang/target.js';
 import { type Analyzer, type ProbeUnit } from '../lang/passes/semantic.js';
+import type { TypeTable } from '../lang/type-table.js';
 import { type SType, sizeOf, tupleLayout, typeKey } from '../lang/types.js';
 import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
 import { type HelperArg, IrFunction } from './ir.js';
@@ -95,6 +96,8 @@ export abstract class GenCore {
   constructor(
     readonly tables: GenTables,
     readonly unit: ProbeUnit,
+    /** The unit's types, from the semantic pass: the only place code generation reads a type from. */
+    readonly types: TypeTable,
     readonly analyzer: Analyzer,
     name: string,
     parent?: GenCore,
@@ -179,7 +182,7 @@ export abstract class GenCore {
 
   /** Evaluate `e` and store it as `st` (see storeAs), converting from `e`'s own type. */
   storeExpr(e: Expr, st: SType, base: number, off: number): void {
-    this.storeAs(this.expr(e), st, base, off, e.type);
+    this.storeAs(this.expr(e), st, base, off, this.types.find(e));
   }
 
   /**
@@ -438,7 +441,7 @@ export abstract class GenCore {
     if (e.kind === 'IntLit') v = e.value;
     else if (e.kind === 'BuiltinExpr' && e.name === 'cpid' && this.tables.cpid !== undefined)
       v = BigInt(this.tables.cpid);
-    else if (e.kind === 'PositionalExpr' && e.type?.kind === 'int') {
+    else if (e.kind === 'PositionalExpr' && this.types.find(e)?.kind === 'int') {
       v = e.count
         ? BigInt(this.tables.positional.length)
         : (positionalInt(this.tables.positional[e.index - 1] ?? '0') ?? 0n);
@@ -511,6 +514,7 @@ export abstract class GenCore {
   protected builtinGen(): BuiltinGen {
     const fn = this.fn;
     return {
+      typeOf: (e) => this.types.get(e),
       scalar: (e) => this.scalar(e),
       mem: (e) => this.mem(e),
       constant: (v) => this.constant(v),
@@ -545,12 +549,15 @@ export abstract class GenCore {
   protected abstract scaledStep(v: number, t: SType | undefined): number;
 }
 
-/** Expressions denoting a struct in kernel or user memory (`*p`, `p->s`, `(*p).s`), read with bpf_probe_read_*. */
-export function isMemoryLocation(e: Expr): boolean {
+/**
+ * Expressions denoting a struct in kernel or user memory (`*p`, `p->s`, `(*p).s`), read with bpf_probe_read_*;
+ * `types` are the program's (its unit's table).
+ */
+export function isMemoryLocation(e: Expr, types: TypeTable): boolean {
   if (e.kind === 'UnaryExpr') return e.op === '*';
   if (e.kind !== 'FieldExpr') return false;
-  const ot = e.object.type;
-  return ot?.kind === 'pointer' || (ot?.kind === 'record' && isMemoryLocation(e.object));
+  const ot = types.find(e.object);
+  return ot?.kind === 'pointer' || (ot?.kind === 'record' && isMemoryLocation(e.object, types));
 }
 
 export function isSigned(t: SType): boolean {

@@ -43,16 +43,16 @@ export abstract class ExprGen extends AccessGen {
       case 'BoolLit':
         return this.reg(this.constant(e.value ? 1 : 0));
       case 'StrLit':
-        return this.constBytes(e.bytes ?? Buffer.from(e.value), sizeOf(e.type!));
+        return this.constBytes(e.bytes ?? Buffer.from(e.value), sizeOf(this.types.get(e)));
       case 'PositionalExpr': {
         if (e.count) return this.reg(this.constant(this.tables.positional.length));
         const s = this.tables.positional[e.index - 1];
-        if (e.type!.kind === 'string') return this.constString(s ?? '', sizeOf(e.type!));
+        if (this.types.get(e).kind === 'string') return this.constString(s ?? '', sizeOf(this.types.get(e)));
         return this.reg(this.constant(s === undefined ? 0n : (positionalInt(s) ?? 0n)));
       }
       case 'BuiltinExpr':
         if (e.enumValue !== undefined) return this.reg(this.constant(e.enumValue));
-        return this.builtin(e.name, e.type!);
+        return this.builtin(e.name, this.types.get(e));
       case 'VarExpr':
         return this.vars.get(e.name)!;
       case 'MapExpr':
@@ -61,8 +61,8 @@ export abstract class ExprGen extends AccessGen {
         return this.binary(e);
       case 'UnaryExpr': {
         if (e.op === '*') {
-          const pt = e.operand.type as Extract<SType, { kind: 'pointer' }>;
-          return this.loadMem(e.type!, this.scalar(e.operand), 0, pt.space);
+          const pt = this.types.get(e.operand) as Extract<SType, { kind: 'pointer' }>;
+          return this.loadMem(this.types.get(e), this.scalar(e.operand), 0, pt.space);
         }
         if (e.op === '&') return this.reg(this.variableAddress((e.operand as VarExpr).name));
         const v = this.scalar(e.operand);
@@ -81,19 +81,20 @@ export abstract class ExprGen extends AccessGen {
         return this.field(e);
       case 'IndexExpr': {
         const obj = e.object;
+        const ot = this.types.find(obj);
         // s[i] on a string: its i-th byte (0 past the buffer's end)
-        if (obj.type?.kind === 'string') return this.stringIndex(obj, e.index);
+        if (ot?.kind === 'string') return this.stringIndex(obj, e.index);
         // p[i] on a pointer: *(p + i)
-        if (obj.type?.kind === 'pointer') {
-          const addr = this.pointerOffset(this.scalar(obj), e.index, obj.type.to, '+');
-          return this.loadMem(e.type!, addr, 0, obj.type.space);
+        if (ot?.kind === 'pointer') {
+          const addr = this.pointerOffset(this.scalar(obj), e.index, ot.to, '+');
+          return this.loadMem(this.types.get(e), addr, 0, ot.space);
         }
-        if (obj.type?.kind === 'array') return this.arrayIndex(obj, obj.type, e.index, e.type!);
+        if (ot?.kind === 'array') return this.arrayIndex(obj, ot, e.index, this.types.get(e));
         throw new BpfscopeError('internal: unsupported index expression');
       }
       case 'CastExpr': {
-        const t = e.type!;
-        const from = e.operand.type!;
+        const t = this.types.get(e);
+        const from = this.types.get(e.operand);
         if (t.kind === 'array' || from.kind === 'array') return this.reinterpretCast(e.operand, from, t);
         const v = this.scalar(e.operand);
         const r = fn.vreg();
@@ -116,7 +117,7 @@ export abstract class ExprGen extends AccessGen {
         return this.reg(r);
       }
       case 'TupleExpr': {
-        const t = e.type as Extract<SType, { kind: 'tuple' }>;
+        const t = this.types.get(e) as Extract<SType, { kind: 'tuple' }>;
         const l = tupleLayout(t.elems);
         const off = this.frame.temp(l.size);
         zeroStack(fn, off, l.size);
@@ -131,7 +132,7 @@ export abstract class ExprGen extends AccessGen {
         return this.expr(e.value);
       case 'SizeofExpr':
       case 'OffsetofExpr':
-        return this.reg(this.constant(this.analyzer.constSizeof(e) ?? 0));
+        return this.reg(this.constant(this.types.size(e)));
       default:
         throw new BpfscopeError(`internal: unsupported expression ${e.kind}`);
     }
@@ -315,7 +316,7 @@ export abstract class ExprGen extends AccessGen {
 
   protected ternary(e: Expr & { kind: 'TernaryExpr' }): Val {
     const fn = this.fn;
-    const t = e.type!;
+    const t = this.types.get(e);
     const elseL = fn.newLabel('tern_else');
     const done = fn.newLabel('tern_done');
     if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer' || t.kind === 'none') {
@@ -390,8 +391,8 @@ export abstract class ExprGen extends AccessGen {
       return;
     }
     if (e.kind === 'BinaryExpr' && CMP_OPS[e.op]) {
-      const lt = e.left.type!;
-      const rt = e.right.type!;
+      const lt = this.types.get(e.left);
+      const rt = this.types.get(e.right);
       if (
         (lt.kind === 'string' && rt.kind === 'string') ||
         (lt.kind === 'buffer' && rt.kind === 'buffer') ||
@@ -479,10 +480,11 @@ export abstract class ExprGen extends AccessGen {
     if (CMP_OPS[e.op] || e.op === '&&' || e.op === '||') {
       return this.reg(this.boolOf((falseL) => this.branchIfFalse(e, falseL), false));
     }
-    if (e.type?.kind === 'pointer' && (e.op === '+' || e.op === '-')) {
-      const ptrLeft = e.left.type?.kind === 'pointer';
+    const et = this.types.find(e);
+    if (et?.kind === 'pointer' && (e.op === '+' || e.op === '-')) {
+      const ptrLeft = this.types.find(e.left)?.kind === 'pointer';
       const p = this.scalar(ptrLeft ? e.left : e.right);
-      return this.reg(this.pointerOffset(p, ptrLeft ? e.right : e.left, e.type.to, e.op));
+      return this.reg(this.pointerOffset(p, ptrLeft ? e.right : e.left, et.to, e.op));
     }
     const l = this.scalar(e.left);
     const imm = this.immediate(e.right);
@@ -503,7 +505,7 @@ export abstract class ExprGen extends AccessGen {
     const r = this.scalar(e.right);
     const res = fn.vreg();
     fn.emit(I.mov64(res, l));
-    this.arith(e.op, res, r, isSigned(e.left.type!) && isSigned(e.right.type!));
+    this.arith(e.op, res, r, isSigned(this.types.get(e.left)) && isSigned(this.types.get(e.right)));
     return this.reg(res);
   }
 
@@ -530,7 +532,7 @@ export abstract class ExprGen extends AccessGen {
       if (f.type.kind === 'array') return this.loadCtx(t.elem, f.offset + k * es);
     }
     // an array field of a struct in kernel or user memory (curtask->cpus_mask.bits[0], $a.x[$i]): one element read
-    if (obj.kind === 'FieldExpr' && isMemoryLocation(obj)) {
+    if (obj.kind === 'FieldExpr' && isMemoryLocation(obj, this.types)) {
       const loc = this.fieldLocation(obj);
       if (k !== undefined) return this.loadMem(elem, loc.base, loc.off + k * es, loc.space);
       const i = this.scalar(index);

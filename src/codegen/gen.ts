@@ -33,12 +33,12 @@ export class ProbeGen extends CallGen {
     fn.emit(I.mov64(this.ctx, R1));
     const sizeFrame = this.frameInMap ? this.enterFrameMap() : undefined;
     // Scratch variables: scalars get a register, buffers a permanent stack slot; all start zeroed.
-    for (const [name, t] of this.analyzer.variables) {
+    for (const [name, t] of this.types.variables) {
       if (t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer') {
         const r = fn.vreg();
         fn.emit(I.mov64Imm(r, 0));
         this.vars.set(name, { kind: 'reg', reg: r });
-        if (this.analyzer.addressTakenVariables.has(name)) {
+        if (this.types.addressTaken.has(name)) {
           // `&$x` of a variable kept in a register: a stack copy, rewritten whenever the variable is (syncShadow)
           const off = this.frame.permanent(8);
           fn.emit(I.st(8, this.fb, off, 0));
@@ -212,7 +212,7 @@ export class ProbeGen extends CallGen {
         return {
           c,
           loopVar: () => {
-            const kvType = s.variable.type as Extract<SType, { kind: 'tuple' }>;
+            const kvType = this.types.get(s.variable) as Extract<SType, { kind: 'tuple' }>;
             const kl = tupleLayout(kvType.elems);
             const kv = cb.frame.permanent(kl.size);
             zeroStack(fn, kv, kl.size);
@@ -308,7 +308,7 @@ export class ProbeGen extends CallGen {
       else copyMem(fn, FP, off + slot, this.fb, val.off, val.size);
     }
     const cbName = `${this.fn.name.slice(0, 40)}_loop${this.subprogs.length}`;
-    const cb = new ProbeGen(this.tables, this.unit, this.analyzer, cbName, this);
+    const cb = new ProbeGen(this.tables, this.unit, this.types, this.analyzer, cbName, this);
     this.subprogs.push({ fn: cb.fn, params });
     cb.loopCallbackBody(s, layout, prologue(cb));
     const f = fn.vreg();
@@ -405,15 +405,15 @@ export class ProbeGen extends CallGen {
           this.compound(
             slot.reg,
             s.op.slice(0, -1),
-            this.scaledStep(v, target.type),
-            target.type ?? s.value.type!,
-            s.value.type!,
+            this.scaledStep(v, this.types.find(target)),
+            this.types.find(target) ?? this.types.get(s.value),
+            this.types.get(s.value),
           );
         this.syncShadow(target.name);
       } else {
         const v = this.expr(s.value);
         zeroStack(fn, slot.off, slot.size);
-        this.storeAs(v, target.type!, this.fb, slot.off, s.value.type);
+        this.storeAs(v, this.types.get(target), this.fb, slot.off, this.types.find(s.value));
       }
       return;
     }
@@ -425,14 +425,14 @@ export class ProbeGen extends CallGen {
     }
     if (s.op !== '=') {
       const v = this.scaledStep(this.scalar(s.value), plan.valueType);
-      this.mapUpdateInt(plan, target, s.op.slice(0, -1), v, s.value.type!);
+      this.mapUpdateInt(plan, target, s.op.slice(0, -1), v, this.types.get(s.value));
       return;
     }
     const v = this.expr(s.value);
     const keyOff = this.mapKey(plan, target);
     const valOff = this.frame.temp(plan.valueSize);
     if (v.kind === 'mem' || plan.valueSize !== 8) zeroStack(fn, valOff, plan.valueSize);
-    this.storeAs(v, plan.valueType, this.fb, valOff, s.value.type);
+    this.storeAs(v, plan.valueType, this.fb, valOff, this.types.find(s.value));
     this.warnIfMapFull(
       this.callHelper(H.map_update_elem, [{ map: plan.kernelName }, { stack: keyOff }, { stack: valOff }, { imm: 0 }]),
     );

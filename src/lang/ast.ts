@@ -1,9 +1,10 @@
 /**
  * AST of bpftrace's language (bpftrace `docs/language.md`). Every node carries a `pos` (source span) so that
- * diagnostics, IR instructions and verifier rejections can point at the user's code. Expression nodes get a
- * `type` filled in by semantic analysis (`lang/passes/`).
+ * diagnostics, IR instructions and verifier rejections can point at the user's code. Nodes carry no types: the
+ * semantic pass (`lang/passes/semantic.ts`) puts them in a table beside the AST, one per expanded probe
+ * (`lang/type-table.ts`).
  */
-import type { AddrSpace, SType } from './types.js';
+import type { AddrSpace } from './types.js';
 
 /** A source span: 1-based line and column of the first character, 0-based [offset, end) character offsets. */
 export interface Span {
@@ -197,8 +198,6 @@ export type Expr =
 
 interface ExprBase {
   pos: Span;
-  /** Filled in by semantic analysis. */
-  type?: SType;
 }
 
 export interface IntLit extends ExprBase {

@@ -1,8 +1,8 @@
 /**
  * AST dump for `bpfscope -d ast`: an indented tree, one node per line, one space of indent per level, in the style
  * of bpftrace's tree printer (`src/ast/passes/printer.cpp` up to v0.24; from v0.25 bpftrace's `-d ast` prints the
- * program re-formatted as source instead). An expression whose `type` is set (by semantic analysis) gets
- * ` :: [type]` after it, in bpftrace's type spelling (`types.ts` `typeName`).
+ * program re-formatted as source instead). Given the semantic pass's types (`type-table.ts`), a typed expression
+ * gets ` :: [type]` after it, in bpftrace's type spelling (`types.ts` `typeName`).
  *
  * ```
  * Program
@@ -18,13 +18,32 @@
  * ```
  */
 import type * as A from './ast.js';
-import { typeName } from './types.js';
+import type { TypeTable } from './type-table.js';
+import { type SType, typeName } from './types.js';
 
-/** Renders `program` as an indented tree; lines joined with '\n', no trailing newline. */
-export function printAst(program: A.Program): string {
-  const p = new TreePrinter();
+/**
+ * Renders `program` as an indented tree; lines joined with '\n', no trailing newline. `typeOf` gives an
+ * expression's type to show (none: no types shown; see {@link lastTypeOf}).
+ */
+export function printAst(program: A.Program, typeOf?: (e: A.Expr) => SType | undefined): string {
+  const p = new TreePrinter(typeOf ?? (() => undefined));
   p.program(program);
   return p.lines.join('\n');
+}
+
+/**
+ * The type lookup of {@link printAst} over the type tables of a compilation's units (in unit order): a node of a
+ * probe with several attach points shows its type in the last unit that typed it.
+ */
+export function lastTypeOf(tables: Iterable<TypeTable>): (e: A.Expr) => SType | undefined {
+  const last = [...tables].reverse();
+  return (e) => {
+    for (const t of last) {
+      const found = t.find(e);
+      if (found) return found;
+    }
+    return undefined;
+  };
 }
 
 /** A `TypeSpec` as written: `uint32`, `struct task_struct *`, `uint8[4]`, `string[]`. */
@@ -56,12 +75,15 @@ const UNARY_NAMES: Record<A.UnaryExpr['op'], string> = { '!': '!', '~': '~', '-'
 class TreePrinter {
   readonly lines: string[] = [];
 
+  constructor(private readonly typeOf: (e: A.Expr) => SType | undefined) {}
+
   private line(depth: number, text: string): void {
     this.lines.push(' '.repeat(depth) + text);
   }
 
   private typed(e: A.Expr): string {
-    return e.type && e.type.kind !== 'none' ? ` :: [${typeName(e.type)}]` : '';
+    const t = this.typeOf(e);
+    return t && t.kind !== 'none' ? ` :: [${typeName(t)}]` : '';
   }
 
   program(p: A.Program): void {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type * as A from '../../src/lang/ast.js';
 import { parse } from '../../src/lang/parser.js';
-import { escapeString, printAst, typeSpecText } from '../../src/lang/printer.js';
+import { escapeString, lastTypeOf, printAst, typeSpecText } from '../../src/lang/printer.js';
+import { TypeTable } from '../../src/lang/type-table.js';
 import { stringType, U64 } from '../../src/lang/types.js';
 
 const parseText = (text: string) => parse({ name: 'stdin', text });
@@ -149,17 +150,20 @@ tracepoint:syscalls:sys_enter_openat, t:a:b /pid == 1 && comm != "x"/ {
   );
 });
 
-test('printAst: types are shown once semantic analysis has set them', () => {
+test('printAst: the types it is given are shown, the last table that has a node wins', () => {
   const p = parseText('BEGIN { @x[1] = "s"; $y = &$z; }');
   const [s0, s1] = p.probes[0]!.body.stmts as [A.AssignStmt, A.AssignStmt];
   const m = s0.target as A.MapExpr;
-  m.type = stringType(2);
-  m.keys[0]!.type = U64;
-  s0.value.type = stringType(2);
-  s1.value.type = { kind: 'pointer', to: U64, space: 'kernel' };
-  s1.target.type = { kind: 'none' };
+  const first = new TypeTable();
+  const last = new TypeTable();
+  first.set(m, U64); // replaced by the last table's
+  last.set(m, stringType(2));
+  first.set(m.keys[0]!, U64); // only in the first table
+  last.set(s0.value, stringType(2));
+  last.set(s1.value, { kind: 'pointer', to: U64, space: 'kernel' });
+  last.set(s1.target, { kind: 'none' });
   assert.equal(
-    printAst(p),
+    printAst(p, lastTypeOf([first, last])),
     `Program
  BEGIN
   =

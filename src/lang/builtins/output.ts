@@ -49,7 +49,7 @@ function writeUserCheck(c: CallExpr, a: BuiltinChecker): SType | null {
 
 function writeUserGen(c: CallExpr, g: BuiltinGen): number {
   const [dst, src, len] = c.args as [CallExpr['args'][0], CallExpr['args'][0], CallExpr['args'][0]];
-  const st = src.type!;
+  const st = g.typeOf(src);
   const d = g.scalar(dst);
   const from = st.kind === 'string' || st.kind === 'array' ? { stack: g.mem(src).off } : g.scalar(src);
   const n = Number((len as Extract<typeof len, { kind: 'IntLit' }>).value);
@@ -210,7 +210,7 @@ export const OUTPUT_FUNCTIONS: readonly BuiltinFunction[] = [
       const t = a.expr(x);
       if (t && (t.kind === 'none' || isAggregation(t)))
         a.error(x.pos, `print() can not print a value of type ${typeName(t)}`);
-      if (t?.kind === 'record' && a.structValueFits(x.pos, t)) x.type = storageType(t);
+      if (t?.kind === 'record' && a.structValueFits(x.pos, t)) a.setType(x, storageType(t));
       return { kind: 'none' };
     },
     role: 'statement',

@@ -176,7 +176,7 @@ export const STRING_FUNCTIONS: readonly BuiltinFunction[] = [
       return t;
     },
     generate(c, g) {
-      const size = (c.type as { size: number }).size;
+      const size = (g.typeOf(c) as { size: number }).size;
       const r = g.vreg();
       g.emit(I.mov64(r, g.scalar(c.args[0]!)));
       if (size > 1) g.emit(I.endian(r, (size * 8) as 16 | 32 | 64, 'be'));

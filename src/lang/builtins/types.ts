@@ -25,6 +25,8 @@ export interface BuiltinDoc {
 export interface BuiltinChecker {
   /** Type an argument expression (null when it has an error, already reported). */
   expr(e: Expr): SType | null;
+  /** Replace the type recorded for an expression typed already (code generation reads this one). */
+  setType(e: Expr, t: SType): void;
   /** Report an error at `pos` (bpftrace's wording). */
   error(pos: Span | undefined, message: string): void;
   /** Check the argument count; false (and the error `NAME() requires N arguments (M provided)`) when it is wrong. */
@@ -65,6 +67,8 @@ export type GenValue = { kind: 'reg'; reg: number } | { kind: 'mem'; off: number
 
 /** What the code generator offers a builtin's code: registers are virtual (bpf/insn.ts VREG_BASE and up). */
 export interface BuiltinGen {
+  /** The type the semantic pass gave an expression of this program (the call itself or an argument). */
+  typeOf(e: Expr): SType;
   /** The register holding a scalar argument's value. */
   scalar(e: Expr): number;
   /** Bytes of a string/array/struct-valued argument on the stack. */
@@ -108,7 +112,7 @@ export interface BuiltinFunction {
    * still holds this builtin (not moved yet), or it is not implemented (`status`).
    */
   check?(c: CallExpr, a: BuiltinChecker): SType | null;
-  /** Generate the call; `c` passed {@link check} and its `type` is set. A register or stack bytes. */
+  /** Generate the call; `c` passed {@link check} and is typed (`g.typeOf(c)`). A register or stack bytes. */
   generate?(c: CallExpr, g: BuiltinGen): number | GenValue;
   /**
    * For role `type`: the type `name(arg)` stands for where a type is written (`arg` is an expression or a written

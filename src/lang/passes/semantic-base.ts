@@ -10,6 +10,7 @@ import { builtinFunction, type BuiltinChecker } from '../builtins/registry.js';
 import { storageType, unify } from '../typeops.js';
 import type { CallExpr, Expr, MapExpr, Probe, Span, Stmt, TypeSpec } from '../ast.js';
 import { positionalInt } from '../lexer.js';
+import { TypeTable } from '../type-table.js';
 import { btfEnumByName, btfEnumInfo, btfRecordByName, kernelBtf, recordFields } from '../btf-types.js';
 import { cWordType, type CTypes } from '../cdefs.js';
 import type { Diagnostic } from '../diagnostics.js';
@@ -91,11 +92,6 @@ export const MAX_STRUCT_VALUE = 256;
  */
 export { FUNCTION_NAMES } from '../builtins/registry.js';
 
-/**
- * Analyse a whole program. Returns the map table; annotates nothing permanently (call `typeUnit` per unit before
- * code generation). Throws CompileError with every diagnostic found.
- */
-
 export abstract class AnalyzerBase {
   readonly maps = new Map<string, MapSymbol>();
   /** Option names getopt() reads (compile() rejects other named options). */
@@ -103,8 +99,10 @@ export abstract class AnalyzerBase {
   readonly getopts = new Map<string, string>();
   protected diags: Diagnostic[] = [];
   protected final = false;
-  protected vars = new Map<string, SType>();
-  protected addressTaken = new Set<string>();
+  /** Types of the unit being typed: its expressions, variables (`vars`) and address-taken variables. */
+  protected table = new TypeTable();
+  protected vars = this.table.variables;
+  protected addressTaken = this.table.addressTaken;
   /** Address spaces carried by integer/struct scratch variables of the unit (see {@link spaceOf}). */
   protected varSpaces = new Map<string, AddrSpace>();
   protected unit: ProbeUnit | null = null;
@@ -128,6 +126,12 @@ export abstract class AnalyzerBase {
   protected error(pos: Span | undefined, message: string, hint?: string): void {
     if (!this.final) return;
     this.diags.push({ severity: 'error', message, ...(pos ? { pos } : {}), ...(hint ? { hint } : {}) });
+  }
+
+  /** Records `t` as the type of `e` in the unit's table; returns `t`. */
+  protected typed(e: Expr, t: SType): SType {
+    this.table.set(e, t);
+    return t;
   }
 
   protected warn(pos: Span, message: string): void {
@@ -179,7 +183,8 @@ export abstract class AnalyzerBase {
    * probe's own space ({@link probeSpace}).
    */
   protected spaceOf(e: Expr): AddrSpace | undefined {
-    if (e.type?.kind === 'pointer') return e.type.space;
+    const t = this.table.find(e);
+    if (t?.kind === 'pointer') return t.space;
     switch (e.kind) {
       case 'UnaryExpr':
         return e.op === '&' ? 'kernel' : this.spaceOf(e.operand);
@@ -400,6 +405,7 @@ export abstract class AnalyzerBase {
   protected builtinChecker(): BuiltinChecker {
     return {
       expr: (e) => this.expr(e),
+      setType: (e, t) => this.table.set(e, t),
       error: (pos, message) => this.error(pos, message),
       argCount: (call, min, max) => this.argCount(call, min, max),
       constValue: (e) => this.constValue(e),

@@ -27,7 +27,7 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
   /** Type an expression; returns null when unknown (only during inference). */
   expr(e: Expr): SType | null {
     const t = this.exprInner(e);
-    if (t) e.type = t;
+    if (t) this.table.set(e, t);
     return t;
   }
 
@@ -200,7 +200,7 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
             return null;
           }
           if (t.kind !== 'int' && t.kind !== 'pointer') this.error(e.pos, `${e.op} needs an integer variable`);
-          target.type = t;
+          this.table.set(target, t);
           return t;
         }
         const keys = this.mapKeyTypes(target);
@@ -342,7 +342,7 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
           // bounds). The element type is returned after an error too, so later uses report nothing more.
           const elem = this.inSpace(t.elem, this.addressSpace(e.object));
           const idx = this.constValue(e.index);
-          const it = e.index.type;
+          const it = this.table.find(e.index);
           if (idx !== null && idx < 0n) {
             this.error(
               e.index.pos,
@@ -369,7 +369,7 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
           return t.elems[Number(idx)]!;
         }
         if (t.kind === 'string') {
-          const it = e.index.type;
+          const it = this.table.find(e.index);
           if (it && it.kind !== 'int') {
             this.error(e.index.pos, `The index of [] must be an integer (${typeName(it)} provided)`);
             return null;
@@ -377,7 +377,7 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
           return { kind: 'int', size: 1, signed: true };
         }
         if (t.kind === 'pointer' && (t.to.kind === 'int' || t.to.kind === 'pointer')) {
-          const it = e.index.type;
+          const it = this.table.find(e.index);
           if (it && it.kind !== 'int') {
             this.error(e.index.pos, `The index of [] must be an integer (${typeName(it)} provided)`);
             return null;
@@ -390,7 +390,9 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
       case 'SizeofExpr':
       case 'OffsetofExpr': {
         const v = this.constSizeof(e);
-        return v === null ? null : U64;
+        if (v === null) return null;
+        this.table.setSize(e, v);
+        return U64;
       }
       case 'BlockExpr': {
         for (const st of e.stmts) this.stmt(st);

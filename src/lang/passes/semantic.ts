@@ -18,12 +18,20 @@ import { CompileError, type Diagnostic } from '../diagnostics.js';
 import { userVarName } from './varscope.js';
 import { I64, isAggregation, type SType, typeKey, typeName, U64 } from '../types.js';
 import { ExprAnalyzer } from './semantic-expr.js';
+import { TypeTable } from '../type-table.js';
 import { type ProbeUnit, dedupe } from './semantic-base.js';
 
 export * from './semantic-base.js';
 
 export class Analyzer extends ExprAnalyzer {
-  /** Infer map types to a fixed point, then check every unit with errors on. */
+  private readonly unitTypes = new Map<ProbeUnit, TypeTable>();
+
+  /**
+   * Infer map types to a fixed point, then check every unit with errors on; that last typing gives each unit its
+   * {@link TypeTable} ({@link types}).
+   *
+   * @throws CompileError with every error found
+   */
   analyze(): void {
     for (let iter = 0; iter < 8; iter++) {
       this.changed = false;
@@ -33,19 +41,34 @@ export class Analyzer extends ExprAnalyzer {
     }
     this.final = true;
     this.diags = [];
-    for (const u of this.units) this.typeUnit(u, true);
+    this.changed = false;
+    let memoChanged = false;
+    for (const u of this.units) {
+      const before = this.varMemo.get(u);
+      this.unitTypes.set(u, this.typeUnit(u, true));
+      if (!sameVariables(before, this.vars)) memoChanged = true;
+    }
     const errors = this.diags.filter((d) => d.severity === 'error');
     if (errors.length) throw new CompileError(dedupe(this.diags));
+    if (this.changed || memoChanged) {
+      // the checking typing still changed a map or a variable (no fixed point in the inference's rounds, or `let $x;`
+      // read before its assignment from another variable's earlier type): every unit typed once more with what it
+      // found, its diagnostics already reported
+      const diags = this.diags;
+      for (const u of this.units) this.unitTypes.set(u, this.typeUnit(u, true));
+      this.diags = diags;
+    }
   }
 
-  /** Scratch variables of the unit typed last, with their storage types. */
-  get variables(): ReadonlyMap<string, SType> {
-    return this.vars;
-  }
-
-  /** Scratch variables of the unit typed last whose address is taken (`&$x`). */
-  get addressTakenVariables(): ReadonlySet<string> {
-    return this.addressTaken;
+  /**
+   * The types of one unit, from {@link analyze}.
+   *
+   * @throws Error (an internal error) for a unit that was not analysed
+   */
+  types(u: ProbeUnit): TypeTable {
+    const t = this.unitTypes.get(u);
+    if (!t) throw new Error(`no types for the unit ${u.expanded.name}: analyze() has not typed it`);
+    return t;
   }
 
   /** Warnings collected by the final pass. */
@@ -53,17 +76,19 @@ export class Analyzer extends ExprAnalyzer {
     return this.diags.filter((d) => d.severity === 'warning');
   }
 
-  /** Type one unit's predicate and body (annotating `expr.type`); used again right before its codegen. */
-  typeUnit(u: ProbeUnit, final: boolean): void {
+  /** Types one unit's predicate and body into a new table (`final`: with errors reported). */
+  protected typeUnit(u: ProbeUnit, final: boolean): TypeTable {
     this.final = final;
     this.unit = u;
-    this.vars = new Map();
+    this.table = new TypeTable();
+    this.vars = this.table.variables;
     this.untyped = new Set();
-    this.addressTaken = new Set();
+    this.addressTaken = this.table.addressTaken;
     this.varSpaces = new Map();
     if (u.probe.predicate) this.expr(u.probe.predicate);
     this.block(u.probe.body);
     this.varMemo.set(u, new Map(this.vars));
+    return this.table;
   }
 
   protected block(b: Block): void {
@@ -191,7 +216,7 @@ export class Analyzer extends ExprAnalyzer {
     const prev = this.vars.get(v.name);
     if (!prev) {
       this.vars.set(v.name, t);
-      v.type = t;
+      this.table.set(v, t);
       return;
     }
     const u = unify(prev, t);
@@ -203,7 +228,7 @@ export class Analyzer extends ExprAnalyzer {
       return;
     }
     this.vars.set(v.name, u);
-    v.type = u;
+    this.table.set(v, u);
   }
 
   /** Record/unify a map's type at an assignment site. */
@@ -213,7 +238,7 @@ export class Analyzer extends ExprAnalyzer {
     if (!prev) {
       this.maps.set(m.name, { name: m.name, keyTypes, valueType, pos: m.pos });
       this.changed = true;
-      m.type = valueType;
+      this.table.set(m, valueType);
       return;
     }
     if (prev.keyTypes.length !== keyTypes.length || !prev.keyTypes.every((k, i) => sameShape(k, keyTypes[i]!))) {
@@ -247,7 +272,7 @@ export class Analyzer extends ExprAnalyzer {
     }
     prev.keyTypes = keys;
     prev.valueType = value;
-    m.type = value;
+    this.table.set(m, value);
   }
 
   protected assign(s: AssignStmt): void {
@@ -303,7 +328,7 @@ export class Analyzer extends ExprAnalyzer {
       const pointerStep = prev.kind === 'pointer' && (s.op === '+=' || s.op === '-=');
       if (prev.kind !== 'int' && !pointerStep)
         this.error(target.pos, `Compound assignment to a variable of type ${typeName(prev)}`);
-      target.type = prev;
+      this.table.set(target, prev);
       return;
     }
     if (t.kind === 'record' && !this.structValueFits(v.pos, t)) return;
@@ -316,7 +341,7 @@ export class Analyzer extends ExprAnalyzer {
     const own = builtinFunction(c.name);
     if (own?.check) {
       const t = own.check(c, this.builtinChecker());
-      if (t) c.type = t;
+      if (t) this.table.set(c, t);
       return t;
     }
     const args = c.args.map((a) => this.expr(a));
@@ -345,16 +370,14 @@ export class Analyzer extends ExprAnalyzer {
     switch (c.name) {
       case 'count':
         if (!need(0)) return null;
-        c.type = { kind: 'count' };
-        return c.type;
+        return this.typed(c, { kind: 'count' });
       case 'sum':
       case 'avg':
       case 'min':
       case 'max':
       case 'stats':
         if (!need(1) || !intArg(0)) return null;
-        c.type = { kind: c.name, signed: signed(0) } as SType;
-        return c.type;
+        return this.typed(c, { kind: c.name, signed: signed(0) } as SType);
       case 'hist': {
         if (!need(1, 2) || !intArg(0)) return null;
         let bits = 0;
@@ -367,8 +390,7 @@ export class Analyzer extends ExprAnalyzer {
           }
           bits = k;
         }
-        c.type = { kind: 'hist', bits };
-        return c.type;
+        return this.typed(c, { kind: 'hist', bits });
       }
       case 'lhist': {
         if (!need(4) || !intArg(0)) return null;
@@ -392,8 +414,7 @@ export class Analyzer extends ExprAnalyzer {
           this.error(c.pos, 'lhist() too many buckets, must be <= 1000 (rows = (max - min) / step)');
           return null;
         }
-        c.type = { kind: 'lhist', min, max, step };
-        return c.type;
+        return this.typed(c, { kind: 'lhist', min, max, step });
       }
     }
     return null;
@@ -430,4 +451,15 @@ export class Analyzer extends ExprAnalyzer {
     const key = sym.keyTypes.length === 1 ? sym.keyTypes[0]! : { kind: 'tuple' as const, elems: sym.keyTypes };
     return { kind: 'tuple', elems: [key, value] };
   }
+}
+
+/** Whether two variable tables hold the same names with the same types. */
+function sameVariables(a: ReadonlyMap<string, SType> | undefined, b: ReadonlyMap<string, SType>): boolean {
+  if (!a || a.size !== b.size) return false;
+  for (const [name, t] of a) {
+    const u = b.get(name);
+    if (!u || typeKey(u) !== typeKey(t)) return false;
+    if (u.kind === 'string' && t.kind === 'string' && u.wellFormed !== t.wellFormed) return false;
+  }
+  return true;
 }
