@@ -33,6 +33,9 @@ export interface FramePlan {
 /** A run-time warning's ring buffer record (8-byte header) with the flag and lost-event keys (ProbeGen asyncRecord). */
 const WARNING_RECORD = 24;
 
+/** Calls that send their format to user space as an id in an asynchronous record (codegen/gen-calls.ts). */
+const RECORD_FORMAT_CALLS: ReadonlySet<string> = new Set(['printf', 'system', 'errorf', 'warnf', 'cat']);
+
 /** Types whose values the generator keeps in a register (no frame memory of their own). */
 function isScalar(t: SType | undefined): boolean {
   return t === undefined || t.kind === 'int' || t.kind === 'bool' || t.kind === 'pointer' || t.kind === 'none';
@@ -53,7 +56,7 @@ export function planFrame(
   maps: ReadonlyMap<string, MapPlan>,
   helperWarnings = false,
 ): FramePlan {
-  const sizer = new FrameSizer(analyzer, maps, helperWarnings);
+  const sizer = new FrameSizer(analyzer, maps, helperWarnings, u.expanded.provider === 'iter');
   let permanent = 0;
   // scratch variables: a stack copy of an address-taken scalar, or the buffer of a string/tuple/record variable
   for (const [name, t] of analyzer.variables) {
@@ -78,6 +81,8 @@ class FrameSizer {
     private readonly analyzer: Analyzer,
     private readonly maps: ReadonlyMap<string, MapPlan>,
     private readonly helperWarnings: boolean,
+    /** The unit is an iter probe: its printf formats in the kernel from the format's bytes in the frame. */
+    private readonly iter: boolean,
   ) {}
 
   block(b: Block): number {
@@ -91,17 +96,19 @@ class FrameSizer {
     switch (s.kind) {
       case 'ExprStmt':
         return this.expr(s.expr);
-      case 'AssignStmt':
-        // a map store builds the key (the target's cost) and the value: the value again beside its own cost
-        // a map store: the key and the value (the target's cost: {@link node} of a MapExpr), the "map full" warning;
-        // an aggregation's initial value (tseries: its clock map's key and its value too)
-        if (s.target.kind !== 'MapExpr') return this.expr(s.target) + this.expr(s.value);
+      case 'AssignStmt': {
+        // `/=`, `%=`: the division by zero run-time warning
+        const own = this.expr(s.target) + this.expr(s.value) + (s.op === '/=' || s.op === '%=' ? WARNING_RECORD : 0);
+        if (s.target.kind !== 'MapExpr') return own;
+        // a map store: the key and the value (the target's cost: {@link node} of a MapExpr), the "map full"
+        // warning, an updated value's copy; an aggregation's initial value (tseries: its clock map's key and value)
         return (
-          this.expr(s.target) +
-          this.expr(s.value) +
+          own +
           WARNING_RECORD +
+          8 +
           (s.value.kind === 'CallExpr' ? 16 + (s.value.name === 'tseries' ? this.mapBytes(s.target) : 0) : 0)
         );
+      }
       case 'VarDeclStmt':
         return s.value ? this.expr(s.variable) + this.expr(s.value) : 0;
       case 'IfStmt':
@@ -142,6 +149,11 @@ class FrameSizer {
         return;
       }
       if (n.kind !== undefined && 'pos' in n) total += this.node(node as Expr, path);
+      if (n.kind === 'CallExpr' && this.recordFormat((node as CallExpr).name)) {
+        // the format of a record-building printf is a printf id, never bytes in the frame
+        visit((node as CallExpr).args.slice(1));
+        return;
+      }
       for (const [k, v] of Object.entries(node)) {
         if (k === 'type' || k === 'pos') continue;
         // `a.b.c`, `a->b[i]`: the struct or array on the way to a field or element is an address, not a value
@@ -150,6 +162,11 @@ class FrameSizer {
     };
     visit(e);
     return total;
+  }
+
+  /** `name` is a call whose format goes to user space by id (codegen/gen-calls.ts PRINTF_ACTIONS; not in iter probes). */
+  private recordFormat(name: string): boolean {
+    return !this.iter && RECORD_FORMAT_CALLS.has(name);
   }
 
   private blockSum(b: Block): number {
@@ -161,7 +178,11 @@ class FrameSizer {
   /** Temporaries one node's own code allocates (its children are counted by {@link expr}). */
   private node(e: Expr, path: boolean): number {
     // a struct or array only addressed on the way to one of its fields or elements (see {@link expr})
-    const value = path && (e.type?.kind === 'record' || e.type?.kind === 'array') ? 0 : memBytes(e.type);
+    const addressOnly =
+      path &&
+      (e.kind === 'FieldExpr' || e.kind === 'BuiltinExpr') &&
+      (e.type?.kind === 'record' || e.type?.kind === 'array');
+    const value = addressOnly ? 0 : memBytes(e.type);
     switch (e.kind) {
       // a variable is read where it lives; literals and constants are immediates (a string literal is bytes)
       case 'VarExpr':
@@ -181,8 +202,23 @@ class FrameSizer {
         return this.call(e);
       case 'BuiltinExpr':
         // a scalar's scratch (a PID namespace's info, a probe read's destination); beside a memory value a stack's
-        // key, a name table's key
-        return isScalar(e.type) || value === 0 ? 8 : 16 + value;
+        // key, a name table's key; nothing for `args` on the way to a field (the context's address)
+        if (addressOnly) return 0;
+        return isScalar(e.type) ? 8 : 16 + value;
+      case 'BinaryExpr':
+        // arithmetic and comparisons of scalars are registers; a comparison of memory values copies a scalar side
+        // (`/` and `%` warn of a division by zero at run time)
+        return (
+          (isScalar(e.left.type) && isScalar(e.right.type) ? 0 : 8 + value) +
+          (e.op === '/' || e.op === '%' ? WARNING_RECORD : 0)
+        );
+      case 'IncDecExpr':
+        // `@m++`: the updated value's copy and the "map full" warning
+        return 8 + 8 + WARNING_RECORD;
+      case 'IndexExpr':
+        // an element read into memory (a probe read's destination, a copy off the frame), and an array's
+        // out-of-bounds run-time warning's record
+        return 8 + (e.object.type?.kind === 'array' ? WARNING_RECORD : 0) + memBytes(e.type);
       default:
         // a scalar read into memory (a probe read's destination, a cast through memory), or the node's memory value
         return 8 + value;
@@ -206,7 +242,11 @@ class FrameSizer {
   private call(c: CallExpr): number {
     let bytes = 0;
     for (const a of c.args) if (a.kind === 'MapExpr') bytes += this.mapBytes(a);
-    if (!isScalar(c.type)) return bytes + align8(Math.max(sizeOf(c.type!), c.strRead ?? 0));
+    if (!isScalar(c.type)) {
+      // a scalar argument may be copied to memory first (ntop, macaddr...; str and buf read through a pointer)
+      if (c.name !== 'str' && c.name !== 'buf') for (const a of c.args) if (isScalar(a.type)) bytes += 8;
+      return bytes + align8(Math.max(sizeOf(c.type!), c.strRead ?? 0));
+    }
     if (c.type?.kind !== 'none' && c.type !== undefined) return bytes + 24 + 8 * c.args.length;
     bytes += 40;
     for (const a of c.args) bytes += Math.max(8, memBytes(a.type));
