@@ -8,12 +8,13 @@
 
 import { FrameOverflow } from './codegen/frame.js';
 import { type GenTables, ProbeGen } from './codegen/gen.js';
+import { type FramePlan, planFrame } from './codegen/resources.js';
 import { type IrFunction, isLabel } from './codegen/ir.js';
 import { planMaps } from './codegen/maps.js';
 import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
 import type { Program } from './lang/ast.js';
 import { type CTypes, parseCDefinitions } from './lang/cdefs.js';
-import { HintOnlyError } from './errors.js';
+import { BpfscopeError, HintOnlyError } from './errors.js';
 import { CompileError, type Diagnostic, type SourceFile } from './lang/diagnostics.js';
 import { integerMacros } from './lang/cmacros.js';
 import { I64, U64 } from './lang/types.js';
@@ -144,6 +145,8 @@ export interface CompileContext {
   types?: ReadonlyMap<ProbeUnit, TypeTable>;
   /** The kernel maps to create (`map_decls`). */
   maps?: ReturnType<typeof planMaps>;
+  /** Per unit (same order as `units`): the bound of its frame and whether it lives in a frame map (`resources`). */
+  frames?: FramePlan[];
   /** Resources code generation collected: printf ids, stack maps, function tables (`codegen`). */
   tables?: GenTables;
   /** One IR program per unit (`codegen`). */
@@ -330,10 +333,26 @@ const mapDeclsPass: CompilePass = {
   },
 };
 
+/**
+ * `resources`: per unit, from its typed AST, an upper bound of its frame and with it whether the frame fits the BPF
+ * stack or lives in a frame map (codegen/resources.ts), decided before any code is generated.
+ */
+const resourcesPass: CompilePass = {
+  name: 'resources',
+  reads: ['maps', 'units', 'types', 'analyzer', 'opts'],
+  produces: ['frames'],
+  run: (c) => {
+    const analyzer = need(c, 'analyzer');
+    const types = need(c, 'types');
+    const maps = new Map(need(c, 'maps').map((m) => [m.name, m]));
+    c.frames = need(c, 'units').map((u) => planFrame(u, types.get(u)!, analyzer, maps, c.opts.helperWarnings ?? false));
+  },
+};
+
 /** `codegen`: one IR program per unit (codegen/gen.ts), and the per-program map limit. */
 const codegenPass: CompilePass = {
   name: 'codegen',
-  reads: ['maps', 'units', 'types', 'analyzer', 'config', 'opts', 'target', 'probeNameSize', 'source'],
+  reads: ['maps', 'units', 'types', 'analyzer', 'config', 'opts', 'target', 'probeNameSize', 'source', 'frames'],
   produces: ['tables', 'programs'],
   run: (c) => {
     const { opts, source } = c;
@@ -364,18 +383,24 @@ const codegenPass: CompilePass = {
       ...(config.dummyTsMap !== undefined ? { dummyTsMap: config.dummyTsMap } : {}),
       target: need(c, 'target'),
     };
+    const frames = need(c, 'frames');
     c.programs = need(c, 'units').map((u, i) => {
       const kernelName = programName(u, i);
-      const unitTypes = types.get(u)!;
-      let gen = new ProbeGen(tables, u, unitTypes, analyzer, kernelName);
+      const frame = frames[i]!;
+      const gen = new ProbeGen(tables, u, types.get(u)!, analyzer, kernelName, undefined, frame.inMap);
       let fn: IrFunction;
       try {
         fn = gen.generate();
       } catch (e) {
-        // too much for the 512-byte BPF stack (long strings): again with the frame in a frame map
-        if (!(e instanceof FrameOverflow)) throw e;
-        gen = new ProbeGen(tables, u, unitTypes, analyzer, kernelName, undefined, true);
-        fn = gen.generate();
+        // the resource pass's bound was too low: a bug, never a second generation (a loop callback's own frame,
+        // which is not sized ahead, overflows with FrameOverflow's message for the user)
+        if (e instanceof FrameOverflow && e.program === kernelName) {
+          throw new BpfscopeError(
+            `internal: the frame of probe ${u.expanded.name} outgrew the ${frame.bound} bytes the resource pass ` +
+              `bounded it to (codegen/resources.ts); please report this program`,
+          );
+        }
+        throw e;
       }
       checkMapCount(u, [fn, ...gen.subprogs.map((s) => s.fn)], source);
       return { fn, expanded: u.expanded, kernelName, ...(gen.subprogs.length ? { subprogs: gen.subprogs } : {}) };
@@ -406,6 +431,7 @@ export const COMPILE_PASSES = new PassManager<CompileContext>(
     attachPointsPass,
     semanticPass,
     mapDeclsPass,
+    resourcesPass,
     codegenPass,
   ],
   ['source', 'opts', 'warnings'],

@@ -13,8 +13,20 @@ import { FP, MAX_STACK } from '../bpf/opcodes.js';
 import { BpfscopeError } from '../errors.js';
 import type { IrFunction } from './ir.js';
 
-/** The frame outgrew the 512-byte BPF stack (the code generator then retries with a frame map). */
-export class FrameOverflow extends BpfscopeError {}
+/**
+ * A frame on the BPF stack outgrew its 512 bytes. For a probe's main program this is a bug of the resource pass
+ * (codegen/resources.ts sized it to fit; compiler.ts reports it as internal); a loop callback's frame, which is not
+ * sized ahead, reports it to the user.
+ */
+export class FrameOverflow extends BpfscopeError {
+  constructor(
+    message: string,
+    /** The IR function (program or callback subprogram) whose frame overflowed. */
+    readonly program: string,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * In a frame map the base register points MAP_FRAME_BIAS bytes into the value and slots grow upwards from offset
@@ -86,6 +98,7 @@ export class Frame {
     if (this.high > MAX_STACK) {
       throw new FrameOverflow(
         `The probe needs ${this.high} bytes of BPF stack, more than the kernel's ${MAX_STACK}: use fewer or shorter strings in one statement`,
+        this.fn.name,
       );
     }
   }

@@ -78,6 +78,7 @@ describe('PassManager', () => {
       'attach_points',
       'semantic',
       'map_decls',
+      'resources',
       'codegen',
     ]);
   });
