@@ -5,7 +5,8 @@
  * time the process had used by then (the sum of /proc/PID/task/TID/schedstat run times of all its threads, in ms:
  * far less sensitive to the other load on a shared machine than wall time). Then SIGINT and wait for the exit.
  *
- *   node bench/tools-startup.mjs [--rounds N] [--tools a,b,c] [--json FILE] [--no-warmup] NAME=DIR [NAME=DIR ...]
+ *   node bench/tools-startup.mjs [--rounds N] [--tools a,b,c] [--json FILE] [--no-warmup] [--keep-extra-ca-certs]
+ *     NAME=DIR [NAME=DIR ...]
  *
  * DIR is a directory holding a built `dist/` (and a `node_modules`, or a symlink to one, for koffi); the command run
  * is DIR/dist/bundle/bpfscope.cjs, as users run it. Without --tools, every tool that the first build's `bpfscope
@@ -14,6 +15,11 @@
  * installed bpfscope has after its first run). Prints a markdown table of medians (min-max) and, per build, the
  * load average before and after. --no-warmup skips the unmeasured runs, for copies whose caches an earlier run of
  * the same tools has written already.
+ *
+ * Environment: every tool runs without NODE_EXTRA_CA_CERTS (as bench/run.mjs: `sudo` clears it for users, and this
+ * development sandbox exports it, which makes every node process parse a 200 KB CA bundle before running any
+ * JavaScript: bench/README.md, Method). --keep-extra-ca-certs runs them with this process's environment as it is,
+ * to measure what the variable costs here (recorded in bench/README.md: ~30 ms of wall and CPU per start).
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -26,6 +32,7 @@ let rounds = 3;
 let only = null;
 let jsonOut = null;
 let warmup = true;
+let keepCaCerts = false;
 const builds = [];
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
@@ -33,6 +40,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--tools') only = argv[++i].split(',');
   else if (a === '--json') jsonOut = argv[++i];
   else if (a === '--no-warmup') warmup = false;
+  else if (a === '--keep-extra-ca-certs') keepCaCerts = true;
   else if (a.includes('=')) {
     const [name, dir] = a.split('=');
     builds.push({ name, cli: join(dir, 'dist', 'bundle', 'bpfscope.cjs') });
@@ -43,7 +51,7 @@ for (let i = 0; i < argv.length; i++) {
 }
 if (!builds.length) {
   console.error(
-    'usage: node bench/tools-startup.mjs [--rounds N] [--tools a,b] [--json FILE] [--no-warmup] NAME=DIR ...',
+    'usage: node bench/tools-startup.mjs [--rounds N] [--tools a,b] [--json FILE] [--no-warmup] [--keep-extra-ca-certs] NAME=DIR ...',
   );
   process.exit(2);
 }
@@ -68,7 +76,7 @@ function cpuMs(pid) {
 async function once(cli, tool) {
   const noLine = TOOL_NO_LINE_FDS[tool];
   const env = { ...process.env };
-  delete env.NODE_EXTRA_CA_CERTS;
+  if (!keepCaCerts) delete env.NODE_EXTRA_CA_CERTS;
   const h = launch({
     cmd: cli,
     args: [tool, ...(TOOL_ARGS[tool] ?? [])],
@@ -113,7 +121,10 @@ const fmt = (xs) =>
   xs.length ? `${median(xs).toFixed(0)} (${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)})` : '–';
 const names = builds.map((b) => b.name);
 const lines = [
-  `load average ${load.before.toFixed(2)} -> ${load.after.toFixed(2)}, ${rounds} rounds, median (min-max) ms`,
+  `load average ${load.before.toFixed(2)} -> ${load.after.toFixed(2)}, ${rounds} rounds, median (min-max) ms, ` +
+    (keepCaCerts && process.env.NODE_EXTRA_CA_CERTS
+      ? `NODE_EXTRA_CA_CERTS=${process.env.NODE_EXTRA_CA_CERTS}`
+      : 'without NODE_EXTRA_CA_CERTS'),
   '',
   `| tool | ${names.map((n) => `${n}: wall`).join(' | ')} | ${names.map((n) => `${n}: CPU`).join(' | ')} |` +
     (names.length === 2 ? ' wall ratio | CPU ratio |' : ''),

@@ -211,6 +211,47 @@ function functionTable(path: string): FunctionTable {
   }
 }
 
+/** Exact-name lookups per binary (see {@link functionByName}), checked against the file's identity as above. */
+const functionLookups = new Map<
+  string,
+  { id: string; loads: ElfSegment[]; found: Map<string, { value: number; size: number } | null> }
+>();
+
+/**
+ * One function of the binary at `path` by exact name, as {@link functionTable} would give it (first address and its
+ * size), and the binary's load segments; without reading the whole function table when it has not been read
+ * already (ElfFile.findFunction: libc's ~3,000 names decoded into a Map cost 30-80 ms of cold JavaScript at every
+ * uprobe tool's start). @throws Error when unreadable
+ */
+function functionByName(path: string, name: string): { loads: ElfSegment[]; fn?: { value: number; size: number } } {
+  const st = statSync(path);
+  const id = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  const full = functionTables.get(path);
+  if (full && full.id === id) {
+    const value = full.table.funcs.get(name);
+    const loads = full.table.loads;
+    return value === undefined ? { loads } : { loads, fn: { value, size: full.table.sizes.get(name) ?? 0 } };
+  }
+  let c = functionLookups.get(path);
+  if (c && c.id === id && c.found.has(name)) {
+    const fn = c.found.get(name);
+    return fn ? { loads: c.loads, fn } : { loads: c.loads };
+  }
+  const elf = ElfFile.open(path);
+  try {
+    if (!c || c.id !== id) {
+      c = { id, loads: elf.loadSegments(), found: new Map() };
+      functionLookups.set(path, c);
+    }
+    const f = elf.findFunction(name);
+    const fn = f ? { value: f.value, size: f.size } : null;
+    c.found.set(name, fn);
+    return fn ? { loads: c.loads, fn } : { loads: c.loads };
+  } finally {
+    elf.close();
+  }
+}
+
 export class UprobeProvider implements ProbeProvider {
   readonly supported = true;
   readonly listed = false;
@@ -287,6 +328,20 @@ export class UprobeProvider implements ProbeProvider {
   /** The probes of one binary (see {@link expand}). @throws CompileError when nothing matches in it */
   private expandIn(ap: AttachPoint, t: BinaryTarget, fnSpec: string, opts: ExpandOptions): ExpandedProbe[] {
     const { path, display } = t;
+    const m = /^(.*?)\+(0x[0-9a-f]+|\d+)$/i.exec(fnSpec);
+    const fnGlob = m ? m[1]! : fnSpec;
+    const extra = m ? Number(m[2]) : 0;
+    const isAddress = /^0x[0-9a-f]+$/i.test(fnSpec) || /^\d+$/.test(fnSpec);
+    if (!isAddress && !hasWildcard(fnGlob)) {
+      // one exact name (the uprobe tools' case): looked up alone, the whole table only for the error's suggestions
+      let one: ReturnType<typeof functionByName>;
+      try {
+        one = functionByName(path, fnGlob);
+      } catch (e) {
+        throw attachPointError(ap, `${display}: ${(e as Error).message}`);
+      }
+      if (one.fn) return this.exactProbes(ap, t, fnGlob, extra, one.fn, one.loads, opts);
+    }
     let table: FunctionTable;
     try {
       table = functionTable(path);
@@ -294,7 +349,7 @@ export class UprobeProvider implements ProbeProvider {
       throw attachPointError(ap, `${display}: ${(e as Error).message}`);
     }
     const { funcs, sizes, loads } = table;
-    if (/^0x[0-9a-f]+$/i.test(fnSpec) || /^\d+$/.test(fnSpec)) {
+    if (isAddress) {
       // an address must lie inside a function (bpftrace: `Could not resolve address: /bin/bash:0xa`)
       const addr = Number(fnSpec);
       const inside = [...funcs].some(([n, v]) => addr >= v && addr < v + Math.max(1, sizes.get(n) ?? 0));
@@ -302,9 +357,6 @@ export class UprobeProvider implements ProbeProvider {
       const off = symbolFileOffset(loads, { name: fnSpec, value: addr });
       return [new UprobeProbe(ap, this.kind, path, fnSpec, off, fnSpec, display)];
     }
-    const m = /^(.*?)\+(0x[0-9a-f]+|\d+)$/i.exec(fnSpec);
-    const fnGlob = m ? m[1]! : fnSpec;
-    const extra = m ? Number(m[2]) : 0;
     let names: string[];
     if (hasWildcard(fnGlob)) {
       const re = globToRegExp(fnGlob);
@@ -319,17 +371,8 @@ export class UprobeProvider implements ProbeProvider {
           didYouMean(closestNames(fnGlob, funcs.keys()).map((n) => `${this.kind}:${display}:${n}`)),
         );
       }
-      names = [fnGlob];
-      const size = sizes.get(fnGlob) ?? 0;
-      if (extra && size && extra >= size) {
-        throw attachPointError(ap, `Offset outside the function bounds ('${fnGlob}' size is ${size})`);
-      }
-      if (size === 0 && !opts.unsafe) {
-        // bpftrace's check (attached_probe.cpp): without a size the probe cannot be checked to be on an instruction
-        throw attachTimeError(
-          `Could not determine boundary for ${fnGlob} (symbol has size 0).\nUse --unsafe to force attachment. WARNING: This option could lead to data corruption in the target process.`,
-        );
-      }
+      const fn = { value: funcs.get(fnGlob)!, size: sizes.get(fnGlob) ?? 0 };
+      return this.exactProbes(ap, t, fnGlob, extra, fn, loads, opts);
     }
     const offsets = names.map((n) => symbolFileOffset(loads, { name: n, value: funcs.get(n)! }) + extra);
     // bpftrace's multi expansion: a wildcard without an offset, unless the body reads `probe`; where the kernel has it
@@ -339,6 +382,30 @@ export class UprobeProvider implements ProbeProvider {
     return names.map(
       (n, i) => new UprobeProbe(ap, this.kind, path, n, offsets[i]!, extra ? `${n}+${extra}` : n, display),
     );
+  }
+
+  /** The probe on one function found by exact name (`name` or `name+extra`). @throws CompileError as expandIn */
+  private exactProbes(
+    ap: AttachPoint,
+    t: BinaryTarget,
+    name: string,
+    extra: number,
+    fn: { value: number; size: number },
+    loads: ElfSegment[],
+    opts: ExpandOptions,
+  ): ExpandedProbe[] {
+    const size = fn.size;
+    if (extra && size && extra >= size) {
+      throw attachPointError(ap, `Offset outside the function bounds ('${name}' size is ${size})`);
+    }
+    if (size === 0 && !opts.unsafe) {
+      // bpftrace's check (attached_probe.cpp): without a size the probe cannot be checked to be on an instruction
+      throw attachTimeError(
+        `Could not determine boundary for ${name} (symbol has size 0).\nUse --unsafe to force attachment. WARNING: This option could lead to data corruption in the target process.`,
+      );
+    }
+    const off = symbolFileOffset(loads, { name, value: fn.value }) + extra;
+    return [new UprobeProbe(ap, this.kind, t.path, name, off, extra ? `${name}+${extra}` : name, t.display)];
   }
 
   /**

@@ -66,10 +66,7 @@ export function readlineSymbol(path: string): string {
     throw new BpfscopeError(`bashreadline: ${(e as Error).message}`, { cause: e });
   }
   try {
-    const hit = elf
-      .symbols()
-      .find('readline_internal_teardown')
-      .some((s) => s.table === '.dynsym');
+    const hit = elf.findSymbol('readline_internal_teardown', { table: '.dynsym' }) !== undefined;
     return hit ? 'readline_internal_teardown' : 'readline';
   } finally {
     elf.close();

@@ -24,7 +24,7 @@ import { basename } from 'node:path';
 import { BpfscopeError } from '../errors.js';
 import { resolveBinary } from '../probes/uprobe.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
-import { ElfFile, STT_FUNC, STT_GNU_IFUNC } from '../symbols/elf.js';
+import { ElfFile } from '../symbols/elf.js';
 import { bccName, foldedName, type Frame, SymbolResolver } from '../symbols/resolver.js';
 import { INT, type OptionsOf, type ParserSpec } from './framework/argparse.js';
 import type { ToolWriter } from './framework/output.js';
@@ -361,9 +361,8 @@ export function findObject(obj: string, pid: number | null, procRoot = '/proc'):
 export function availableFunctions(path: string, prefix = ''): AllocatorFunction[] {
   const elf = ElfFile.open(path);
   try {
-    const syms = elf.symbols();
-    const has = (n: string): boolean =>
-      syms.find(n).some((s) => (s.type === STT_FUNC || s.type === STT_GNU_IFUNC) && s.value !== 0);
+    // by name in the raw tables (ElfFile.findFunction), without decoding all of libc's symbols
+    const has = (n: string): boolean => elf.findFunction(n) !== undefined;
     const out: AllocatorFunction[] = [];
     for (const f of USER_FUNCTIONS) {
       if (has(prefix + f.name)) out.push(f);

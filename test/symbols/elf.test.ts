@@ -130,6 +130,33 @@ describe('ElfFile', { skip: noCompiler }, () => {
     assert.ok(dyn.some((s) => s.name === 'lib_func'));
   });
 
+  it('findFunction/findSymbol: one name from the raw tables, with the values nm prints, without symbols()', () => {
+    const e = ElfFile.open(b.prog);
+    const l = ElfFile.open(b.lib);
+    try {
+      const ref = nm(b.prog);
+      for (const name of ['alpha_func', 'beta_static', 'main']) {
+        const f = e.findFunction(name);
+        assert.equal(f?.value, ref.get(name)!.value, name);
+        assert.equal(f?.type, STT_FUNC, name);
+      }
+      assert.equal(e.findFunction('alpha_fun'), undefined); // a prefix is not the name
+      assert.equal(e.findFunction('alpha_func_'), undefined);
+      assert.equal(e.findFunction('no_such_function'), undefined);
+      assert.equal(e.findFunction(''), undefined);
+      // printf is an import here (SHN_UNDEF), not a definition
+      assert.equal(e.findFunction('printf'), undefined);
+      const refDyn = nm(b.lib, true);
+      assert.equal(l.findSymbol('lib_func', { table: '.dynsym' })?.value, refDyn.get('lib_func')!.value);
+      assert.equal(l.findSymbol('lib_func', { table: '.dynsym' })?.table, '.dynsym');
+      assert.equal(e.findSymbol('beta_static', { table: '.dynsym' }), undefined); // a local: .symtab only
+      assert.equal(e.findSymbol('beta_static', { table: '.symtab' })?.value, ref.get('beta_static')!.value);
+    } finally {
+      e.close();
+      l.close();
+    }
+  });
+
   it('resolves virtual addresses inside functions to name and offset', () => {
     const e = ElfFile.open(b.prog);
     const syms = e.symbols();

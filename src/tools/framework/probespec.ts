@@ -157,6 +157,10 @@ export function matchTargets(spec: ProbeSpec, source: Partial<TargetSource> = {}
     }
     case 'uprobe':
     case 'uretprobe': {
+      if (source.userFunctions === undefined && isLiteralName(spec)) {
+        // one plain name (funclatency c:getpid): found by name, without decoding the whole symbol table
+        return hasUserFunction(spec.path!, spec.pattern) ? [spec.pattern] : [];
+      }
       const re = bccRegExp(spec.regex);
       const seenAddr = new Set<number>();
       const seenName = new Set<string>();
@@ -178,6 +182,24 @@ export function matchTargets(spec: ProbeSpec, source: Partial<TargetSource> = {}
       }
       return out;
     }
+  }
+}
+
+/**
+ * Whether `spec`'s regex can only match its pattern itself: a glob of identifier characters (`^getpid$`), where
+ * bcc's regex and an equality test agree.
+ */
+function isLiteralName(spec: ProbeSpec): boolean {
+  return /^[A-Za-z0-9_]+$/.test(spec.pattern) && spec.regex === globToBccRegex(spec.pattern);
+}
+
+/** Whether the ELF file at `path` defines a code symbol `name` with a non-zero address (as userFunctions lists). */
+function hasUserFunction(path: string, name: string): boolean {
+  const elf = ElfFile.open(path);
+  try {
+    return elf.findFunction(name) !== undefined;
+  } finally {
+    elf.close();
   }
 }
 
