@@ -9,8 +9,10 @@
  * - a string table of NUL-terminated names.
  *
  * Speed: vmlinux BTF has ~126k types. Loading reads the file and makes one tight pass over a Uint32Array to record
- * where each type starts and its name's string offset; the name index (an open-addressing hash of name bytes, no string decoding) is built on the
- * first lookup by name; decoded names are cached. Everything is lazy and the vmlinux instance is cached per process.
+ * where each type starts and its name's string offset; the first lookups by name search the string table and then
+ * those offsets (both native searches); the name index (an open-addressing hash of name bytes, no string decoding)
+ * is built after {@link NAME_HASH_AFTER} distinct names; decoded names are cached. Everything is lazy and the vmlinux
+ * instance is cached per process.
  *
  * Split BTF (kernel modules, `/sys/kernel/btf/<module>`) is not supported yet.
  */
@@ -387,8 +389,8 @@ export class Btf {
 
   /**
    * All type ids named `name` (ascending), optionally only of `kind`. The first lookups search the string table
-   * for the name and then the types' name offsets for its offset (both native searches), about 1 ms each and cached; after
-   * {@link NAME_HASH_AFTER} distinct names a full name hash is built instead, for bulk users such as listings.
+   * for the name and then the types' name offsets for its offset (both native searches), 1-2 ms each and cached;
+   * after {@link NAME_HASH_AFTER} distinct names a full name hash is built instead, for bulk users such as listings.
    */
   findTypes(name: string, kind?: number): number[] {
     if (name === '') return [];
