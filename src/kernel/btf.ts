@@ -9,8 +9,10 @@
  * - a string table of NUL-terminated names.
  *
  * Speed: vmlinux BTF has ~126k types. Loading reads the file and makes one tight pass over a Uint32Array to record
- * where each type starts; the name index (an open-addressing hash of name bytes, no string decoding) is built on the
- * first lookup by name; decoded names are cached. Everything is lazy and the vmlinux instance is cached per process.
+ * where each type starts and its name's string offset; the first lookups by name search the string table and then
+ * those offsets (both native searches); the name index (an open-addressing hash of name bytes, no string decoding)
+ * is built after {@link NAME_HASH_AFTER} distinct names; decoded names are cached. Everything is lazy and the vmlinux
+ * instance is cached per process.
  *
  * Split BTF (kernel modules, `/sys/kernel/btf/<module>`) is not supported yet.
  */
@@ -141,6 +143,19 @@ export interface ResolveOptions {
   typeTag?: boolean;
 }
 
+/**
+ * Words after a type's 3-word header, by kind: fixed ({@link FIXED_WORDS}: INT, VAR and DECL_TAG 1, ARRAY 3) and per
+ * vlen entry ({@link WORDS_PER_VLEN}: STRUCT, UNION, DATASEC and ENUM64 3, ENUM and FUNC_PROTO 2), as btf.rst lays
+ * them out. Kinds past ENUM64 (unknown to this reader) count 0, as before.
+ */
+const FIXED_WORDS = new Uint8Array(32);
+const WORDS_PER_VLEN = new Uint8Array(32);
+FIXED_WORDS[BtfKind.INT] = FIXED_WORDS[BtfKind.VAR] = FIXED_WORDS[BtfKind.DECL_TAG] = 1;
+FIXED_WORDS[BtfKind.ARRAY] = 3;
+WORDS_PER_VLEN[BtfKind.STRUCT] = WORDS_PER_VLEN[BtfKind.UNION] = 3;
+WORDS_PER_VLEN[BtfKind.DATASEC] = WORDS_PER_VLEN[BtfKind.ENUM64] = 3;
+WORDS_PER_VLEN[BtfKind.ENUM] = WORDS_PER_VLEN[BtfKind.FUNC_PROTO] = 2;
+
 /** Distinct names looked up by string search before {@link Btf} builds the full name hash. */
 const NAME_HASH_AFTER = 8;
 
@@ -161,6 +176,8 @@ export class Btf {
   private readonly bytes: Buffer;
   /** offs[id] = index into u32 of the type's first word. */
   private readonly offs: Uint32Array;
+  /** nameOffs[id] = the string offset of the type's name (0: anonymous). */
+  private readonly nameOffs: Uint32Array;
   private byName: { head: Int32Array; next: Int32Array; mask: number } | undefined;
   private uncachedLookups = 0;
   private readonly lookupCache = new Map<string, number[]>();
@@ -188,50 +205,37 @@ export class Btf {
     this.strBase = hdrLen + strOff;
     this.strLen = strLen;
     this.u32 = new Uint32Array(data.buffer, data.byteOffset, Math.floor(data.length / 4));
-    this.offs = Btf.indexTypes(this.u32, typeStart >>> 2, (typeStart + typeLen) >>> 2);
+    const index = Btf.indexTypes(this.u32, typeStart >>> 2, (typeStart + typeLen) >>> 2);
+    this.offs = index.offs;
+    this.nameOffs = index.nameOffs;
     this.count = this.offs.length - 1;
   }
 
-  /** One pass over the type section: the word index where each type starts (offs[0] unused). */
-  private static indexTypes(u32: Uint32Array, start: number, end: number): Uint32Array {
-    let offs = new Uint32Array(1 << 17);
+  /**
+   * One pass over the type section: the word index where each type starts and its name's string offset (index 0
+   * unused in both). Table-driven (a type's length is 3 words, plus {@link FIXED_WORDS} and {@link WORDS_PER_VLEN}
+   * times its vlen), with arrays sized for the most types the section can hold (every type has at least 3 words):
+   * this pass runs at every start of a tool that reads BTF, mostly before V8 has optimized it.
+   */
+  private static indexTypes(
+    u32: Uint32Array,
+    start: number,
+    end: number,
+  ): { offs: Uint32Array; nameOffs: Uint32Array } {
+    const most = Math.floor((end - start) / 3) + 1;
+    const offs = new Uint32Array(most);
+    const nameOffs = new Uint32Array(most);
     let id = 1;
     let p = start;
     while (p < end) {
-      if (id >= offs.length) {
-        const bigger = new Uint32Array(offs.length * 2);
-        bigger.set(offs);
-        offs = bigger;
-      }
-      offs[id++] = p;
+      offs[id] = p;
+      nameOffs[id++] = u32[p]!;
       const info = u32[p + 1]!;
-      const vlen = info & 0xffff;
-      p += 3;
-      switch ((info >>> 24) & 0x1f) {
-        case 1: // INT
-        case 14: // VAR
-        case 17: // DECL_TAG
-          p += 1;
-          break;
-        case 3: // ARRAY
-          p += 3;
-          break;
-        case 4: // STRUCT
-        case 5: // UNION
-        case 15: // DATASEC
-        case 19: // ENUM64
-          p += 3 * vlen;
-          break;
-        case 6: // ENUM
-        case 13: // FUNC_PROTO
-          p += 2 * vlen;
-          break;
-        default:
-          break;
-      }
+      const kind = (info >>> 24) & 0x1f;
+      p += 3 + FIXED_WORDS[kind]! + WORDS_PER_VLEN[kind]! * (info & 0xffff);
     }
     if (p !== end) throw btfError('type section does not end on a type boundary');
-    return offs.slice(0, id);
+    return { offs: offs.subarray(0, id), nameOffs: nameOffs.subarray(0, id) };
   }
 
   private static cached: Btf | undefined;
@@ -331,10 +335,9 @@ export class Btf {
     const head = new Int32Array(size);
     const next = new Int32Array(this.count + 1);
     const mask = size - 1;
-    const u32 = this.u32;
-    const offs = this.offs;
+    const nameOffs = this.nameOffs;
     for (let id = this.count; id >= 1; id--) {
-      const nameOff = u32[offs[id]!]!;
+      const nameOff = nameOffs[id]!;
       if (nameOff === 0) continue;
       const h = key(nameOff) & mask;
       next[id] = head[h]!;
@@ -344,7 +347,7 @@ export class Btf {
   }
 
   private nameEquals(id: number, q: Uint8Array): boolean {
-    const pos = this.strBase + this.u32[this.offs[id]!]!;
+    const pos = this.strBase + this.nameOffs[id]!;
     const b = this.bytes;
     for (let i = 0; i < q.length; i++) if (b[pos + i] !== q[i]) return false;
     return b[pos + q.length] === 0;
@@ -372,12 +375,11 @@ export class Btf {
       const { head, next, mask } = this.byName;
       for (let id = head[Btf.hashBytes(q) & mask]!; id !== 0; id = next[id]!) if (this.nameEquals(id, q)) out.push(id);
     } else {
-      // Usually one offset: vmlinux strings are deduplicated.
+      // Usually one offset: vmlinux strings are deduplicated. The types naming it: a native search of nameOffs.
       const offsets = this.stringOffsets(q);
-      const u32 = this.u32;
-      const offs = this.offs;
+      const nameOffs = this.nameOffs;
       for (const off of offsets) {
-        for (let id = 1; id <= this.count; id++) if (u32[offs[id]!] === off) out.push(id);
+        for (let id = nameOffs.indexOf(off, 1); id > 0; id = nameOffs.indexOf(off, id + 1)) out.push(id);
       }
       if (offsets.length > 1) out.sort((a, b) => a - b);
     }
@@ -387,8 +389,8 @@ export class Btf {
 
   /**
    * All type ids named `name` (ascending), optionally only of `kind`. The first lookups search the string table
-   * for the name (native substring search) and then the types for its offset, about 1-2 ms each and cached; after
-   * {@link NAME_HASH_AFTER} distinct names a full name hash is built instead, for bulk users such as listings.
+   * for the name and then the types' name offsets for its offset (both native searches), 1-2 ms each and cached;
+   * after {@link NAME_HASH_AFTER} distinct names a full name hash is built instead, for bulk users such as listings.
    */
   findTypes(name: string, kind?: number): number[] {
     if (name === '') return [];
