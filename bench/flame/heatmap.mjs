@@ -8,6 +8,8 @@
 //   --lines N   events in the trace (default 1000000)
 //   --rounds N  runs of each tool (default 5)
 //   --work DIR  where the trace and outputs go (default $TMPDIR/bpfscope-bench-heatmap)
+//   --no-extra-ca-certs  run both tools without NODE_EXTRA_CA_CERTS (default: the environment as it is; see
+//               node-env.mjs). Either way the output gives `node -e 0`'s time with and without it.
 // The trace is biosnoop-like and deterministic (seeded): a header "TIME(us) LAT(us)", then completion times in
 // microseconds over ~20 minutes (increasing, bursty) and latencies with a fast mode (~200 us), a slow mode (~4 ms)
 // and rare outliers up to 80 ms. Both tools get `--unitstime=us --unitslabel=us`.
@@ -17,6 +19,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchEnv, caCertsNote } from './node-env.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -81,11 +84,12 @@ function generate(file, n) {
   writeFileSync(file, out.join(''));
 }
 
-/** Runs argv under /usr/bin/time with stdout to `outFile`: wall s, cpu s, peak RSS MiB. */
-function timed(argv, outFile) {
+/** Runs argv (in `env`) under /usr/bin/time with stdout to `outFile`: wall s, cpu s, peak RSS MiB. */
+function timed(argv, outFile, env = process.env) {
   const r = spawnSync(TIME, ['-f', '%e %U %S %M', '-o', `${outFile}.time`, ...argv], {
     stdio: ['ignore', 'pipe', 'pipe'],
     maxBuffer: 1 << 30,
+    env,
   });
   if (r.status !== 0) fail(`${argv.join(' ')} failed: ${r.stderr}`);
   writeFileSync(outFile, r.stdout);
@@ -112,13 +116,12 @@ mkdirSync(work, { recursive: true });
 const trace = join(work, `trace-${lines}.txt`);
 if (!existsSync(trace)) generate(trace, lines);
 const mb = statSync(trace).size / 2 ** 20;
-const env = { ...process.env };
-delete env.NODE_EXTRA_CA_CERTS;
+const env = benchEnv(args);
 const ours = [];
 const perl = [];
 for (let i = 0; i < rounds; i++) {
-  ours.push(timed([process.execPath, cli, 'heatmap', ...OPTS, trace], join(work, 'ours.svg')));
-  if (perlScript) perl.push(timed(['perl', perlScript, ...OPTS, trace], join(work, 'perl.svg')));
+  ours.push(timed([process.execPath, cli, 'heatmap', ...OPTS, trace], join(work, 'ours.svg'), env));
+  if (perlScript) perl.push(timed(['perl', perlScript, ...OPTS, trace], join(work, 'perl.svg'), env));
 }
 const m = (rs, k) => median(rs.map((x) => x[k]));
 const f = (x, d = 2) => x.toFixed(d);
@@ -140,3 +143,4 @@ if (perlScript) {
 } else {
   console.log('\n(HEATMAP_DIR not set: trace2heatmap.pl not run, no comparison)');
 }
+console.log(`\n${caCertsNote(env, rounds, (argv, e) => timed(argv, join(work, 'node.out'), e))}`);

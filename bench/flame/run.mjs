@@ -10,6 +10,8 @@
 //   --inputs LIST     comma-separated subset of: synth-20M, synth-200M, example (default: all)
 //   --example-copies N  how many times example-perf-stacks.txt.gz is concatenated (default 10)
 //   --work DIR        where inputs and outputs go (default $TMPDIR/bpfscope-bench-flame)
+//   --no-extra-ca-certs  run both tools without NODE_EXTRA_CA_CERTS (default: the environment as it is; see
+//                     node-env.mjs). Either way the output gives `node -e 0`'s time with and without it.
 // Inputs: ../shared/bench/gen-perf-script.mjs (--mb 20 / 200, --seed 1) and
 // ../shared/testdata/flamegraph/example-perf-stacks.txt.gz, relative to the repository (override the shared
 // directory with BPFSCOPE_SHARED). Without FLAMEGRAPH_DIR only our commands run and the comparison is skipped.
@@ -19,6 +21,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
+import { benchEnv, caCertsNote } from './node-env.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
@@ -35,6 +38,7 @@ const shared = process.env.BPFSCOPE_SHARED ?? join(root, '..', 'shared');
 const flamegraphDir = process.env.FLAMEGRAPH_DIR;
 const cli = join(root, 'dist', 'bundle', 'bpfscope.cjs');
 const TIME = '/usr/bin/time';
+const env = benchEnv(args);
 
 if (!existsSync(cli)) fail(`${cli} not found: run "npm run build" first`);
 if (!existsSync(TIME)) fail(`${TIME} not found (Debian package "time"): it measures peak RSS`);
@@ -87,12 +91,13 @@ function inputs() {
   return out;
 }
 
-/** One timed run: stdout to `outPath`. Returns { wall, cpu (s), rss (KiB) }. */
-function timed(cmd, argv, outPath) {
+/** One timed run (in `runEnv`): stdout to `outPath`. Returns { wall, cpu (s), rss (KiB) }. */
+function timed(cmd, argv, outPath, runEnv = env) {
   const fd = openSync(outPath, 'w');
   const r = spawnSync(TIME, ['-f', 'BENCH %e %U %S %M', cmd, ...argv], {
     stdio: ['ignore', fd, 'pipe'],
     maxBuffer: 1 << 26,
+    env: runEnv,
   });
   closeSync(fd);
   const line = r.stderr
@@ -166,6 +171,8 @@ const lines = [
   `bench/flame on ${new Date().toISOString().slice(0, 10)}, ${cpus().length} x ${cpus()[0]?.model ?? 'CPU'}, node ${process.version}`,
   '',
   `Load average (1, 5, 15 min) at the start: ${loadStart}; at the end: ${loadavg()}.`,
+  '',
+  caCertsNote(env, rounds, ([cmd, ...argv], e) => timed(cmd, argv, join(work, 'node.out'), e)),
   '',
   perl
     ? `Perl scripts: ${flamegraphDir}. Medians of interleaved runs (ours, Perl, ours, Perl, ...); MB/s of input by wall time (CPU time in brackets); peak RSS is the largest of the runs.`

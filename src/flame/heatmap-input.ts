@@ -2,6 +2,7 @@
  * The input side of heat maps (heatmap.ts): "TIME LATENCY" lines parsed straight from bytes into blocks of events,
  * and the error type every heat map step throws. The format and its edge behaviour are described in heatmap.ts.
  */
+import { BLOCK_PAIRS, IN_BASE, OUT_BASE, plainScanner } from './heatmap-scan.js';
 
 /** Bad input or options: `message` is one sentence for the user. */
 export class HeatMapError extends Error {
@@ -11,8 +12,8 @@ export class HeatMapError extends Error {
   }
 }
 
-/** Events per storage block of HeatMapInput. */
-const BLOCK_EVENTS = 1 << 16;
+/** Events per storage block of HeatMapInput (the most the scanner writes in one call). */
+const BLOCK_EVENTS = BLOCK_PAIRS;
 
 /**
  * Collects events from lines as they arrive (a pipe can feed it). Times are kept relative to the first event, exactly
@@ -40,10 +41,6 @@ export class HeatMapInput {
   largestLatencyText = '0';
 
   private carry: Uint8Array | null = null;
-  /** scanPlain's in/out state (ST_* slots): doubles only, so its representation never changes. */
-  private readonly scanState = new Float64Array(3);
-  /** Calls of scanPlain so far (the first ones get a small quota of lines). */
-  private scans = 0;
   private readonly decoder = new TextDecoder('utf-8');
 
   /**
@@ -74,41 +71,43 @@ export class HeatMapInput {
       this.slowLine(chunk, pos, nl);
       pos = nl + 1;
     }
-    // Plain "DIGITS DIGITS[ anything]" lines go through scanPlain (a small function of its own, so V8 optimizes it
-    // once: state kept here in fields changed representation inside the loop and made V8 recompile it 4-5 times);
-    // any other line goes to line().
-    const st = this.scanState;
-    // Only whole lines: every scan stops at their "\n", so no read goes past the chunk.
+    // Plain "DIGITS DIGITS[ anything]" lines are parsed by a WebAssembly function (heatmap-scan.ts says why) from a
+    // copy of the chunk's whole lines in its memory; any other line goes to line().
+    // Only whole lines: every scan stops at their "\n", so no read goes past them.
     const limit = chunk.lastIndexOf(10) + 1;
+    let delta = -1; // where chunk[0] would be in the scanner's memory, once the lines are copied there
     while (pos < limit) {
       // The first event's time when it is a plain integer of at most 15 digits (else every line goes to line()).
       if (this.start !== undefined && this.startText.length <= 15) {
+        const { scan, memory } = plainScanner();
+        if (delta < 0) {
+          const need = IN_BASE + (limit - pos) - memory.buffer.byteLength;
+          if (need > 0) memory.grow(Math.ceil(need / 65536));
+          new Uint8Array(memory.buffer).set(chunk.subarray(pos, limit), IN_BASE);
+          delta = IN_BASE - pos;
+        }
         if (this.fill === BLOCK_EVENTS) {
           this.blocks.push(this.block);
           this.block = new Float64Array(2 * BLOCK_EVENTS);
           this.fill = 0;
         }
-        st[ST_FILL] = this.fill;
-        st[ST_MAXREL] = this.maxRel;
-        st[ST_LARGEST] = this.largestLatency;
-        // The first calls take a few lines each: they run in the interpreter and record type feedback for every
-        // statement, the function's exit included, before V8 optimizes it (an optimized loop whose exit had never
-        // run was thrown away at its first return and compiled again, ~10 ms of compiling each time).
-        const quota = this.scans < 32 ? 64 : 4096;
-        this.scans++;
-        const at = scanPlain(chunk, pos, limit, this.start, this.block, st, quota);
-        const added = st[ST_FILL]! - this.fill;
+        const state = new Float64Array(memory.buffer, 0, 3);
+        state[1] = this.maxRel;
+        state[2] = this.largestLatency;
+        const at = scan(pos + delta, limit + delta, this.start, 0, BLOCK_EVENTS - this.fill) - delta;
+        const added = new Int32Array(memory.buffer, 0, 1)[0]!;
+        this.block.set(new Float64Array(memory.buffer, OUT_BASE, 2 * added), 2 * this.fill);
         this.fill += added;
         this.count += added;
         this.lineNo += added;
-        this.maxRel = st[ST_MAXREL]!;
-        if (st[ST_LARGEST]! > this.largestLatency) {
-          this.largestLatency = st[ST_LARGEST]!;
+        this.maxRel = state[1]!;
+        if (state[2]! > this.largestLatency) {
+          this.largestLatency = state[2]!;
           // A plain integer of at most 15 digits, no leading zero: its text is String() of its value.
           this.largestLatencyText = String(this.largestLatency);
         }
-        // Stopped before the limit at a line of another form, or after its quota of lines (the same line then
-        // still parses as plain: go on).
+        // Stopped before the limit at a line of another form, or with the block full (the same line then still
+        // parses as plain: go on).
         if (at > pos || pos >= limit) {
           pos = at;
           continue;
@@ -233,78 +232,6 @@ export class HeatMapInput {
   get lines(): number {
     return this.lineNo;
   }
-}
-
-/** Slots of scanPlain's state array. */
-const ST_FILL = 0;
-const ST_MAXREL = 1;
-const ST_LARGEST = 2;
-
-/**
- * Parses lines of plain "DIGITS DIGITS[ anything]" (each number at most 15 digits, no leading zero; blanks or tabs
- * between; further fields ignored; "\r\n" accepted) from `b[pos, limit)` (`limit` just after a "\n") into `block`
- * as (time - start, latency) pairs from pair `st[ST_FILL]` on, keeping `st[ST_MAXREL]` (largest time offset) and
- * `st[ST_LARGEST]` (largest latency) up to date. Stops at `limit`, after `quota` lines, when the block is full, or at
- * the start of a line of any other form; returns where it stopped (always a line start).
- */
-function scanPlain(
-  b: Uint8Array,
-  pos: number,
-  limit: number,
-  start: number,
-  block: Float64Array,
-  st: Float64Array,
-  quota: number,
-): number {
-  // Slot numbers and the block size as literals: module constants would be context loads with a hole check here.
-  let fill = st[0]! | 0;
-  let maxRel = st[1]!;
-  let largest = st[2]!;
-  // At most `quota` lines a call: the first calls return while still interpreted, so every statement has type
-  // feedback when V8 optimizes it (an on-stack replacement in a long first call deoptimized at its end).
-  const stop = Math.min(fill + quota, 65536);
-  while (pos < limit && fill < stop) {
-    let i = pos;
-    let c = b[i]!;
-    while (c === 32 || c === 9) c = b[++i]!;
-    const t0 = i;
-    let time = 0;
-    while (c >= 48 && c <= 57) {
-      time = time * 10 + (c - 48);
-      c = b[++i]!;
-    }
-    const tl = i - t0;
-    if (tl === 0 || tl > 15 || (tl > 1 && b[t0] === 48) || (c !== 32 && c !== 9)) break;
-    while (c === 32 || c === 9) c = b[++i]!;
-    const l0 = i;
-    let latency = 0;
-    while (c >= 48 && c <= 57) {
-      latency = latency * 10 + (c - 48);
-      c = b[++i]!;
-    }
-    const ll = i - l0;
-    if (ll === 0 || ll > 15 || (ll > 1 && b[l0] === 48)) break;
-    if (c !== 10) {
-      if (c === 13 && b[i + 1] === 10) i++;
-      else if (c === 32 || c === 9 || c === 13)
-        i = b.indexOf(10, i); // further fields are ignored
-      else break;
-    }
-    // i is at the newline.
-    const r = time - start;
-    // Math.max, not `>`: a comparison's feedback says "small integers" while offsets are below 2^30 (18 minutes in
-    // microseconds), and optimized code speculating so was thrown away when a larger one came.
-    maxRel = Math.max(maxRel, r);
-    largest = Math.max(largest, latency);
-    block[2 * fill] = r;
-    block[2 * fill + 1] = latency;
-    fill++;
-    pos = i + 1;
-  }
-  st[0] = fill;
-  st[1] = maxRel;
-  st[2] = largest;
-  return pos;
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
