@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import type { Server } from 'node:http';
 import { BpfscopeError } from '../../errors.js';
 import { type Metric, parseListenAddress, serveMetrics } from './metrics.js';
-import { buildAgentProfile } from './pprof.js';
+import { PprofDictionary, buildAgentProfile } from './pprof.js';
 import { type PeriodData, Profiler } from './profiler.js';
 import type { SeriesLabel } from './proto.js';
 import { type Backend, ParcaBackend, PyroscopeBackend } from './push.js';
@@ -397,6 +397,9 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
   ];
   const offSeries: SeriesLabel[] = [{ name: '__name__', value: 'off_cpu' }, ...series.slice(1)];
   const periodNs = Math.round(1e9 / cfg.hz);
+  // strings, functions, locations and mappings kept across periods (bounded), one dictionary per profile kind
+  const cpuDictionary = new PprofDictionary();
+  const offDictionary = new PprofDictionary();
   const onPeriod = async (d: PeriodData): Promise<void> => {
     const t0 = performance.now();
     // build-ids of mapped files, once per process and file in a period (each costs a stat, and an ELF read once)
@@ -412,6 +415,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
       timeNanos: d.startNs,
       durationNanos: d.durationNs,
       buildIdOf,
+      dictionary: cpuDictionary,
     });
     const offPprof = d.offcpu
       ? await buildAgentProfile(d.offcpu, {
@@ -420,6 +424,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
           timeNanos: d.startNs,
           durationNanos: d.durationNs,
           buildIdOf,
+          dictionary: offDictionary,
         })
       : undefined;
     counters.periods++;
