@@ -71,7 +71,7 @@ suite('agent pprof dictionary', () => {
   });
 
   test('past its bound the dictionary starts again before the next profile', async () => {
-    const dictionary = new PprofDictionary(65536, 3);
+    const dictionary = new PprofDictionary(16384, 3);
     const s1: AgentSample[] = [{ kernel, user: a, labels, count: 1 }];
     const s2: AgentSample[] = [{ kernel: [], user: b, labels, count: 4 }];
     await buildAgentProfile(s1, { ...opts, dictionary });

@@ -201,6 +201,8 @@ interface Counters {
   mapFull: number;
   processes: number;
   lastReadMs: number;
+  /** The pprof dictionaries kept across periods, by profile (`cpu`, `offcpu`). */
+  dictionaries: Record<string, PprofDictionary>;
 }
 
 function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profiler, started: number): Metric[] {
@@ -245,6 +247,21 @@ function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profi
       help: 'Periods read more than a period late (merged into the next profile).',
       type: 'counter',
       samples: [{ value: profiler.latePeriods }],
+    },
+    {
+      name: 'bpfscope_agent_pprof_dictionary_entries',
+      help: 'Entries of the pprof dictionary kept across periods (strings, locations), by profile.',
+      type: 'gauge',
+      samples: Object.entries(c.dictionaries).flatMap(([profile, d]) => [
+        { labels: { profile, table: 'strings' }, value: d.strings.strings.length },
+        { labels: { profile, table: 'locations' }, value: d.locations.length },
+      ]),
+    },
+    {
+      name: 'bpfscope_agent_pprof_dictionary_resets_total',
+      help: 'Times a pprof dictionary passed its bound and was started again, by profile.',
+      type: 'counter',
+      samples: Object.entries(c.dictionaries).map(([profile, d]) => ({ labels: { profile }, value: d.resets })),
     },
     {
       name: 'bpfscope_agent_processes',
@@ -381,7 +398,11 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
     if (q.loaded > 0) log(`${q.backend.name}: ${q.loaded} profiles queued on disk by an earlier run, sending them`);
     q.start();
   }
+  // strings, functions, locations and mappings kept across periods (bounded), one dictionary per profile kind
+  const cpuDictionary = new PprofDictionary();
+  const offDictionary = new PprofDictionary();
   const counters: Counters = {
+    dictionaries: cfg.offcpu ? { cpu: cpuDictionary, offcpu: offDictionary } : { cpu: cpuDictionary },
     periods: 0,
     profiles: 0,
     offcpuNs: 0,
@@ -397,9 +418,6 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
   ];
   const offSeries: SeriesLabel[] = [{ name: '__name__', value: 'off_cpu' }, ...series.slice(1)];
   const periodNs = Math.round(1e9 / cfg.hz);
-  // strings, functions, locations and mappings kept across periods (bounded), one dictionary per profile kind
-  const cpuDictionary = new PprofDictionary();
-  const offDictionary = new PprofDictionary();
   const onPeriod = async (d: PeriodData): Promise<void> => {
     const t0 = performance.now();
     // build-ids of mapped files, once per process and file in a period (each costs a stat, and an ELF read once)

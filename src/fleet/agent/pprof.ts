@@ -100,12 +100,12 @@ export class PprofDictionary {
   resets = 0;
 
   /**
-   * @param maxStrings strings kept before starting again (default 65,536)
-   * @param maxLocations locations kept before starting again (default 65,536)
+   * @param maxStrings strings kept before starting again (default 16,384)
+   * @param maxLocations locations kept before starting again (default 16,384)
    */
   constructor(
-    readonly maxStrings = 65536,
-    readonly maxLocations = 65536,
+    readonly maxStrings = 16384,
+    readonly maxLocations = 16384,
   ) {}
 
   /** Start again if past a bound (called before a profile is built, so a profile never mixes two dictionaries). */
