@@ -41,6 +41,21 @@ const want = (key) => !ONLY || ONLY.includes(key);
 // --together: with --before, the two agents run at the same time (the same workload for both: on a shared machine
 // the load changes from minute to minute, so one after the other compares different workloads)
 const TOGETHER = argv.includes('--together');
+// --bundle BUNDLE: the current build's agent from this file instead of dist/bundle/bpfscope.cjs (a copy, so that a
+// rebuild during the run cannot change it)
+const BUNDLE = opt('--bundle', join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'));
+// --variants 'LABEL=FLAGS;LABEL=FLAGS': the current build's agent under these node flags (space-separated), all run at
+// the same time as the plain agent (and the --before agent when given): one workload for every variant
+const VARIANTS = opt('--variants', undefined)
+  ?.split(';')
+  .filter(Boolean)
+  .map((v) => ({
+    label: v.slice(0, v.indexOf('=')),
+    flags: v
+      .slice(v.indexOf('=') + 1)
+      .split(' ')
+      .filter(Boolean),
+  }));
 const WARMUP = 12;
 const CLK_TCK = 100;
 
@@ -95,6 +110,8 @@ async function measure(name, cmd, args) {
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let err = '';
   child.stderr.on('data', (b) => (err += b));
+  let exitCode;
+  const exited = new Promise((r) => child.on('exit', (code, sig) => r((exitCode = code ?? sig))));
   await sleep(WARMUP * 1000);
   const t0 = treeTicks(child.pid);
   const w0 = performance.now();
@@ -103,7 +120,8 @@ async function measure(name, cmd, args) {
   const wall = (performance.now() - w0) / 1000;
   const mem = memOf(child.pid);
   // SIGINT ends bpftrace and the agent cleanly; the bcc loop's shell may go on: SIGKILL the group after 5 s
-  const exited = new Promise((r) => child.on('exit', r));
+  if (exitCode !== undefined)
+    return { name, skipped: `exited before the end (${exitCode}): ${err.trim().split('\n').slice(-3).join(' ')}` };
   process.kill(-child.pid, 'SIGINT');
   const late = setTimeout(() => process.kill(-child.pid, 'SIGKILL'), 5000);
   await exited;
@@ -146,34 +164,39 @@ for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(1));
 const results = [];
 try {
   const agentArgs = [`--pyroscope=http://127.0.0.1:${port}`, '--hz=49', '--period=10s', '--no-metrics'];
-  if (BEFORE && TOGETHER && want('agent')) {
-    results.push(
-      ...(await Promise.all([
-        measure(`bpfscope agent, before (${BEFORE}), run together`, process.execPath, [BEFORE, 'agent', ...agentArgs]),
-        measure('bpfscope agent, run together', process.execPath, [
-          join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+  if (VARIANTS) {
+    const runs = [];
+    if (BEFORE)
+      runs.push(measure(`bpfscope agent, before (${BEFORE})`, process.execPath, [BEFORE, 'agent', ...agentArgs]));
+    runs.push(measure('bpfscope agent', process.execPath, [BUNDLE, 'agent', ...agentArgs]));
+    for (const v of VARIANTS)
+      runs.push(
+        measure(`bpfscope agent (node ${v.flags.join(' ')}) [${v.label}]`, process.execPath, [
+          ...v.flags,
+          BUNDLE,
           'agent',
           ...agentArgs,
         ]),
+      );
+    results.push(...(await Promise.all(runs)));
+  } else if (BEFORE && TOGETHER && want('agent')) {
+    results.push(
+      ...(await Promise.all([
+        measure(`bpfscope agent, before (${BEFORE}), run together`, process.execPath, [BEFORE, 'agent', ...agentArgs]),
+        measure('bpfscope agent, run together', process.execPath, [BUNDLE, 'agent', ...agentArgs]),
       ])),
     );
   } else if (BEFORE && want('agent'))
     results.push(
       await measure(`bpfscope agent, before (${BEFORE})`, process.execPath, [BEFORE, 'agent', ...agentArgs]),
     );
-  if (want('agent') && !(BEFORE && TOGETHER))
-    results.push(
-      await measure('bpfscope agent', process.execPath, [
-        join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
-        'agent',
-        ...agentArgs,
-      ]),
-    );
+  if (want('agent') && !(BEFORE && TOGETHER) && !VARIANTS)
+    results.push(await measure('bpfscope agent', process.execPath, [BUNDLE, 'agent', ...agentArgs]));
   if (want('agent-semi'))
     results.push(
       await measure('bpfscope agent (node --max-semi-space-size=1)', process.execPath, [
         '--max-semi-space-size=1',
-        join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+        BUNDLE,
         'agent',
         ...agentArgs,
       ]),
@@ -192,7 +215,7 @@ try {
   if (want('floor-agent'))
     results.push(
       await measure('floor: bpfscope agent -p IDLE_PID (nothing sampled)', process.execPath, [
-        join(ROOT, 'dist', 'bundle', 'bpfscope.cjs'),
+        BUNDLE,
         'agent',
         `--pyroscope=http://127.0.0.1:${port}`,
         '--hz=49',

@@ -11,8 +11,16 @@
  * leading underscores, then the longer name, then file order.
  *
  * Speed: the file (~120k-200k lines, ~5-8 MB) is read once and parsed in one pass over its bytes (hex digits folded
- * into two u32 halves, no per-line regex or string split); names are decoded only when a result needs them. The
- * name index used by `lookup` is built on its first call. Addresses are `bigint` (kernel addresses exceed 2^53).
+ * into two u32 halves, no per-line regex or string split); names are decoded only when a result needs them.
+ * Addresses are `bigint` (kernel addresses exceed 2^53).
+ *
+ * Memory: what {@link Kallsyms.resolve} needs is kept in a compact form, the chosen code symbols only: two `Uint32Array`
+ * address halves, a `Uint16Array` of module ids, and one byte string of their names with a `Uint32Array` of offsets
+ * (~14 bytes per symbol plus its name: ~4 MB for 120k symbols, against ~11 MB for the file text with a per-line
+ * index). The file text and the per-line index are not kept: {@link Kallsyms.lookup}, {@link Kallsyms.lookupAll}
+ * and {@link Kallsyms.symbols} (every entry, data symbols too) parse the file again on their first call and keep
+ * that table from then on (a table built by {@link Kallsyms.fromBuffer} parses the buffer it was given; one from
+ * {@link Kallsyms.load} reads the file again, so it sees modules and BPF programs loaded since).
  */
 import { readFileSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
@@ -60,46 +68,255 @@ function bindRank(t: number): number {
   return t >= 65 && t <= 90 ? 2 : 0;
 }
 
+/** Every line of a kallsyms text, parsed: per-entry arrays indexing into the text. */
+interface Parsed {
+  buf: Buffer;
+  count: number;
+  hi: Uint32Array;
+  lo: Uint32Array;
+  type: Uint8Array;
+  nameStart: Uint32Array;
+  nameEnd: Uint32Array;
+  /** Module id per entry (0 = core kernel); `modules[id]` is the name. */
+  modId: Uint16Array;
+  modules: string[];
+}
+
+function parse(buf: Buffer): Parsed {
+  // Upper bound on the line count: one entry per newline (plus a last line without one).
+  let lines = 1;
+  for (let i = buf.indexOf(10); i >= 0; i = buf.indexOf(10, i + 1)) lines++;
+  const p: Parsed = {
+    buf,
+    count: 0,
+    hi: new Uint32Array(lines),
+    lo: new Uint32Array(lines),
+    type: new Uint8Array(lines),
+    nameStart: new Uint32Array(lines),
+    nameEnd: new Uint32Array(lines),
+    modId: new Uint16Array(lines),
+    modules: [''],
+  };
+  const b = buf;
+  const n = b.length;
+  let i = 0;
+  let k = 0;
+  let lastModStart = -1;
+  let lastModEnd = -1;
+  let lastModId = 0;
+  while (i < n) {
+    // Address: hex digits folded into hi/lo halves.
+    let hi = 0;
+    let lo = 0;
+    let c = b[i]!;
+    while (i < n) {
+      c = b[i]!;
+      const d = HEX[c]!;
+      if (d === 255) break;
+      hi = ((hi << 4) | (lo >>> 28)) >>> 0;
+      lo = ((lo << 4) | d) >>> 0;
+      i++;
+    }
+    if (c !== 32 || i + 2 >= n) {
+      // Malformed line: skip it.
+      const nl = b.indexOf(10, i);
+      i = nl < 0 ? n : nl + 1;
+      continue;
+    }
+    const t = b[i + 1]!;
+    i += 3; // ' T '
+    const ns = i;
+    while (i < n) {
+      c = b[i]!;
+      if (c === 9 || c === 10 || c === 32) break;
+      i++;
+    }
+    const ne = i;
+    let mod = 0;
+    if (c === 9 || c === 32) {
+      while (i < n && (b[i] === 9 || b[i] === 32)) i++;
+      if (b[i] === 91) {
+        const ms = i + 1;
+        const me = b.indexOf(93, ms);
+        const nl = b.indexOf(10, ms);
+        if (me >= 0 && (nl < 0 || me < nl)) {
+          if (
+            lastModStart >= 0 &&
+            me - ms === lastModEnd - lastModStart &&
+            b.compare(b, ms, me, lastModStart, lastModEnd) === 0
+          ) {
+            mod = lastModId;
+          } else {
+            const name = b.toString('latin1', ms, me);
+            let id = p.modules.indexOf(name);
+            if (id < 0) {
+              id = p.modules.length;
+              p.modules.push(name);
+            }
+            mod = id;
+            lastModId = id;
+          }
+          lastModStart = ms;
+          lastModEnd = me;
+        }
+      }
+      const nl = b.indexOf(10, i);
+      i = nl < 0 ? n : nl + 1;
+    } else {
+      i++; // newline
+    }
+    p.hi[k] = hi;
+    p.lo[k] = lo;
+    p.type[k] = t;
+    p.nameStart[k] = ns;
+    p.nameEnd[k] = ne;
+    p.modId[k] = mod;
+    k++;
+  }
+  p.count = k;
+  return p;
+}
+
+/** Sorted, alias-deduplicated indices of code symbols with non-zero addresses. */
+function sortCode(p: Parsed): Uint32Array {
+  const idx: number[] = [];
+  let sorted = true;
+  let ph = 0;
+  let pl = 0;
+  for (let k = 0; k < p.count; k++) {
+    const h = p.hi[k]!;
+    const l = p.lo[k]!;
+    if ((h === 0 && l === 0) || isDataType(p.type[k]!)) continue;
+    if (h < ph || (h === ph && l < pl)) sorted = false;
+    ph = h;
+    pl = l;
+    idx.push(k);
+  }
+  if (!sorted) sortIndices(p, idx);
+  // Keep the best alias per address.
+  const out = new Uint32Array(idx.length);
+  let m = 0;
+  for (let j = 0; j < idx.length; j++) {
+    const k = idx[j]!;
+    if (m > 0) {
+      const q = out[m - 1]!;
+      if (p.hi[q] === p.hi[k] && p.lo[q] === p.lo[k]) {
+        if (better(p, k, q)) out[m - 1] = k;
+        continue;
+      }
+    }
+    out[m++] = k;
+  }
+  return out.slice(0, m);
+}
+
+/**
+ * Sort entry indices by address, then file order. Kernel text, modules and BPF programs span about a gigabyte, so
+ * (address - lowest, index) packs into one double and sorts natively; a wider span falls back to a comparator.
+ */
+function sortIndices(p: Parsed, idx: number[]): void {
+  let minHi = 0xffffffff;
+  let minLo = 0xffffffff;
+  let maxHi = 0;
+  let maxLo = 0;
+  for (const k of idx) {
+    const h = p.hi[k]!;
+    const l = p.lo[k]!;
+    if (h < minHi || (h === minHi && l < minLo)) {
+      minHi = h;
+      minLo = l;
+    }
+    if (h > maxHi || (h === maxHi && l > maxLo)) {
+      maxHi = h;
+      maxLo = l;
+    }
+  }
+  const span = (maxHi - minHi) * TWO32 + (maxLo - minLo);
+  const scale = 2 ** Math.max(1, Math.ceil(Math.log2(p.count + 1)));
+  if (span * scale + scale < 2 ** 53) {
+    const keys = new Float64Array(idx.length);
+    for (let j = 0; j < idx.length; j++) {
+      const k = idx[j]!;
+      keys[j] = ((p.hi[k]! - minHi) * TWO32 + (p.lo[k]! - minLo)) * scale + k;
+    }
+    keys.sort();
+    for (let j = 0; j < keys.length; j++) idx[j] = keys[j]! % scale;
+    return;
+  }
+  idx.sort((a, b) => p.hi[a]! - p.hi[b]! || p.lo[a]! - p.lo[b]! || a - b);
+}
+
+/** Whether entry `a` is a better name than entry `b` for the same address (perf's `choose_best_symbol`). */
+function better(p: Parsed, a: number, b: number): boolean {
+  const ra = bindRank(p.type[a]!);
+  const rb = bindRank(p.type[b]!);
+  if (ra !== rb) return ra > rb;
+  const ua = leadingUnderscores(p, a);
+  const ub = leadingUnderscores(p, b);
+  if (ua !== ub) return ua < ub;
+  const la = p.nameEnd[a]! - p.nameStart[a]!;
+  const lb = p.nameEnd[b]! - p.nameStart[b]!;
+  if (la !== lb) return la > lb;
+  return a < b;
+}
+
+function leadingUnderscores(p: Parsed, k: number): number {
+  let n = 0;
+  for (let i = p.nameStart[k]!; i < p.nameEnd[k]! && p.buf[i] === 95; i++) n++;
+  return n;
+}
+
+function hiLoBig(hi: number, lo: number): bigint {
+  return (BigInt(hi) << 32n) | BigInt(lo);
+}
+
 /**
  * A parsed kallsyms table. Build one with {@link Kallsyms.load} (the real file, or a path for tests) or
  * {@link Kallsyms.fromBuffer}; the shared instance for `/proc/kallsyms` is {@link kallsyms}.
  */
 export class Kallsyms {
-  private readonly buf: Buffer;
+  /** Where the full table comes from again: a path to read, or the caller's text. */
+  private readonly source: { path: string } | { buf: Buffer };
   private readonly count: number;
-  private readonly hi: Uint32Array;
-  private readonly lo: Uint32Array;
-  private readonly type: Uint8Array;
-  private readonly nameStart: Uint32Array;
-  private readonly nameEnd: Uint32Array;
-  /** Module id per entry (0 = core kernel); `modules[id]` is the name. */
-  private readonly modId: Uint16Array;
-  private readonly modules: string[] = [''];
-  /** Entry indices of code symbols, sorted by address, one per address (best alias). */
-  private readonly sorted: Uint32Array;
+  /** The code symbols (best alias per address), sorted by address. */
   private readonly sortedHi: Uint32Array;
   private readonly sortedLo: Uint32Array;
-  private names: (string | undefined)[] = [];
-  private byName: Map<string, number[]> | undefined;
+  private readonly codeMod: Uint16Array;
+  /** Names of the code symbols: symbol j is `codeNames[codeNameOff[j] .. codeNameOff[j + 1])`. */
+  private readonly codeNames: Buffer;
+  private readonly codeNameOff: Uint32Array;
+  private readonly modules: string[];
+  /** Names decoded so far, by code symbol index. */
+  private readonly names = new Map<number, string>();
+  /** Every entry, for name lookups and listing: built on first use. */
+  private full: { p: Parsed; byName: Map<string, number[]> } | undefined;
 
-  private constructor(buf: Buffer) {
-    this.buf = buf;
-    // Upper bound on the line count: one entry per newline (plus a last line without one).
-    let lines = 1;
-    for (let i = buf.indexOf(10); i >= 0; i = buf.indexOf(10, i + 1)) lines++;
-    this.hi = new Uint32Array(lines);
-    this.lo = new Uint32Array(lines);
-    this.type = new Uint8Array(lines);
-    this.nameStart = new Uint32Array(lines);
-    this.nameEnd = new Uint32Array(lines);
-    this.modId = new Uint16Array(lines);
-    this.count = this.parse();
-    this.sorted = this.sortCode();
-    this.sortedHi = new Uint32Array(this.sorted.length);
-    this.sortedLo = new Uint32Array(this.sorted.length);
-    for (let k = 0; k < this.sorted.length; k++) {
-      this.sortedHi[k] = this.hi[this.sorted[k]!]!;
-      this.sortedLo[k] = this.lo[this.sorted[k]!]!;
+  private constructor(buf: Buffer, source: { path: string } | { buf: Buffer }) {
+    this.source = source;
+    const p = parse(buf);
+    this.count = p.count;
+    this.modules = p.modules;
+    const sorted = sortCode(p);
+    const n = sorted.length;
+    this.sortedHi = new Uint32Array(n);
+    this.sortedLo = new Uint32Array(n);
+    this.codeMod = new Uint16Array(n);
+    this.codeNameOff = new Uint32Array(n + 1);
+    let bytes = 0;
+    for (let j = 0; j < n; j++) {
+      const k = sorted[j]!;
+      this.sortedHi[j] = p.hi[k]!;
+      this.sortedLo[j] = p.lo[k]!;
+      this.codeMod[j] = p.modId[k]!;
+      this.codeNameOff[j] = bytes;
+      bytes += p.nameEnd[k]! - p.nameStart[k]!;
+    }
+    this.codeNameOff[n] = bytes;
+    // Its own memory (not a slice of the pool or of the file text, which would keep that alive).
+    this.codeNames = Buffer.allocUnsafeSlow(bytes);
+    for (let j = 0; j < n; j++) {
+      const k = sorted[j]!;
+      buf.copy(this.codeNames, this.codeNameOff[j]!, p.nameStart[k]!, p.nameEnd[k]!);
     }
   }
 
@@ -108,18 +325,13 @@ export class Kallsyms {
    * @throws BpfscopeError when the file cannot be read.
    */
   static load(path = '/proc/kallsyms'): Kallsyms {
-    let buf: Buffer;
-    try {
-      buf = readFileSync(path);
-    } catch (e) {
-      throw new BpfscopeError(`cannot read ${path}: ${(e as Error).message}`, { cause: e });
-    }
-    return new Kallsyms(buf);
+    return new Kallsyms(readKallsyms(path), { path });
   }
 
-  /** Parse kallsyms text already in memory. */
+  /** Parse kallsyms text already in memory (kept for {@link lookup} and {@link symbols}). */
   static fromBuffer(buf: Buffer | string): Kallsyms {
-    return new Kallsyms(typeof buf === 'string' ? Buffer.from(buf) : buf);
+    const b = typeof buf === 'string' ? Buffer.from(buf) : buf;
+    return new Kallsyms(b, { buf: b });
   }
 
   /** Number of entries parsed (all types). */
@@ -132,189 +344,27 @@ export class Kallsyms {
    * (`kernel.kptr_restrict`, or not root): every {@link resolve} then returns `undefined`.
    */
   get codeSymbols(): number {
-    return this.sorted.length;
+    return this.sortedHi.length;
   }
 
-  private parse(): number {
-    const b = this.buf;
-    const n = b.length;
-    let i = 0;
-    let k = 0;
-    let lastModStart = -1;
-    let lastModEnd = -1;
-    let lastModId = 0;
-    while (i < n) {
-      // Address: hex digits folded into hi/lo halves.
-      let hi = 0;
-      let lo = 0;
-      let c = b[i]!;
-      while (i < n) {
-        c = b[i]!;
-        const d = HEX[c]!;
-        if (d === 255) break;
-        hi = ((hi << 4) | (lo >>> 28)) >>> 0;
-        lo = ((lo << 4) | d) >>> 0;
-        i++;
-      }
-      if (c !== 32 || i + 2 >= n) {
-        // Malformed line: skip it.
-        const nl = b.indexOf(10, i);
-        i = nl < 0 ? n : nl + 1;
-        continue;
-      }
-      const t = b[i + 1]!;
-      i += 3; // ' T '
-      const ns = i;
-      while (i < n) {
-        c = b[i]!;
-        if (c === 9 || c === 10 || c === 32) break;
-        i++;
-      }
-      const ne = i;
-      let mod = 0;
-      if (c === 9 || c === 32) {
-        while (i < n && (b[i] === 9 || b[i] === 32)) i++;
-        if (b[i] === 91) {
-          const ms = i + 1;
-          const me = b.indexOf(93, ms);
-          const nl = b.indexOf(10, ms);
-          if (me >= 0 && (nl < 0 || me < nl)) {
-            if (
-              lastModStart >= 0 &&
-              me - ms === lastModEnd - lastModStart &&
-              b.compare(b, ms, me, lastModStart, lastModEnd) === 0
-            ) {
-              mod = lastModId;
-            } else {
-              const name = b.toString('latin1', ms, me);
-              let id = this.modules.indexOf(name);
-              if (id < 0) {
-                id = this.modules.length;
-                this.modules.push(name);
-              }
-              mod = id;
-              lastModId = id;
-            }
-            lastModStart = ms;
-            lastModEnd = me;
-          }
-        }
-        const nl = b.indexOf(10, i);
-        i = nl < 0 ? n : nl + 1;
-      } else {
-        i++; // newline
-      }
-      this.hi[k] = hi;
-      this.lo[k] = lo;
-      this.type[k] = t;
-      this.nameStart[k] = ns;
-      this.nameEnd[k] = ne;
-      this.modId[k] = mod;
-      k++;
-    }
-    return k;
+  /** Bytes held by the resolution table (typed arrays and the names), for memory accounting. */
+  get codeTableBytes(): number {
+    return (
+      this.sortedHi.byteLength +
+      this.sortedLo.byteLength +
+      this.codeMod.byteLength +
+      this.codeNameOff.byteLength +
+      this.codeNames.byteLength
+    );
   }
 
-  /** Sorted, alias-deduplicated indices of code symbols with non-zero addresses. */
-  private sortCode(): Uint32Array {
-    const idx: number[] = [];
-    let sorted = true;
-    let ph = 0;
-    let pl = 0;
-    for (let k = 0; k < this.count; k++) {
-      const h = this.hi[k]!;
-      const l = this.lo[k]!;
-      if ((h === 0 && l === 0) || isDataType(this.type[k]!)) continue;
-      if (h < ph || (h === ph && l < pl)) sorted = false;
-      ph = h;
-      pl = l;
-      idx.push(k);
-    }
-    if (!sorted) this.sortIndices(idx);
-    // Keep the best alias per address.
-    const out = new Uint32Array(idx.length);
-    let m = 0;
-    for (let j = 0; j < idx.length; j++) {
-      const k = idx[j]!;
-      if (m > 0) {
-        const p = out[m - 1]!;
-        if (this.hi[p] === this.hi[k] && this.lo[p] === this.lo[k]) {
-          if (this.better(k, p)) out[m - 1] = k;
-          continue;
-        }
-      }
-      out[m++] = k;
-    }
-    return out.slice(0, m);
-  }
-
-  /**
-   * Sort entry indices by address, then file order. Kernel text, modules and BPF programs span about a gigabyte, so
-   * (address - lowest, index) packs into one double and sorts natively; a wider span falls back to a comparator.
-   */
-  private sortIndices(idx: number[]): void {
-    let minHi = 0xffffffff;
-    let minLo = 0xffffffff;
-    let maxHi = 0;
-    let maxLo = 0;
-    for (const k of idx) {
-      const h = this.hi[k]!;
-      const l = this.lo[k]!;
-      if (h < minHi || (h === minHi && l < minLo)) {
-        minHi = h;
-        minLo = l;
-      }
-      if (h > maxHi || (h === maxHi && l > maxLo)) {
-        maxHi = h;
-        maxLo = l;
-      }
-    }
-    const span = (maxHi - minHi) * TWO32 + (maxLo - minLo);
-    const scale = 2 ** Math.max(1, Math.ceil(Math.log2(this.count + 1)));
-    if (span * scale + scale < 2 ** 53) {
-      const keys = new Float64Array(idx.length);
-      for (let j = 0; j < idx.length; j++) {
-        const k = idx[j]!;
-        keys[j] = ((this.hi[k]! - minHi) * TWO32 + (this.lo[k]! - minLo)) * scale + k;
-      }
-      keys.sort();
-      for (let j = 0; j < keys.length; j++) idx[j] = keys[j]! % scale;
-      return;
-    }
-    idx.sort((a, b) => this.hi[a]! - this.hi[b]! || this.lo[a]! - this.lo[b]! || a - b);
-  }
-
-  /** Whether entry `a` is a better name than entry `b` for the same address (perf's `choose_best_symbol`). */
-  private better(a: number, b: number): boolean {
-    const ra = bindRank(this.type[a]!);
-    const rb = bindRank(this.type[b]!);
-    if (ra !== rb) return ra > rb;
-    const ua = this.leadingUnderscores(a);
-    const ub = this.leadingUnderscores(b);
-    if (ua !== ub) return ua < ub;
-    const la = this.nameEnd[a]! - this.nameStart[a]!;
-    const lb = this.nameEnd[b]! - this.nameStart[b]!;
-    if (la !== lb) return la > lb;
-    return a < b;
-  }
-
-  private leadingUnderscores(k: number): number {
-    let n = 0;
-    for (let i = this.nameStart[k]!; i < this.nameEnd[k]! && this.buf[i] === 95; i++) n++;
-    return n;
-  }
-
-  private nameOf(k: number): string {
-    let s = this.names[k];
+  private codeName(j: number): string {
+    let s = this.names.get(j);
     if (s === undefined) {
-      s = this.buf.toString('utf8', this.nameStart[k]!, this.nameEnd[k]!);
-      this.names[k] = s;
+      s = this.codeNames.toString('utf8', this.codeNameOff[j]!, this.codeNameOff[j + 1]!);
+      this.names.set(j, s);
     }
     return s;
-  }
-
-  private addrOf(k: number): bigint {
-    return (BigInt(this.hi[k]!) << 32n) | BigInt(this.lo[k]!);
   }
 
   /**
@@ -340,62 +390,75 @@ export class Kallsyms {
     }
     if (a === 0) return undefined;
     const j = a - 1;
-    const k = this.sorted[j]!;
     const offset = (hi - sh[j]!) * TWO32 + (lo - sl[j]!);
-    const mod = this.modId[k]!;
-    const r: KernelSymbol = { name: this.nameOf(k), offset, start: this.addrOf(k) };
+    const mod = this.codeMod[j]!;
+    const r: KernelSymbol = { name: this.codeName(j), offset, start: hiLoBig(sh[j]!, sl[j]!) };
     if (mod !== 0) r.module = this.modules[mod]!;
     return r;
   }
 
-  private index(): Map<string, number[]> {
-    if (!this.byName) {
-      const m = new Map<string, number[]>();
-      for (let k = 0; k < this.count; k++) {
-        const name = this.nameOf(k);
-        const list = m.get(name);
+  /** The full table with its name index, parsed again from the source on first use. */
+  private fullTable(): { p: Parsed; byName: Map<string, number[]> } {
+    if (!this.full) {
+      const p = parse('path' in this.source ? readKallsyms(this.source.path) : this.source.buf);
+      const byName = new Map<string, number[]>();
+      for (let k = 0; k < p.count; k++) {
+        const name = p.buf.toString('utf8', p.nameStart[k]!, p.nameEnd[k]!);
+        const list = byName.get(name);
         if (list) list.push(k);
-        else m.set(name, [k]);
+        else byName.set(name, [k]);
       }
-      this.byName = m;
-      this.names = []; // the map holds the strings now; drop the per-entry cache
+      this.full = { p, byName };
     }
-    return this.byName;
+    return this.full;
   }
 
   /**
    * Address of the first kallsyms entry named `name` (any type, file order, as bpftrace's `resolve_kname`), or
    * `undefined`. When `module` is given, only that module's entries count (`''` = core kernel).
+   * @throws BpfscopeError when the table came from a file that can no longer be read.
    */
   lookup(name: string, module?: string): bigint | undefined {
-    const list = this.index().get(name);
+    const { p, byName } = this.fullTable();
+    const list = byName.get(name);
     if (!list) return undefined;
     for (const k of list) {
-      if (module !== undefined && this.modules[this.modId[k]!] !== module) continue;
-      return this.addrOf(k);
+      if (module !== undefined && p.modules[p.modId[k]!] !== module) continue;
+      return hiLoBig(p.hi[k]!, p.lo[k]!);
     }
     return undefined;
   }
 
   /** Every entry named `name` (static functions can share a name), in file order. */
   lookupAll(name: string): KallsymsEntry[] {
-    return (this.index().get(name) ?? []).map((k) => this.entry(k));
-  }
-
-  private entry(k: number): KallsymsEntry {
-    const e: KallsymsEntry = { name: this.nameOf(k), addr: this.addrOf(k), type: String.fromCharCode(this.type[k]!) };
-    const mod = this.modId[k]!;
-    if (mod !== 0) e.module = this.modules[mod]!;
-    return e;
+    const { p, byName } = this.fullTable();
+    return (byName.get(name) ?? []).map((k) => entryOf(p, k, name));
   }
 
   /** Entries whose name passes `filter` (a RegExp tested against the name, or a predicate), in file order. */
   *symbols(filter?: RegExp | ((name: string) => boolean)): IterableIterator<KallsymsEntry> {
     const test = filter === undefined ? undefined : filter instanceof RegExp ? (s: string) => filter.test(s) : filter;
-    for (let k = 0; k < this.count; k++) {
-      if (test && !test(this.nameOf(k))) continue;
-      yield this.entry(k);
+    const { p } = this.fullTable();
+    for (let k = 0; k < p.count; k++) {
+      const name = p.buf.toString('utf8', p.nameStart[k]!, p.nameEnd[k]!);
+      if (test && !test(name)) continue;
+      yield entryOf(p, k, name);
     }
+  }
+}
+
+function entryOf(p: Parsed, k: number, name: string): KallsymsEntry {
+  const e: KallsymsEntry = { name, addr: hiLoBig(p.hi[k]!, p.lo[k]!), type: String.fromCharCode(p.type[k]!) };
+  const mod = p.modId[k]!;
+  if (mod !== 0) e.module = p.modules[mod]!;
+  return e;
+}
+
+function readKallsyms(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (e) {
+    throw new BpfscopeError(`cannot read ${path}: ${(e as Error).message}`, { cause: e });
   }
 }
 

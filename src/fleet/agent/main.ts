@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import type { Server } from 'node:http';
 import { BpfscopeError } from '../../errors.js';
 import { type Metric, parseListenAddress, serveMetrics } from './metrics.js';
-import { buildAgentProfile } from './pprof.js';
+import { PprofDictionary, buildAgentProfile } from './pprof.js';
 import { type PeriodData, Profiler } from './profiler.js';
 import type { SeriesLabel } from './proto.js';
 import { type Backend, ParcaBackend, PyroscopeBackend } from './push.js';
@@ -201,6 +201,8 @@ interface Counters {
   mapFull: number;
   processes: number;
   lastReadMs: number;
+  /** The pprof dictionaries kept across periods, by profile (`cpu`, `offcpu`). */
+  dictionaries: Record<string, PprofDictionary>;
 }
 
 function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profiler, started: number): Metric[] {
@@ -245,6 +247,21 @@ function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profi
       help: 'Periods read more than a period late (merged into the next profile).',
       type: 'counter',
       samples: [{ value: profiler.latePeriods }],
+    },
+    {
+      name: 'bpfscope_agent_pprof_dictionary_entries',
+      help: 'Entries of the pprof dictionary kept across periods (strings, locations), by profile.',
+      type: 'gauge',
+      samples: Object.entries(c.dictionaries).flatMap(([profile, d]) => [
+        { labels: { profile, table: 'strings' }, value: d.strings.strings.length },
+        { labels: { profile, table: 'locations' }, value: d.locations.length },
+      ]),
+    },
+    {
+      name: 'bpfscope_agent_pprof_dictionary_resets_total',
+      help: 'Times a pprof dictionary passed its bound and was started again, by profile.',
+      type: 'counter',
+      samples: Object.entries(c.dictionaries).map(([profile, d]) => ({ labels: { profile }, value: d.resets })),
     },
     {
       name: 'bpfscope_agent_processes',
@@ -381,7 +398,11 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
     if (q.loaded > 0) log(`${q.backend.name}: ${q.loaded} profiles queued on disk by an earlier run, sending them`);
     q.start();
   }
+  // strings, functions, locations and mappings kept across periods (bounded), one dictionary per profile kind
+  const cpuDictionary = new PprofDictionary();
+  const offDictionary = new PprofDictionary();
   const counters: Counters = {
+    dictionaries: cfg.offcpu ? { cpu: cpuDictionary, offcpu: offDictionary } : { cpu: cpuDictionary },
     periods: 0,
     profiles: 0,
     offcpuNs: 0,
@@ -412,6 +433,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
       timeNanos: d.startNs,
       durationNanos: d.durationNs,
       buildIdOf,
+      dictionary: cpuDictionary,
     });
     const offPprof = d.offcpu
       ? await buildAgentProfile(d.offcpu, {
@@ -420,6 +442,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
           timeNanos: d.startNs,
           durationNanos: d.durationNs,
           buildIdOf,
+          dictionary: offDictionary,
         })
       : undefined;
     counters.periods++;

@@ -13,6 +13,12 @@
  *   profile holds many processes, whose addresses differ), so mappings only name the file and its build-id;
  *   `[kernel.kallsyms]` holds kernel frames (module frames: `[MODULE]`);
  * - unknown frames are named `[unknown]`, as bcc's folded output names them.
+ *
+ * Across periods, a {@link PprofDictionary} keeps the string table (each string encoded once), the Mapping, Function
+ * and Location objects and the ids of stacks, frames and label sets: a period builds only what it sees for the first
+ * time. Each profile stays self-contained: it holds the Mappings, Locations and Functions its samples use and the
+ * dictionary's whole string table (unused strings are allowed by profile.proto), so the dictionary is started again
+ * when it passes its bounds.
  */
 import {
   Function as PprofFunction,
@@ -62,6 +68,64 @@ export interface AgentProfileOptions {
    * depend only on the file and the sample's `pid` label.
    */
   buildIdOf?: (file: string, sample: AgentSample) => string;
+  /**
+   * Strings, functions, locations and mappings kept from earlier profiles of the same kind (default: a new one per
+   * profile). With a shared dictionary, `buildIdOf` is asked once per frame object, not once per period: a frame
+   * must not change owner or file (the profiler makes new frames when a process execs or its pid is reused).
+   */
+  dictionary?: PprofDictionary;
+}
+
+/**
+ * What profiles built one after the other share (see the module comment). Bounded: when the string table passes
+ * `maxStrings` or the locations pass `maxLocations`, the next profile starts a new dictionary (counted in
+ * {@link resets}). Frames, stacks and label sets are held weakly: what the profiler forgets is not kept alive here.
+ */
+export class PprofDictionary {
+  strings = new StringTable();
+  readonly mappings: Mapping[] = [];
+  readonly mappingOf = new Map<string, number>();
+  readonly functions: PprofFunction[] = [];
+  readonly functionOf = new Map<string, number>();
+  readonly locations: Location[] = [];
+  readonly locationOf = new Map<string, number>();
+  /** Function id of each location (index: location id - 1). */
+  readonly locationFunction: number[] = [];
+  kernelStackIds = new WeakMap<readonly Frame[], number[]>();
+  userStackIds = new WeakMap<readonly Frame[], { pid: string; ids: number[] }>();
+  kernelFrameIds = new WeakMap<Frame, number>();
+  userFrameIds = new WeakMap<Frame, { pid: string; id: number }>();
+  labelsOf = new WeakMap<Readonly<Record<string, string>>, Label[]>();
+  /** Times the dictionary was started again after passing a bound. */
+  resets = 0;
+
+  /**
+   * @param maxStrings strings kept before starting again (default 16,384)
+   * @param maxLocations locations kept before starting again (default 16,384)
+   */
+  constructor(
+    readonly maxStrings = 16384,
+    readonly maxLocations = 16384,
+  ) {}
+
+  /** Start again if past a bound (called before a profile is built, so a profile never mixes two dictionaries). */
+  checkBounds(): void {
+    if (this.strings.strings.length <= this.maxStrings && this.locations.length <= this.maxLocations) return;
+    this.resets++;
+    this.strings = new StringTable();
+    this.mappings.length = 0;
+    this.mappingOf.clear();
+    this.functions.length = 0;
+    this.functionOf.clear();
+    this.locations.length = 0;
+    this.locationOf.clear();
+    this.locationFunction.length = 0;
+    this.kernelStackIds = new WeakMap();
+    this.userStackIds = new WeakMap();
+    this.kernelFrameIds = new WeakMap();
+    this.userFrameIds = new WeakMap();
+    this.labelsOf = new WeakMap();
+  }
 }
 
 /**
@@ -73,17 +137,14 @@ export async function buildAgentProfile(
   o: AgentProfileOptions,
   slicer = new Slicer(),
 ): Promise<Uint8Array> {
-  const strings = new StringTable();
+  const d = o.dictionary ?? new PprofDictionary();
+  d.checkBounds();
+  const strings = d.strings;
   const str = (s: string): number => strings.dedup(s);
   const off = o.kind === 'offcpu';
   const cpu = str(off ? 'offcpu' : 'cpu');
   const ns = str('nanoseconds');
-  const mappings: Mapping[] = [];
-  const mappingOf = new Map<string, number>();
-  const functions: PprofFunction[] = [];
-  const functionOf = new Map<string, number>();
-  const locations: Location[] = [];
-  const locationOf = new Map<string, number>();
+  const { mappings, mappingOf, functions, functionOf, locations, locationOf, locationFunction } = d;
   const out: Sample[] = [];
 
   const mappingId = (file: string, buildId: string): number => {
@@ -109,20 +170,17 @@ export async function buildAgentProfile(
       }
       id = locations.length + 1;
       locations.push(new Location({ id, mappingId: mapping, line: [new Line({ functionId: fid })] }));
+      locationFunction.push(fid);
       locationOf.set(key, id);
     }
     return id;
   };
 
-  // Location ids per stack (the frames array: the profiler shares one array per cached stack between samples) and
-  // per frame (frames are shared between stacks), and the label list per labels object: a stack costs one Map
-  // lookup once it has been seen in the period, whatever its depth. User frames and stacks belong to one process
-  // (the resolver caches them per process); the pid is checked so that a caller sharing them cannot mix build-ids.
-  const kernelStackIds = new Map<readonly Frame[], number[]>();
-  const userStackIds = new Map<readonly Frame[], { pid: string; ids: number[] }>();
-  const kernelFrameIds = new Map<Frame, number>();
-  const userFrameIds = new Map<Frame, { pid: string; id: number }>();
-  const labelsOf = new Map<Readonly<Record<string, string>>, Label[]>();
+  // Location ids per stack (the frames array: the profiler shares one array per cached stack between samples and
+  // periods) and per frame (frames are shared between stacks), and the label list per labels object: a stack costs
+  // one lookup once it has been seen, whatever its depth. User frames and stacks belong to one process (the
+  // resolver caches them per process); the pid is checked so that a caller sharing them cannot mix build-ids.
+  const { kernelStackIds, userStackIds, kernelFrameIds, userFrameIds, labelsOf } = d;
   const kernelIds = (frames: readonly Frame[]): number[] => {
     let ids = kernelStackIds.get(frames);
     if (ids !== undefined) return ids;
@@ -166,11 +224,25 @@ export async function buildAgentProfile(
     return ids;
   };
 
+  // Locations this profile uses (by id): only those, their functions and mappings go into it.
+  let usedBits = new Uint8Array(locations.length + 1024);
+  const mark = (ids: readonly number[]): void => {
+    for (const id of ids) {
+      if (id >= usedBits.length) {
+        const grown = new Uint8Array(Math.max(id + 1, usedBits.length * 2));
+        grown.set(usedBits);
+        usedBits = grown;
+      }
+      usedBits[id] = 1;
+    }
+  };
   for (const s of samples) {
     const pause = slicer.pause();
     if (pause) await pause;
     const k = kernelIds(s.kernel);
     const u = userIds(s.user, s);
+    mark(k);
+    mark(u);
     let label = labelsOf.get(s.labels);
     if (label === undefined) {
       label = [];
@@ -183,6 +255,16 @@ export async function buildAgentProfile(
     const ids = k.length === 0 ? u : u.length === 0 ? k : k.concat(u);
     out.push(new Sample({ locationId: ids, value: off ? [s.count] : [s.count, s.count * o.periodNs], label }));
   }
+  const usedLocations: Location[] = [];
+  const fnUsed = new Uint8Array(functions.length + 1);
+  const mapUsed = new Uint8Array(mappings.length + 1);
+  for (let id = 1; id < usedBits.length && id <= locations.length; id++) {
+    if (usedBits[id] !== 1) continue;
+    const loc = locations[id - 1]!;
+    usedLocations.push(loc);
+    fnUsed[locationFunction[id - 1]!] = 1;
+    mapUsed[Number(loc.mappingId)] = 1;
+  }
   const profile = new Profile({
     sampleType: off
       ? [new ValueType({ type: cpu, unit: ns })]
@@ -190,9 +272,9 @@ export async function buildAgentProfile(
     periodType: new ValueType({ type: cpu, unit: ns }),
     period: off ? 1 : o.periodNs,
     sample: out,
-    mapping: mappings,
-    location: locations,
-    function: functions,
+    mapping: mappings.filter((m) => mapUsed[Number(m.id)] === 1),
+    location: usedLocations,
+    function: functions.filter((f) => fnUsed[Number(f.id)] === 1),
     stringTable: strings,
     timeNanos: o.timeNanos,
     durationNanos: o.durationNanos,
