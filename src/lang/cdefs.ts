@@ -10,9 +10,12 @@
  * rounded up to the largest alignment. Member types: the C integer types (`char` .. `unsigned long long`, `_Bool`),
  * the fixed-width names (`uint32_t`, `u32`, `__u32`, `s64`, ...), kernel typedefs from BTF, `struct`/`union`/`enum`
  * types defined earlier or in BTF, pointers, arrays (`char[N]` is a string, as for BTF types) and function pointers
- * (a pointer). Anonymous nested structs/unions are flattened into their parent, as BTF members are.
+ * (a pointer). Anonymous nested structs/unions are flattened into their parent, as BTF members are. A floating-point
+ * member (`float` 4 bytes, `double` 8, `long double` 16) takes its place in the layout but holds no value the
+ * language can read: it is typed `none` and prints as `null` (bpftrace v0.26 clang_parser.cpp gives such members
+ * its `none` type, printed `null` by its text and JSON output).
  *
- * @throws CompileError positioned in the definition: a syntax error, an unknown type, a floating-point member.
+ * @throws CompileError positioned in the definition: a syntax error, an unknown type.
  */
 import { btfEnumByName, btfRecordByName, kernelBtf } from './btf-types.js';
 import { CompileError, LineIndex } from './diagnostics.js';
@@ -89,6 +92,27 @@ for (const n of [8, 16, 32, 64]) {
 const PLAIN_CHAR = new WeakSet<SType>();
 
 /**
+ * The `none` types made for floating-point members, with their size in bytes (which is also their alignment on
+ * x86-64): the layout places them, nothing reads them.
+ */
+const FLOAT_BYTES = new WeakMap<SType, number>();
+
+/** A floating-point member's type: `none`, placed in the layout as `bytes` bytes. */
+function floatType(bytes: number): SType {
+  const t: SType = { kind: 'none' };
+  FLOAT_BYTES.set(t, bytes);
+  return t;
+}
+
+/** Bytes a member of type `t` takes in a C struct: its size, a floating-point member's (or array's) included. */
+function cSize(t: SType): number {
+  const f = FLOAT_BYTES.get(t);
+  if (f !== undefined) return f;
+  if (t.kind === 'array') return t.count * cSize(t.elem);
+  return sizeOf(t);
+}
+
+/**
  * A C type written as one word in a cast or a declaration (`char`, `short`, `int`, `long`, `unsigned`, `signed`,
  * `_Bool`, and the fixed-width names `uint64_t`, `u32`, `__s16`, `size_t`, ...), as its C definition would type it
  * (x86-64: `long` is 8 bytes, `char` signed); undefined for other names (structs, typedefs left to BTF).
@@ -120,6 +144,8 @@ function cAlign(t: SType, own: WeakMap<object, number>, depth = 0): number {
       return 1;
     case 'array':
       return cAlign(t.elem, own, depth + 1);
+    case 'none':
+      return Math.min(16, FLOAT_BYTES.get(t) ?? 1);
     case 'record': {
       const known = own.get(t);
       if (known !== undefined) return known;
@@ -392,6 +418,10 @@ class CParser {
       words++;
     }
     if (words > 0) {
+      if (longs === 1 && size === undefined && signed === undefined && this.peek()?.text === 'double') {
+        this.i++;
+        return floatType(16); // `long double`: x87 extended precision, 16 bytes on x86-64
+      }
       if (longs > 0) size = 8;
       const int: SType = { kind: 'int', size: size ?? 4, signed: signed ?? true };
       if (size === 1 && signed === undefined) PLAIN_CHAR.add(int);
@@ -401,7 +431,7 @@ class CParser {
     if (t.kind !== 'ident') this.fail(`expected a type in the C definition, got '${t.text}'`, t);
     if (t.text === '_Bool' || t.text === 'bool') return { kind: 'bool' };
     if (t.text === 'void') return { kind: 'none' };
-    if (t.text === 'float' || t.text === 'double') this.fail('floating-point members are not supported', t);
+    if (t.text === 'float' || t.text === 'double') return floatType(t.text === 'float' ? 4 : 8);
     const fixed = INT_WORDS[t.text];
     if (fixed) return { kind: 'int', ...fixed };
     const typedef = btfRecordByName(kernelBtf(), t.text);
@@ -432,7 +462,7 @@ class CParser {
       return { name: at.text, type: { kind: 'pointer', to: { kind: 'none' }, space: 'kernel' }, at };
     }
     const at = this.ident('a member name');
-    if (type.kind === 'none') this.fail(`member '${at.text}' has type void`, at);
+    if (type.kind === 'none' && !FLOAT_BYTES.has(type)) this.fail(`member '${at.text}' has type void`, at);
     const dims: number[] = [];
     while (this.eat('[')) {
       dims.push(this.at(']') ? 0 : Number(this.number()));
@@ -465,7 +495,7 @@ class CParser {
     };
     for (const m of members) {
       const a = packed ? 1 : cAlign(m.type, this.align);
-      const bytes = sizeOf(m.type);
+      const bytes = cSize(m.type);
       let at: number;
       if (m.bits !== undefined) {
         if (m.type.kind !== 'int' && m.type.kind !== 'bool') this.fail('a bitfield must have an integer type', m.at);

@@ -74,7 +74,7 @@ describe('semantic analysis: errors (bpftrace wording)', () => {
   });
   it('rejects a key type change', () => {
     assert.deepEqual(errors('BEGIN { @x[1] = 1; @x["a"] = 2; }'), [
-      '1:20: Argument mismatch for @x: trying to access with arguments: [string[2]] when map expects arguments: [int64]',
+      "1:20: Argument mismatch for @x: trying to access with arguments: 'string[2]' when map expects arguments: 'int8'",
     ]);
   });
   it('requires aggregations to be assigned to maps', () => {

@@ -6,6 +6,7 @@
  */
 import type { CallExpr } from '../ast.js';
 import { sameShape, storageType } from '../typeops.js';
+import { btTypeOf, keyTypesText } from '../bt-int-types.js';
 import { BOOL, I64, type SType, typeName, U64 } from '../types.js';
 import type { BuiltinChecker, BuiltinFunction } from './types.js';
 
@@ -70,13 +71,15 @@ function hasKeyCheck(c: CallExpr, a: BuiltinChecker): SType {
     } else {
       // a multi-key map takes its key as a tuple: has_key(@m, (1, "a"))
       const given = info.keyTypes.length > 1 && kt.kind === 'tuple' ? kt.elems : [kt];
+      // named as bpftrace names them: a literal key has its own type, the map's keys the types first written
+      const givenBt = given.length === 1 ? [btTypeOf(args[1]!, kt, new Map()).type] : given;
       if (
         given.length !== info.keyTypes.length ||
         !given.every((k, i) => sameShape(storageType(k), info.keyTypes[i]!))
       ) {
         a.error(
           args[1]!.pos,
-          `Argument mismatch for ${label}: trying to access with arguments: [${given.map(typeName).join(', ')}] when map expects arguments: [${info.keyTypes.map(typeName).join(', ')}]`,
+          `Argument mismatch for ${label}: trying to access with arguments: ${keyTypesText(givenBt)} when map expects arguments: ${keyTypesText(info.btKeyTypes?.map((k) => k.type) ?? info.keyTypes)}`,
         );
       }
     }

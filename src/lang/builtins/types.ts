@@ -40,7 +40,14 @@ export interface BuiltinChecker {
   /** Argument `i` when it is a map (`@m`, `@m[k]`); else null after the error `NAME() expects a map argument`. */
   mapArg(c: CallExpr, i: number): MapExpr | null;
   /** The map `@name` as typed so far (key element types, `[]` for `@x`; value type), or undefined. */
-  map(name: string): { readonly keyTypes: readonly SType[]; readonly valueType: SType } | undefined;
+  map(name: string):
+    | {
+        readonly keyTypes: readonly SType[];
+        readonly valueType: SType;
+        /** The key types as bpftrace types them (lang/bt-int-types.ts), for messages. */
+        readonly btKeyTypes?: readonly { readonly type: SType }[];
+      }
+    | undefined;
   /** Report `Undefined map: @m` (with a "Did you mean" hint) when the program has no map `m`. */
   checkMapExists(m: MapExpr): void;
   /** Type `m`'s key expressions (null after an error). */

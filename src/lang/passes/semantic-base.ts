@@ -8,6 +8,7 @@ import type { ExpandedProbe } from '../probe.js';
 import type { Target } from '../target.js';
 import { builtinFunction, type BuiltinChecker } from '../builtins/registry.js';
 import { storageType, unify } from '../typeops.js';
+import { btTypeOf, type BtType, literalBtType } from '../bt-int-types.js';
 import type { CallExpr, Expr, MapExpr, Probe, Span, Stmt, TypeSpec } from '../ast.js';
 import { positionalInt } from '../lexer.js';
 import { TypeTable } from '../type-table.js';
@@ -32,6 +33,8 @@ export interface MapSymbol {
   name: string;
   keyTypes: SType[];
   valueType: SType;
+  /** The key types as bpftrace types them (literals narrow: `@m[1]` has an int8 key), for messages. */
+  btKeyTypes?: BtType[];
   /** First place it was assigned, for messages. */
   pos: Span;
 }
@@ -103,6 +106,8 @@ export abstract class AnalyzerBase {
   protected table = new TypeTable();
   protected vars = this.table.variables;
   protected addressTaken = this.table.addressTaken;
+  /** Integer scratch variables of the unit as bpftrace types them (bt-int-types.ts); `vars` holds their storage. */
+  protected btVars = new Map<string, BtType>();
   /** Address spaces carried by integer/struct scratch variables of the unit (see {@link spaceOf}). */
   protected varSpaces = new Map<string, AddrSpace>();
   protected unit: ProbeUnit | null = null;
@@ -347,8 +352,10 @@ export abstract class AnalyzerBase {
         }
         return sizeOf(rec) * (target.arrayCount ?? 1);
       }
+      // a literal and an integer variable have bpftrace's types (`sizeof(1)` and `$x = 1; sizeof($x)` are 1)
+      if (target.kind === 'IntLit') return sizeOf(literalBtType(target.value).type);
       const t = this.expr(target);
-      return t ? sizeOf(t) : null;
+      return t ? sizeOf(btTypeOf(target, t, this.btVars).type) : null;
     }
     if (e.kind === 'OffsetofExpr') {
       if (e.typeSpec.of && this.typeCall(e.typeSpec) === null) return null;

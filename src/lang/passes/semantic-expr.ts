@@ -22,6 +22,7 @@ import { closestNames, didYouMean } from '../suggest.js';
 import { userVarName } from './varscope.js';
 import { BOOL, I64, isAggregation, type SType, sizeOf, stringType, typeEquals, typeName, U32, U64 } from '../types.js';
 import { AnalyzerBase, kernelEnumerator, isLocation, isSigned } from './semantic-base.js';
+import { binopSigned, btKeyTypes, btTypeOf, keyTypesText } from '../bt-int-types.js';
 
 export abstract class ExprAnalyzer extends AnalyzerBase {
   /** Type an expression; returns null when unknown (only during inference). */
@@ -86,7 +87,7 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
           const label = e.name === '' ? '@' : `@${e.name}`;
           this.error(
             e.pos,
-            `Argument mismatch for ${label}: trying to access with arguments: [${keys.map(typeName).join(', ')}] when map expects arguments: [${m.keyTypes.map(typeName).join(', ')}]`,
+            `Argument mismatch for ${label}: trying to access with arguments: ${keyTypesText(btKeyTypes(e.keys, this.btVars, (k) => this.table.find(k)).map((k) => k.type))} when map expects arguments: ${keyTypesText(m.btKeyTypes?.map((k) => k.type) ?? m.keyTypes)}`,
           );
         }
         const vt = m.valueType;
@@ -150,7 +151,10 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
         // C pointer arithmetic: pointer +/- integer stays a pointer, moved by whole elements
         if (l.kind === 'pointer' && r.kind !== 'pointer' && (e.op === '+' || e.op === '-')) return l;
         if (r.kind === 'pointer' && l.kind !== 'pointer' && e.op === '+') return r;
-        const signed = e.op === '<<' || e.op === '>>' ? isSigned(l) : isSigned(l) || isSigned(r);
+        // a non-negative literal takes the other operand's sign (bpftrace: `$u % 10` is unsigned)
+        const bl = btTypeOf(e.left, l, this.btVars);
+        const br = btTypeOf(e.right, r, this.btVars);
+        const signed = binopSigned(e.op, bl, br, isSigned(l), isSigned(r));
         if ((e.op === '/' || e.op === '%') && isSigned(l) && isSigned(r)) {
           this.warn(
             e.pos,

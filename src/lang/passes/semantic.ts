@@ -13,13 +13,14 @@
 
 import { builtinFunction, isAggregationFunction } from '../builtins/registry.js';
 import { sameShape, storageType, unify } from '../typeops.js';
-import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Stmt, VarExpr } from '../ast.js';
+import type { AssignStmt, Block, CallExpr, Expr, MapExpr, Stmt, TypeSpec, VarExpr } from '../ast.js';
 import { CompileError, type Diagnostic } from '../diagnostics.js';
 import { userVarName } from './varscope.js';
 import { I64, isAggregation, type SType, typeKey, typeName, U64 } from '../types.js';
 import { ExprAnalyzer } from './semantic-expr.js';
 import { TypeTable } from '../type-table.js';
-import { type ProbeUnit, dedupe } from './semantic-base.js';
+import { binopSigned, btKeyTypes, btTypeOf, type BtType, keyTypesText, promoteBt } from '../bt-int-types.js';
+import { type ProbeUnit, dedupe, isSigned } from './semantic-base.js';
 
 export * from './semantic-base.js';
 
@@ -82,6 +83,7 @@ export class Analyzer extends ExprAnalyzer {
     this.unit = u;
     this.table = new TypeTable();
     this.vars = this.table.variables;
+    this.btVars = new Map();
     this.untyped = new Set();
     this.addressTaken = this.table.addressTaken;
     this.varSpaces = new Map();
@@ -107,26 +109,27 @@ export class Analyzer extends ExprAnalyzer {
         if (s.value) {
           if (s.typeName?.of) this.typeCall(s.typeName);
           const t = this.expr(s.value);
-          if (t) this.defineVar(s.variable, storageType(t));
+          // `let $x: int16 = 3`: bpftrace gives the variable its declared type
+          const m = s.typeName && /^(u?)int(8|16|32|64)$/.exec(s.typeName.name);
+          const declared: SType | undefined =
+            m && s.typeName!.pointerDepth === 0 && s.typeName!.arrayCount === null
+              ? { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] }
+              : undefined;
+          const bt = declared ? { type: declared, flex: false } : t ? btTypeOf(s.value, t, this.btVars) : undefined;
+          if (t) this.defineVar(s.variable, storageType(t), bt);
           this.noteVarSpace(s.variable.name, s.value);
         } else if (s.typeName && (!s.typeName.of || this.typeCall(s.typeName) !== null)) {
           const m = /^(u?)int(8|16|32|64)$/.exec(s.typeName.name);
           const spec = s.typeName;
           if (m && spec.pointerDepth === 0 && spec.arrayCount === null) {
-            this.defineVar(
-              s.variable,
-              storageType({ kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] }),
-            );
-          } else if (spec.pointerDepth > 0 && spec.arrayCount === null && (m || this.namedType(spec.name))) {
-            // `let $f: struct task_struct *;` (bpftrace variable "variable declaration with builtin")
-            let t: SType = m
-              ? { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] }
-              : this.namedType(spec.name)!;
-            // a declared pointer points where the probe's plain addresses do (as a cast of an integer would)
-            for (let i = 0; i < spec.pointerDepth; i++) t = { kind: 'pointer', to: t, space: this.probeSpace() };
-            this.defineVar(s.variable, t);
+            const declared: SType = { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] };
+            this.defineVar(s.variable, storageType(declared), { type: declared, flex: false });
           } else if (s.typeName.name !== 'string') {
-            this.error(s.typeName.pos, `Declaring a variable of type '${s.typeName.name}' is not supported yet`);
+            // `let $f: struct task_struct *;`, `let $w: struct W[10];`, `let $s: struct Foo;` (bpftrace variable
+            // "variable declaration with builtin", complex_types "struct-array with declared variables")
+            const t = this.declaredType(spec);
+            if (t) this.defineVar(s.variable, storageType(t));
+            else this.error(s.typeName.pos, `Declaring a variable of type '${s.typeName.name}' is not supported yet`);
           }
         }
         // `let $x;`: the first assignment gives the type; until then the variable reads as zero
@@ -212,8 +215,10 @@ export class Analyzer extends ExprAnalyzer {
     this.expr(e);
   }
 
-  protected defineVar(v: VarExpr, t: SType): void {
+  /** Record/unify a variable's storage type `t`; `bt`: the assigned value's type as bpftrace gives it (btVars). */
+  protected defineVar(v: VarExpr, t: SType, bt?: BtType): void {
     const prev = this.vars.get(v.name);
+    this.noteBtVar(v.name, t, bt);
     if (!prev) {
       this.vars.set(v.name, t);
       this.table.set(v, t);
@@ -231,12 +236,41 @@ export class Analyzer extends ExprAnalyzer {
     this.table.set(v, u);
   }
 
+  /**
+   * The type a `let $x: TYPE` declaration names: an integer or C type (the program's definitions, DWARF, BTF) with
+   * its `*`s and an optional `[N]` (an array of N of them); a declared pointer points where the probe's plain
+   * addresses do, as a cast of an integer would. Undefined for a type not known or not storable in a variable.
+   */
+  protected declaredType(spec: TypeSpec): SType | undefined {
+    const m = /^(u?)int(8|16|32|64)$/.exec(spec.name);
+    let t: SType | undefined = m
+      ? { kind: 'int', size: (Number(m[2]) / 8) as 1 | 2 | 4 | 8, signed: !m[1] }
+      : this.castBase(spec.name);
+    if (!t || (t.kind === 'none' && spec.pointerDepth === 0)) return undefined;
+    if (t.kind === 'record' && spec.pointerDepth === 0 && !this.structValueFits(spec.pos, t)) return undefined;
+    for (let i = 0; i < spec.pointerDepth; i++) t = { kind: 'pointer', to: t, space: this.probeSpace() };
+    if (spec.arrayCount !== null) t = { kind: 'array', elem: t, count: spec.arrayCount };
+    return t;
+  }
+
+  /** Joins an integer variable's bpftrace type with one more assignment's (`bt`, else the storage type `t`). */
+  private noteBtVar(name: string, t: SType, bt: BtType | undefined): void {
+    const next = bt && bt.type.kind === 'int' ? bt : { type: t, flex: false };
+    if (next.type.kind !== 'int') {
+      this.btVars.delete(name);
+      return;
+    }
+    const prev = this.btVars.get(name);
+    this.btVars.set(name, prev ? promoteBt(prev, next) : next);
+  }
+
   /** Record/unify a map's type at an assignment site. */
   protected defineMap(m: MapExpr, keyTypes: SType[], valueType: SType): void {
     const prev = this.maps.get(m.name);
     const label = m.name === '' ? '@' : `@${m.name}`;
+    const btKeys = btKeyTypes(m.keys, this.btVars, (k) => this.table.find(k));
     if (!prev) {
-      this.maps.set(m.name, { name: m.name, keyTypes, valueType, pos: m.pos });
+      this.maps.set(m.name, { name: m.name, keyTypes, valueType, btKeyTypes: btKeys, pos: m.pos });
       this.changed = true;
       this.table.set(m, valueType);
       return;
@@ -244,10 +278,12 @@ export class Analyzer extends ExprAnalyzer {
     if (prev.keyTypes.length !== keyTypes.length || !prev.keyTypes.every((k, i) => sameShape(k, keyTypes[i]!))) {
       this.error(
         m.pos,
-        `Argument mismatch for ${label}: trying to access with arguments: [${keyTypes.map(typeName).join(', ')}] when map expects arguments: [${prev.keyTypes.map(typeName).join(', ')}]`,
+        `Argument mismatch for ${label}: trying to access with arguments: ${keyTypesText(btKeys.map((k) => k.type))} when map expects arguments: ${keyTypesText(prev.btKeyTypes?.map((k) => k.type) ?? prev.keyTypes)}`,
       );
       return;
     }
+    if (prev.btKeyTypes?.length === btKeys.length)
+      prev.btKeyTypes = prev.btKeyTypes.map((k, i) => promoteBt(k, btKeys[i]!));
     const keys = prev.keyTypes.map((k, i) => unify(k, keyTypes[i]!)!);
     let value: SType | null;
     if (isAggregation(prev.valueType) || isAggregation(valueType)) {
@@ -328,11 +364,18 @@ export class Analyzer extends ExprAnalyzer {
       const pointerStep = prev.kind === 'pointer' && (s.op === '+=' || s.op === '-=');
       if (prev.kind !== 'int' && !pointerStep)
         this.error(target.pos, `Compound assignment to a variable of type ${typeName(prev)}`);
+      const cur = this.btVars.get(target.name);
+      if (cur && t.kind === 'int') {
+        // bpftrace: `$x OP= v` is `$x = $x OP v`, whose 64-bit result joins the variable's type
+        const vt = btTypeOf(v, t, this.btVars);
+        const signed = binopSigned(s.op.slice(0, -1), cur, vt, isSigned(cur.type), isSigned(vt.type));
+        this.btVars.set(target.name, promoteBt(cur, { type: signed ? I64 : U64, flex: false }));
+      }
       this.table.set(target, prev);
       return;
     }
     if (t.kind === 'record' && !this.structValueFits(v.pos, t)) return;
-    this.defineVar(target, storageType(t));
+    this.defineVar(target, storageType(t), btTypeOf(v, t, this.btVars));
     this.noteVarSpace(target.name, v);
   }
 
