@@ -37,6 +37,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CLK_TCK, cpuTicks, memKb, sleep } from '../lib/proc.mjs';
+import { LOAD_SH } from './mixed-load.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(dirname(HERE));
@@ -87,15 +88,6 @@ const TRACERS = [
   { name: 'profile -F 49', args: ['profile', '-F', '49'] },
   { name: 'one-liner', args: ['-e', ONE_LINER] },
 ];
-
-const LOAD_SH = (dir) => `
-set -u
-f=${dir}/load.data
-( while :; do for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true; done; sleep 1; done ) &
-( while :; do dd if=/dev/zero of="$f" bs=64k count=16 conv=fsync status=none; sleep 1; done ) &
-( while :; do dd if=/dev/zero of=/dev/null bs=64 count=20000 status=none; sleep 0.2; done ) &
-wait
-`;
 
 async function run() {
   const minutes = Number(opts.minutes);
