@@ -282,14 +282,19 @@ export class EventQueue {
       return;
     }
     if (this.size >= this.capacity) {
-      this.dropped++;
-      this.droppedTotal++;
-      if (this.batchWaiter !== null) this.wake();
+      this.dropOne();
       return;
     }
     if (this.dropped > 0) this.flushDropped();
     this.put(ev);
     this.wake();
+  }
+
+  /** Count an event that found the queue full (a batch reader still gets the loss notice). */
+  private dropOne(): void {
+    this.dropped++;
+    this.droppedTotal++;
+    if (this.batchWaiter !== null) this.wake();
   }
 
   /**
@@ -300,13 +305,13 @@ export class EventQueue {
   pushRaw(id: number, make: (buf: Buffer, off: number) => TraceEvent, src: Buffer, off: number, n: number): boolean {
     if (n > RAW_SLOT) return false;
     if (this.ended) return true;
-    if ((this.waiter !== null && this.size === 0 && this.dropped === 0) || this.size >= this.capacity) {
-      // handed over at once (a reader waits for it), or dropped: push() does both, decoding costs nothing extra
-      if (this.size >= this.capacity) {
-        this.dropped++;
-        this.droppedTotal++;
-        if (this.batchWaiter !== null) this.wake();
-      } else this.push(make(src, off));
+    if (this.size >= this.capacity) {
+      this.dropOne();
+      return true;
+    }
+    if (this.waiter !== null && this.size === 0 && this.dropped === 0) {
+      // a reader waits for exactly this event: hand it over decoded, as push() does
+      this.push(make(src, off));
       return true;
     }
     if (this.dropped > 0) this.flushDropped();
