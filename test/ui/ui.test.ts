@@ -320,6 +320,7 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
         await page.waitForFunction(() => Number(document.querySelector('#flame')?.dataset.stacks) > 0, null, {
           timeout: 60_000,
         });
+        await page.waitForSelector('#flame rect');
         await page.fill('#flame-search', 'bpfs_user_burn');
         await page.click('#flame-search-go');
         await page.waitForFunction(() => Number(document.querySelector('#flame-match')?.dataset.matches) > 0);
@@ -359,6 +360,8 @@ describe('bpfscope ui in headless chromium', { skip }, () => {
         await page.waitForFunction(() => Number(document.querySelector('#flame')?.dataset.stacks) > 0, null, {
           timeout: 60_000,
         });
+        // data-stacks is set when the view renders; d3-flame-graph draws in an effect after that
+        await page.waitForSelector('#flame rect');
         const normal: string[] = await page.$$eval('#flame rect', (rs: any[]) => rs.map((r) => r.getAttribute('fill')));
         await page.check('#flame-diff');
         // d3-flame-graph's differential colours: grey rgb(220,220,220) for no change, r=220 (growth: less blue and
