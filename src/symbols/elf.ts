@@ -11,80 +11,55 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
+import {
+  cstr,
+  type ElfSection,
+  type ElfSegment,
+  PT_LOAD,
+  PT_NOTE,
+  NT_GNU_BUILD_ID,
+  SHT_DYNSYM,
+  SHT_NOBITS,
+  SHT_NOTE,
+  SHT_STRTAB,
+  SHT_SYMTAB,
+  STT_FUNC,
+  STT_GNU_IFUNC,
+  STT_OBJECT,
+  TWO32,
+} from './elfdefs.js';
+import { type ElfSymbols, SymbolsBuilder } from './elfsyms.js';
 
-/** `e_type` values. */
-export const ET_EXEC = 2;
-export const ET_DYN = 3;
-/** `e_machine` values this project targets. */
-export const EM_X86_64 = 62;
-export const EM_AARCH64 = 183;
-/** `p_type`: loadable segment, note segment. */
-export const PT_LOAD = 1;
-export const PT_NOTE = 4;
-/** `p_flags`: executable. */
-export const PF_X = 1;
-/** `sh_type` values used here. */
-export const SHT_SYMTAB = 2;
-export const SHT_STRTAB = 3;
-export const SHT_NOTE = 7;
-export const SHT_NOBITS = 8;
-export const SHT_DYNSYM = 11;
-/** `sh_flags`: executable instructions. */
-export const SHF_EXECINSTR = 4;
-/** `STT_*` symbol types (low 4 bits of `st_info`). */
-export const STT_NOTYPE = 0;
-export const STT_OBJECT = 1;
-export const STT_FUNC = 2;
-export const STT_GNU_IFUNC = 10;
-/** `STB_*` bindings (high 4 bits of `st_info`). */
-export const STB_LOCAL = 0;
-export const STB_GLOBAL = 1;
-export const STB_WEAK = 2;
-/** `NT_GNU_BUILD_ID`, in a note named `GNU`. */
-export const NT_GNU_BUILD_ID = 3;
-
-const TWO32 = 4294967296;
-
-/** One program header (`Elf64_Phdr`). */
-export interface ElfSegment {
-  type: number;
-  flags: number;
-  offset: number;
-  vaddr: number;
-  filesz: number;
-  memsz: number;
-  align: number;
-}
-
-/** One section header (`Elf64_Shdr`) with its name resolved from `.shstrtab`. */
-export interface ElfSection {
-  name: string;
-  type: number;
-  flags: number;
-  addr: number;
-  offset: number;
-  size: number;
-  link: number;
-  info: number;
-  entsize: number;
-}
-
-/** One symbol (`Elf64_Sym`), as listed by {@link ElfSymbols.list}. */
-export interface ElfSymbol {
-  name: string;
-  /** `st_value`: the symbol's virtual address in the ELF file's address space. */
-  value: number;
-  /** `st_size` in bytes (0 when the object file did not record it). */
-  size: number;
-  /** `STT_*` */
-  type: number;
-  /** `STB_*` */
-  bind: number;
-  /** `st_shndx` */
-  shndx: number;
-  /** Which table it came from. */
-  table: '.symtab' | '.dynsym';
-}
+export {
+  EM_AARCH64,
+  EM_X86_64,
+  type ElfSection,
+  type ElfSegment,
+  type ElfSymbol,
+  ET_DYN,
+  ET_EXEC,
+  fileOffsetToVaddr,
+  NT_GNU_BUILD_ID,
+  PF_X,
+  PT_LOAD,
+  PT_NOTE,
+  SHF_EXECINSTR,
+  SHT_DYNSYM,
+  SHT_NOBITS,
+  SHT_NOTE,
+  SHT_STRTAB,
+  SHT_SYMTAB,
+  STB_GLOBAL,
+  STB_LOCAL,
+  STB_WEAK,
+  STT_FUNC,
+  STT_GNU_IFUNC,
+  STT_NOTYPE,
+  STT_OBJECT,
+  symbolFileOffset,
+  vaddrToFileOffset,
+} from './elfdefs.js';
+export { ElfSymbols, setLazyStringTableMin, type SymbolHit } from './elfsyms.js';
 
 /** `.gnu_debuglink` contents: the debug file's base name and the CRC-32 of the whole debug file. */
 export interface DebugLink {
@@ -133,13 +108,6 @@ class BufferSource implements Source {
 
 function u64(b: Buffer, o: number): number {
   return b.readUInt32LE(o) + b.readUInt32LE(o + 4) * TWO32;
-}
-
-function cstr(b: Buffer, o: number): string {
-  if (o >= b.length) return '';
-  let e = b.indexOf(0, o);
-  if (e < 0) e = b.length;
-  return b.toString('utf8', o, e);
 }
 
 /**
@@ -279,6 +247,12 @@ export class ElfFile {
       }
     }
     this.src = undefined;
+  }
+
+  /** @internal The open file descriptor this file is read through, or undefined (an in-memory image). */
+  fd(): number | undefined {
+    const src = this.source();
+    return src instanceof FdSource ? src.fd : undefined;
   }
 
   private source(): Source {
@@ -457,330 +431,4 @@ export function parseNotes(b: Buffer): ElfNote[] {
     o = next;
   }
   return out;
-}
-
-/** A symbol table being assembled from one or more ELF `SHT_SYMTAB`/`SHT_DYNSYM` sections. */
-class SymbolsBuilder {
-  private readonly strtabs: Buffer[] = [];
-  private readonly tables: { elf: ElfFile; sec: ElfSection; str: ElfSection }[] = [];
-
-  addTable(elf: ElfFile, sec: ElfSection): void {
-    if (sec.type === SHT_NOBITS || sec.size < 24) return;
-    const str = elf.sections[sec.link];
-    if (!str || str.type !== SHT_STRTAB) return;
-    this.tables.push({ elf, sec, str });
-  }
-
-  finish(loads: ElfSegment[], path: string): ElfSymbols {
-    // Typed arrays sized for every entry, trimmed at the end: no per-symbol allocation.
-    let cap = 0;
-    for (const t of this.tables) cap += Math.floor(t.sec.size / Math.max(t.sec.entsize, 24));
-    const value = new Float64Array(cap);
-    const size = new Float64Array(cap);
-    const info = new Uint8Array(cap);
-    const shndx = new Uint16Array(cap);
-    const nameOff = new Uint32Array(cap);
-    const strtab = new Uint8Array(cap);
-    const dyn = new Uint8Array(cap);
-    let n = 0;
-    for (const t of this.tables) {
-      const data = t.elf.sectionData(t.sec);
-      const str = t.elf.sectionData(t.str);
-      const id = this.strtabs.length;
-      this.strtabs.push(str);
-      const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
-      const ent = Math.max(t.sec.entsize, 24);
-      const isDyn = t.sec.type === SHT_DYNSYM ? 1 : 0;
-      for (let o = ent; o + 24 <= data.length; o += ent) {
-        const inf = data[o + 4]!;
-        const ty = inf & 15;
-        if (ty !== STT_FUNC && ty !== STT_OBJECT && ty !== STT_GNU_IFUNC) continue;
-        const sh = dv.getUint16(o + 6, true);
-        if (sh === 0) continue; // SHN_UNDEF: an import
-        const name = dv.getUint32(o, true);
-        if (name === 0 || name >= str.length) continue;
-        value[n] = dv.getUint32(o + 8, true) + dv.getUint32(o + 12, true) * TWO32;
-        size[n] = dv.getUint32(o + 16, true) + dv.getUint32(o + 20, true) * TWO32;
-        info[n] = inf;
-        shndx[n] = sh;
-        nameOff[n] = name;
-        strtab[n] = id;
-        dyn[n] = isDyn;
-        n++;
-      }
-    }
-    return new ElfSymbols(
-      path,
-      this.strtabs,
-      value.slice(0, n),
-      size.slice(0, n),
-      info.slice(0, n),
-      shndx.slice(0, n),
-      nameOff.slice(0, n),
-      strtab.slice(0, n),
-      dyn.slice(0, n),
-      loads,
-    );
-  }
-}
-
-/** A symbol hit: `name` plus the offset of the looked-up address from the symbol's start. */
-export interface SymbolHit {
-  name: string;
-  offset: number;
-  /** Symbol start (`st_value`). */
-  start: number;
-  /** `st_size`, or the distance to the next symbol when the file recorded 0. */
-  size: number;
-}
-
-/**
- * Sort symbol indices by value, then index (symbol tables are not sorted by address). When value and index fit
- * together in a double's 53 bits (any user-space file below 2^32 with < 2^21 symbols), they are packed into one
- * Float64Array key and sorted natively, several times faster than a comparator sort.
- */
-function sortByValue(idx: Uint32Array, value: Float64Array): Uint32Array {
-  let max = 0;
-  for (let k = 0; k < idx.length; k++) if (value[idx[k]!]! > max) max = value[idx[k]!]!;
-  const bits = Math.max(1, Math.ceil(Math.log2(value.length + 1)));
-  const scale = 2 ** bits;
-  if (max * scale + scale < 2 ** 53) {
-    const keys = new Float64Array(idx.length);
-    for (let k = 0; k < idx.length; k++) keys[k] = value[idx[k]!]! * scale + idx[k]!;
-    keys.sort();
-    const out = new Uint32Array(idx.length);
-    for (let k = 0; k < keys.length; k++) out[k] = keys[k]! % scale;
-    return out;
-  }
-  return idx.sort((a, b) => value[a]! - value[b]! || a - b);
-}
-
-function leadingUnderscores(b: Buffer, o: number): number {
-  let n = 0;
-  while (b[o + n] === 95) n++;
-  return n;
-}
-
-/** Length of a NUL-terminated name up to its end or its `@VERSION` suffix. */
-function bareNameLength(b: Buffer, o: number): number {
-  let i = o;
-  for (; i < b.length; i++) {
-    const c = b[i]!;
-    if (c === 0 || (c === 64 && i > o)) break;
-  }
-  return i - o;
-}
-
-/** Rank for alias choice (perf's `choose_best_symbol`): global 2, weak 1, local 0. */
-function bindRank(info: number): number {
-  const b = info >> 4;
-  return b === STB_GLOBAL ? 2 : b === STB_WEAK ? 1 : 0;
-}
-
-/**
- * The symbols of one ELF file (and its debug file), with an address index over the code symbols (`STT_FUNC`,
- * `STT_GNU_IFUNC`). Names are decoded from the string tables only when returned.
- */
-export class ElfSymbols {
-  /** Code symbol indices sorted by start address, one per address (best alias). */
-  private readonly order: Uint32Array;
-  private readonly starts: Float64Array;
-  /** End (exclusive) per sorted entry: start + size, or the next symbol's start when size is 0. */
-  private readonly ends: Float64Array;
-  private readonly names: (string | undefined)[] = [];
-  private byName: Map<string, number[]> | undefined;
-
-  /** @internal built by {@link ElfFile.symbols} */
-  constructor(
-    readonly path: string,
-    private readonly strtabs: Buffer[],
-    private readonly value: Float64Array,
-    private readonly size: Float64Array,
-    private readonly info: Uint8Array,
-    private readonly shndx: Uint16Array,
-    private readonly nameOff: Uint32Array,
-    private readonly strtab: Uint8Array,
-    private readonly dyn: Uint8Array,
-    /** The `PT_LOAD` segments of the file the addresses belong to. */
-    readonly loads: ElfSegment[],
-  ) {
-    let ncode = 0;
-    const idx = new Uint32Array(value.length);
-    for (let i = 0; i < value.length; i++) {
-      const t = info[i]! & 15;
-      if ((t === STT_FUNC || t === STT_GNU_IFUNC) && value[i]! !== 0) idx[ncode++] = i;
-    }
-    const code = sortByValue(idx.subarray(0, ncode), value);
-    const order: number[] = [];
-    for (let k = 0; k < ncode; k++) {
-      const i = code[k]!;
-      const last = order.length - 1;
-      if (last >= 0 && value[order[last]!] === value[i]) {
-        if (this.better(i, order[last]!)) order[last] = i;
-        continue;
-      }
-      order.push(i);
-    }
-    this.order = Uint32Array.from(order);
-    this.starts = new Float64Array(order.length);
-    this.ends = new Float64Array(order.length);
-    for (let k = 0; k < order.length; k++) this.starts[k] = value[order[k]!]!;
-    for (let k = 0; k < order.length; k++) {
-      const i = order[k]!;
-      let sz = size[i]!;
-      if (sz === 0) sz = k + 1 < order.length ? this.starts[k + 1]! - this.starts[k]! : 1;
-      this.ends[k] = this.starts[k]! + sz;
-    }
-  }
-
-  private better(a: number, b: number): boolean {
-    // A sized symbol over a zero-sized one, then perf's rules, on the raw name bytes (no decoding).
-    const za = this.size[a] === 0;
-    const zb = this.size[b] === 0;
-    if (za !== zb) return !za;
-    const ra = bindRank(this.info[a]!);
-    const rb = bindRank(this.info[b]!);
-    if (ra !== rb) return ra > rb;
-    const sa = this.strtabs[this.strtab[a]!]!;
-    const sb = this.strtabs[this.strtab[b]!]!;
-    const oa = this.nameOff[a]!;
-    const ob = this.nameOff[b]!;
-    const ua = leadingUnderscores(sa, oa);
-    const ub = leadingUnderscores(sb, ob);
-    if (ua !== ub) return ua < ub;
-    const la = bareNameLength(sa, oa);
-    const lb = bareNameLength(sb, ob);
-    if (la !== lb) return la > lb;
-    // Prefer .symtab over .dynsym, then table order.
-    if (this.dyn[a] !== this.dyn[b]) return this.dyn[a] === 0;
-    return a < b;
-  }
-
-  private nameOf(i: number): string {
-    let s = this.names[i];
-    if (s === undefined) {
-      s = cstr(this.strtabs[this.strtab[i]!]!, this.nameOff[i]!);
-      // `.symver` names in .symtab carry their version (`clock_nanosleep@GLIBC_2.2.5`, `memcpy@@GLIBC_2.14`);
-      // stacks and probes use the bare name, as bpftrace prints them.
-      const at = s.indexOf('@', 1);
-      if (at > 0) s = s.slice(0, at);
-      this.names[i] = s;
-    }
-    return s;
-  }
-
-  /** Number of symbols (all kinds, aliases and both tables included). */
-  get count(): number {
-    return this.value.length;
-  }
-
-  /** Number of distinct code addresses in the address index. */
-  get codeCount(): number {
-    return this.order.length;
-  }
-
-  /**
-   * The code symbol containing ELF virtual address `vaddr` (`start <= vaddr < start + size`; a zero-sized symbol
-   * extends to the next one, as perf's `symbols__fixup_end`), or `undefined`.
-   */
-  resolve(vaddr: number): SymbolHit | undefined {
-    const s = this.starts;
-    let a = 0;
-    let b = s.length;
-    while (a < b) {
-      const m = (a + b) >>> 1;
-      if (s[m]! <= vaddr) a = m + 1;
-      else b = m;
-    }
-    // Nested symbols are rare; look back a little for one that contains the address.
-    for (let k = a - 1; k >= 0 && k >= a - 8; k--) {
-      if (vaddr < this.ends[k]!) {
-        const i = this.order[k]!;
-        return { name: this.nameOf(i), offset: vaddr - s[k]!, start: s[k]!, size: this.ends[k]! - s[k]! };
-      }
-    }
-    return undefined;
-  }
-
-  private symbolAt(i: number): ElfSymbol {
-    return {
-      name: this.nameOf(i),
-      value: this.value[i]!,
-      size: this.size[i]!,
-      type: this.info[i]! & 15,
-      bind: this.info[i]! >> 4,
-      shndx: this.shndx[i]!,
-      table: this.dyn[i] ? '.dynsym' : '.symtab',
-    };
-  }
-
-  /**
-   * Symbols whose name passes `filter` (a RegExp, or a predicate; all when absent), de-duplicated by (name, value),
-   * `.symtab` first. Use `globToRegExp` from the probes layer for glob patterns.
-   */
-  list(filter?: RegExp | ((name: string) => boolean)): ElfSymbol[] {
-    const test = filter === undefined ? undefined : filter instanceof RegExp ? (s: string) => filter.test(s) : filter;
-    const seen = new Set<string>();
-    const out: ElfSymbol[] = [];
-    for (let i = 0; i < this.value.length; i++) {
-      const name = this.nameOf(i);
-      if (test && !test(name)) continue;
-      const key = `${name}\0${this.value[i]}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      out.push(this.symbolAt(i));
-    }
-    return out;
-  }
-
-  /** Every symbol named exactly `name` (a function can appear in both tables or as several local statics). */
-  find(name: string): ElfSymbol[] {
-    if (!this.byName) {
-      const m = new Map<string, number[]>();
-      for (let i = 0; i < this.value.length; i++) {
-        const n = this.nameOf(i);
-        const l = m.get(n);
-        if (l) l.push(i);
-        else m.set(n, [i]);
-      }
-      this.byName = m;
-    }
-    return (this.byName.get(name) ?? []).map((i) => this.symbolAt(i));
-  }
-
-  /** File offset of ELF virtual address `vaddr` through the `PT_LOAD` containing it, or `undefined`. */
-  fileOffset(vaddr: number): number | undefined {
-    return vaddrToFileOffset(this.loads, vaddr);
-  }
-}
-
-/**
- * File offset of a virtual address: `vaddr - (p_vaddr - p_offset)` of the `PT_LOAD` whose file image contains it
- * (what a uprobe's offset is), or `undefined` when no segment maps it from the file.
- */
-export function vaddrToFileOffset(loads: ElfSegment[], vaddr: number): number | undefined {
-  for (const p of loads) {
-    if (p.type === PT_LOAD && vaddr >= p.vaddr && vaddr < p.vaddr + p.filesz) return vaddr - p.vaddr + p.offset;
-  }
-  return undefined;
-}
-
-/** Virtual address of a file offset through the `PT_LOAD` whose file image contains it, or `undefined`. */
-export function fileOffsetToVaddr(loads: ElfSegment[], offset: number): number | undefined {
-  for (const p of loads) {
-    if (p.type === PT_LOAD && offset >= p.offset && offset < p.offset + p.filesz) return offset - p.offset + p.vaddr;
-  }
-  return undefined;
-}
-
-/**
- * The file offset of symbol `sym` for a uprobe: `st_value - (p_vaddr - p_offset)` of the `PT_LOAD` containing it.
- * @throws BpfscopeError when no loadable segment contains the symbol.
- */
-export function symbolFileOffset(loads: ElfSegment[], sym: Pick<ElfSymbol, 'name' | 'value'>): number {
-  const off = vaddrToFileOffset(loads, sym.value);
-  if (off === undefined) {
-    throw new BpfscopeError(`symbol ${sym.name} (0x${sym.value.toString(16)}) is not in a loadable segment`);
-  }
-  return off;
 }
