@@ -61,8 +61,26 @@ const fdCloser = new FinalizationRegistry<number>((fd) => {
  */
 export class FileRef {
   private static scratch = Buffer.allocUnsafe(256);
-  private constructor(private readonly fd: number) {
+  private constructor(
+    private readonly fd: number,
+    private readonly size: number,
+    private readonly mtimeNs: bigint,
+  ) {
     fdCloser.register(this, fd);
+  }
+
+  /**
+   * Whether the file still has the size and modification time it had when its tables were read. A file rewritten
+   * in place (same inode) would otherwise give names of its new contents at old offsets: a wrong name is worse
+   * than none, so such a read resolves nothing.
+   */
+  unchanged(): boolean {
+    try {
+      const st = fstatSync(this.fd, { bigint: true });
+      return Number(st.size) === this.size && st.mtimeNs === this.mtimeNs;
+    } catch {
+      return false;
+    }
   }
 
   /** A descriptor of our own on the file open as `srcFd`, or undefined (/proc not mounted, or another inode). */
@@ -74,9 +92,9 @@ export class FileRef {
       return undefined;
     }
     try {
-      const a = fstatSync(fd);
-      const b = fstatSync(srcFd);
-      if (a.dev === b.dev && a.ino === b.ino) return new FileRef(fd);
+      const a = fstatSync(fd, { bigint: true });
+      const b = fstatSync(srcFd, { bigint: true });
+      if (a.dev === b.dev && a.ino === b.ino) return new FileRef(fd, Number(a.size), a.mtimeNs);
     } catch {
       // fall through
     }
@@ -95,8 +113,12 @@ export class FileRef {
     return buf;
   }
 
-  /** The NUL-terminated string at `off` of the string table at file offset `base` of `size` bytes (UTF-8). */
-  cstr(base: number, size: number, off: number): string {
+  /**
+   * The NUL-terminated string at `off` of the string table at file offset `base` of `size` bytes (UTF-8), or
+   * undefined when the file changed since it was opened ({@link unchanged}).
+   */
+  cstr(base: number, size: number, off: number): string | undefined {
+    if (!this.unchanged()) return undefined;
     if (off >= size) return '';
     let buf: Buffer = FileRef.scratch;
     let len = Math.min(buf.length, size - off);
@@ -305,8 +327,8 @@ const LAZY_NAME_CACHE = 2048;
  * each). Small tables keep their string tables and per-symbol arrays in memory. Large ones (string tables from 64 KiB)
  * keep only the index and a descriptor of the file: a name is read from the file (one `pread` of up to 256 bytes) when
  * a result needs it, the last 2,048 decoded names are cached, and {@link list}/{@link find} read the tables again on
- * their first call. Such names come from the file as it is when read: a file rewritten in place (same inode) gives
- * wrong names, as it would to a process that maps it.
+ * their first call. A file rewritten in place (same inode; noticed by its size and modification time before each
+ * name read) resolves nothing from then on, rather than names of its new contents.
  */
 export class ElfSymbols {
   private readonly starts: Float64Array;
@@ -392,8 +414,8 @@ export class ElfSymbols {
     return s;
   }
 
-  /** The name of sorted code entry `k`. */
-  private codeNameOf(k: number): string {
+  /** The name of sorted code entry `k`, or undefined when its file changed in place since it was read. */
+  private codeNameOf(k: number): string | undefined {
     const m = this.codeNames;
     let s = m.get(k);
     if (s !== undefined) {
@@ -408,6 +430,7 @@ export class ElfSymbols {
     else {
       const t = this.lazy!.strs[tab]!;
       s = t.file.cstr(t.offset, t.size, this.codeName[k]!);
+      if (s === undefined) return undefined;
     }
     s = bareName(s);
     if (this.lazy && m.size >= LAZY_NAME_CACHE) m.delete(m.keys().next().value!);
@@ -441,7 +464,9 @@ export class ElfSymbols {
     // Nested symbols are rare; look back a little for one that contains the address.
     for (let k = a - 1; k >= 0 && k >= a - 8; k--) {
       if (vaddr < this.ends[k]!) {
-        return { name: this.codeNameOf(k), offset: vaddr - s[k]!, start: s[k]!, size: this.ends[k]! - s[k]! };
+        const name = this.codeNameOf(k);
+        if (name === undefined) return undefined;
+        return { name, offset: vaddr - s[k]!, start: s[k]!, size: this.ends[k]! - s[k]! };
       }
     }
     return undefined;

@@ -6,7 +6,17 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  futimesSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -91,5 +101,25 @@ describe('ElfSymbols with names read from the file', { skip: noCompiler }, () =>
     const lazy = load(copy, 0);
     unlinkSync(copy);
     for (const n of NAMES) assert.equal(lazy.resolve(ref.get(n)![0])?.name, n);
+  });
+
+  it('resolves nothing, never a wrong name, once the file was rewritten in place (same inode)', () => {
+    const copy = join(dir, 'rewritten');
+    execFileSync('cp', [prog, copy]);
+    const ref = nmFuncs(copy);
+    const lazy = load(copy, 0);
+    assert.equal(lazy.resolve(ref.get(NAMES[0]!)![0])?.name, NAMES[0]); // read before the change: cached
+    // overwrite the first name's first byte in the string table, in place
+    const text = execFileSync('cat', [copy]);
+    const at = text.indexOf(Buffer.from(`\0${NAMES[1]}\0`)) + 1;
+    assert.ok(at > 0);
+    const fd = openSync(copy, 'r+');
+    writeSync(fd, Buffer.from('X'), 0, 1, at);
+    // the kernel's coarse clock may give the write the load's mtime: move it on, as any later rewrite would
+    const t = statSync(copy).mtimeMs / 1000 + 1;
+    futimesSync(fd, t, t);
+    closeSync(fd);
+    assert.equal(lazy.resolve(ref.get(NAMES[1]!)![0]), undefined);
+    assert.equal(lazy.resolve(ref.get(NAMES[0]!)![0])?.name, NAMES[0]);
   });
 });
