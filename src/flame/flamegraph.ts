@@ -9,6 +9,7 @@
  */
 import { backgroundColors, type ColorMode, defaultBackground, deltaColor, frameColor } from './color.js';
 import { type Frames, mergeFrames, parseStacks } from './merge.js';
+import { mergeFolded } from './merge-stream.js';
 import { cFixed, cFixedValue, commas, perlNum, perlNumify } from './perl.js';
 import { documentHead, errorDocument, escapeAttr, escapeText } from './svg/document.js';
 
@@ -127,12 +128,49 @@ export function renderFlameGraph(
   options: Partial<FlameGraphOptions> = {},
   sink?: (chunk: Buffer) => void,
 ): FlameGraphResult {
+  const s = setup(options);
+  const o = s.o;
+  const parsed = parseStacks(lines, {
+    reverse: o.reverse,
+    order: o.flamechart ? 'input' : 'sorted',
+    chain: o.colors === 'chain',
+    bmpOnly: o.bmpOnly,
+  });
+  return renderMerged(s, parsed, (minTime) => mergeFrames(parsed, minTime, { ascii: !!o.asciiOnly }), sink);
+}
+
+/**
+ * `renderFlameGraph` over the folded stack files `files` (read in order as one input, UTF-8), by merge-stream.ts's
+ * path, which reads them through one small buffer: same document, same warnings. Returns null, having written
+ * nothing, when that path does not apply (standard input, --reverse, the chain palette, or input that is not
+ * ASCII, has a line without a count, or is not sorted): the caller then reads the lines and calls
+ * `renderFlameGraph`. Throws FlameGraphOptionError as `renderFlameGraph` does, and BpfscopeError when a file cannot
+ * be read.
+ */
+export function renderFlameGraphFiles(
+  files: readonly string[],
+  options: Partial<FlameGraphOptions> = {},
+  sink?: (chunk: Buffer) => void,
+): FlameGraphResult | null {
+  const s = setup(options);
+  const o = s.o;
+  if (files.length === 0 || files.includes('-') || o.reverse || o.colors === 'chain') return null;
+  const merged = mergeFolded(files, !o.flamechart, (total) => minTimeOf(s, timemaxOf(o, total)));
+  if (!merged) return null;
+  return renderMerged(s, merged, (minTime) => merged.frames(minTime), sink);
+}
+
+/** Checked options and the values derived from them alone. */
+interface Setup {
+  o: FlameGraphOptions;
+  title: string;
+  /** --minwidth's number (pixels, or percent when it ends in "%"). */
+  minwidth: number;
+  background: [string, string];
+}
+
+function setup(options: Partial<FlameGraphOptions>): Setup {
   const o: FlameGraphOptions = { ...DEFAULT_OPTIONS, ...options };
-  const warnings: string[] = [];
-  const fontsize = o.fontsize;
-  const ypad1 = fontsize * 3; // top, with title
-  const ypad2 = fontsize * 2 + 10; // bottom, with labels
-  const ypad3 = fontsize * 2; // extra top for a subtitle
   let title = o.title;
   if (title === '') title = o.flamechart ? 'Flame Chart' : o.inverted ? 'Icicle Graph' : 'Flame Graph';
   if (/[<>]/.test(o.notes)) throw new FlameGraphOptionError("Notes string can't contain < or >");
@@ -141,13 +179,37 @@ export function renderFlameGraph(
   const minwidth = perlNumify(mw[1]!);
   const bg = backgroundColors(o.bgcolors === '' ? defaultBackground(o.colors) : o.bgcolors);
   if (!bg) throw new FlameGraphOptionError(`Unrecognized bgcolor option "${o.bgcolors}"`);
+  return { o, title, minwidth, background: bg };
+}
 
-  const parsed = parseStacks(lines, {
-    reverse: o.reverse,
-    order: o.flamechart ? 'input' : 'sorted',
-    chain: o.colors === 'chain',
-    bmpOnly: o.bmpOnly,
-  });
+/** The graph's width in counts: the input's total, or --total when larger (never decreases as `time` grows). */
+function timemaxOf(o: FlameGraphOptions, time: number): number {
+  if (o.total !== undefined && o.total !== '' && o.total !== '0') {
+    const t = perlNumify(o.total);
+    if (t >= time) return t;
+  }
+  return time;
+}
+
+/** The narrowest frame drawn, in count units (never decreases as `timemax` grows). */
+function minTimeOf(s: Setup, timemax: number): number {
+  const widthPerTime = (s.o.width - 2 * XPAD) / timemax;
+  return s.o.minwidth.endsWith('%') ? (timemax * s.minwidth) / 100 : s.minwidth / widthPerTime;
+}
+
+/** The document, from the input's totals and its frames at least `minTime` count units wide. */
+function renderMerged(
+  s: Setup,
+  parsed: { total: number; ignored: number; maxDelta: number },
+  framesFor: (minTime: number) => Frames,
+  sink?: (chunk: Buffer) => void,
+): FlameGraphResult {
+  const o = s.o;
+  const warnings: string[] = [];
+  const fontsize = o.fontsize;
+  const ypad1 = fontsize * 3; // top, with title
+  const ypad2 = fontsize * 2 + 10; // bottom, with labels
+  const ypad3 = fontsize * 2; // extra top for a subtitle
   const time = parsed.total;
   if (o.countname === 'samples' && time < 100)
     warnings.push(`Stack count is low (${perlNum(time)}). Did something go wrong?`);
@@ -157,20 +219,15 @@ export function renderFlameGraph(
     doc.add(errorDocument(o.width, fontsize, 'ERROR: No valid input provided to flamegraph.'));
     return result(doc.finish(), warnings, 'no stack counts found in the input');
   }
-  let timemax = time;
-  if (o.total !== undefined && o.total !== '' && o.total !== '0') {
+  const timemax = timemaxOf(o, time);
+  if (timemax === time && o.total !== undefined && o.total !== '' && o.total !== '0') {
     const t = perlNumify(o.total);
-    if (t < time) {
-      if (t / time > 0.02) {
-        warnings.push(`Specified --total ${o.total} is less than actual total ${perlNum(time)}, so ignored`);
-      }
-    } else {
-      timemax = t;
+    if (t < time && t / time > 0.02) {
+      warnings.push(`Specified --total ${o.total} is less than actual total ${perlNum(time)}, so ignored`);
     }
   }
   const widthPerTime = (o.width - 2 * XPAD) / timemax;
-  const minTime = o.minwidth.endsWith('%') ? (timemax * minwidth) / 100 : minwidth / widthPerTime;
-  const frames = mergeFrames(parsed, minTime, { ascii: !!o.asciiOnly });
+  const frames = framesFor(minTimeOf(s, timemax));
 
   let imageHeight = (frames.depthMax + 1) * o.height + ypad1 + ypad2;
   if (o.subtitle !== '') imageHeight += ypad3;
@@ -179,10 +236,10 @@ export function renderFlameGraph(
     height: imageHeight,
     encoding: o.encoding,
     notes: o.notes,
-    background: bg,
+    background: s.background,
     fontType: o.fonttype,
     fontSize: fontsize,
-    title,
+    title: s.title,
     subtitle: o.subtitle,
     xpad: XPAD,
     ypad2,

@@ -9,7 +9,13 @@ import { PALETTES } from '../color.js';
 import { stacksToPprof } from '../export/pprof.js';
 import { type SpeedscopeUnit, stacksToSpeedscope } from '../export/speedscope.js';
 import { ExportError, readFoldedStacks } from '../export/stacks.js';
-import { FlameGraphOptionError, type FlameGraphOptions, parseNameAttr, renderFlameGraph } from '../flamegraph.js';
+import {
+  FlameGraphOptionError,
+  type FlameGraphOptions,
+  parseNameAttr,
+  renderFlameGraph,
+  renderFlameGraphFiles,
+} from '../flamegraph.js';
 import { readInputs, Utf8LineReader } from '../input.js';
 import { floatOption, intOption, parseCommandArgs, warnTo, writeOut } from './common.js';
 
@@ -151,10 +157,6 @@ export async function main(argv: string[]): Promise<number> {
   const paletteFile = 'palette.map';
   if (v.cp) opts.paletteMap = existsSync(paletteFile) ? readPalette(paletteFile) : new Map();
 
-  // Input is UTF-8 text (flamegraph.pl reads it with the :utf8 layer).
-  const { lines, astral, ascii } = await readLines(positionals);
-  opts.bmpOnly = !astral;
-  opts.asciiOnly = ascii;
   // The SVG goes out piece by piece as it is made (stdout writes to files and pipes complete at once on Linux).
   const writes: Promise<void>[] = [];
   const chunks: Buffer[] = [];
@@ -162,7 +164,15 @@ export async function main(argv: string[]): Promise<number> {
     output === undefined
       ? (chunk: Buffer) => void writes.push(writeOut(chunk))
       : (chunk: Buffer) => void chunks.push(Buffer.from(chunk));
-  const result = guard(() => renderFlameGraph(lines, opts, sink));
+  // Sorted ASCII files are merged as they are read (flamegraph.ts, renderFlameGraphFiles); anything else is read
+  // into lines first. Input is UTF-8 text (flamegraph.pl reads it with the :utf8 layer).
+  let result = guard(() => renderFlameGraphFiles(positionals, opts, sink));
+  if (result === null) {
+    const { lines, astral, ascii } = await readLines(positionals);
+    opts.bmpOnly = !astral;
+    opts.asciiOnly = ascii;
+    result = guard(() => renderFlameGraph(lines, opts, sink));
+  }
   const warn = warnTo(NAME);
   for (const w of result.warnings) warn(w);
   await Promise.all(writes);
