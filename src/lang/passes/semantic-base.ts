@@ -260,10 +260,17 @@ export abstract class AnalyzerBase {
     return this.constValue(e) !== null;
   }
 
+  /** The value of `e` when it is a compile-time integer, also recorded in the unit's table (TypeTable.constInt). */
   protected constValue(e: Expr): bigint | null {
+    const v = this.evalConst(e);
+    if (v !== null) this.table.setConst(e, v);
+    return v;
+  }
+
+  private evalConst(e: Expr): bigint | null {
     if (e.kind === 'IntLit') return e.value;
     if (e.kind === 'UnaryExpr' && e.op === '-') {
-      const v = this.constValue(e.operand);
+      const v = this.evalConst(e.operand);
       return v === null ? null : -v;
     }
     if (e.kind === 'PositionalExpr') {
