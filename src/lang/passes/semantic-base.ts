@@ -260,10 +260,13 @@ export abstract class AnalyzerBase {
     return this.constValue(e) !== null;
   }
 
-  /** The value of `e` when it is a compile-time integer, also recorded in the unit's table (TypeTable.constInt). */
+  /**
+   * The value of `e` when it is a compile-time integer; the final typing also records it in the unit's table
+   * (TypeTable.constInt; the tables of the inference rounds are dropped).
+   */
   protected constValue(e: Expr): bigint | null {
     const v = this.evalConst(e);
-    if (v !== null) this.table.setConst(e, v);
+    if (v !== null && this.final) this.table.setConst(e, v);
     return v;
   }
 

@@ -30,7 +30,8 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
     const t = this.exprInner(e);
     if (t) this.table.set(e, t);
     // compile-time integers go into the table too, for code generation (TypeTable.constInt)
-    if (e.kind === 'IntLit' || e.kind === 'UnaryExpr' || e.kind === 'PositionalExpr') this.constValue(e);
+    if (this.final && (e.kind === 'IntLit' || e.kind === 'UnaryExpr' || e.kind === 'PositionalExpr'))
+      this.constValue(e);
     return t;
   }
 
