@@ -339,24 +339,22 @@ const mapDeclsPass: CompilePass = {
  */
 const resourcesPass: CompilePass = {
   name: 'resources',
-  reads: ['maps', 'units', 'types', 'analyzer', 'opts'],
+  reads: ['maps', 'units', 'types', 'opts'],
   produces: ['frames'],
   run: (c) => {
-    const analyzer = need(c, 'analyzer');
     const types = need(c, 'types');
     const maps = new Map(need(c, 'maps').map((m) => [m.name, m]));
-    c.frames = need(c, 'units').map((u) => planFrame(u, types.get(u)!, analyzer, maps, c.opts.helperWarnings ?? false));
+    c.frames = need(c, 'units').map((u) => planFrame(u, types.get(u)!, maps, c.opts.helperWarnings ?? false));
   },
 };
 
 /** `codegen`: one IR program per unit (codegen/gen.ts), and the per-program map limit. */
 const codegenPass: CompilePass = {
   name: 'codegen',
-  reads: ['maps', 'units', 'types', 'analyzer', 'config', 'opts', 'target', 'probeNameSize', 'source', 'frames'],
+  reads: ['maps', 'units', 'types', 'config', 'opts', 'target', 'probeNameSize', 'source', 'frames'],
   produces: ['tables', 'programs'],
   run: (c) => {
     const { opts, source } = c;
-    const analyzer = need(c, 'analyzer');
     const types = need(c, 'types');
     const config = need(c, 'config');
     const tables: GenTables = {
@@ -387,7 +385,7 @@ const codegenPass: CompilePass = {
     c.programs = need(c, 'units').map((u, i) => {
       const kernelName = programName(u, i);
       const frame = frames[i]!;
-      const gen = new ProbeGen(tables, u, types.get(u)!, analyzer, kernelName, undefined, frame.inMap);
+      const gen = new ProbeGen(tables, u, types.get(u)!, kernelName, undefined, frame.inMap);
       let fn: IrFunction;
       try {
         fn = gen.generate();

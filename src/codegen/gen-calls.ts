@@ -89,8 +89,8 @@ export abstract class CallGen extends ExprGen {
         const a = c.args[0]!;
         if (a.kind === 'MapExpr' && a.keys.length === 0) {
           const plan = this.tables.maps.get(a.name)!;
-          const top = c.args[1] ? (this.analyzer.constInt(c.args[1], 'print top') ?? 0) : 0;
-          const div = c.args[2] ? (this.analyzer.constInt(c.args[2], 'print div') ?? 0) : 0;
+          const top = c.args[1] ? (this.constInt(c.args[1]) ?? 0) : 0;
+          const div = c.args[2] ? (this.constInt(c.args[2]) ?? 0) : 0;
           this.asyncRecord(AsyncAction.PRINT_MAP, plan.index, 16, (rec) => {
             this.fn.emit(I.st(8, this.fb, rec + 8, top));
             this.fn.emit(I.st(8, this.fb, rec + 16, div));
@@ -537,7 +537,7 @@ export abstract class CallGen extends ExprGen {
       case 'strncmp': {
         const a = this.mem(c.args[0]!);
         const b = this.mem(c.args[1]!);
-        const n = Math.min(Number(this.analyzer.constInt(c.args[2]!, 'strncmp length') ?? 0), a.size, b.size);
+        const n = Math.min(this.constInt(c.args[2]!) ?? 0, a.size, b.size);
         const r = fn.vreg();
         const x = fn.vreg();
         const y = fn.vreg();

@@ -14,7 +14,7 @@ import type { CallExpr, Expr, Span, Stmt } from '../lang/ast.js';
 import { type BuiltinGen, type GenValue } from '../lang/builtins/registry.js';
 import { positionalInt } from '../lang/lexer.js';
 import type { Target } from '../lang/target.js';
-import { type Analyzer, type ProbeUnit } from '../lang/passes/semantic.js';
+import type { ProbeUnit } from '../lang/passes/semantic.js';
 import type { TypeTable } from '../lang/type-table.js';
 import { type SType, sizeOf, tupleLayout, typeKey } from '../lang/types.js';
 import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
@@ -98,7 +98,6 @@ export abstract class GenCore {
     readonly unit: ProbeUnit,
     /** The unit's types, from the semantic pass: the only place code generation reads a type from. */
     readonly types: TypeTable,
-    readonly analyzer: Analyzer,
     name: string,
     parent?: GenCore,
     /** Keep the frame in a frame map (see codegen/frame.ts): set when the frame outgrew the BPF stack. */
@@ -109,6 +108,12 @@ export abstract class GenCore {
     this.frame = new Frame(this.fn, frameInMap);
     this.endLabel = this.fn.newLabel('end');
     this.subprogs = parent ? parent.subprogs : [];
+  }
+
+  /** The value of a compile-time integer (TypeTable.constInt, found by the semantic pass), or undefined. */
+  protected constInt(e: Expr): number | undefined {
+    const v = this.types.constInt(e);
+    return v === undefined ? undefined : Number(v);
   }
 
   /** The register frame slots are addressed from (r10, or r9 into the frame map). */

@@ -520,7 +520,7 @@ export abstract class ExprGen extends AccessGen {
   protected arrayIndex(obj: Expr, t: Extract<SType, { kind: 'array' }>, index: Expr, elem: SType): Val {
     const fn = this.fn;
     const es = sizeOf(t.elem);
-    const k = this.analyzer.isConstInt(index) ? Number(this.analyzer.constInt(index, 'array index')) : undefined;
+    const k = this.constInt(index);
     // a constant index into a tracepoint record's array field (args.args[2]): read from the context
     if (
       k !== undefined &&
@@ -589,7 +589,7 @@ export abstract class ExprGen extends AccessGen {
     const fn = this.fn;
     const v = this.mem(str);
     const r = fn.vreg();
-    const k = this.analyzer.isConstInt(index) ? Number(this.analyzer.constInt(index, 'index')) : undefined;
+    const k = this.constInt(index);
     if (k !== undefined) {
       if (k >= 0 && k < v.size) {
         fn.emit(I.ldx(1, r, this.fb, v.off + k));

@@ -150,7 +150,7 @@ export class ProbeGen extends CallGen {
         return;
       }
       case 'UnrollStmt': {
-        const n = Number(this.analyzer.constInt(s.count, 'unroll count') ?? 0);
+        const n = this.constInt(s.count) ?? 0;
         for (let i = 0; i < n; i++) this.block(s.body);
         return;
       }
@@ -161,7 +161,7 @@ export class ProbeGen extends CallGen {
         }
         const fn = this.fn;
         const range = s.iterable;
-        if (!this.analyzer.isConstInt(range.start) || !this.analyzer.isConstInt(range.end)) {
+        if (this.constInt(range.start) === undefined || this.constInt(range.end) === undefined) {
           this.forRangeLoop(s, range);
           return;
         }
@@ -308,7 +308,7 @@ export class ProbeGen extends CallGen {
       else copyMem(fn, FP, off + slot, this.fb, val.off, val.size);
     }
     const cbName = `${this.fn.name.slice(0, 40)}_loop${this.subprogs.length}`;
-    const cb = new ProbeGen(this.tables, this.unit, this.types, this.analyzer, cbName, this);
+    const cb = new ProbeGen(this.tables, this.unit, this.types, cbName, this);
     this.subprogs.push({ fn: cb.fn, params });
     cb.loopCallbackBody(s, layout, prologue(cb));
     const f = fn.vreg();

@@ -16,7 +16,7 @@
  */
 
 import type { Block, CallExpr, Expr, FieldExpr, MapExpr, Stmt } from '../lang/ast.js';
-import type { Analyzer, ProbeUnit } from '../lang/passes/semantic.js';
+import type { ProbeUnit } from '../lang/passes/semantic.js';
 import type { TypeTable } from '../lang/type-table.js';
 import { type SType, sizeOf } from '../lang/types.js';
 import { MAX_STACK } from '../bpf/opcodes.js';
@@ -49,17 +49,16 @@ function memBytes(t: SType | undefined): number {
 
 /**
  * The frame plan of unit `u` from its type table `types` (lang/type-table.ts: its expressions' and variables'
- * types); `analyzer` answers which expressions are constants. `maps` are the planned kernel maps by program name
+ * types, and which expressions are compile-time integers). `maps` are the planned kernel maps by program name
  * (codegen/maps.ts); `helperWarnings` is `-k` (a warning record beside map reads).
  */
 export function planFrame(
   u: ProbeUnit,
   types: TypeTable,
-  analyzer: Analyzer,
   maps: ReadonlyMap<string, MapPlan>,
   helperWarnings = false,
 ): FramePlan {
-  const sizer = new FrameSizer(types, analyzer, maps, helperWarnings, u.expanded.provider === 'iter');
+  const sizer = new FrameSizer(types, maps, helperWarnings, u.expanded.provider === 'iter');
   let permanent = 0;
   // scratch variables: a stack copy of an address-taken scalar, or the buffer of a string/tuple/record variable
   for (const [name, t] of types.variables) {
@@ -82,7 +81,6 @@ class FrameSizer {
 
   constructor(
     private readonly types: TypeTable,
-    private readonly analyzer: Analyzer,
     private readonly maps: ReadonlyMap<string, MapPlan>,
     private readonly helperWarnings: boolean,
     /** The unit is an iter probe: its printf formats in the kernel from the format's bytes in the frame. */
@@ -128,7 +126,9 @@ class FrameSizer {
       case 'ForStmt': {
         const it = s.iterable;
         const callback =
-          it.kind === 'MapExpr' || !this.analyzer.isConstInt(it.start) || !this.analyzer.isConstInt(it.end);
+          it.kind === 'MapExpr' ||
+          this.types.constInt(it.start) === undefined ||
+          this.types.constInt(it.end) === undefined;
         if (!callback) return this.expr(it) + this.block(s.body);
         // the body runs as a callback subprogram with its own frame; this frame keeps the callback's context
         this.callbackContexts += 24 + this.varBytes;

@@ -9,10 +9,14 @@
 import type { Expr } from './ast.js';
 import type { SType } from './types.js';
 
-/** The types of one unit's expressions and scratch variables, and the compile-time values of its sizeof/offsetof. */
+/**
+ * The types of one unit's expressions and scratch variables, the compile-time values of its sizeof/offsetof, and
+ * its compile-time integers.
+ */
 export class TypeTable {
   private readonly types = new WeakMap<Expr, SType>();
   private readonly sizes = new WeakMap<Expr, number>();
+  private readonly consts = new WeakMap<Expr, bigint>();
   /** The unit's scratch variables (renamed apart by lang/passes/varscope.ts) and their storage types. */
   readonly variables = new Map<string, SType>();
   /** The unit's scratch variables whose address is taken (`&$x`): they live on the stack. */
@@ -57,5 +61,19 @@ export class TypeTable {
   /** Records the value of a `sizeof`/`offsetof` expression, in bytes. */
   setSize(e: Expr, bytes: number): void {
     this.sizes.set(e, bytes);
+  }
+
+  /**
+   * The value of `e` when it is a compile-time integer (an integer literal, a positional parameter holding one, `$#`,
+   * or a negation of one), as the semantic pass found it; undefined when `e` is not one. Code generation reads array
+   * indexes, `print` top/div, `strncmp` lengths, `unroll` counts and constant loop ranges from here.
+   */
+  constInt(e: Expr): bigint | undefined {
+    return this.consts.get(e);
+  }
+
+  /** Records that `e` is the compile-time integer `v`. */
+  setConst(e: Expr, v: bigint): void {
+    this.consts.set(e, v);
   }
 }

@@ -260,10 +260,20 @@ export abstract class AnalyzerBase {
     return this.constValue(e) !== null;
   }
 
+  /**
+   * The value of `e` when it is a compile-time integer; the final typing also records it in the unit's table
+   * (TypeTable.constInt; the tables of the inference rounds are dropped).
+   */
   protected constValue(e: Expr): bigint | null {
+    const v = this.evalConst(e);
+    if (v !== null && this.final) this.table.setConst(e, v);
+    return v;
+  }
+
+  private evalConst(e: Expr): bigint | null {
     if (e.kind === 'IntLit') return e.value;
     if (e.kind === 'UnaryExpr' && e.op === '-') {
-      const v = this.constValue(e.operand);
+      const v = this.evalConst(e.operand);
       return v === null ? null : -v;
     }
     if (e.kind === 'PositionalExpr') {

@@ -29,6 +29,9 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
   expr(e: Expr): SType | null {
     const t = this.exprInner(e);
     if (t) this.table.set(e, t);
+    // compile-time integers go into the table too, for code generation (TypeTable.constInt)
+    if (this.final && (e.kind === 'IntLit' || e.kind === 'UnaryExpr' || e.kind === 'PositionalExpr'))
+      this.constValue(e);
     return t;
   }
 
