@@ -144,8 +144,8 @@ describe('stack tools: exited processes no map entry names', () => {
     async () => {
       const bin = stackprogPath();
       const resolver = await SymbolResolver.create();
-      const min = ProcessPreparer.SWEEP_MIN;
-      ProcessPreparer.SWEEP_MIN = 4;
+      const min = ProcessPreparer.SWEEP_EVERY;
+      ProcessPreparer.SWEEP_EVERY = 4;
       const preparer = new ProcessPreparer(resolver);
       const live = spawn(bin, ['wait', '60000'], { stdio: 'ignore' });
       try {
@@ -167,7 +167,7 @@ describe('stack tools: exited processes no map entry names', () => {
         assert.equal(preparer.count, 2);
         assert.equal(resolver.retained.processes, 2);
       } finally {
-        ProcessPreparer.SWEEP_MIN = min;
+        ProcessPreparer.SWEEP_EVERY = min;
         live.kill('SIGKILL');
         await exited(live);
       }
