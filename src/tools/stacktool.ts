@@ -379,8 +379,11 @@ export function checkWritable(path: string, tool: string): void {
 export class ProcessPreparer {
   /** Longest stretch of preparation work before yielding to the event loop, in ms. */
   static readonly SLICE_MS = 10;
-  /** Processes prepared before the first sweep (see {@link sweepWith}). */
-  static SWEEP_MIN = 2048;
+  /**
+   * Processes prepared between two sweeps (see {@link sweepWith}): at most this many exited processes that no map
+   * entry names are kept at any time.
+   */
+  static SWEEP_EVERY = 256;
   private readonly done = new Set<number>();
   private readonly queue: number[] = [];
   /** Priority records (see {@link statement}): prepared before {@link queue}. */
@@ -391,7 +394,7 @@ export class ProcessPreparer {
   /** The processes the tool's map still refers to (see {@link sweepWith}). */
   private inUse: (() => Set<number>) | undefined;
   /** Processes prepared at which the next sweep runs. */
-  private sweepAt = ProcessPreparer.SWEEP_MIN;
+  private sweepAt = ProcessPreparer.SWEEP_EVERY;
   /** Exited processes forgotten by sweeps (nothing in the map referred to them). */
   swept = 0;
   private scheduled = false;
@@ -469,8 +472,8 @@ export class ProcessPreparer {
       } catch {
         // The process may already be gone: its stacks then resolve as far as anything is known.
       }
+      this.sweep();
     }
-    if (!this.stopped) this.sweep();
     if (!this.stopped && this.pending > 0) {
       this.scheduled = true;
       setImmediate(this.drain);
@@ -478,31 +481,46 @@ export class ProcessPreparer {
   };
 
   /**
-   * Bound what is kept over a long run of many short processes: once {@link SWEEP_MIN} processes are prepared (then
-   * each time their number doubles from what a sweep left), the processes that have exited and that no entry of the
-   * tool's map refers to (`inUse`: the numbers its keys hold, see stackread.ts `pidsInMap`) are forgotten. An exited
-   * process cannot be sampled again, so nothing it would name is lost (issue 19: profile grew ~1.3 MB a minute).
+   * Bound what is kept over a long run of many short processes by what the tool's map can name: each time
+   * {@link SWEEP_EVERY} more processes are prepared than a sweep left, the processes that have exited and that no
+   * entry of the map refers to (`inUse`: the numbers its keys hold, see stackread.ts `pidsInMap`) are forgotten, with
+   * the symbol tables no kept process uses. An exited process cannot be sampled again, so nothing it would name is
+   * lost. What is kept is then at most: the processes the map names, the live ones, and SWEEP_EVERY more (issue 19:
+   * the earlier rule, a sweep when the number doubled, let a full map's profile keep as many exited processes again
+   * as the map named before sweeping, ~5 KB each).
    */
   sweepWith(inUse: () => Set<number>): void {
     this.inUse = inUse;
   }
 
   private sweep(): void {
-    if (!this.inUse || this.done.size < this.sweepAt) return;
+    if (this.stopped || !this.inUse || this.done.size < this.sweepAt) return;
     let used: Set<number>;
     try {
       used = this.inUse();
     } catch {
       return;
     }
+    let forgot = false;
     for (const pid of this.done) {
       if (used.has(pid) || existsSync(`/proc/${pid}`)) continue;
       this.done.delete(pid);
       this.starts.delete(pid);
       this.resolver.forget(pid);
       this.swept++;
+      forgot = true;
     }
-    this.sweepAt = Math.max(ProcessPreparer.SWEEP_MIN, this.done.size * 2);
+    // start times of processes reported but never prepared (gone before their turn)
+    for (const pid of this.starts.keys()) {
+      if (!this.done.has(pid) && !this.queued.has(pid) && !existsSync(`/proc/${pid}`)) this.starts.delete(pid);
+    }
+    if (forgot) this.resolver.dropUnusedFiles();
+    this.sweepAt = this.done.size + ProcessPreparer.SWEEP_EVERY;
+  }
+
+  /** What is kept about the processes seen: prepared processes, and PIDs whose start time is remembered. */
+  get kept(): { prepared: number; starts: number } {
+    return { prepared: this.done.size, starts: this.starts.size };
   }
 
   /** Stop preparing (before the report): queued processes are dropped. */

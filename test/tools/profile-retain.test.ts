@@ -144,8 +144,8 @@ describe('stack tools: exited processes no map entry names', () => {
     async () => {
       const bin = stackprogPath();
       const resolver = await SymbolResolver.create();
-      const min = ProcessPreparer.SWEEP_MIN;
-      ProcessPreparer.SWEEP_MIN = 4;
+      const min = ProcessPreparer.SWEEP_EVERY;
+      ProcessPreparer.SWEEP_EVERY = 4;
       const preparer = new ProcessPreparer(resolver);
       const live = spawn(bin, ['wait', '60000'], { stdio: 'ignore' });
       try {
@@ -167,7 +167,7 @@ describe('stack tools: exited processes no map entry names', () => {
         assert.equal(preparer.count, 2);
         assert.equal(resolver.retained.processes, 2);
       } finally {
-        ProcessPreparer.SWEEP_MIN = min;
+        ProcessPreparer.SWEEP_EVERY = min;
         live.kill('SIGKILL');
         await exited(live);
       }
@@ -211,5 +211,31 @@ describe('profile -U on short-lived processes', () => {
       named.length >= 10 && named.length * 4 >= seen.size * 3,
       `${named.length} of ${seen.size} sampled processes named:\n${mine.map((b) => `${b.id}: ${b.frames.join(' | ')}`).join('\n')}`,
     );
+  });
+});
+
+describe('stack tools: a full map over a long run of short processes', () => {
+  // PIDs above the largest pid_max (2^22): never a live process, so each is an exited one once prepared
+  const BASE = 1 << 23;
+
+  it('keeps the processes the map names and at most 256 exited others, however many were seen', async () => {
+    const resolver = await SymbolResolver.create({ demangle: false });
+    const preparer = new ProcessPreparer(resolver);
+    // a full map naming 3,000 processes; 9,000 more are sampled after it filled (their samples found no room)
+    const named = new Set<number>();
+    for (let i = 0; i < 3000; i++) named.add(BASE + i);
+    preparer.sweepWith(() => named);
+    let most = 0;
+    for (let i = 0; i < 12000; i++) {
+      preparer.onEvent([`${BASE + i}/1`]);
+      if (i % 50 === 49) {
+        while (preparer.pending > 0) await new Promise((r) => setImmediate(r));
+        most = Math.max(most, resolver.retained.processes);
+      }
+    }
+    // before: a sweep only when the number of processes doubled from what the last one left (up to 6,000 here)
+    assert.ok(most <= 3256, `${most} processes kept at one time`);
+    assert.ok(preparer.count >= 3000 && preparer.count <= 3256, `${preparer.count} kept at the end`);
+    assert.ok(preparer.swept >= 8744, `${preparer.swept} swept`);
   });
 });
