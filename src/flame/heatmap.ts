@@ -17,9 +17,9 @@
  */
 import { escapeAttr, escapeText } from './svg/document.js';
 import { cFixed, perlNum } from './perl.js';
-import { HeatMapError, HeatMapInput } from './heatmap-input.js';
+import { HeatMapError, HeatMapInput, type HeatMapSink } from './heatmap-input.js';
 
-export { HeatMapError, HeatMapInput };
+export { HeatMapError, HeatMapInput, type HeatMapSink };
 
 /** Most columns a heat map may have (trace2heatmap.pl's limit). */
 export const MAX_COLUMNS = 10000;
@@ -111,56 +111,130 @@ export function checkHeatMapOptions(o: HeatMapOptions): void {
 
 /** The heat map of `input` as an SVG document. Throws HeatMapError for no events or impossible dimensions. */
 export function renderHeatMap(input: HeatMapInput, opts: Partial<HeatMapOptions> = {}): HeatMapResult {
-  const o: HeatMapOptions = { ...DEFAULT_HEATMAP_OPTIONS, ...opts };
-  checkHeatMapOptions(o);
-  if (input.count === 0) throw new HeatMapError('no events in the input (expected "TIME LATENCY" lines)');
-  const timeFactor = TIME_UNITS[o.unitsTime]!;
-  if (input.maxRel / timeFactor / o.stepSec > MAX_COLUMNS) {
-    throw new HeatMapError(`Too many columns (>${MAX_COLUMNS}); try setting --unitstime ?`);
-  }
-  const minLat = o.minLat;
-  const maxLat = o.maxLat || input.largestLatency;
-  if (maxLat <= minLat) {
-    throw new HeatMapError(
-      `no latency above --minlat (${perlNum(minLat)}): the largest is ${input.largestLatencyText}`,
-    );
-  }
-  const stepLat = o.stepLat || Math.trunc((maxLat - minLat) / o.rows);
-  if (stepLat === 0) throw new HeatMapError('Row resolution too high');
-  const largestRow = Math.trunc((maxLat - minLat) / stepLat);
-  if (largestRow > MAX_ROWS) throw new HeatMapError(`Too many rows (>${MAX_ROWS}); try a larger --steplat`);
+  const counter = new HeatMapCounter(input, opts);
+  for (const [pairs, n] of input.blockList()) counter.add(pairs, 0, n);
+  return counter.render();
+}
 
-  // Counting: dense, column-major with a stride of largestRow + 1 (latency == maxLat lands in row largestRow).
-  const stride = largestRow + 1;
-  let maxColumns = Math.trunc(input.maxRel / timeFactor / o.stepSec) + 1;
-  if (o.maxCol !== undefined && o.maxCol + 1 < maxColumns) maxColumns = o.maxCol + 1;
-  const counts = new Uint32Array(maxColumns * stride);
-  const { largestCol, largestCount } = countCells(input, counts, stride, {
-    minLat,
-    maxLat,
-    stepLat,
-    divisor: timeFactor,
-    stepSec: o.stepSec,
-    maxCol: o.maxCol ?? Infinity,
-    unit: o.unitsTime,
-  });
-  const drawnRows = o.drawAll ? largestRow + 1 : largestRow;
-  const rangeLabels: string[] = [];
-  for (let l = 0; l < drawnRows; l++) {
-    rangeLabels.push(`${perlNum(minLat + l * stepLat)}-${perlNum(minLat + (l + 1) * stepLat)}${o.unitsLabel}`);
+/** What a heat map's layout depends on: HeatMapInput's totals (of all the events, before any is counted). */
+export type HeatMapTotals = Pick<HeatMapInput, 'count' | 'maxRel' | 'largestLatency' | 'largestLatencyText'>;
+
+/**
+ * A heat map's cell counts, with the layout fixed from the totals of the events before they are counted: so a file
+ * can be read twice, first by a HeatMapInput with a sink that does nothing (for the totals), then by one whose sink
+ * is `add` (the heat map command does this for regular files: no event is stored). `add` must then see the same
+ * events as the first pass; `render()` draws the map.
+ */
+export class HeatMapCounter {
+  private readonly o: HeatMapOptions;
+  private readonly timeFactor: number;
+  private readonly minLat: number;
+  private readonly maxLat: number;
+  private readonly stepLat: number;
+  private readonly largestRow: number;
+  private readonly stride: number;
+  private readonly counts: Uint32Array;
+  /** [largest column, largest count, index of an event before the first line's time or -1]: countSlice's results. */
+  private readonly st = new Float64Array(3);
+  private calls = 0;
+  /** Events passed to `add` (counted or left out). */
+  added = 0;
+
+  /** Throws HeatMapError for bad options, no events or impossible dimensions. */
+  constructor(
+    private readonly totals: HeatMapTotals,
+    opts: Partial<HeatMapOptions> = {},
+  ) {
+    const o: HeatMapOptions = { ...DEFAULT_HEATMAP_OPTIONS, ...opts };
+    this.o = o;
+    checkHeatMapOptions(o);
+    if (totals.count === 0) throw new HeatMapError('no events in the input (expected "TIME LATENCY" lines)');
+    const timeFactor = TIME_UNITS[o.unitsTime]!;
+    this.timeFactor = timeFactor;
+    if (totals.maxRel / timeFactor / o.stepSec > MAX_COLUMNS) {
+      throw new HeatMapError(`Too many columns (>${MAX_COLUMNS}); try setting --unitstime ?`);
+    }
+    const minLat = o.minLat;
+    const maxLat = o.maxLat || totals.largestLatency;
+    if (maxLat <= minLat) {
+      throw new HeatMapError(
+        `no latency above --minlat (${perlNum(minLat)}): the largest is ${totals.largestLatencyText}`,
+      );
+    }
+    const stepLat = o.stepLat || Math.trunc((maxLat - minLat) / o.rows);
+    if (stepLat === 0) throw new HeatMapError('Row resolution too high');
+    const largestRow = Math.trunc((maxLat - minLat) / stepLat);
+    if (largestRow > MAX_ROWS) throw new HeatMapError(`Too many rows (>${MAX_ROWS}); try a larger --steplat`);
+    this.minLat = minLat;
+    this.maxLat = maxLat;
+    this.stepLat = stepLat;
+    this.largestRow = largestRow;
+    // Counting: dense, column-major with a stride of largestRow + 1 (latency == maxLat lands in row largestRow).
+    this.stride = largestRow + 1;
+    let maxColumns = Math.trunc(totals.maxRel / timeFactor / o.stepSec) + 1;
+    if (o.maxCol !== undefined && o.maxCol + 1 < maxColumns) maxColumns = o.maxCol + 1;
+    this.counts = new Uint32Array(maxColumns * this.stride);
+    this.st[2] = -1;
   }
-  const svg = drawHeatMap(o, {
-    counts,
-    stride,
-    columns: o.drawAll ? largestCol + 1 : largestCol,
-    rows: drawnRows,
-    largestCount,
-    rangeLabels,
-    firstColumn: 0,
-    minLabel: perlNum(minLat) + o.unitsLabel,
-    maxLabel: (o.maxLat ? perlNum(o.maxLat) : input.largestLatencyText) + o.unitsLabel,
-  });
-  return { svg: svg.text, columns: largestCol + 1, rows: largestRow + 1, cells: svg.cells, largestCount };
+
+  /**
+   * Counts the events `from` to `to` of `pairs` ((time offset, latency) pairs). Throws HeatMapError for an event
+   * before the first line's time.
+   */
+  add(pairs: Float64Array, from: number, to: number): void {
+    const { o, st } = this;
+    this.added += to - from;
+    // countSlice takes at most 4096 events a call, the first calls 64: they run in the interpreter and record type
+    // feedback for the whole function, its exit included, before V8 optimizes it (a loop optimized while its exit
+    // had never run was thrown away at the end of the first block and compiled again).
+    for (let at = from; at < to;) {
+      const end = Math.min(to, at + (this.calls++ < 32 ? 64 : 4096));
+      countSlice(
+        pairs,
+        at,
+        end,
+        this.counts,
+        this.stride,
+        this.minLat,
+        this.maxLat,
+        this.stepLat,
+        this.timeFactor,
+        o.stepSec,
+        o.maxCol ?? Infinity,
+        st,
+      );
+      if (st[2]! >= 0) {
+        throw new HeatMapError(
+          `an event is ${perlNum(-pairs[2 * st[2]!]!)} ${o.unitsTime} before the first line's time: the input must be in time order`,
+        );
+      }
+      at = end;
+    }
+  }
+
+  /** The heat map of the events counted so far. */
+  render(): HeatMapResult {
+    const { o, minLat, stepLat, largestRow } = this;
+    const largestCol = this.st[0]!;
+    const largestCount = this.st[1]!;
+    const drawnRows = o.drawAll ? largestRow + 1 : largestRow;
+    const rangeLabels: string[] = [];
+    for (let l = 0; l < drawnRows; l++) {
+      rangeLabels.push(`${perlNum(minLat + l * stepLat)}-${perlNum(minLat + (l + 1) * stepLat)}${o.unitsLabel}`);
+    }
+    const svg = drawHeatMap(o, {
+      counts: this.counts,
+      stride: this.stride,
+      columns: o.drawAll ? largestCol + 1 : largestCol,
+      rows: drawnRows,
+      largestCount,
+      rangeLabels,
+      firstColumn: 0,
+      minLabel: perlNum(minLat) + o.unitsLabel,
+      maxLabel: (o.maxLat ? perlNum(o.maxLat) : this.totals.largestLatencyText) + o.unitsLabel,
+    });
+    return { svg: svg.text, columns: largestCol + 1, rows: largestRow + 1, cells: svg.cells, largestCount };
+  }
 }
 
 /** What {@link drawHeatMap} draws: a grid of counts and its labels. */
@@ -360,48 +434,9 @@ export function renderHistHeatMap(map: HistHeatMap, opts: Partial<HeatMapOptions
   return { svg: svg.text, columns: nCols, rows: nRows, cells: svg.cells, largestCount };
 }
 
-/** Counts events into `counts` (column-major, `stride` rows a column); the largest column and cell count. */
-function countCells(
-  input: HeatMapInput,
-  counts: Uint32Array,
-  stride: number,
-  o: {
-    minLat: number;
-    maxLat: number;
-    stepLat: number;
-    divisor: number;
-    stepSec: number;
-    maxCol: number;
-    unit: string;
-  },
-): { largestCol: number; largestCount: number } {
-  const { minLat, maxLat, stepLat, divisor, stepSec, maxCol } = o;
-  // [largest column, largest count, index of an event before the first line's time or -1]: countSlice's results.
-  const st = new Float64Array(3);
-  st[2] = -1;
-  // countSlice takes at most 4096 events a call, the first calls 64: they run in the interpreter and record type
-  // feedback for the whole function, its exit included, before V8 optimizes it (a loop optimized while its exit
-  // had never run was thrown away at the end of the first block and compiled again).
-  let calls = 0;
-  const blocks = input.blockList();
-  for (let b = 0; b < blocks.length; b++) {
-    const [pairs, n] = blocks[b]!;
-    for (let from = 0; from < n;) {
-      const to = Math.min(n, from + (calls++ < 32 ? 64 : 4096));
-      countSlice(pairs, from, to, counts, stride, minLat, maxLat, stepLat, divisor, stepSec, maxCol, st);
-      if (st[2]! >= 0) {
-        throw new HeatMapError(
-          `an event is ${perlNum(-pairs[2 * st[2]!]!)} ${o.unit} before the first line's time: the input must be in time order`,
-        );
-      }
-      from = to;
-    }
-  }
-  return { largestCol: st[0]!, largestCount: st[1]! };
-}
-
 /**
- * Counts the events `from` to `to` of a block of (time offset, latency) pairs into `counts` (see countCells);
+ * Counts the events `from` to `to` of a block of (time offset, latency) pairs into `counts` (column-major, `stride`
+ * rows a column);
  * keeps st[0] (largest column) and st[1] (largest count) up to date; sets
  * st[2] to the index of an event before the first line's time and stops there. Time offsets are divided by `divisor`
  * (the time unit's) and then by `stepSec`, in that order, as trace2heatmap.pl does (the rounding can differ).

@@ -10,7 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { HeatMapError, HeatMapInput, type HeatMapOptions, renderHeatMap } from '../../src/flame/heatmap.js';
+import {
+  HeatMapCounter,
+  HeatMapError,
+  HeatMapInput,
+  type HeatMapOptions,
+  renderHeatMap,
+} from '../../src/flame/heatmap.js';
 import { repoRoot } from './helpers.js';
 
 const ref = process.env.BPFSCOPE_HEATMAP_TESTDATA ?? join(repoRoot(), '..', 'shared', 'testdata', 'heatmap');
@@ -96,6 +102,37 @@ describe('heatmap against trace2heatmap.pl reference SVGs', { skip: !haveRef && 
       for (let p = 0; p < bytes.length; p += size) input.bytes(bytes.subarray(p, p + size));
       input.end();
       assert.equal(renderHeatMap(input, opts).svg, want, `pieces of ${size}`);
+    }
+  });
+  it('two passes with sinks (totals, then HeatMapCounter.add) give the map of the stored events', () => {
+    // As the CLI reads a regular file: nothing stored, the general path's lines (CRLF, tabs, a fraction, 1e3)
+    // and the plain lines both reach the sink.
+    const text = readFileSync(join(ref, 'input', 'example-trace.txt'), 'utf8')
+      .split('\n')
+      .slice(0, 3000)
+      .map((l, i) => (i % 7 === 3 ? `${l}\r` : i % 11 === 5 ? `\t${l.replace(' ', '\t')}  extra field` : l))
+      .concat(['9339900000.5 300', '', '9339900001 1e3', '9339900002 0042'])
+      .join('\n');
+    const bytes = Buffer.from(text);
+    for (const opts of [
+      { unitsTime: 'us', unitsLabel: 'us', grid: true },
+      { unitsTime: 'us', maxCol: 3, rows: 7 },
+    ]) {
+      const want = render(text.split('\n'), opts);
+      for (const size of [13, bytes.length]) {
+        const feed = (input: HeatMapInput) => {
+          for (let p = 0; p < bytes.length; p += size) input.bytes(bytes.subarray(p, p + size));
+          input.end();
+        };
+        const totals = new HeatMapInput(() => {});
+        feed(totals);
+        assert.deepEqual(totals.blockList(), [], 'nothing stored');
+        const counter = new HeatMapCounter(totals, opts);
+        const input = new HeatMapInput((pairs, from, to) => counter.add(pairs, from, to));
+        feed(input);
+        assert.equal(counter.added, totals.count);
+        assert.equal(counter.render().svg, want, `pieces of ${size}, ${JSON.stringify(opts)}`);
+      }
     }
   });
 });
@@ -229,5 +266,54 @@ describe('bpfscope heatmap (CLI)', () => {
     failsWith(['--steplat', '0'], '1 2\n', 'ERROR: heatmap: --steplat must be a positive number\n');
     failsWith(['--rows', 'x'], '1 2\n', 'ERROR: heatmap: value "x" invalid for option --rows (number expected)\n');
     failsWith([join(tmp, 'missing')], '', `ERROR: cannot open ${join(tmp, 'missing')}: no such file or directory\n`);
+    // A named regular file is read twice (nothing stored): its errors are the same as a stream's.
+    const late = join(tmp, 'late');
+    writeFileSync(late, 'T L\n100 500\n101 600\n93 500\n');
+    failsWith(
+      [late],
+      '',
+      "ERROR: heatmap: an event is 7 s before the first line's time: the input must be in time order\n",
+    );
+    const word = join(tmp, 'word');
+    writeFileSync(word, '1 2\n3 4\nfoo bar\n');
+    failsWith([word], '', 'ERROR: heatmap: line 3 is not "TIME LATENCY" (two numbers): "foo bar"\n');
+  });
+  it('named files (read twice, nothing stored) give the same bytes as the same text on stdin (events stored)', () => {
+    const a = join(tmp, 'a.txt');
+    const b = join(tmp, 'b.txt');
+    // The second file's first line is not a header (only the first line of all is); no final newline in a.txt.
+    writeFileSync(a, 'TIME(s) LAT(ms)\n100 10\n100.2 30\n101 40\t7\n101.5 60\r\n102 80');
+    writeFileSync(b, '103 100\n103.5 1e2\n104 20\n');
+    const files = bpfscope(['--rows=4', a, b]);
+    const stdin = bpfscope(['--rows=4'], `${readFileSync(a, 'utf8')}\n${readFileSync(b, 'utf8')}`);
+    assert.equal(files.code, 0, files.stderr);
+    assert.equal(stdin.code, 0, stdin.stderr);
+    assert.equal(files.stdout, stdin.stdout);
+    // Columns 0-3 (104 is the largest, not drawn), rows of 25 ms: 100 -> (0,0) (0,1); 101 -> (1,1) (1,2);
+    // 102 -> (2,3); 103 -> (3,4) x2, the top row, not drawn. x = 10 + 8 col; the image is 4 x 8 + 36 + 54 = 122
+    // high, so y = 122 - (54 + 8 row) = 68 - 8 row.
+    assert.deepEqual(
+      svgCells(files.stdout).map((c) => c.split('|').slice(0, 2).join(',')),
+      ['10.0,60', '10.0,68', '18.0,52', '18.0,60', '26.0,44'],
+    );
+  });
+  it('the reference traces as named files and on stdin give the reference cells', { skip: !haveRef }, () => {
+    const cases: [string, string, string[]][] = [
+      ['example-default', 'example-trace.txt', ['--unitstime=us', '--unitslabel=us']],
+      [
+        'synth-ns-maxlat-rows60-stepsec2',
+        'synth-ns.txt',
+        ['--unitstime=ns', '--unitslabel=us', '--maxlat=3000000', '--rows=60', '--stepsec=2'],
+      ],
+    ];
+    for (const [name, input, args] of cases) {
+      const file = join(ref, 'input', input);
+      const want = svgCells(readFileSync(join(ref, 'expected', `${name}.svg`), 'utf8'));
+      const fromFile = bpfscope([...args, file]);
+      const fromStdin = bpfscope(args, readFileSync(file, 'utf8'));
+      assert.equal(fromFile.code, 0, fromFile.stderr);
+      assert.deepEqual(svgCells(fromFile.stdout), want, name);
+      assert.equal(fromFile.stdout, fromStdin.stdout, name);
+    }
   });
 });
