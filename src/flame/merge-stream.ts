@@ -19,7 +19,7 @@
 import { isAscii } from 'node:buffer';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
-import type { Frames } from './merge.js';
+import { type Frames, growFloat, growInt } from './merge.js';
 
 /** What `mergeFolded` found: the input's totals, as `parseStacks` gives them, and a way to the frames. */
 export interface MergedFolded {
@@ -345,16 +345,4 @@ function countValue(buf: Buffer, j: number, end: number): number {
     return v;
   }
   return Number(buf.toString('latin1', j, end));
-}
-
-function growInt(a: Int32Array, n: number): Int32Array {
-  const b = new Int32Array(n);
-  b.set(a);
-  return b;
-}
-
-function growFloat(a: Float64Array, n: number): Float64Array {
-  const b = new Float64Array(n);
-  b.set(a);
-  return b;
 }

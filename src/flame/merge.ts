@@ -281,13 +281,15 @@ function sharedPrefix(a: PrefixBytes, b: PrefixBytes): number {
   return i;
 }
 
-function growInt(a: Int32Array, n: number): Int32Array {
+/** `a` copied into a new array of `n` entries (n >= a.length). */
+export function growInt(a: Int32Array, n: number): Int32Array {
   const b = new Int32Array(n);
   b.set(a);
   return b;
 }
 
-function growFloat(a: Float64Array, n: number): Float64Array {
+/** `a` copied into a new array of `n` entries (n >= a.length). */
+export function growFloat(a: Float64Array, n: number): Float64Array {
   const b = new Float64Array(n);
   b.set(a);
   return b;

@@ -9,7 +9,7 @@
  * Values are JavaScript numbers: exact below 2^53, which covers user-space virtual addresses and file offsets (not
  * vmlinux's 0xffffffff8... addresses: use kallsyms for the kernel).
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
 import {
   cstr,
@@ -26,6 +26,7 @@ import {
   STT_FUNC,
   STT_GNU_IFUNC,
   STT_OBJECT,
+  readFully,
   TWO32,
 } from './elfdefs.js';
 import { type ElfSymbols, SymbolsBuilder } from './elfsyms.js';
@@ -82,14 +83,7 @@ class FdSource implements Source {
     if (offset < 0 || length < 0 || offset + length > this.size) {
       throw new BpfscopeError(`ELF read out of bounds (offset ${offset}, length ${length}, file size ${this.size})`);
     }
-    const buf = Buffer.allocUnsafe(length);
-    let done = 0;
-    while (done < length) {
-      const n = readSync(this.fd, buf, done, length - done, offset + done);
-      if (n <= 0) throw new BpfscopeError(`short read from ELF file at offset ${offset + done}`);
-      done += n;
-    }
-    return buf;
+    return readFully(this.fd, offset, length);
   }
 }
 

@@ -2,6 +2,7 @@
  * ELF64 constants, header and symbol shapes, and address/file-offset conversion shared by the ELF reader (elf.ts) and
  * its symbol index (elfsyms.ts). Layouts: the System V gABI and glibc's `<elf.h>`. Import them from elf.ts.
  */
+import { readSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
 
 /** `e_type` values. */
@@ -115,4 +116,16 @@ export function symbolFileOffset(loads: ElfSegment[], sym: Pick<ElfSymbol, 'name
     throw new BpfscopeError(`symbol ${sym.name} (0x${sym.value.toString(16)}) is not in a loadable segment`);
   }
   return off;
+}
+
+/** `length` bytes of open file `fd` from `offset` (pread until done). Throws BpfscopeError on a short read. */
+export function readFully(fd: number, offset: number, length: number): Buffer {
+  const buf = Buffer.allocUnsafe(length);
+  let done = 0;
+  while (done < length) {
+    const n = readSync(fd, buf, done, length - done, offset + done);
+    if (n <= 0) throw new BpfscopeError(`short read from ELF file at offset ${offset + done}`);
+    done += n;
+  }
+  return buf;
 }

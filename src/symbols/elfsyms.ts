@@ -3,7 +3,6 @@
  * address for resolution, names decoded on demand, large string tables read from the file instead of kept.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { BpfscopeError } from '../errors.js';
 import {
   cstr,
   type ElfSection,
@@ -17,6 +16,7 @@ import {
   STT_FUNC,
   STT_GNU_IFUNC,
   STT_OBJECT,
+  readFully,
   TWO32,
   vaddrToFileOffset,
 } from './elfdefs.js';
@@ -103,14 +103,7 @@ export class FileRef {
   }
 
   read(offset: number, length: number): Buffer {
-    const buf = Buffer.allocUnsafe(length);
-    let done = 0;
-    while (done < length) {
-      const n = readSync(this.fd, buf, done, length - done, offset + done);
-      if (n <= 0) throw new BpfscopeError(`short read from ELF file at offset ${offset + done}`);
-      done += n;
-    }
-    return buf;
+    return readFully(this.fd, offset, length);
   }
 
   /**
