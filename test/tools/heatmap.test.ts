@@ -38,6 +38,9 @@ function cells(svg: string): Cell[] {
 
 const BLKIO = '/sys/fs/cgroup/blkio';
 
+/** Completions of the 32 reads the kernel may drop before the tools see them (see the biolatency case). */
+const MAX_MISSED = 3;
+
 /** The whole disk (MAJ:MIN) holding `dir`'s file system: blk-throttle rules apply to disks, not partitions. */
 function diskOf(dir: string): string {
   const dev = statSync(dir).dev;
@@ -48,12 +51,6 @@ function diskOf(dir: string): string {
     return readFileSync(join(sys, '..', 'dev'), 'utf8').trim();
   }
   return majmin;
-}
-
-/** Probe firings a run's end-of-run warning says the kernel skipped (recursion_misses), 0 without the warning. */
-function skippedFirings(stderr: string): number {
-  const m = /WARNING: (\d+) probe firings? (?:was|were) skipped by the kernel/.exec(stderr);
-  return m ? Number(m[1]) : 0;
 }
 
 function throttleSkipReason(): string | undefined {
@@ -117,12 +114,15 @@ describe('--heatmap (live)', () => {
       assert.equal(r.code, 0, r.stderr);
       const sr = await snoop.done;
       assert.equal(sr.code, 0, sr.stderr);
-      // A probe firing that interrupts a running BPF program on its CPU (any program on the machine) is skipped by the
-      // kernel (recursion_misses); the run then says how many on stderr, counting other disks' events too. Only then
-      // may up to two of the 32 reads be missing (seen once in a few hundred runs).
+      // Up to MAX_MISSED of the 32 completions may be missing, whatever stderr says. Measured on 6.18 under load (a
+      // script repeating this test's steps, 2026-11-28): about one run in 6-20 lost 1-2 completions of the loop device
+      // in every perf-attached tracepoint program at once (bpfscope's biosnoop and biolatency, and bpftrace 0.17 run
+      // beside them), while a tracefs instance with the same event and filter recorded all 32 and no program's
+      // recursion_misses counter moved: the kernel dropped the perf event before any BPF program ran. Not a fault of
+      // the tools, and nothing they can count.
       const snoopLines = sr.stdout.trim().split('\n').length - 1;
-      const snoopMissed = skippedFirings(sr.stderr) > 0 ? 32 - snoopLines : 0;
-      assert.ok(snoopMissed >= 0 && snoopMissed <= 2, sr.stdout + sr.stderr);
+      const snoopMissed = 32 - snoopLines;
+      assert.ok(snoopMissed >= 0 && snoopMissed <= MAX_MISSED, sr.stdout + sr.stderr);
       assert.equal(snoopLines, 32 - snoopMissed, sr.stdout + sr.stderr);
       // biosnoop's heat map is bpfscope heatmap's (trace2heatmap.pl's rules: 50 linear rows up to the largest
       // latency, in us; here every event is drawn): the 32 reads, the fast ones in the bottom rows (under 8 ms: a loaded machine
@@ -144,8 +144,8 @@ describe('--heatmap (live)', () => {
       assert.ok(all.every((c) => c.unit === 'usecs'));
       const sum = (f: (c: Cell) => boolean): number => all.filter(f).reduce((a, c) => a + c.count, 0);
       const drawn = all.reduce((a, c) => a + c.count, 0);
-      const missed = skippedFirings(r.stderr) > 0 ? 32 - drawn : 0;
-      assert.ok(missed >= 0 && missed <= 2, r.stderr + JSON.stringify(all));
+      const missed = 32 - drawn;
+      assert.ok(missed >= 0 && missed <= MAX_MISSED, r.stderr + JSON.stringify(all));
       assert.equal(
         sum(() => true),
         32 - missed,
