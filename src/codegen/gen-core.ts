@@ -14,7 +14,7 @@ import type { CallExpr, Expr, Span, Stmt } from '../lang/ast.js';
 import { type BuiltinGen, type GenValue } from '../lang/builtins/registry.js';
 import { positionalInt } from '../lang/lexer.js';
 import type { Target } from '../lang/target.js';
-import type { ProbeUnit } from '../lang/passes/semantic.js';
+import type { ProbeUnit } from '../lang/units.js';
 import type { TypeTable } from '../lang/type-table.js';
 import { type SType, sizeOf, tupleLayout, typeKey } from '../lang/types.js';
 import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
