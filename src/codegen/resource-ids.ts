@@ -145,6 +145,8 @@ class IdWalker {
   /** The id of call `c`, when it sends one (codegen/gen-calls.ts's statement calls). */
   private call(c: CallExpr): void {
     const ids = this.ids;
+    // a node met twice (a subtree a rewrite shared between two places) keeps its first id, as an unroll copy does
+    if (this.own.has(c)) return;
     if (FORMAT_CALLS.has(c.name) && !(c.name === 'printf' && this.seqPrintf)) {
       const fmt = (c.args[0] as { value: string }).value;
       compilePrintf(fmt);
