@@ -1,5 +1,5 @@
 // The layering rule of bpfscope's src/, checked by dependency-cruiser (`npm run depcheck`, part of `npm test`;
-// test/arch/layers.test.ts). docs/architecture.md explains the layers.
+// test/arch/layering.test.ts). docs/architecture.md explains the layers.
 //
 // LAYERS lists src/'s layers from the bottom up; the layers on one line share a level. A module may import its own
 // layer and the layers on lower lines, never a layer on its own line or above: an upward import is an error, and so
@@ -62,6 +62,15 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/(lang|codegen)/' },
       to: { path: '^src/(kernel/(cpus|pidns)[.]ts$|symbols/|probes/uaddr[.]ts$|target[.]ts$)' },
+    },
+    {
+      name: 'codegen-not-analyser',
+      comment:
+        'the code generator takes what it needs from the typed AST, its type table and the lang/ modules below the ' +
+        'analyser (units.ts, typeops.ts, ptregs.ts, builtins/), never from the analyser (lang/passes/semantic*.ts)',
+      severity: 'error',
+      from: { path: '^src/codegen/' },
+      to: { path: '^src/lang/passes/semantic' },
     },
     {
       name: 'no-circular',

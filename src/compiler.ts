@@ -9,6 +9,7 @@
 import { FrameOverflow } from './codegen/frame.js';
 import { type GenTables, ProbeGen } from './codegen/gen.js';
 import { type FramePlan, planFrame } from './codegen/resources.js';
+import { assignResourceIds, type ResourceIds } from './codegen/resource-ids.js';
 import { type IrFunction, isLabel } from './codegen/ir.js';
 import { planMaps } from './codegen/maps.js';
 import type { CompiledProgram, ProgramPlan } from './codegen/plan.js';
@@ -147,7 +148,12 @@ export interface CompileContext {
   maps?: ReturnType<typeof planMaps>;
   /** Per unit (same order as `units`): the bound of its frame and whether it lives in a frame map (`resources`). */
   frames?: FramePlan[];
-  /** Resources code generation collected: printf ids, stack maps, function tables (`codegen`). */
+  /**
+   * The ids of the calls that send records (printf/system/errorf/warnf/cat formats, time formats, join separators,
+   * printed values) by node per unit, and the stack maps (`resources`; codegen/resource-ids.ts).
+   */
+  resourceIds?: ResourceIds;
+  /** The resource pass's tables plus what code generation added: run-time warnings, frame maps, function tables (`codegen`). */
   tables?: GenTables;
   /** One IR program per unit (`codegen`). */
   programs?: ProgramPlan[];
@@ -334,43 +340,48 @@ const mapDeclsPass: CompilePass = {
 };
 
 /**
- * `resources`: per unit, from its typed AST, an upper bound of its frame and with it whether the frame fits the BPF
- * stack or lives in a frame map (codegen/resources.ts), decided before any code is generated.
+ * `resources`: decided before any code is generated, from the typed AST. Per unit, an upper bound of its frame and
+ * with it whether the frame fits the BPF stack or lives in a frame map (codegen/resources.ts); for the program, the
+ * id of each call that sends a record and the stack maps (codegen/resource-ids.ts).
  */
 const resourcesPass: CompilePass = {
   name: 'resources',
   reads: ['maps', 'units', 'types', 'opts'],
-  produces: ['frames'],
+  produces: ['frames', 'resourceIds'],
   run: (c) => {
     const types = need(c, 'types');
+    const units = need(c, 'units');
     const maps = new Map(need(c, 'maps').map((m) => [m.name, m]));
-    c.frames = need(c, 'units').map((u) => planFrame(u, types.get(u)!, maps, c.opts.helperWarnings ?? false));
+    c.frames = units.map((u) => planFrame(u, types.get(u)!, maps, c.opts.helperWarnings ?? false));
+    c.resourceIds = assignResourceIds(units, types);
   },
 };
 
 /** `codegen`: one IR program per unit (codegen/gen.ts), and the per-program map limit. */
 const codegenPass: CompilePass = {
   name: 'codegen',
-  reads: ['maps', 'units', 'types', 'config', 'opts', 'target', 'probeNameSize', 'source', 'frames'],
+  reads: ['maps', 'units', 'types', 'config', 'opts', 'target', 'probeNameSize', 'source', 'frames', 'resourceIds'],
   produces: ['tables', 'programs'],
   run: (c) => {
     const { opts, source } = c;
     const types = need(c, 'types');
     const config = need(c, 'config');
+    const ids = need(c, 'resourceIds');
     const tables: GenTables = {
       maps: new Map(need(c, 'maps').map((m) => [m.name, m])),
       resources: {
-        printfs: [],
-        printValues: [],
-        timeFormats: [],
-        joinSeparators: [],
+        // the generator appends its run-time warnings to the printf table: a copy keeps the pass's product as is
+        printfs: [...ids.printfs],
+        printValues: ids.printValues,
+        timeFormats: ids.timeFormats,
+        joinSeparators: ids.joinSeparators,
         ringbufName: RINGBUF_MAP,
         wakeName: WAKE_MAP,
         lostName: LOST_MAP,
         exitName: EXIT_MAP,
         frameMaps: [],
       },
-      stackMaps: new Map(),
+      ids,
       funcTables: new Map(),
       positional: opts.positional ?? [],
       cpid: opts.cpid,
@@ -459,7 +470,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       ...tables.resources,
       maps: need(ctx, 'maps'),
       programs: need(ctx, 'programs'),
-      stackMaps: [...tables.stackMaps.values()],
+      stackMaps: [...tables.ids.stackMaps.values()],
       funcTables: [...tables.funcTables.values()],
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,
       printMapsOnExit: config.printMapsOnExit,

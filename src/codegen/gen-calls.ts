@@ -11,11 +11,13 @@ import type { CallExpr, MapExpr } from '../lang/ast.js';
 import { builtinFunction } from '../lang/builtins/registry.js';
 import type { UaddrTarget } from '../lang/target.js';
 import { btfVarId, kernelBtf } from '../lang/btf-types.js';
-import { PT_REGS_OFFSETS, ptonBytes, signalNumber, storageType } from '../lang/passes/semantic.js';
-import { type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
-import { compilePrintf } from '../lang/printf.js';
+import { PT_REGS_OFFSETS } from '../lang/ptregs.js';
+import { ptonBytes } from '../lang/builtins/net.js';
+import { signalNumber } from '../lang/builtins/output.js';
+import { type SType, sizeOf, U64 } from '../lang/types.js';
 import { copyMem, zeroStack } from './frame.js';
 import { AsyncAction, JOIN_ARG_SIZE, JOIN_MAX_ARGS } from './plan.js';
+import { resourceId } from './resource-ids.js';
 import { type Val } from './gen-core.js';
 import { ExprGen } from './gen-expr.js';
 
@@ -62,9 +64,7 @@ export abstract class CallGen extends ExprGen {
         return;
       }
       case 'time': {
-        const fmt = c.args[0]?.kind === 'StrLit' ? c.args[0].value : '%H:%M:%S\n';
-        const id = this.tables.resources.timeFormats.push(fmt) - 1;
-        this.asyncRecord(AsyncAction.TIME, id, 0, () => {});
+        this.asyncRecord(AsyncAction.TIME, resourceId(this.tables.ids, this.types, c), 0, () => {});
         return;
       }
       case 'clear':
@@ -97,10 +97,9 @@ export abstract class CallGen extends ExprGen {
           });
           return;
         }
-        const t = storageType(this.types.get(a));
+        const id = resourceId(this.tables.ids, this.types, c);
+        const t = this.tables.resources.printValues[id]!.type;
         const size = sizeOf(t);
-        const id =
-          this.tables.resources.printValues.push({ id: this.tables.resources.printValues.length, type: t }) - 1;
         const v = this.expr(a);
         this.asyncRecord(AsyncAction.PRINT_VALUE, id, size, (rec) =>
           this.storeAs(v, t, this.fb, rec + 8, this.types.find(a)),
@@ -113,23 +112,12 @@ export abstract class CallGen extends ExprGen {
   }
 
   protected printf(c: CallExpr, action: AsyncAction = AsyncAction.PRINTF): void {
-    const fmt = (c.args[0] as { value: string }).value;
-    compilePrintf(fmt);
-    const argTypes = c.args.slice(1).map((a) => storageType(this.types.get(a)));
-    const layout = tupleLayout(argTypes);
-    const id = this.tables.resources.printfs.length;
-    this.tables.resources.printfs.push({
-      id,
-      format: fmt,
-      argTypes,
-      offsets: layout.offsets,
-      payloadSize: layout.size,
-      pos: c.pos,
-    });
+    const id = resourceId(this.tables.ids, this.types, c);
+    const { argTypes, offsets, payloadSize } = this.tables.resources.printfs[id]!;
     const vals = c.args.slice(1).map((a) => this.expr(a));
-    this.asyncRecord(action, id, layout.size, (rec) => {
+    this.asyncRecord(action, id, payloadSize, (rec) => {
       vals.forEach((v, i) =>
-        this.storeAs(v, argTypes[i]!, this.fb, rec + 8 + layout.offsets[i]!, this.types.find(c.args[i + 1]!)),
+        this.storeAs(v, argTypes[i]!, this.fb, rec + 8 + offsets[i]!, this.types.find(c.args[i + 1]!)),
       );
     });
   }
@@ -316,8 +304,7 @@ export abstract class CallGen extends ExprGen {
   protected join(c: CallExpr): void {
     const fn = this.fn;
     this.tables.resources.joinBufName = 'join_buf';
-    const sep = c.args[1]?.kind === 'StrLit' ? c.args[1].value : ' ';
-    const id = this.tables.resources.joinSeparators.push(sep) - 1;
+    const id = resourceId(this.tables.ids, this.types, c);
     const argv = this.scalar(c.args[0]!);
     const user = c.space !== 'kernel';
     const key = this.frame.temp(8);

@@ -14,12 +14,13 @@ import type { CallExpr, Expr, Span, Stmt } from '../lang/ast.js';
 import { type BuiltinGen, type GenValue } from '../lang/builtins/registry.js';
 import { positionalInt } from '../lang/lexer.js';
 import type { Target } from '../lang/target.js';
-import type { ProbeUnit } from '../lang/passes/semantic.js';
+import type { ProbeUnit } from '../lang/units.js';
 import type { TypeTable } from '../lang/type-table.js';
 import { type SType, sizeOf, tupleLayout, typeKey } from '../lang/types.js';
 import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
 import { type HelperArg, IrFunction } from './ir.js';
-import { AsyncAction, type MapPlan, type FuncTablePlan, type ProgramResources, type StackMapPlan } from './plan.js';
+import { AsyncAction, type MapPlan, type FuncTablePlan, type ProgramResources } from './plan.js';
+import type { ResourceIds } from './resource-ids.js';
 
 /** A generated value: a scalar in a register, or `size` bytes of stack at r10+off. */
 export type Val = { kind: 'reg'; reg: number } | { kind: 'mem'; off: number; size: number };
@@ -49,10 +50,13 @@ export const ALU_OPS: Readonly<Record<string, I.AluOpName>> = {
 /** Tables shared by all programs of one compilation. */
 export interface GenTables {
   maps: Map<string, MapPlan>;
-  /** What the programs need at run time (printf formats, scratch maps, ...), collected while generating. */
+  /**
+   * What the programs need at run time (printf formats, scratch maps, ...): the resource pass's tables
+   * ({@link ResourceIds}), to which generation adds run-time warnings, frame maps and scratch maps.
+   */
   resources: ProgramResources;
-  /** Stack trace maps used so far, by IR map name. */
-  stackMaps: Map<string, StackMapPlan>;
+  /** The ids the resource pass gave the calls that send records, and the stack maps (codegen/resource-ids.ts). */
+  ids: ResourceIds;
   /** Function-name tables of multi-attach probes that read `func` (ProbeGen.funcFromCookie), by IR map name. */
   funcTables: Map<string, FuncTablePlan>;
   positional: string[];

@@ -10,13 +10,13 @@ import type { BinaryExpr, Expr, VarExpr } from '../lang/ast.js';
 import { builtinVariable } from '../lang/builtins/registry.js';
 import { positionalInt } from '../lang/lexer.js';
 import { kernelBtf } from '../lang/btf-types.js';
-import { PT_REGS_OFFSETS } from '../lang/passes/semantic.js';
-import { literalIntType } from '../lang/passes/semantic-expr.js';
-import { PT_REGS_CONTEXTS } from '../lang/ptregs.js';
+import { PT_REGS_CONTEXTS, PT_REGS_OFFSETS } from '../lang/ptregs.js';
+import { literalIntType } from '../lang/typeops.js';
 import { type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
 import { zeroStack } from './frame.js';
 import { ALU_OPS, CMP_OPS, isMemoryLocation, isSigned, type Val } from './gen-core.js';
 import { AccessGen } from './gen-access.js';
+import { stackMapPlan } from './resource-ids.js';
 
 /** bpftrace's run-time warning for an array index past the array's end (required_resources.h ARRAY_ACCESS_OOB_MSG). */
 const ARRAY_ACCESS_OOB = 'Array access out of bounds. This can lead to unexpected results.';
@@ -257,11 +257,10 @@ export abstract class ExprGen extends AccessGen {
    */
   protected stack(t: Extract<SType, { kind: 'kstack' | 'ustack' }>): Val {
     const fn = this.fn;
-    const user = t.kind === 'ustack';
-    const limit = Math.max(1, t.limit);
-    const name = `stack_${user ? 'u' : 'k'}${limit}`;
-    const scratch = `${name}_buf`;
-    if (!this.tables.stackMaps.has(name)) this.tables.stackMaps.set(name, { name, scratch, user, limit });
+    const { name, scratch, user, limit } = stackMapPlan(t);
+    if (!this.tables.ids.stackMaps.has(name)) {
+      throw new BpfscopeError(`internal: the resource pass planned no stack map ${name} (codegen/resource-ids.ts)`);
+    }
     const off = this.frame.temp(16);
     const key = this.frame.temp(8);
     const BPF_F_USER_STACK = 1 << 8;

@@ -24,7 +24,7 @@
  * maps at all before 6.1: kernel/bpf/verifier.c `check_map_prog_compatibility`.)
  */
 import type { DeclaredMap } from '../lang/passes/mapdecl.js';
-import type { MapSymbol } from '../lang/passes/semantic.js';
+import type { MapSymbol } from '../lang/units.js';
 import { type SType, sizeOf, tupleLayout } from '../lang/types.js';
 import { MapKind, type MapPlan } from './plan.js';
 

@@ -16,7 +16,7 @@
  */
 
 import type { Block, CallExpr, Expr, FieldExpr, MapExpr, Stmt } from '../lang/ast.js';
-import type { ProbeUnit } from '../lang/passes/semantic.js';
+import type { ProbeUnit } from '../lang/units.js';
 import type { TypeTable } from '../lang/type-table.js';
 import { type SType, sizeOf } from '../lang/types.js';
 import { MAX_STACK } from '../bpf/opcodes.js';

@@ -1,6 +1,7 @@
 /**
  * Storage types and their unification: what maps and variables store (integers widened to 64 bits, struct values
- * materialized) and when two such types may share a map or variable. Used by the analyser and the builtins' checks.
+ * materialized) and when two such types may share a map or variable; the width of an integer literal in a tuple.
+ * Used by the analyser, the builtins' checks and the code generator (which must not import the analyser).
  */
 import { kernelBtf, materializeRecord } from './btf-types.js';
 import { I64, type IntSize, type SType, stringType, typeKey, U64 } from './types.js';
@@ -80,4 +81,16 @@ export function unify(a: SType, b: SType, inTuple = false): SType | null {
 /** Whether two storage types may be unified. */
 export function sameShape(a: SType, b: SType): boolean {
   return unify(a, b) !== null;
+}
+
+/**
+ * The type of an integer literal inside a tuple, as bpftrace types literals (`src/ast/integer_types.cpp`): the
+ * smallest signed type that holds it, uint64 above INT64_MAX. `(1, "a")` is `(int8, string[2])`, 3 bytes. Also
+ * the width a negative literal is zero-extended from when cast to a pointer (codegen).
+ */
+export function literalIntType(v: bigint): Extract<SType, { kind: 'int' }> {
+  if (v > 0x7fffffffffffffffn) return { kind: 'int', size: 8, signed: false };
+  const size =
+    v >= -0x80n && v <= 0x7fn ? 1 : v >= -0x8000n && v <= 0x7fffn ? 2 : v >= -0x80000000n && v <= 0x7fffffffn ? 4 : 8;
+  return { kind: 'int', size, signed: true };
 }

@@ -1,6 +1,7 @@
 /**
  * The layering rule (`.dependency-cruiser.cjs`, docs/architecture.md "Layers") holds for src/, and the checker
- * does fail on what it forbids: an upward import, an import cycle, host facts read below the Target. Each fixture
+ * does fail on what it forbids: an upward import, an import cycle, host facts read below the Target, codegen
+ * importing the analyser. Each fixture
  * under test/arch/fixtures/ is a small `src/` tree with exactly one violation.
  */
 import assert from 'node:assert/strict';
@@ -74,6 +75,17 @@ describe('layering (dependency-cruiser)', () => {
   it('fails when codegen reads the host (kernel/cpus) instead of its Target', () => {
     const r = cruise(fixture('host'));
     assert.deepEqual(r.violations, ['host-facts-through-target src/codegen/gen.ts src/kernel/cpus.ts'], r.report);
+    assert.equal(r.status, 1, r.report);
+  });
+
+  it('fails when codegen imports the analyser (lang/passes/semantic*) although lang/ is below it', () => {
+    const r = cruise(fixture('analyser'));
+    assert.deepEqual(
+      r.violations,
+      ['codegen-not-analyser src/codegen/gen.ts src/lang/passes/semantic-expr.ts'],
+      r.report,
+    );
+    assert.match(r.report, /1 dependency violations \(1 errors, 0 warnings\)/);
     assert.equal(r.status, 1, r.report);
   });
 });

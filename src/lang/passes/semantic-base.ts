@@ -4,12 +4,11 @@
  * check (`BuiltinChecker`).
  */
 
-import type { ExpandedProbe } from '../probe.js';
 import type { Target } from '../target.js';
 import { builtinFunction, type BuiltinChecker } from '../builtins/registry.js';
 import { storageType, unify } from '../typeops.js';
 import { btTypeOf, type BtType, literalBtType } from '../bt-int-types.js';
-import type { CallExpr, Expr, MapExpr, Probe, Span, Stmt, TypeSpec } from '../ast.js';
+import type { CallExpr, Expr, MapExpr, Span, Stmt, TypeSpec } from '../ast.js';
 import { positionalInt } from '../lexer.js';
 import { TypeTable } from '../type-table.js';
 import { btfEnumByName, btfEnumInfo, btfRecordByName, kernelBtf, recordFields } from '../btf-types.js';
@@ -28,24 +27,9 @@ import {
   U64,
 } from '../types.js';
 
-/** A map after analysis: its key element types (`[]` for `@x`) and value type. */
-export interface MapSymbol {
-  name: string;
-  keyTypes: SType[];
-  valueType: SType;
-  /** The key types as bpftrace types them (literals narrow: `@m[1]` has an int8 key), for messages. */
-  btKeyTypes?: BtType[];
-  /** First place it was assigned, for messages. */
-  pos: Span;
-}
+import type { MapSymbol, ProbeUnit } from '../units.js';
 
-/** One probe body compiled for one expanded attach point. */
-export interface ProbeUnit {
-  probe: Probe;
-  expanded: ExpandedProbe;
-  /** Index of the AST probe in the program (for naming). */
-  probeIndex: number;
-}
+export type { MapSymbol, ProbeUnit } from '../units.js';
 
 export interface AnalysisOptions {
   /** Positional parameters `$1..$N` as given on the command line. */

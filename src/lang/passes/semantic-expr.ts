@@ -12,7 +12,7 @@ import {
   variableNamed,
 } from '../builtins/registry.js';
 import { DEFAULT_STACK_LIMIT } from '../builtins/stack.js';
-import { sameShape, storageType, unify, withNames } from '../typeops.js';
+import { literalIntType, sameShape, storageType, unify, withNames } from '../typeops.js';
 import { PT_REGS_CONTEXTS } from '../ptregs.js';
 import type { CallExpr, Expr, Span } from '../ast.js';
 import { positionalInt } from '../lexer.js';
@@ -605,16 +605,4 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
     args.forEach((a) => this.expr(a));
     return null;
   }
-}
-
-/**
- * The type of an integer literal inside a tuple, as bpftrace types literals (`src/ast/integer_types.cpp`): the
- * smallest signed type that holds it, uint64 above INT64_MAX. `(1, "a")` is `(int8, string[2])`, 3 bytes. Also
- * the width a negative literal is zero-extended from when cast to a pointer (codegen).
- */
-export function literalIntType(v: bigint): Extract<SType, { kind: 'int' }> {
-  if (v > 0x7fffffffffffffffn) return { kind: 'int', size: 8, signed: false };
-  const size =
-    v >= -0x80n && v <= 0x7fn ? 1 : v >= -0x8000n && v <= 0x7fffn ? 2 : v >= -0x80000000n && v <= 0x7fffffffn ? 4 : 8;
-  return { kind: 'int', size, signed: true };
 }
