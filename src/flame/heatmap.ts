@@ -17,9 +17,10 @@
  */
 import { escapeAttr, escapeText } from './svg/document.js';
 import { cFixed, perlNum } from './perl.js';
-import { HeatMapError, HeatMapInput, type HeatMapSink } from './heatmap-input.js';
+import { HeatMapError, HeatMapInput, type HeatMapSink, type PlainCounting } from './heatmap-input.js';
+import { type CountLayout, PlainScanner } from './heatmap-scan.js';
 
-export { HeatMapError, HeatMapInput, type HeatMapSink };
+export { HeatMapError, HeatMapInput, type HeatMapSink, type PlainCounting };
 
 /** Most columns a heat map may have (trace2heatmap.pl's limit). */
 export const MAX_COLUMNS = 10000;
@@ -121,11 +122,12 @@ export type HeatMapTotals = Pick<HeatMapInput, 'count' | 'maxRel' | 'largestLate
 
 /**
  * A heat map's cell counts, with the layout fixed from the totals of the events before they are counted: so a file
- * can be read twice, first by a HeatMapInput with a sink that does nothing (for the totals), then by one whose sink
- * is `add` (the heat map command does this for regular files: no event is stored). `add` must then see the same
- * events as the first pass; `render()` draws the map.
+ * can be read twice, first by a `new HeatMapInput('totals')` (for the totals), then by a `new HeatMapInput(counter)`
+ * (the heat map command does this for regular files: no event is stored, and plain lines are counted in
+ * WebAssembly as they are parsed, heatmap-scan.ts). The second pass must then see the same events as the first;
+ * `render()` draws the map. The counts live in the memory of the counter's own WebAssembly instance.
  */
-export class HeatMapCounter {
+export class HeatMapCounter implements PlainCounting {
   private readonly o: HeatMapOptions;
   private readonly timeFactor: number;
   private readonly minLat: number;
@@ -133,17 +135,24 @@ export class HeatMapCounter {
   private readonly stepLat: number;
   private readonly largestRow: number;
   private readonly stride: number;
-  private readonly counts: Uint32Array;
+  /** Holds the counts (column-major, `stride` rows a column) and counts plain lines (PlainCounting). */
+  readonly scanner: PlainScanner;
+  private readonly layout: CountLayout;
   /** [largest column, largest count, index of an event before the first line's time or -1]: countSlice's results. */
   private readonly st = new Float64Array(3);
   private calls = 0;
   /** Events passed to `add` (counted or left out). */
   added = 0;
 
-  /** Throws HeatMapError for bad options, no events or impossible dimensions. */
+  /**
+   * `scanner`: the WebAssembly instance to keep the counts in and count with (one the first pass read into, so that
+   * both passes use the same memory; it must have no counts yet); by default a new one. Throws HeatMapError for bad
+   * options, no events or impossible dimensions.
+   */
   constructor(
     private readonly totals: HeatMapTotals,
     opts: Partial<HeatMapOptions> = {},
+    scanner?: PlainScanner,
   ) {
     const o: HeatMapOptions = { ...DEFAULT_HEATMAP_OPTIONS, ...opts };
     this.o = o;
@@ -173,8 +182,38 @@ export class HeatMapCounter {
     this.stride = largestRow + 1;
     let maxColumns = Math.trunc(totals.maxRel / timeFactor / o.stepSec) + 1;
     if (o.maxCol !== undefined && o.maxCol + 1 < maxColumns) maxColumns = o.maxCol + 1;
-    this.counts = new Uint32Array(maxColumns * this.stride);
+    this.scanner = scanner ?? new PlainScanner();
+    this.scanner.reserveCounts(maxColumns * this.stride);
+    this.layout = {
+      minLat,
+      maxLat,
+      stepLat,
+      divisor: timeFactor,
+      stepSec: o.stepSec,
+      maxCol: o.maxCol ?? Infinity,
+      stride: this.stride,
+    };
     this.st[2] = -1;
+  }
+
+  /** PlainCounting: before the scanner's `count` runs. */
+  beforeCount(): void {
+    this.scanner.setCount(this.layout, this.st[0]!, this.st[1]!);
+  }
+
+  /** PlainCounting: after the scanner's `count` ran; throws HeatMapError as `add`. */
+  afterCount(): void {
+    const r = this.scanner.countResults();
+    this.st[0] = r.largestCol;
+    this.st[1] = r.largestCount;
+    if (r.badRel !== undefined) this.early(r.badRel);
+    this.added += this.scanner.added;
+  }
+
+  private early(rel: number): never {
+    throw new HeatMapError(
+      `an event is ${perlNum(-rel)} ${this.o.unitsTime} before the first line's time: the input must be in time order`,
+    );
   }
 
   /**
@@ -184,6 +223,7 @@ export class HeatMapCounter {
   add(pairs: Float64Array, from: number, to: number): void {
     const { o, st } = this;
     this.added += to - from;
+    const counts = this.scanner.counts();
     // countSlice takes at most 4096 events a call, the first calls 64: they run in the interpreter and record type
     // feedback for the whole function, its exit included, before V8 optimizes it (a loop optimized while its exit
     // had never run was thrown away at the end of the first block and compiled again).
@@ -193,7 +233,7 @@ export class HeatMapCounter {
         pairs,
         at,
         end,
-        this.counts,
+        counts,
         this.stride,
         this.minLat,
         this.maxLat,
@@ -203,11 +243,7 @@ export class HeatMapCounter {
         o.maxCol ?? Infinity,
         st,
       );
-      if (st[2]! >= 0) {
-        throw new HeatMapError(
-          `an event is ${perlNum(-pairs[2 * st[2]!]!)} ${o.unitsTime} before the first line's time: the input must be in time order`,
-        );
-      }
+      if (st[2]! >= 0) this.early(pairs[2 * st[2]!]!);
       at = end;
     }
   }
@@ -223,7 +259,7 @@ export class HeatMapCounter {
       rangeLabels.push(`${perlNum(minLat + l * stepLat)}-${perlNum(minLat + (l + 1) * stepLat)}${o.unitsLabel}`);
     }
     const svg = drawHeatMap(o, {
-      counts: this.counts,
+      counts: this.scanner.counts(),
       stride: this.stride,
       columns: o.drawAll ? largestCol + 1 : largestCol,
       rows: drawnRows,
