@@ -15,6 +15,8 @@
  * input bytes from the instance's `inBase` on.
  */
 
+import { PLAIN_SCAN_WASM } from './heatmap-wasm.js';
+
 /** Where the parsed (time offset, latency) f64 pairs start in the module's memory. */
 export const OUT_BASE = 128;
 /** The most pairs one call writes (heatmap-input.ts's block size). */
@@ -529,7 +531,8 @@ export class PlainScanner {
 
   constructor() {
     const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
-    compiled ??= new wasm.Module(plainScanModule());
+    // The module's bytes as scripts/heatmap-wasm.mjs saved them (building them here is ~8-13 ms of cold JavaScript).
+    compiled ??= new wasm.Module(Buffer.from(PLAIN_SCAN_WASM, 'base64'));
     const { exports } = new wasm.Instance(compiled);
     this.scan = exports.scan;
     this.totals = exports.totals;

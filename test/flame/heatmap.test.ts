@@ -17,6 +17,8 @@ import {
   type HeatMapOptions,
   renderHeatMap,
 } from '../../src/flame/heatmap.js';
+import { plainScanModule } from '../../src/flame/heatmap-scan.js';
+import { PLAIN_SCAN_WASM } from '../../src/flame/heatmap-wasm.js';
 import { repoRoot } from './helpers.js';
 
 const ref = process.env.BPFSCOPE_HEATMAP_TESTDATA ?? join(repoRoot(), '..', 'shared', 'testdata', 'heatmap');
@@ -142,6 +144,10 @@ describe('heatmap against trace2heatmap.pl reference SVGs', { skip: !haveRef && 
 });
 
 describe('heatmap input parser on many lines', () => {
+  it('runs the module its instructions build (heatmap-wasm.ts is up to date: scripts/heatmap-wasm.mjs)', () => {
+    assert.deepEqual(Buffer.from(PLAIN_SCAN_WASM, 'base64'), Buffer.from(plainScanModule()));
+  });
+
   it('keeps every event across storage blocks and odd lines in the middle (1 MiB pieces, one piece)', () => {
     // 150,000 events: time 2000000000 + i (us), latency i % 97 + 1; line 40,000 (after the header) is written as a
     // decimal fraction and line 100,000 with a CRLF, so the byte parser hands them to the general path mid-stream.
