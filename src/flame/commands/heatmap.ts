@@ -110,8 +110,8 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     checkHeatMapOptions({ ...DEFAULT_HEATMAP_OPTIONS, ...opts }); // before waiting on the input
-    const { svg } = regularFiles(positionals) ? twoPasses(positionals, opts) : await onePass(positionals, opts);
-    await writeOut(svg);
+    const { bytes } = regularFiles(positionals) ? twoPasses(positionals, opts) : await onePass(positionals, opts);
+    await writeOut(bytes);
   } catch (err) {
     if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
     throw err;
@@ -226,8 +226,8 @@ async function histMain(
     const name = map === undefined || map.startsWith('@') ? map : `@${map}`;
     const hist = input.heatMap(name, opts.unitsLabel ?? '');
     if (opts.maxCol !== undefined) hist.columns = hist.columns.slice(0, opts.maxCol + 1);
-    const { svg } = renderHistHeatMap(hist, opts);
-    await writeOut(svg);
+    const { bytes } = renderHistHeatMap(hist, opts);
+    await writeOut(bytes);
   } catch (err) {
     if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
     throw err;
