@@ -1,13 +1,14 @@
 /**
  * The heat map's parser of plain "DIGITS DIGITS" lines (heatmap-input.ts) as WebAssembly functions, built here from
- * their instructions (the WebAssembly binary format, https://webassembly.github.io/spec/core/binary/; ~1.7 KB):
- * `scan` stores the events, `totals` keeps only what the layout needs, `count` counts them into the heat map's
- * cells (the heat map command's second pass: no event goes through JavaScript).
+ * their instructions (the WebAssembly binary format, https://webassembly.github.io/spec/core/binary/; ~1.2 KB):
+ * `scan` stores the events, `count` counts them into the heat map's cells (the heat map command's second pass: no
+ * event goes through JavaScript) or, with a layout that leaves every event out, keeps only what the layout needs (its
+ * first pass: so the second runs code V8 has already optimized).
  * Why: in JavaScript the same loop runs in V8's interpreter until the optimizing compiler has compiled it (the
  * earlier JavaScript version spent most of its time on the first 1 MiB read), while V8 compiles WebAssembly to
  * machine code (Liftoff) at its first call. Measured on the 1,000,000-line bench trace (14.4 MB, 1 MiB reads, 8
- * alternated fresh processes, load ~15 on 2 CPUs): parse CPU time median 142 -> 125 ms. (bench/results/flame-issue14.md,
- * section heat9, has the figures for `totals` and `count`.)
+ * alternated fresh processes, load ~15 on 2 CPUs): parse CPU time median 142 -> 125 ms. The figures for `count`
+ * are in bench/results/flame-issue14.md, section heat9.
  *
  * Memory layout (one memory per instance, grown to fit the input): the state at 0-127 (S_* below: the pair count
  * and the two maxima that every call updates, the count parameters and results), OUT_BASE on the (time offset,
@@ -51,8 +52,8 @@ const S_BAD_REL = 96;
  * the pair count and the two maxima in memory; stops at `limit`, when `stop` pairs are written or at the start of
  * a line of any other form, and returns that position (always a line start). Numbers are built as 64-bit integers,
  * digit by digit, converted to doubles (exact for up to 15 digits: the JavaScript version's values) and compared with
- * `f64.max`, in the same order as the JavaScript version. `totals` and `count` take the same arguments (`count`
- * stops, too, at an event before the first line's time: see countEvent).
+ * `f64.max`, in the same order as the JavaScript version. `count` takes the same arguments (it stops, too, at an
+ * event before the first line's time: see countEvent).
  */
 export type PlainScan = (pos: number, limit: number, start: number, fill: number, stop: number) => number;
 
@@ -280,15 +281,14 @@ function f64Bytes(x: number): number[] {
   return [...new Uint8Array(new Float64Array([x]).buffer)];
 }
 
-/** What a line function does with each plain line: store its pair, keep only the totals, or count it. */
-type Mode = 'scan' | 'totals' | 'count';
+/** What a line function does with each plain line: store its pair or count it. */
+type Mode = 'scan' | 'count';
 
 /**
- * The body of a line function. All three parse a line the same way (times and latencies as integers, then
- * converted to doubles: the same values as the JavaScript parser's, exact for up to 15 digits) and keep the pair
- * count and the two maxima in memory; `scan` stores each (time offset, latency) pair at OUT_BASE, `totals` stores
- * nothing, `count` counts each event into the heat map's cells as heatmap.ts's countSlice does (same arithmetic,
- * same order).
+ * The body of a line function. Both parse a line the same way (times and latencies as integers, then converted to
+ * doubles: the same values as the JavaScript parser's, exact for up to 15 digits) and keep the pair count and the
+ * two maxima in memory; `scan` stores each (time offset, latency) pair at OUT_BASE, `count` counts each event into
+ * the heat map's cells as heatmap.ts's countSlice does (same arithmetic, same order).
  */
 function lineBody(mode: Mode): number[] {
   const b = new Body();
@@ -437,30 +437,16 @@ function name(s: string): number[] {
   return [...uleb(s.length), ...[...s].map((c) => c.charCodeAt(0))];
 }
 
-/** The module's bytes (~1.7 KB): one type, three functions ("scan", "totals", "count"), one memory ("memory"). */
+/** The module's bytes (~1.2 KB): one type, two functions ("scan", "count"), one memory ("memory"). */
 export function plainScanModule(): Uint8Array {
-  const bodies = (['scan', 'totals', 'count'] as const).map(lineBody);
+  const bodies = (['scan', 'count'] as const).map(lineBody);
   return new Uint8Array([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, [1, 0x60, 5, I32, I32, F64, I32, I32, 1, I32]),
-    ...section(3, [3, 0, 0, 0]),
+    ...section(3, [2, 0, 0]),
     ...section(5, [1, 0, ...uleb(Math.ceil((IN_BASE + (1 << 20)) / 65536))]),
-    ...section(7, [
-      4,
-      ...name('scan'),
-      0x00,
-      0,
-      ...name('totals'),
-      0x00,
-      1,
-      ...name('count'),
-      0x00,
-      2,
-      ...name('memory'),
-      0x02,
-      0,
-    ]),
-    ...section(10, [3, ...bodies.flatMap((body) => [...uleb(body.length), ...body])]),
+    ...section(7, [3, ...name('scan'), 0x00, 0, ...name('count'), 0x00, 1, ...name('memory'), 0x02, 0]),
+    ...section(10, [2, ...bodies.flatMap((body) => [...uleb(body.length), ...body])]),
   ]);
 }
 
@@ -472,7 +458,6 @@ export interface ScanMemory {
 
 interface ScanExports {
   scan: PlainScan;
-  totals: PlainScan;
   count: PlainScan;
   memory: ScanMemory;
 }
@@ -508,17 +493,15 @@ export interface CountResults {
 let compiled: object | undefined;
 
 /**
- * One instance of the module (compiled once, on first use, synchronously: it is ~1.7 KB): its functions (all
- * `PlainScan`s: `scan` stores pairs, `totals` keeps only the totals, `count` counts into the cells), its memory,
- * where the input goes (from IN_BASE on, or after the counts when it does not fit below them) and, once reserved,
- * the cell counts (Uint32, above every input loaded before). One instance can serve both passes of a heat map
- * (`inputArea` to read into, then `reserveCounts`): its memory is then touched once (fresh memory costs ~4-8 ms a
- * MiB in page faults on this VM). Growing the memory (`load`, `inputArea`, `reserveCounts`) detaches every view
- * made before it.
+ * One instance of the module (compiled once, on first use, synchronously: it is ~1.2 KB): its functions (both
+ * `PlainScan`s: `scan` stores pairs, `count` counts into the cells), its memory, where the input goes (from
+ * IN_BASE on, or after the counts when it does not fit below them) and, once reserved, the cell counts (Uint32,
+ * above every input loaded before). One instance can serve both passes of a heat map (`inputArea` to read into,
+ * then `reserveCounts`): its memory is then touched once (fresh memory costs ~4-8 ms a MiB in page faults on this
+ * VM). Growing the memory (`load`, `inputArea`, `reserveCounts`) detaches every view made before it.
  */
 export class PlainScanner {
   readonly scan: PlainScan;
-  readonly totals: PlainScan;
   readonly count: PlainScan;
   readonly memory: ScanMemory;
   /** Where `load` put the input last. */
@@ -535,7 +518,6 @@ export class PlainScanner {
     compiled ??= new wasm.Module(Buffer.from(PLAIN_SCAN_WASM, 'base64'));
     const { exports } = new wasm.Instance(compiled);
     this.scan = exports.scan;
-    this.totals = exports.totals;
     this.count = exports.count;
     this.memory = exports.memory;
   }
