@@ -23,7 +23,8 @@ export type HeatMapSink = (pairs: Float64Array, from: number, to: number) => voi
 
 /**
  * Where a HeatMapInput made with one has its events counted (heatmap.ts's HeatMapCounter): plain lines by the
- * WebAssembly `count` function of `scanner` (the input is copied into its memory), between `beforeCount()` and
+ * WebAssembly `count` function of `scanner` (the input is copied into its memory, or scanned where it is when it
+ * was read there: PlainScanner.inputArea), between `beforeCount()` and
  * `afterCount()` (which throws HeatMapError for an event the counting refuses); other lines' events by `add`.
  */
 export interface PlainCounting {
@@ -40,7 +41,8 @@ const NO_STOP = 0x7fffffff;
  * The most input bytes one call of the WebAssembly parser takes. V8 runs a WebAssembly function's first calls in
  * baseline code (Liftoff) while it compiles optimized code in the background, and a call in progress never
  * switches: in calls of 64 KiB rather than 1 MiB, the optimized code takes over after a few calls (measured on the
- * bench trace: the first 1 MiB call took ~4-9 ms, the later ones ~1-1.5 ms).
+ * bench trace at load 4-8: the first two 1 MiB calls took ~4-18 ms, the later ones ~1-1.5 ms; in calls of 64 KiB,
+ * the second MiB took ~1.4 ms).
  */
 const PIECE = 1 << 16;
 
