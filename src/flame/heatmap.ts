@@ -144,7 +144,7 @@ export class HeatMapCounter implements PlainCounting {
   /** [largest column, largest count, index of an event before the first line's time or -1]: countSlice's results. */
   private readonly st = new Float64Array(3);
   private calls = 0;
-  /** Events passed to `add` (counted or left out). */
+  /** Events seen so far, counted or left out (passed to `add` or counted by the scanner's `count`). */
   added = 0;
 
   /**
