@@ -2,7 +2,7 @@
  * The input side of heat maps (heatmap.ts): "TIME LATENCY" lines parsed straight from bytes into blocks of events,
  * and the error type every heat map step throws. The format and its edge behaviour are described in heatmap.ts.
  */
-import { BLOCK_PAIRS, IN_BASE, OUT_BASE, plainScanner } from './heatmap-scan.js';
+import { BLOCK_PAIRS, type CountLayout, type PlainScanner, plainScanner } from './heatmap-scan.js';
 
 /** Bad input or options: `message` is one sentence for the user. */
 export class HeatMapError extends Error {
@@ -22,6 +22,42 @@ const BLOCK_EVENTS = BLOCK_PAIRS;
 export type HeatMapSink = (pairs: Float64Array, from: number, to: number) => void;
 
 /**
+ * Where a HeatMapInput made with one has its events counted (heatmap.ts's HeatMapCounter): plain lines by the
+ * WebAssembly `count` function of `scanner` (the input is copied into its memory, or scanned where it is when it
+ * was read there: PlainScanner.inputArea), between `beforeCount()` and
+ * `afterCount()` (which throws HeatMapError for an event the counting refuses); other lines' events by `add`.
+ */
+export interface PlainCounting {
+  readonly scanner: PlainScanner;
+  beforeCount(): void;
+  afterCount(): void;
+  add(pairs: Float64Array, from: number, to: number): void;
+}
+
+/** No call stops for a full block. */
+const NO_STOP = 0x7fffffff;
+
+/**
+ * The most input bytes one call of the WebAssembly parser takes. V8 runs a WebAssembly function's first calls in
+ * baseline code (Liftoff) while it compiles optimized code in the background, and a call in progress never
+ * switches: in calls of 64 KiB rather than 1 MiB, the optimized code takes over after a few calls (measured on the
+ * bench trace at load 4-8: the first two 1 MiB calls took ~4-18 ms, the later ones ~1-1.5 ms; in calls of 64 KiB,
+ * the second MiB took ~1.4 ms).
+ */
+const PIECE = 1 << 16;
+
+/** A layout for PlainScanner.count that counts no event (no latency is at least +Infinity). */
+const SKIP_ALL: CountLayout = {
+  minLat: Infinity,
+  maxLat: -Infinity,
+  stepLat: 1,
+  divisor: 1,
+  stepSec: 1,
+  maxCol: -1,
+  stride: 0,
+};
+
+/**
  * Collects events from lines as they arrive (a pipe can feed it). Times are kept relative to the first event, exactly
  * when both are integers (nanosecond epochs exceed 2^53), latencies as numbers. Made with a `sink`, it stores no
  * events (`blockList()` is empty) and hands each batch to the sink instead; `count` and the maxima are kept either
@@ -37,8 +73,14 @@ export class HeatMapInput {
   private readonly blocks: Float64Array[] = [];
   private block: Float64Array;
   private fill = 0;
-  /** With a sink: one event of the general path, handed to it. */
+  /** With a sink or counting: one event of the general path, handed to it. */
   private readonly one = new Float64Array(2);
+  private readonly sink: HeatMapSink | undefined;
+  private readonly counting: PlainCounting | undefined;
+  /** Nothing stored, nothing handed on (`'totals'`). */
+  private readonly totalsOnly: boolean;
+  /** The WebAssembly instance that parses plain lines (else the shared one). */
+  private readonly scanner: PlainScanner | undefined;
   private lineNo = 0;
   private start: number | undefined;
   private startText = '';
@@ -53,10 +95,18 @@ export class HeatMapInput {
   private carry: Uint8Array | null = null;
   private readonly decoder = new TextDecoder('utf-8');
 
-  /** `sink`: where events go instead of being stored (see the class comment). */
-  constructor(private readonly sink?: HeatMapSink) {
-    // With a sink nothing is stored: no 1 MiB block (fresh memory costs ~4 ms a MiB in page faults on this VM).
-    this.block = new Float64Array(sink ? 0 : 2 * BLOCK_EVENTS);
+  /**
+   * `to`: where events go instead of being stored (see the class comment): a sink, a PlainCounting, or `'totals'`
+   * (nowhere: only the count and the maxima are kept, as with a sink that does nothing, but plain lines are not
+   * even turned into pairs).
+   */
+  constructor(to?: HeatMapSink | PlainCounting | 'totals', scanner?: PlainScanner) {
+    this.totalsOnly = to === 'totals';
+    this.sink = typeof to === 'function' ? to : undefined;
+    this.counting = typeof to === 'object' ? to : undefined;
+    this.scanner = this.counting?.scanner ?? scanner;
+    // Not storing: no 1 MiB block (fresh memory costs ~4 ms a MiB in page faults on this VM).
+    this.block = new Float64Array(to ? 0 : 2 * BLOCK_EVENTS);
   }
 
   /**
@@ -95,37 +145,55 @@ export class HeatMapInput {
     while (pos < limit) {
       // The first event's time when it is a plain integer of at most 15 digits (else every line goes to line()).
       if (this.start !== undefined && this.startText.length <= 15) {
-        const { scan, memory } = plainScanner();
-        if (delta < 0) {
-          const need = IN_BASE + (limit - pos) - memory.buffer.byteLength;
-          if (need > 0) memory.grow(Math.ceil(need / 65536));
-          new Uint8Array(memory.buffer).set(chunk.subarray(pos, limit), IN_BASE);
-          delta = IN_BASE - pos;
+        const { counting } = this;
+        const s = this.scanner ?? plainScanner();
+        if (delta < 0 && chunk.buffer === s.memory.buffer) {
+          delta = chunk.byteOffset; // read into the scanner's memory (PlainScanner.inputArea): scanned in place
+        } else if (delta < 0) {
+          s.load(chunk.subarray(pos, limit));
+          delta = s.inBase - pos;
         }
-        if (this.fill === BLOCK_EVENTS && !this.sink) {
+        const storing = !this.sink && !counting && !this.totalsOnly;
+        if (this.fill === BLOCK_EVENTS && storing) {
           this.blocks.push(this.block);
           this.block = new Float64Array(2 * BLOCK_EVENTS);
           this.fill = 0;
         }
-        const state = new Float64Array(memory.buffer, 0, 3);
-        state[1] = this.maxRel;
-        state[2] = this.largestLatency;
-        const at = scan(pos + delta, limit + delta, this.start, 0, BLOCK_EVENTS - this.fill) - delta;
-        const added = new Int32Array(memory.buffer, 0, 1)[0]!;
-        const pairs = new Float64Array(memory.buffer, OUT_BASE, 2 * added);
-        if (this.sink) {
-          if (added > 0) this.sink(pairs, 0, added);
+        s.maxima = [this.maxRel, this.largestLatency];
+        // At most PIECE bytes a call (up to a "\n" in them, if any).
+        let end = limit;
+        if (limit - pos > PIECE) {
+          const nl = chunk.lastIndexOf(10, pos + PIECE - 1);
+          if (nl >= pos) end = nl + 1;
+        }
+        let at: number;
+        if (counting) {
+          counting.beforeCount();
+          at = s.count(pos + delta, end + delta, this.start, 0, NO_STOP) - delta;
+          counting.afterCount();
+        } else if (this.totalsOnly) {
+          // `count` with a layout that leaves every event out: the pass that follows (counting) then runs code
+          // V8 has already optimized.
+          s.setCount(SKIP_ALL, 0, 0);
+          at = s.count(pos + delta, end + delta, this.start, 0, NO_STOP) - delta;
         } else {
-          this.block.set(pairs, 2 * this.fill);
+          at = s.scan(pos + delta, end + delta, this.start, 0, BLOCK_EVENTS - (storing ? this.fill : 0)) - delta;
+        }
+        const added = s.added;
+        if (this.sink) {
+          if (added > 0) this.sink(s.pairs(), 0, added);
+        } else if (storing) {
+          this.block.set(s.pairs(), 2 * this.fill);
           this.fill += added;
         }
         this.count += added;
         this.lineNo += added;
-        this.maxRel = state[1]!;
-        if (state[2]! > this.largestLatency) {
-          this.largestLatency = state[2]!;
+        const [maxRel, largest] = s.maxima;
+        this.maxRel = maxRel;
+        if (largest > this.largestLatency) {
+          this.largestLatency = largest;
           // A plain integer of at most 15 digits, no leading zero: its text is String() of its value.
-          this.largestLatencyText = String(this.largestLatency);
+          this.largestLatencyText = String(largest);
         }
         // Stopped before the limit at a line of another form, or with the block full (the same line then still
         // parses as plain: go on).
@@ -155,11 +223,17 @@ export class HeatMapInput {
   }
 
   private push(rel: number, latency: number): void {
-    if (this.sink) {
+    if (this.totalsOnly) {
+      this.count++;
+      return;
+    }
+    const to = this.sink ?? this.counting;
+    if (to) {
       this.one[0] = rel;
       this.one[1] = latency;
       this.count++;
-      this.sink(this.one, 0, 1);
+      if (typeof to === 'function') to(this.one, 0, 1);
+      else to.add(this.one, 0, 1);
       return;
     }
     if (this.fill === BLOCK_EVENTS) {

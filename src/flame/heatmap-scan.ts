@@ -1,31 +1,59 @@
 /**
- * The heat map's parser of plain "DIGITS DIGITS" lines (heatmap-input.ts) as a WebAssembly function, built here from
- * its instructions (the WebAssembly binary format, https://webassembly.github.io/spec/core/binary/; ~550 bytes).
+ * The heat map's parser of plain "DIGITS DIGITS" lines (heatmap-input.ts) as WebAssembly functions, built here from
+ * their instructions (the WebAssembly binary format, https://webassembly.github.io/spec/core/binary/; ~1.2 KB):
+ * `scan` stores the events, `count` counts them into the heat map's cells (the heat map command's second pass: no
+ * event goes through JavaScript) or, with a layout that leaves every event out, keeps only what the layout needs (its
+ * first pass: so the second runs code V8 has already optimized).
  * Why: in JavaScript the same loop runs in V8's interpreter until the optimizing compiler has compiled it (the
  * earlier JavaScript version spent most of its time on the first 1 MiB read), while V8 compiles WebAssembly to
  * machine code (Liftoff) at its first call. Measured on the 1,000,000-line bench trace (14.4 MB, 1 MiB reads, 8
- * alternated fresh processes, load ~15 on 2 CPUs): parse CPU time median 142 -> 125 ms.
+ * alternated fresh processes, load ~15 on 2 CPUs): parse CPU time median 142 -> 125 ms. The figures for `count`
+ * are in bench/results/flame-issue14.md, section heat9.
  *
- * Memory layout (one exported memory, grown to fit the input): bytes 0-3 the number of pairs written (i32), 8-15
- * the largest time offset and 16-23 the largest latency (f64), OUT_BASE on the (time offset, latency) pairs (f64,
- * at most BLOCK_PAIRS), IN_BASE on the input bytes.
+ * Memory layout (one memory per instance, grown to fit the input): the state at 0-127 (S_* below: the pair count
+ * and the two maxima that every call updates, the count parameters and results), OUT_BASE on the (time offset,
+ * latency) pairs `scan` writes (f64, at most BLOCK_PAIRS), then (a counting instance only) the cell counts, then the
+ * input bytes from the instance's `inBase` on.
  */
 
+import { PLAIN_SCAN_WASM } from './heatmap-wasm.js';
+
 /** Where the parsed (time offset, latency) f64 pairs start in the module's memory. */
-export const OUT_BASE = 64;
+export const OUT_BASE = 128;
 /** The most pairs one call writes (heatmap-input.ts's block size). */
 export const BLOCK_PAIRS = 1 << 16;
-/** Where the input bytes go in the module's memory. */
+/** Where the input bytes go in the memory of an instance without counts. */
 export const IN_BASE = OUT_BASE + 16 * BLOCK_PAIRS;
+
+// The state's slots (byte offsets). Every call: pairs parsed (i32), largest time offset, largest latency (f64).
+const S_ADDED = 0;
+const S_MAXREL = 8;
+const S_LARGEST = 16;
+// `count`'s parameters (f64: minLat, maxLat, stepLat, the time unit's divisor, stepSec, maxCol; i32: where the
+// counts start, rows a column), its running results (i32: largest column, largest count) and its error (i32 flag,
+// f64 time offset of the event before the first line's time).
+const S_MINLAT = 24;
+const S_MAXLAT = 32;
+const S_STEPLAT = 40;
+const S_DIVISOR = 48;
+const S_STEPSEC = 56;
+const S_MAXCOL = 64;
+const S_COUNTS = 72;
+const S_STRIDE = 76;
+const S_LARGEST_COL = 80;
+const S_LARGEST_COUNT = 84;
+const S_BAD = 88;
+const S_BAD_REL = 96;
 
 /**
  * `scan(pos, limit, start, fill, stop)`: parses lines of plain "DIGITS DIGITS[ anything]" (each number at most 15
  * digits, no leading zero; blanks or tabs between; further fields ignored; "\r\n" accepted) from memory
  * [pos, limit) (`limit` just after a "\n"), writing pairs (time - start, latency) from pair `fill` on and updating
  * the pair count and the two maxima in memory; stops at `limit`, when `stop` pairs are written or at the start of
- * a line of any other form, and returns that position (always a line start). Numbers are built as doubles, digit
- * by digit (`x * 10 + d`), and compared with `f64.max`: the same values, in the same order, as the JavaScript
- * version (exact for up to 15 digits).
+ * a line of any other form, and returns that position (always a line start). Numbers are built as 64-bit integers,
+ * digit by digit, converted to doubles (exact for up to 15 digits: the JavaScript version's values) and compared with
+ * `f64.max`, in the same order as the JavaScript version. `count` takes the same arguments (it stops, too, at an
+ * event before the first line's time: see countEvent).
  */
 export type PlainScan = (pos: number, limit: number, start: number, fill: number, stop: number) => number;
 
@@ -58,16 +86,30 @@ const I32_SUB = 0x6b;
 const I32_MUL = 0x6c;
 const I32_AND = 0x71;
 const I32_OR = 0x72;
-const F64_ADD = 0xa0;
 const F64_SUB = 0xa1;
-const F64_MUL = 0xa2;
 const F64_MAX = 0xa5;
-const F64_CONVERT_I32_U = 0xb8;
+const SELECT = 0x1b;
+const I32_LOAD = 0x28;
+const I32_GT_S = 0x4a;
+const I32_SHL = 0x74;
+const F64_LT = 0x63;
+const F64_GT = 0x64;
+const F64_LE = 0x65;
+const F64_DIV = 0xa3;
+const I64_CONST = 0x42;
+const I64_ADD = 0x7c;
+const I64_MUL = 0x7e;
+const I64_EXTEND_I32_U = 0xad;
+const F64_CONVERT_I32_S = 0xb7;
+const F64_CONVERT_I64_S = 0xb9;
+/** i32.trunc_sat_f64_s: truncation toward zero, as `x | 0` for the values here (no trap). */
+const I32_TRUNC_SAT_F64_S = [0xfc, 0x02];
 const VOID = 0x40;
 const I32 = 0x7f;
+const I64 = 0x7e;
 const F64 = 0x7c;
 
-// Locals: the parameters, then four i32 and five f64 locals.
+// Locals: the parameters, then four i32, five f64, one i64, seven i32 and seven f64 locals (lineBody's header).
 const POS = 0;
 const LIMIT = 1;
 const START = 2;
@@ -82,6 +124,21 @@ const LAT = 10;
 const MAXREL = 11;
 const LARGEST = 12;
 const R = 13;
+const N = 14;
+const COL = 15;
+const K = 16;
+const CNT = 17;
+const COUNTS = 18;
+const STRIDE = 19;
+const LCOL = 20;
+const LCOUNT = 21;
+const MINLAT = 22;
+const MAXLAT = 23;
+const STEPLAT = 24;
+const DIV = 25;
+const STEPSEC = 26;
+const MAXCOL = 27;
+const T = 28;
 
 /** Unsigned LEB128. */
 function uleb(n: number): number[] {
@@ -166,10 +223,13 @@ class Body {
       .end()
       .end();
   }
-  /** while (c is a digit) { n = n * 10 + (c - 48); c = memory[++i]; } */
+  /**
+   * while (c is a digit) { v = v * 10 + (c - 48); c = memory[++i]; } n = v: v an i64 (longer numbers wrap, but
+   * checkNumber refuses them), so n is exact up to 15 digits, the same double the JavaScript parser makes.
+   */
   digits(n: number, label: string): this {
-    return this.op(F64_CONST, 0, 0, 0, 0, 0, 0, 0, 0)
-      .set(n)
+    return this.op(I64_CONST, 0)
+      .set(N)
       .open(BLOCK, `${label}-out`)
       .open(LOOP, label)
       .get(C)
@@ -178,16 +238,19 @@ class Body {
       .i32(10)
       .op(I32_GE_U)
       .br(BR_IF, `${label}-out`)
-      .get(n)
-      .op(F64_CONST, ...f64Bytes(10), F64_MUL)
+      .get(N)
+      .op(I64_CONST, 10, I64_MUL)
       .get(C)
       .i32(48)
-      .op(I32_SUB, F64_CONVERT_I32_U, F64_ADD)
-      .set(n)
+      .op(I32_SUB, I64_EXTEND_I32_U, I64_ADD)
+      .set(N)
       .nextC()
       .br(BR, label)
       .end()
-      .end();
+      .end()
+      .get(N)
+      .op(F64_CONVERT_I64_S)
+      .set(n);
   }
   /** Leaves `out` when the number from `from` to i is empty, longer than 15 digits or has a leading zero. */
   checkNumber(from: number, out: string): this {
@@ -218,10 +281,47 @@ function f64Bytes(x: number): number[] {
   return [...new Uint8Array(new Float64Array([x]).buffer)];
 }
 
-function scanBody(): number[] {
+/** What a line function does with each plain line: store its pair or count it. */
+type Mode = 'scan' | 'count';
+
+/**
+ * The body of a line function. Both parse a line the same way (times and latencies as integers, then converted to
+ * doubles: the same values as the JavaScript parser's, exact for up to 15 digits) and keep the pair count and the
+ * two maxima in memory; `scan` stores each (time offset, latency) pair at OUT_BASE, `count` counts each event into
+ * the heat map's cells as heatmap.ts's countSlice does (same arithmetic, same order).
+ */
+function lineBody(mode: Mode): number[] {
   const b = new Body();
-  b.i32(0).op(F64_LOAD, 3, 8).set(MAXREL);
-  b.i32(0).op(F64_LOAD, 3, 16).set(LARGEST);
+  b.i32(0)
+    .op(F64_LOAD, 3, ...uleb(S_MAXREL))
+    .set(MAXREL);
+  b.i32(0)
+    .op(F64_LOAD, 3, ...uleb(S_LARGEST))
+    .set(LARGEST);
+  if (mode === 'count') {
+    for (const [local, at] of [
+      [MINLAT, S_MINLAT],
+      [MAXLAT, S_MAXLAT],
+      [STEPLAT, S_STEPLAT],
+      [DIV, S_DIVISOR],
+      [STEPSEC, S_STEPSEC],
+      [MAXCOL, S_MAXCOL],
+    ] as const) {
+      b.i32(0)
+        .op(F64_LOAD, 3, ...uleb(at))
+        .set(local);
+    }
+    for (const [local, at] of [
+      [COUNTS, S_COUNTS],
+      [STRIDE, S_STRIDE],
+      [LCOL, S_LARGEST_COL],
+      [LCOUNT, S_LARGEST_COUNT],
+    ] as const) {
+      b.i32(0)
+        .op(I32_LOAD, 2, ...uleb(at))
+        .set(local);
+    }
+  }
   b.open(BLOCK, 'done').open(LOOP, 'line');
   b.get(POS).get(LIMIT).op(I32_GE_U).br(BR_IF, 'done');
   b.get(FILL).get(STOP).op(I32_GE_S).br(BR_IF, 'done');
@@ -250,26 +350,83 @@ function scanBody(): number[] {
   b.get(TIME).get(START).op(F64_SUB).set(R);
   b.get(MAXREL).get(R).op(F64_MAX).set(MAXREL);
   b.get(LARGEST).get(LAT).op(F64_MAX).set(LARGEST);
-  b.get(FILL)
-    .i32(16)
-    .op(I32_MUL)
-    .get(R)
-    .op(F64_STORE, 3, ...uleb(OUT_BASE));
-  b.get(FILL)
-    .i32(16)
-    .op(I32_MUL)
-    .get(LAT)
-    .op(F64_STORE, 3, ...uleb(OUT_BASE + 8));
+  if (mode === 'scan') {
+    b.get(FILL)
+      .i32(16)
+      .op(I32_MUL)
+      .get(R)
+      .op(F64_STORE, 3, ...uleb(OUT_BASE));
+    b.get(FILL)
+      .i32(16)
+      .op(I32_MUL)
+      .get(LAT)
+      .op(F64_STORE, 3, ...uleb(OUT_BASE + 8));
+  }
+  if (mode === 'count') countEvent(b);
   b.get(FILL).i32(1).op(I32_ADD).set(FILL);
   b.get(I).i32(1).op(I32_ADD).set(POS);
   b.br(BR, 'line');
   b.end().end();
-  b.i32(0).get(FILL).op(I32_STORE, 2, 0);
-  b.i32(0).get(MAXREL).op(F64_STORE, 3, 8);
-  b.i32(0).get(LARGEST).op(F64_STORE, 3, 16);
+  b.i32(0)
+    .get(FILL)
+    .op(I32_STORE, 2, ...uleb(S_ADDED));
+  b.i32(0)
+    .get(MAXREL)
+    .op(F64_STORE, 3, ...uleb(S_MAXREL));
+  b.i32(0)
+    .get(LARGEST)
+    .op(F64_STORE, 3, ...uleb(S_LARGEST));
+  if (mode === 'count') {
+    b.i32(0)
+      .get(LCOL)
+      .op(I32_STORE, 2, ...uleb(S_LARGEST_COL));
+    b.i32(0)
+      .get(LCOUNT)
+      .op(I32_STORE, 2, ...uleb(S_LARGEST_COUNT));
+  }
   b.get(POS).op(RETURN, END);
-  // Locals after the parameters: 4 x i32, 5 x f64.
-  return [2, 4, I32, 5, F64, ...b.code];
+  return [5, 4, I32, 5, F64, 1, I64, 7, I32, 7, F64, ...b.code];
+}
+
+/**
+ * Counts the event (R, LAT) into the cells (inside the line loop, before `fill` and `pos` move on), as countSlice:
+ * latencies outside [minLat, maxLat] and columns past maxCol are left out; an event before the first line's time
+ * (column before truncation <= -1) stores its time offset and a flag and leaves the loop at its line.
+ */
+function countEvent(b: Body): void {
+  b.open(BLOCK, 'skip');
+  b.get(LAT).get(MINLAT).op(F64_LT).get(LAT).get(MAXLAT).op(F64_GT, I32_OR).br(BR_IF, 'skip');
+  b.get(R).get(DIV).op(F64_DIV).get(STEPSEC).op(F64_DIV).set(T);
+  b.get(T)
+    .op(F64_CONST, ...f64Bytes(-1), F64_LE)
+    .open(IF, 'early');
+  {
+    b.i32(0)
+      .get(R)
+      .op(F64_STORE, 3, ...uleb(S_BAD_REL));
+    b.i32(0)
+      .i32(1)
+      .op(I32_STORE, 2, ...uleb(S_BAD));
+    b.br(BR, 'done');
+  }
+  b.end();
+  b.get(T)
+    .op(...I32_TRUNC_SAT_F64_S)
+    .set(COL);
+  b.get(COL).op(F64_CONVERT_I32_S).get(MAXCOL).op(F64_GT).br(BR_IF, 'skip');
+  // k = col * stride + trunc((latency - minLat) / stepLat); the count at counts + 4k, incremented (wrapping as a
+  // Uint32Array's element does).
+  b.get(COL).get(STRIDE).op(I32_MUL);
+  b.get(LAT)
+    .get(MINLAT)
+    .op(F64_SUB)
+    .get(STEPLAT)
+    .op(F64_DIV, ...I32_TRUNC_SAT_F64_S, I32_ADD);
+  b.i32(2).op(I32_SHL).get(COUNTS).op(I32_ADD).set(K);
+  b.get(K).get(K).op(I32_LOAD, 2, 0).i32(1).op(I32_ADD, LOCAL_TEE, CNT).op(I32_STORE, 2, 0);
+  b.get(COL).get(LCOL).get(COL).get(LCOL).op(I32_GT_S, SELECT).set(LCOL);
+  b.get(CNT).get(LCOUNT).get(CNT).get(LCOUNT).op(I32_GT_U, SELECT).set(LCOUNT);
+  b.end();
 }
 
 function section(id: number, content: number[]): number[] {
@@ -280,16 +437,16 @@ function name(s: string): number[] {
   return [...uleb(s.length), ...[...s].map((c) => c.charCodeAt(0))];
 }
 
-/** The module's bytes: one type, one function ("scan"), one memory ("memory"). */
+/** The module's bytes (~1.2 KB): one type, two functions ("scan", "count"), one memory ("memory"). */
 export function plainScanModule(): Uint8Array {
-  const body = scanBody();
+  const bodies = (['scan', 'count'] as const).map(lineBody);
   return new Uint8Array([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, [1, 0x60, 5, I32, I32, F64, I32, I32, 1, I32]),
-    ...section(3, [1, 0]),
+    ...section(3, [2, 0, 0]),
     ...section(5, [1, 0, ...uleb(Math.ceil((IN_BASE + (1 << 20)) / 65536))]),
-    ...section(7, [2, ...name('scan'), 0x00, 0, ...name('memory'), 0x02, 0]),
-    ...section(10, [1, ...uleb(body.length), ...body]),
+    ...section(7, [3, ...name('scan'), 0x00, 0, ...name('count'), 0x00, 1, ...name('memory'), 0x02, 0]),
+    ...section(10, [2, ...bodies.flatMap((body) => [...uleb(body.length), ...body])]),
   ]);
 }
 
@@ -299,26 +456,172 @@ export interface ScanMemory {
   grow(pages: number): number;
 }
 
-/** The compiled module's scan function and memory (compiled once, on first use). */
-export interface PlainScanner {
+interface ScanExports {
   scan: PlainScan;
+  count: PlainScan;
   memory: ScanMemory;
 }
 
 /** The slice of the WebAssembly JS API used here. */
 interface WasmApi {
   Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object) => { exports: { scan: PlainScan; memory: ScanMemory } };
+  Instance: new (module: object) => { exports: ScanExports };
 }
 
-let scanner: PlainScanner | undefined;
+/** What `count` needs besides the lines: the heat map's layout (heatmap.ts's HeatMapCounter). */
+export interface CountLayout {
+  minLat: number;
+  maxLat: number;
+  stepLat: number;
+  /** The time unit's divisor to seconds. */
+  divisor: number;
+  stepSec: number;
+  /** Last column counted (Infinity: all). */
+  maxCol: number;
+  /** Rows a column in the counts (column-major). */
+  stride: number;
+}
 
-/** The scanner, compiled and instantiated synchronously (the module is ~550 bytes) the first time. */
-export function plainScanner(): PlainScanner {
-  if (!scanner) {
+/** `count`'s running results: largest column and count so far, and an event before the first line's time. */
+export interface CountResults {
+  largestCol: number;
+  largestCount: number;
+  /** The time offset of the event before the first line's time that stopped the call, if one did. */
+  badRel: number | undefined;
+}
+
+let compiled: object | undefined;
+
+/**
+ * One instance of the module (compiled once, on first use, synchronously: it is ~1.2 KB): its functions (both
+ * `PlainScan`s: `scan` stores pairs, `count` counts into the cells), its memory, where the input goes (from
+ * IN_BASE on, or after the counts when it does not fit below them) and, once reserved, the cell counts (Uint32,
+ * above every input loaded before). One instance can serve both passes of a heat map (`inputArea` to read into,
+ * then `reserveCounts`): its memory is then touched once (fresh memory costs ~4-8 ms a MiB in page faults on this
+ * VM). Growing the memory (`load`, `inputArea`, `reserveCounts`) detaches every view made before it.
+ */
+export class PlainScanner {
+  readonly scan: PlainScan;
+  readonly count: PlainScan;
+  readonly memory: ScanMemory;
+  /** Where `load` put the input last. */
+  inBase = IN_BASE;
+  /** Cell counts reserved. */
+  cells = 0;
+  private countsBase = IN_BASE;
+  /** The end of the highest input loaded or handed out from IN_BASE. */
+  private inputEnd = IN_BASE;
+
+  constructor() {
     const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
-    const { exports } = new wasm.Instance(new wasm.Module(plainScanModule()));
-    scanner = { scan: exports.scan, memory: exports.memory };
+    // The module's bytes as scripts/heatmap-wasm.mjs saved them (building them here is ~8-13 ms of cold JavaScript).
+    compiled ??= new wasm.Module(Buffer.from(PLAIN_SCAN_WASM, 'base64'));
+    const { exports } = new wasm.Instance(compiled);
+    this.scan = exports.scan;
+    this.count = exports.count;
+    this.memory = exports.memory;
   }
-  return scanner;
+
+  /** Grows the memory to reach `end`. */
+  private room(end: number): void {
+    const need = end - this.memory.buffer.byteLength;
+    if (need > 0) this.memory.grow(Math.ceil(need / 65536));
+  }
+
+  /** Where `bytes` input bytes go: IN_BASE, unless counts are reserved there (then after them). */
+  private place(bytes: number): number {
+    if (this.cells === 0 || IN_BASE + bytes <= this.countsBase) {
+      this.inputEnd = Math.max(this.inputEnd, IN_BASE + bytes);
+      return IN_BASE;
+    }
+    return this.countsBase + Math.ceil((4 * this.cells) / 16) * 16;
+  }
+
+  /** Copies `bytes` to a place for input (`inBase` then says where; growing the memory to fit). */
+  load(bytes: Uint8Array): void {
+    this.inBase = this.place(bytes.length);
+    this.room(this.inBase + bytes.length);
+    new Uint8Array(this.memory.buffer, this.inBase, bytes.length).set(bytes);
+  }
+
+  /**
+   * A place for `bytes` bytes of input in the memory, to read into: a chunk of it handed to HeatMapInput.bytes is
+   * scanned where it is (no copy). Valid until the memory grows.
+   */
+  inputArea(bytes: number): Uint8Array {
+    const at = this.place(bytes);
+    this.room(at + bytes);
+    return new Uint8Array(this.memory.buffer, at, bytes);
+  }
+
+  /** Reserves `cells` zeroed cell counts above every input so far (once; `counts()` is their view). */
+  reserveCounts(cells: number): void {
+    if (this.cells !== 0) throw new Error('PlainScanner: counts already reserved');
+    this.countsBase = Math.ceil(this.inputEnd / 16) * 16;
+    this.room(this.countsBase + 4 * cells);
+    this.cells = cells;
+  }
+
+  /** Pairs parsed by the last call. */
+  get added(): number {
+    return new Int32Array(this.memory.buffer, S_ADDED, 1)[0]!;
+  }
+
+  /** The (time offset, latency) pairs the last `scan` call wrote (a view, valid until the memory grows). */
+  pairs(): Float64Array {
+    return new Float64Array(this.memory.buffer, OUT_BASE, 2 * this.added);
+  }
+
+  /** The largest time offset and latency so far (the calls update them). */
+  get maxima(): [maxRel: number, largestLatency: number] {
+    const f = new Float64Array(this.memory.buffer, 0, 3);
+    return [f[S_MAXREL / 8]!, f[S_LARGEST / 8]!];
+  }
+
+  set maxima([maxRel, largestLatency]: [number, number]) {
+    const f = new Float64Array(this.memory.buffer, 0, 3);
+    f[S_MAXREL / 8] = maxRel;
+    f[S_LARGEST / 8] = largestLatency;
+  }
+
+  /** Sets `count`'s layout and running results (before a call). */
+  setCount(l: CountLayout, largestCol: number, largestCount: number): void {
+    const f = new Float64Array(this.memory.buffer, 0, S_BAD_REL / 8 + 1);
+    f[S_MINLAT / 8] = l.minLat;
+    f[S_MAXLAT / 8] = l.maxLat;
+    f[S_STEPLAT / 8] = l.stepLat;
+    f[S_DIVISOR / 8] = l.divisor;
+    f[S_STEPSEC / 8] = l.stepSec;
+    f[S_MAXCOL / 8] = l.maxCol;
+    const i = new Int32Array(this.memory.buffer, 0, S_BAD / 4 + 1);
+    i[S_COUNTS / 4] = this.countsBase;
+    i[S_STRIDE / 4] = l.stride;
+    i[S_LARGEST_COL / 4] = largestCol;
+    i[S_LARGEST_COUNT / 4] = largestCount;
+    i[S_BAD / 4] = 0;
+  }
+
+  /** `count`'s results (after a call). */
+  countResults(): CountResults {
+    const i = new Int32Array(this.memory.buffer, 0, S_BAD / 4 + 1);
+    const bad = i[S_BAD / 4] !== 0;
+    return {
+      largestCol: i[S_LARGEST_COL / 4]!,
+      largestCount: i[S_LARGEST_COUNT / 4]! >>> 0,
+      badRel: bad ? new Float64Array(this.memory.buffer, S_BAD_REL, 1)[0]! : undefined,
+    };
+  }
+
+  /** The cell counts (a view, valid until the memory grows). */
+  counts(): Uint32Array {
+    return new Uint32Array(this.memory.buffer, this.countsBase, this.cells);
+  }
+}
+
+let shared: PlainScanner | undefined;
+
+/** The instance without cells that every HeatMapInput shares (calls are synchronous; the state is passed in). */
+export function plainScanner(): PlainScanner {
+  shared ??= new PlainScanner();
+  return shared;
 }

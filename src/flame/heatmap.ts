@@ -17,9 +17,10 @@
  */
 import { escapeAttr, escapeText } from './svg/document.js';
 import { cFixed, perlNum } from './perl.js';
-import { HeatMapError, HeatMapInput, type HeatMapSink } from './heatmap-input.js';
+import { HeatMapError, HeatMapInput, type HeatMapSink, type PlainCounting } from './heatmap-input.js';
+import { type CountLayout, PlainScanner } from './heatmap-scan.js';
 
-export { HeatMapError, HeatMapInput, type HeatMapSink };
+export { HeatMapError, HeatMapInput, type HeatMapSink, type PlainCounting };
 
 /** Most columns a heat map may have (trace2heatmap.pl's limit). */
 export const MAX_COLUMNS = 10000;
@@ -84,7 +85,10 @@ const XPAD = 10;
 
 /** What `renderHeatMap` drew, besides the SVG text. */
 export interface HeatMapResult {
-  svg: string;
+  /** The SVG document (made from `bytes` when first read). */
+  readonly svg: string;
+  /** The SVG document as UTF-8 bytes (what the heat map command writes). */
+  bytes: Uint8Array;
   /** Columns and rows of the map (the largest of each is not drawn). */
   columns: number;
   rows: number;
@@ -121,11 +125,12 @@ export type HeatMapTotals = Pick<HeatMapInput, 'count' | 'maxRel' | 'largestLate
 
 /**
  * A heat map's cell counts, with the layout fixed from the totals of the events before they are counted: so a file
- * can be read twice, first by a HeatMapInput with a sink that does nothing (for the totals), then by one whose sink
- * is `add` (the heat map command does this for regular files: no event is stored). `add` must then see the same
- * events as the first pass; `render()` draws the map.
+ * can be read twice, first by a `new HeatMapInput('totals')` (for the totals), then by a `new HeatMapInput(counter)`
+ * (the heat map command does this for regular files: no event is stored, and plain lines are counted in
+ * WebAssembly as they are parsed, heatmap-scan.ts). The second pass must then see the same events as the first;
+ * `render()` draws the map. The counts live in the memory of the counter's own WebAssembly instance.
  */
-export class HeatMapCounter {
+export class HeatMapCounter implements PlainCounting {
   private readonly o: HeatMapOptions;
   private readonly timeFactor: number;
   private readonly minLat: number;
@@ -133,17 +138,24 @@ export class HeatMapCounter {
   private readonly stepLat: number;
   private readonly largestRow: number;
   private readonly stride: number;
-  private readonly counts: Uint32Array;
+  /** Holds the counts (column-major, `stride` rows a column) and counts plain lines (PlainCounting). */
+  readonly scanner: PlainScanner;
+  private readonly layout: CountLayout;
   /** [largest column, largest count, index of an event before the first line's time or -1]: countSlice's results. */
   private readonly st = new Float64Array(3);
   private calls = 0;
-  /** Events passed to `add` (counted or left out). */
+  /** Events seen so far, counted or left out (passed to `add` or counted by the scanner's `count`). */
   added = 0;
 
-  /** Throws HeatMapError for bad options, no events or impossible dimensions. */
+  /**
+   * `scanner`: the WebAssembly instance to keep the counts in and count with (one the first pass read into, so that
+   * both passes use the same memory; it must have no counts yet); by default a new one. Throws HeatMapError for bad
+   * options, no events or impossible dimensions.
+   */
   constructor(
     private readonly totals: HeatMapTotals,
     opts: Partial<HeatMapOptions> = {},
+    scanner?: PlainScanner,
   ) {
     const o: HeatMapOptions = { ...DEFAULT_HEATMAP_OPTIONS, ...opts };
     this.o = o;
@@ -173,8 +185,38 @@ export class HeatMapCounter {
     this.stride = largestRow + 1;
     let maxColumns = Math.trunc(totals.maxRel / timeFactor / o.stepSec) + 1;
     if (o.maxCol !== undefined && o.maxCol + 1 < maxColumns) maxColumns = o.maxCol + 1;
-    this.counts = new Uint32Array(maxColumns * this.stride);
+    this.scanner = scanner ?? new PlainScanner();
+    this.scanner.reserveCounts(maxColumns * this.stride);
+    this.layout = {
+      minLat,
+      maxLat,
+      stepLat,
+      divisor: timeFactor,
+      stepSec: o.stepSec,
+      maxCol: o.maxCol ?? Infinity,
+      stride: this.stride,
+    };
     this.st[2] = -1;
+  }
+
+  /** PlainCounting: before the scanner's `count` runs. */
+  beforeCount(): void {
+    this.scanner.setCount(this.layout, this.st[0]!, this.st[1]!);
+  }
+
+  /** PlainCounting: after the scanner's `count` ran; throws HeatMapError as `add`. */
+  afterCount(): void {
+    const r = this.scanner.countResults();
+    this.st[0] = r.largestCol;
+    this.st[1] = r.largestCount;
+    if (r.badRel !== undefined) this.early(r.badRel);
+    this.added += this.scanner.added;
+  }
+
+  private early(rel: number): never {
+    throw new HeatMapError(
+      `an event is ${perlNum(-rel)} ${this.o.unitsTime} before the first line's time: the input must be in time order`,
+    );
   }
 
   /**
@@ -184,6 +226,7 @@ export class HeatMapCounter {
   add(pairs: Float64Array, from: number, to: number): void {
     const { o, st } = this;
     this.added += to - from;
+    const counts = this.scanner.counts();
     // countSlice takes at most 4096 events a call, the first calls 64: they run in the interpreter and record type
     // feedback for the whole function, its exit included, before V8 optimizes it (a loop optimized while its exit
     // had never run was thrown away at the end of the first block and compiled again).
@@ -193,7 +236,7 @@ export class HeatMapCounter {
         pairs,
         at,
         end,
-        this.counts,
+        counts,
         this.stride,
         this.minLat,
         this.maxLat,
@@ -203,11 +246,7 @@ export class HeatMapCounter {
         o.maxCol ?? Infinity,
         st,
       );
-      if (st[2]! >= 0) {
-        throw new HeatMapError(
-          `an event is ${perlNum(-pairs[2 * st[2]!]!)} ${o.unitsTime} before the first line's time: the input must be in time order`,
-        );
-      }
+      if (st[2]! >= 0) this.early(pairs[2 * st[2]!]!);
       at = end;
     }
   }
@@ -223,7 +262,7 @@ export class HeatMapCounter {
       rangeLabels.push(`${perlNum(minLat + l * stepLat)}-${perlNum(minLat + (l + 1) * stepLat)}${o.unitsLabel}`);
     }
     const svg = drawHeatMap(o, {
-      counts: this.counts,
+      counts: this.scanner.counts(),
       stride: this.stride,
       columns: o.drawAll ? largestCol + 1 : largestCol,
       rows: drawnRows,
@@ -233,7 +272,7 @@ export class HeatMapCounter {
       minLabel: perlNum(minLat) + o.unitsLabel,
       maxLabel: (o.maxLat ? perlNum(o.maxLat) : this.totals.largestLatencyText) + o.unitsLabel,
     });
-    return { svg: svg.text, columns: largestCol + 1, rows: largestRow + 1, cells: svg.cells, largestCount };
+    return result(svg, largestCol + 1, largestRow + 1, largestCount);
   }
 }
 
@@ -260,7 +299,7 @@ interface HeatMapGrid {
  * The SVG of a heat map grid with trace2heatmap.pl's geometry, colours, texts and hover script (see the module
  * comment); options as {@link renderHeatMap}'s (`stepSec`: seconds per column, for the time labels).
  */
-function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { text: string; cells: number } {
+function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { bytes: Uint8Array; cells: number } {
   const largestCol = g.columns;
   const largestRow = g.rows;
   const stepSec = o.stepSec;
@@ -273,7 +312,7 @@ function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { text: string; cells: 
   if (width < MIN_WIDTH) width = MIN_WIDTH;
   const height = largestRow * box + ypad1 + ypad2;
 
-  const out: string[] = [];
+  const out = new ByteOut();
   out.push(
     '<?xml version="1.0" standalone="no"?>\n',
     '<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n',
@@ -327,16 +366,18 @@ function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { text: string; cells: 
     text(labelColor, fs, XPAD + 5, ytop + fs + 4, escapeText(g.maxLabel));
   }
   out.push('</svg>\n');
-  return { text: out.join(''), cells };
+  return { bytes: out.bytes(), cells };
 }
 
 /**
  * Appends the cells of columns [0, g.columns) and rows [0, g.rows) with a non-zero count to `out`, as rect() would
- * print them with their hover; returns how many. A function of its own: V8 optimizes this loop alone, not all of
- * drawHeatMap (whose compilation took ~18 ms).
+ * print them with their hover; returns how many. Each cell is copied from ready pieces (per column, row and count)
+ * into `out`'s bytes: no string per cell (5,127 cells of ~140 bytes on the bench trace: the strings and the young
+ * generation collections they caused took ~25-35 ms of a ~230 ms run). A function of its own: V8 optimizes this
+ * loop alone, not all of drawHeatMap (whose compilation took ~18 ms).
  */
 function drawCells(
-  out: string[],
+  out: ByteOut,
   g: HeatMapGrid,
   rowY: string[],
   rangeLabels: string[],
@@ -348,7 +389,11 @@ function drawCells(
   const largestCol = g.columns;
   const largestRow = g.rows;
   const first = g.firstColumn;
-  const colors = new Map<number, string>();
+  const colors = new Map<number, Uint8Array>();
+  // Per row: `${rowY}` and `${rangeLabel},` as bytes.
+  const rowYBytes = rowY.map((y) => Buffer.from(y));
+  const labelBytes = rangeLabels.map((l) => Buffer.from(`${l},`));
+  const tail = Buffer.from(')" onmouseout="c()" />\n');
   let cells = 0;
   for (let s = 0; s < largestCol; s++) {
     const base = s * stride;
@@ -359,26 +404,118 @@ function drawCells(
     const x1 = XPAD + s * box;
     const xs1 = cFixed(x1, 1);
     const w = cFixed(Number(cFixed(x1 + box, 1)) - Number(xs1), 1);
-    const head = `<rect x="${xs1}" y="`;
-    const mid = `" width="${w}" height="${heightText}" fill="`;
+    const head = Buffer.from(`<rect x="${xs1}" y="`);
+    const mid = Buffer.from(`" width="${w}" height="${heightText}" fill="`);
     const t = first + s;
     let tr = perlNum(t * stepSec);
     if (stepSec > 1) tr += `-${perlNum(t * stepSec - 1 + stepSec)}`;
-    const hover = `" onmouseover="s(${jsString(tr)},`;
+    const hover = Buffer.from(`" onmouseover="s(${jsString(tr)},`);
+    const totalBytes = Buffer.from(`,${total}`);
     for (let l = 0; l < largestRow; l++) {
       const c = counts[base + l]!;
       if (c === 0) continue;
       acc += c;
       let color = colors.get(c);
       if (color === undefined) {
-        color = cellColor(c / largestCount);
+        color = Buffer.from(cellColor(c / largestCount));
         colors.set(c, color);
       }
-      out.push(`${head}${rowY[l]}${mid}${color}${hover}${rangeLabels[l]},${c},${acc},${total})" onmouseout="c()" />\n`);
+      out.add(head);
+      out.add(rowYBytes[l]!);
+      out.add(mid);
+      out.add(color);
+      out.add(hover);
+      out.add(labelBytes[l]!);
+      out.num(c);
+      out.comma();
+      out.num(acc);
+      out.add(totalBytes);
+      out.add(tail);
       cells++;
     }
   }
   return cells;
+}
+
+/**
+ * The SVG's bytes as they are written: strings (UTF-8), byte pieces and numbers, into one buffer that doubles when
+ * full. Its first 1 MiB is reserved, not touched: pages the output does not reach cost nothing.
+ */
+class ByteOut {
+  private buf = Buffer.allocUnsafeSlow(1 << 20);
+  private n = 0;
+
+  private room(more: number): void {
+    if (this.n + more <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.n + more) size *= 2;
+    const bigger = Buffer.allocUnsafeSlow(size);
+    this.buf.copy(bigger, 0, 0, this.n);
+    this.buf = bigger;
+  }
+
+  /** Strings, as UTF-8. */
+  push(...strs: string[]): void {
+    for (const s of strs) {
+      this.room(3 * s.length);
+      this.n += this.buf.write(s, this.n, 'utf8');
+    }
+  }
+
+  add(b: Uint8Array): void {
+    this.room(b.length);
+    this.buf.set(b, this.n);
+    this.n += b.length;
+  }
+
+  comma(): void {
+    this.room(1);
+    this.buf[this.n++] = 44;
+  }
+
+  /** `${v}`: non-negative integers below 2^53 digit by digit, others through String(). */
+  num(v: number): void {
+    if (!(v >= 0 && v <= Number.MAX_SAFE_INTEGER && Math.floor(v) === v)) {
+      this.push(String(v));
+      return;
+    }
+    this.room(16);
+    let digits = 1;
+    for (let p = 10; p <= v && digits < 16; p *= 10) digits++;
+    const end = this.n + digits;
+    for (let i = end - 1; i >= this.n; i--) {
+      const q = Math.floor(v / 10);
+      this.buf[i] = 48 + v - q * 10;
+      v = q;
+    }
+    this.n = end;
+  }
+
+  /** What was written (a view of the buffer). */
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.n);
+  }
+}
+
+/** A HeatMapResult whose `svg` is decoded from the bytes when first read. */
+function result(
+  svg: { bytes: Uint8Array; cells: number },
+  columns: number,
+  rows: number,
+  largestCount: number,
+): HeatMapResult {
+  let text: string | undefined;
+  return {
+    get svg() {
+      text ??= Buffer.from(svg.bytes.buffer, svg.bytes.byteOffset, svg.bytes.length).toString('utf8');
+      return text;
+    },
+    bytes: svg.bytes,
+    columns,
+    rows,
+    cells: svg.cells,
+    largestCount,
+  };
 }
 
 /**
@@ -431,7 +568,7 @@ export function renderHistHeatMap(map: HistHeatMap, opts: Partial<HeatMapOptions
     minLabel: map.rows[0]!,
     maxLabel: map.rows[nRows - 1]!,
   });
-  return { svg: svg.text, columns: nCols, rows: nRows, cells: svg.cells, largestCount };
+  return result(svg, nCols, nRows, largestCount);
 }
 
 /**

@@ -17,6 +17,8 @@ import {
   type HeatMapOptions,
   renderHeatMap,
 } from '../../src/flame/heatmap.js';
+import { plainScanModule } from '../../src/flame/heatmap-scan.js';
+import { PLAIN_SCAN_WASM } from '../../src/flame/heatmap-wasm.js';
 import { repoRoot } from './helpers.js';
 
 const ref = process.env.BPFSCOPE_HEATMAP_TESTDATA ?? join(repoRoot(), '..', 'shared', 'testdata', 'heatmap');
@@ -104,9 +106,10 @@ describe('heatmap against trace2heatmap.pl reference SVGs', { skip: !haveRef && 
       assert.equal(renderHeatMap(input, opts).svg, want, `pieces of ${size}`);
     }
   });
-  it('two passes with sinks (totals, then HeatMapCounter.add) give the map of the stored events', () => {
+  it('two passes (totals, then counting by HeatMapCounter) give the map of the stored events', () => {
     // As the CLI reads a regular file: nothing stored, the general path's lines (CRLF, tabs, a fraction, 1e3)
-    // and the plain lines both reach the sink.
+    // and the plain lines are both counted; with sinks (every event through HeatMapCounter.add) and as the CLI
+    // does ('totals', then the counter itself: plain lines counted in WebAssembly).
     const text = readFileSync(join(ref, 'input', 'example-trace.txt'), 'utf8')
       .split('\n')
       .slice(0, 3000)
@@ -124,20 +127,27 @@ describe('heatmap against trace2heatmap.pl reference SVGs', { skip: !haveRef && 
           for (let p = 0; p < bytes.length; p += size) input.bytes(bytes.subarray(p, p + size));
           input.end();
         };
-        const totals = new HeatMapInput(() => {});
-        feed(totals);
-        assert.deepEqual(totals.blockList(), [], 'nothing stored');
-        const counter = new HeatMapCounter(totals, opts);
-        const input = new HeatMapInput((pairs, from, to) => counter.add(pairs, from, to));
-        feed(input);
-        assert.equal(counter.added, totals.count);
-        assert.equal(counter.render().svg, want, `pieces of ${size}, ${JSON.stringify(opts)}`);
+        for (const sinks of [true, false]) {
+          const totals = new HeatMapInput(sinks ? () => {} : 'totals');
+          feed(totals);
+          assert.deepEqual(totals.blockList(), [], 'nothing stored');
+          const counter = new HeatMapCounter(totals, opts);
+          const input = new HeatMapInput(sinks ? (pairs, from, to) => counter.add(pairs, from, to) : counter);
+          feed(input);
+          assert.deepEqual(input.blockList(), [], 'nothing stored');
+          assert.equal(counter.added, totals.count);
+          assert.equal(counter.render().svg, want, `pieces of ${size}, ${JSON.stringify(opts)}, sinks ${sinks}`);
+        }
       }
     }
   });
 });
 
 describe('heatmap input parser on many lines', () => {
+  it('runs the module its instructions build (heatmap-wasm.ts is up to date: scripts/heatmap-wasm.mjs)', () => {
+    assert.deepEqual(Buffer.from(PLAIN_SCAN_WASM, 'base64'), Buffer.from(plainScanModule()));
+  });
+
   it('keeps every event across storage blocks and odd lines in the middle (1 MiB pieces, one piece)', () => {
     // 150,000 events: time 2000000000 + i (us), latency i % 97 + 1; line 40,000 (after the header) is written as a
     // decimal fraction and line 100,000 with a CRLF, so the byte parser hands them to the general path mid-stream.

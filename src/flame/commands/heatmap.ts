@@ -18,6 +18,7 @@ import {
   renderHeatMap,
   renderHistHeatMap,
 } from '../heatmap.js';
+import { PlainScanner } from '../heatmap-scan.js';
 import { HistJsonInput } from '../histjson.js';
 import { CHUNK_BYTES, readInputs } from '../input.js';
 import { floatOption, intOption, parseCommandArgs, writeOut } from './common.js';
@@ -109,8 +110,8 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     checkHeatMapOptions({ ...DEFAULT_HEATMAP_OPTIONS, ...opts }); // before waiting on the input
-    const { svg } = regularFiles(positionals) ? twoPasses(positionals, opts) : await onePass(positionals, opts);
-    await writeOut(svg);
+    const { bytes } = regularFiles(positionals) ? twoPasses(positionals, opts) : await onePass(positionals, opts);
+    await writeOut(bytes);
   } catch (err) {
     if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
     throw err;
@@ -147,21 +148,24 @@ async function onePass(files: string[], opts: Partial<HeatMapOptions>): Promise<
 /**
  * Regular files are read twice instead of storing the events (16 bytes each: 16 MiB of fresh memory for a
  * million, whose page faults alone took ~65 ms of CPU here, more than a second parse): the first pass keeps only
- * the totals the layout needs, the second counts each event as it is parsed. The second pass reads the bytes the
- * first one read, so a file that grows meanwhile (a trace still being written) gives the same events twice.
+ * the totals the layout needs, the second counts each event as it is parsed. Both read into the same place in the
+ * parser's WebAssembly memory, which also holds the counts (heatmap-scan.ts: no copy, little fresh memory). The
+ * second pass reads the bytes the first one read, so a file that grows meanwhile (a trace still being written)
+ * gives the same events twice.
  */
 function twoPasses(files: string[], opts: Partial<HeatMapOptions>): HeatMapResult {
-  const buf = Buffer.allocUnsafe(CHUNK_BYTES); // one buffer for both passes (fresh memory is what costs)
-  const totals = new HeatMapInput(() => {});
+  const scanner = new PlainScanner();
+  const totals = new HeatMapInput('totals', scanner);
   const sizes = files.map((f) => {
-    const size = readFileRange(f, buf, Infinity, (chunk) => totals.bytes(chunk));
+    const size = readFileRange(f, scanner.inputArea(CHUNK_BYTES), Infinity, (chunk) => totals.bytes(chunk));
     totals.end();
     return size;
   });
-  const counter = new HeatMapCounter(totals, opts);
-  const input = new HeatMapInput((pairs, from, to) => counter.add(pairs, from, to));
+  const counter = new HeatMapCounter(totals, opts, scanner);
+  const input = new HeatMapInput(counter);
   files.forEach((f, i) => {
-    readFileRange(f, buf, sizes[i]!, (chunk) => input.bytes(chunk));
+    // The area again: reserving the counts may have grown the memory (detaching views made before).
+    readFileRange(f, scanner.inputArea(CHUNK_BYTES), sizes[i]!, (chunk) => input.bytes(chunk));
     input.end();
   });
   if (input.count !== totals.count) {
@@ -171,7 +175,7 @@ function twoPasses(files: string[], opts: Partial<HeatMapOptions>): HeatMapResul
 }
 
 /** Calls `onChunk` with the first `limit` bytes of file `name` (or all), read into `buf`; returns how many. */
-function readFileRange(name: string, buf: Buffer, limit: number, onChunk: (chunk: Buffer) => void): number {
+function readFileRange(name: string, buf: Uint8Array, limit: number, onChunk: (chunk: Uint8Array) => void): number {
   let fd: number;
   try {
     fd = openSync(name, 'r');
@@ -222,8 +226,8 @@ async function histMain(
     const name = map === undefined || map.startsWith('@') ? map : `@${map}`;
     const hist = input.heatMap(name, opts.unitsLabel ?? '');
     if (opts.maxCol !== undefined) hist.columns = hist.columns.slice(0, opts.maxCol + 1);
-    const { svg } = renderHistHeatMap(hist, opts);
-    await writeOut(svg);
+    const { bytes } = renderHistHeatMap(hist, opts);
+    await writeOut(bytes);
   } catch (err) {
     if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
     throw err;
