@@ -11,8 +11,9 @@
 //   first two lines (PRELUDE) are a /bin/sh script that node reads as a comment: run as a command it starts node on
 //   this same file without Node's environment variables, and the first JavaScript statement takes SIGUSR1 over from
 //   Node's inspector (why: launch.ts, "Security").
-// koffi (native) and gecko-profiler-demangle (found with require.resolve) stay external, loaded from node_modules at
-// run time. `import.meta.url` (createRequire in kernel/ffi.ts, symbols/demangle.ts, builtins.ts) becomes the
+// koffi (native) stays external, loaded from node_modules at run time. gecko-profiler-demangle's JavaScript glue is
+// bundled (a lazy init function: a real import() would fail in a script run from the code cache, see
+// symbols/demangle.ts); its .wasm file is read from node_modules (require.resolve). `import.meta.url` (createRequire in kernel/ffi.ts, symbols/demangle.ts, builtins.ts) becomes the
 // bundle file's URL. cli.cjs.map maps the minified cli.cjs back to src/ (for stack traces under BPFSCOPE_DEBUG=1).
 import { chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,7 +27,7 @@ const common = {
   format: 'cjs',
   platform: 'node',
   target: 'node20',
-  external: ['koffi', 'gecko-profiler-demangle'],
+  external: ['koffi'],
   define: { 'import.meta.url': '__bpfscopeFileUrl' },
   banner: { js: "const __bpfscopeFileUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',

@@ -475,6 +475,7 @@ export function compile(source: SourceFile, opts: CompileOptions = {}): CompileR
       ringbufSize: opts.ringbufSize ?? config.ringbufSize,
       printMapsOnExit: config.printMapsOnExit,
       ...(config.showDebugInfo ? { showDebugInfo: true } : {}),
+      ...(config.cppDemangle ? {} : { cppDemangle: false }),
       maxCatBytes: config.maxCatBytes,
       strTruncTrailer: config.strTruncTrailer,
     },

@@ -174,6 +174,8 @@ export interface CompiledProgram extends ProgramResources {
   maxCatBytes: number;
   /** User stacks with source lines and inlined functions from DWARF (config `show_debug_info`). */
   showDebugInfo?: boolean;
+  /** `false` when user symbol names are printed as they are in the file (config `cpp_demangle = 0`); else demangled. */
+  cppDemangle?: false;
   /** Appended to a truncated string when printed (config `str_trunc_trailer`, default `..`). */
   strTruncTrailer?: string;
 }

@@ -16,7 +16,7 @@ import { hasWildcard } from '../probes/glob.js';
 import { isIterAttachment } from '../probes/iter.js';
 import type { AttachedProbe } from '../probes/types.js';
 import type { SourceFile } from '../lang/diagnostics.js';
-import { SymbolResolver } from '../symbols/resolver.js';
+import { SymbolResolver, type SymbolResolverOptions } from '../symbols/resolver.js';
 import { buildMapDump, type DecodeContext } from './decode.js';
 import { StackReader } from './stacks.js';
 
@@ -118,13 +118,13 @@ export class Session {
     this.stacks = new StackReader(
       (name) => this.maps.get(name),
       () => {
-        resolver ??= new SymbolResolver(compiled.showDebugInfo ? { debugInfo: true } : {});
+        resolver ??= new SymbolResolver(resolverOptions(compiled));
         return resolver;
       },
     );
     // current bpftrace indents stack frames by 8 spaces in printf and in map keys alike (0.17 used 4 in map keys)
     const sym = (): SymbolResolver => {
-      resolver ??= new SymbolResolver(compiled.showDebugInfo ? { debugInfo: true } : {});
+      resolver ??= new SymbolResolver(resolverOptions(compiled));
       return resolver;
     };
     // an address without a symbol in hex, the null address as `0` (bpftrace prints a C++ void*)
@@ -608,4 +608,12 @@ export class Session {
     }
     return buildMapDump(plan, raw, this.mapCtx);
   }
+}
+
+/** The symbol resolver options a program's config asks for (`show_debug_info`, `cpp_demangle`). */
+function resolverOptions(compiled: CompiledProgram): SymbolResolverOptions {
+  return {
+    ...(compiled.showDebugInfo ? { debugInfo: true } : {}),
+    ...(compiled.cppDemangle === false ? { demangle: false } : {}),
+  };
 }

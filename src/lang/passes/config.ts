@@ -11,6 +11,7 @@
  * - `missing_probes` (`error` default, `warn`, `ignore`): what an attach point matching nothing does;
  * - `max_probes` (default 1024): the most probes a program attaches (a multi-attach link counts once);
  * - `show_debug_info` (default false): source lines and inlined functions in user stacks, from DWARF.
+ * - `cpp_demangle` (default true; `0`/`1`/`true`/`false`): C++/Rust user symbol names printed demangled.
  * - `stack_mode` (`bpftrace` default, `perf`, `raw`; `BPFTRACE_STACK_MODE`): the output mode of `kstack`/`ustack`
  *   written without a mode (bpftrace's `build_id` mode is not supported yet: an error).
  * - `str_trunc_trailer` (default `..`, `BPFTRACE_STR_TRUNC_TRAILER`): printed after a string that fills its buffer
@@ -45,6 +46,8 @@ export interface RuntimeConfig {
    * blazesym defaults to true): user stack frames show `@file:line` and `[inlined]` frames from DWARF.
    */
   showDebugInfo: boolean;
+  /** `cpp_demangle` (default true, as bpftrace): C++ and Rust names of user symbols are printed demangled. */
+  cppDemangle: boolean;
   /** `stack_mode`: the mode of `kstack`/`ustack` written without one (bpftrace's StackMode, default `bpftrace`). */
   stackMode: StackMode;
   /** `str_trunc_trailer`: text printed after a truncated string (current bpftrace's default `..`). */
@@ -81,7 +84,6 @@ const MAX_STRLEN_LIMIT = 16384;
 const KNOWN_LATER = new Set([
   'max_bpf_progs',
   'log_size',
-  'cpp_demangle',
   'lazy_symbolication',
   'on_stack_limit',
   'symbol_source',
@@ -192,7 +194,7 @@ export function resolveConfig(
         continue;
       }
       license = found;
-    } else if (key === 'print_maps_on_exit' || key === 'show_debug_info') {
+    } else if (key === 'print_maps_on_exit' || key === 'show_debug_info' || key === 'cpp_demangle') {
       const v =
         typeof item.value === 'bigint'
           ? item.value !== 0n
@@ -234,6 +236,7 @@ export function resolveConfig(
       ringbufSize: pow2AtLeast(pages * PAGE),
       printMapsOnExit: values.get('print_maps_on_exit') !== 0n,
       showDebugInfo: values.get('show_debug_info') === 1n,
+      cppDemangle: values.get('cpp_demangle') !== 0n,
       maxCatBytes: Number(values.get('max_cat_bytes') ?? 10240n),
       maxProbes: Number(values.get('max_probes') ?? 1024n),
       missingProbes,
