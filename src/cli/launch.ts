@@ -5,8 +5,6 @@
  * flame-main.ts; for the bcc tools tools.cjs, from tools-main.ts, cli.cjs without the exporter, agent, web UI and
  * flame code), through a V8 code cache, so a run does not parse and compile the CLI's ~1 MB of JavaScript again:
  * measured here, `bpfscope -e 'BEGIN { exit(); }'` takes ~70 ms of CPU with the cache and ~110 ms without it.
- * (A V8 startup snapshot, `node --snapshot-blob`, was measured as a replacement and does not win on Node 20:
- * bench/results/startup-issue13.md, Part 9.)
  *
  * The cache is `dist/bundle/cache/<mode>-<bundle size>-<mtime>-<node version>-<arch>.bin`, one per mode (`run`
  * for programs, `list` for -l, `other` for --help/--version, else the subcommand: each caches the functions its
