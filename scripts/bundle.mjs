@@ -6,6 +6,8 @@
 //   of start-up time; CommonJS because it can be compiled with a V8 code cache (vm.Script), which Node 20 offers for
 //   no ES module. Modules the CLI imports lazily stay lazy inside the file (esbuild wraps them in init functions).
 // - flame.cjs: src/cli/flame-main.ts, the flame graph and heat map subcommands only (src/cli/flame-commands.ts).
+// - tools.cjs: src/cli/tools-main.ts, the bcc tools only (src/cli/tool-commands.ts): cli.cjs without the exporter,
+//   agent, web UI, flame commands and their packages (yaml, ajv, ws, prom-client, hono...).
 // - bpfscope.cjs: src/cli/launch.ts, package.json's "bin": runs cli.cjs (flame.cjs for those subcommands) through
 //   the code cache (see launch.ts). Its
 //   first two lines (PRELUDE) are a /bin/sh script that node reads as a comment: run as a command it starts node on
@@ -50,6 +52,17 @@ await build({
   ...common,
   entryPoints: [join(root, 'src', 'cli', 'flame-main.ts')],
   outfile: join(outdir, 'flame.cjs'),
+  minifyWhitespace: true,
+  minifySyntax: true,
+  sourcemap: 'linked',
+});
+// tools.cjs: the bcc tools alone (src/cli/tools-main.ts), which the launcher runs for a tool's name instead of
+// cli.cjs: the same tool code without what no tool runs, so less source to read and less code cache to load at
+// each tool's start (bench/results/startup-issue13.md, Part 9).
+await build({
+  ...common,
+  entryPoints: [join(root, 'src', 'cli', 'tools-main.ts')],
+  outfile: join(outdir, 'tools.cjs'),
   minifyWhitespace: true,
   minifySyntax: true,
   sourcemap: 'linked',

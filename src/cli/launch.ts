@@ -2,7 +2,8 @@
  * The installed `bpfscope` command (package.json "bin": dist/bundle/bpfscope.cjs, built from this file by
  * scripts/bundle.mjs). It runs the one-file CLI bundle next to it, dist/bundle/cli.cjs (src/cli/main.ts and all it
  * imports; for the flame graph and heat map subcommands of flame-commands.ts the much smaller flame.cjs, from
- * flame-main.ts), through a V8 code cache, so a run does not parse and compile the CLI's ~1 MB of JavaScript again:
+ * flame-main.ts; for the bcc tools tools.cjs, from tools-main.ts, cli.cjs without the exporter, agent, web UI and
+ * flame code), through a V8 code cache, so a run does not parse and compile the CLI's ~1 MB of JavaScript again:
  * measured here, `bpfscope -e 'BEGIN { exit(); }'` takes ~70 ms of CPU with the cache and ~110 ms without it.
  *
  * The cache is `dist/bundle/cache/<mode>-<bundle size>-<mtime>-<node version>-<arch>.bin`, one per mode (`run`
@@ -45,6 +46,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
+import { TOOLS } from '../tools/catalog.js';
 import { FLAME_COMMAND_NAMES } from './flame-commands.js';
 
 type CliFunction = (
@@ -71,8 +73,18 @@ function refuseNodeOptions(): void {
 refuseNodeOptions();
 
 const dir = dirname(fileURLToPath(import.meta.url));
-// The flame graph and heat map subcommands run from their own small bundle (flame-commands.ts says why).
-const file = join(dir, FLAME_COMMAND_NAMES.includes(process.argv[2] ?? '') ? 'flame.cjs' : 'cli.cjs');
+const file = join(dir, bundleFor(process.argv[2] ?? ''));
+
+/**
+ * The bundle that runs `bpfscope NAME ...`: the flame graph and heat map subcommands and the bcc tools have bundles
+ * of their own without the code they never run (flame-commands.ts and tool-commands.ts say why), everything else
+ * (programs, -l, ps, exporter, agent, ui, tools, --help) runs from cli.cjs.
+ */
+function bundleFor(name: string): string {
+  if (FLAME_COMMAND_NAMES.includes(name)) return 'flame.cjs';
+  if (TOOLS.some((t) => t.name === name)) return 'tools.cjs';
+  return 'cli.cjs';
+}
 // The shebang line becomes an empty line, so line numbers in stack traces stay those of cli.cjs.
 const source = readFileSync(file, 'utf8').replace(/^#!.*/, '');
 const cacheFile = join(

@@ -53,13 +53,19 @@ export interface LinkCache {
   version: string;
 }
 
-/** The CLI bundle's cache (dist/bundle/cache/link), or null when this code is not the bundle (cli.cjs). */
+/**
+ * The CLI bundle's cache (dist/bundle/cache/link for cli.cjs, cache/link-tools for the tools' bundle tools.cjs: one
+ * directory each, so neither prunes the other's entries as another build's), or null when this code is not one of
+ * the two bundles.
+ */
 function bundleCache(): LinkCache | null {
   try {
     const file = fileURLToPath(import.meta.url);
-    if (basename(file) !== 'cli.cjs') return null;
+    const name = basename(file);
+    if (name !== 'cli.cjs' && name !== 'tools.cjs') return null;
     const st = statSync(file);
-    return { dir: join(dirname(file), 'cache', 'link'), version: `${st.size}-${Math.trunc(st.mtimeMs)}` };
+    const dir = join(dirname(file), 'cache', name === 'cli.cjs' ? 'link' : 'link-tools');
+    return { dir, version: `${st.size}-${Math.trunc(st.mtimeMs)}` };
   } catch {
     return null;
   }
