@@ -72,7 +72,9 @@ refuseNodeOptions();
 
 const dir = dirname(fileURLToPath(import.meta.url));
 // The flame graph and heat map subcommands run from their own small bundle (flame-commands.ts says why).
-const file = join(dir, FLAME_COMMAND_NAMES.includes(process.argv[2] ?? '') ? 'flame.cjs' : 'cli.cjs');
+let file = join(dir, FLAME_COMMAND_NAMES.includes(process.argv[2] ?? '') ? 'flame.cjs' : 'cli.cjs');
+// The agent runs from its own bundle (agent-main.ts says why).
+if (process.argv[2] === 'agent') file = join(dir, 'agent.cjs');
 // The shebang line becomes an empty line, so line numbers in stack traces stay those of cli.cjs.
 const source = readFileSync(file, 'utf8').replace(/^#!.*/, '');
 const cacheFile = join(
