@@ -15,8 +15,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Agent, request, type IncomingMessage } from 'node:http';
-import type { ClientHttp2Session } from 'node:http2';
+import type * as Http2 from 'node:http2';
 import type * as Https from 'node:https';
+import { createRequire } from 'node:module';
 import { grpcFrame, parcaWriteRawRequest, pyroscopePushRequest, type SeriesLabel } from './proto.js';
 
 /** A failed push: `retry` tells whether sending the same profile again may succeed. */
@@ -57,6 +58,12 @@ export interface Backend {
 function retryable(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
+
+/**
+ * node:https and node:http2 are loaded when a URL needs them (each costs ~2-5 MB of RSS for the life of the agent),
+ * with require: a dynamic import() is not available to the bundle's code as the launcher runs it (vm.Script).
+ */
+const load = createRequire(import.meta.url);
 
 function joinUrl(base: string, path: string): string {
   return base.replace(/\/+$/, '') + path;
@@ -139,14 +146,14 @@ export class PyroscopeBackend implements Backend {
   }
 
   /** The status and body (first 64 KiB) of a POST; rejects on a connection error or after `timeoutMs`. */
-  private async request(
+  private request(
     url: URL,
     body: Uint8Array,
     headers: Record<string, string>,
     timeoutMs: number,
   ): Promise<{ status: number; text: string }> {
     const tls = url.protocol === 'https:';
-    const mod = tls ? ((await import('node:https')) as typeof Https) : { request, Agent };
+    const mod = tls ? (load('node:https') as typeof Https) : { request, Agent };
     if (!this.agent) this.agent = new mod.Agent({ keepAlive: true, maxSockets: 1 });
     return new Promise((resolve, reject) => {
       let settled = false;
@@ -214,7 +221,7 @@ export function ingestUrl(base: string, p: OutgoingProfile): string {
 /** Parca's gRPC WriteRaw (see the module comment). One HTTP/2 connection, reopened after a failure. */
 export class ParcaBackend implements Backend {
   readonly name = 'parca';
-  private session: ClientHttp2Session | undefined;
+  private session: Http2.ClientHttp2Session | undefined;
 
   constructor(
     readonly url: string,
@@ -222,9 +229,9 @@ export class ParcaBackend implements Backend {
   ) {}
 
   /** The HTTP/2 connection (node:http2 is loaded on the first push: only a Parca backend needs it). */
-  private async conn(): Promise<ClientHttp2Session> {
+  private conn(): Http2.ClientHttp2Session {
     if (!this.session || this.session.closed || this.session.destroyed) {
-      const { connect } = await import('node:http2');
+      const { connect } = load('node:http2') as typeof Http2;
       const s = connect(this.url);
       s.on('error', () => {
         /* reported by the request */
@@ -237,7 +244,7 @@ export class ParcaBackend implements Backend {
 
   async send(p: OutgoingProfile, timeoutMs: number): Promise<void> {
     const body = grpcFrame(parcaWriteRawRequest(p.labels, p.pprof, this.tenant));
-    const s = await this.conn();
+    const s = this.conn();
     return new Promise<void>((resolve, reject) => {
       let settled = false;
       const fail = (msg: string, retry: boolean): void => {
