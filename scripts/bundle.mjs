@@ -67,16 +67,30 @@ await build({
   minifySyntax: true,
   sourcemap: 'linked',
 });
+// agent.cjs: src/cli/agent-main.ts, `bpfscope agent` alone (the compiler, loader, symbols and the agent; ~1/3 of
+// cli.cjs), which the launcher runs for that name: the agent runs for days, and every byte of code parsed at start
+// stays in its memory (docs/fleet-agent.md "Overhead").
+await build({
+  ...common,
+  entryPoints: [join(root, 'src', 'cli', 'agent-main.ts')],
+  outfile: join(outdir, 'agent.cjs'),
+  minifyWhitespace: true,
+  minifySyntax: true,
+  sourcemap: 'linked',
+});
 // Line 2 is `':'` (a JavaScript string statement) followed by a `//` comment for node, and for /bin/sh the no-op `:`
 // followed by: unset every exported variable named NODE_*, UV_* or OPENSSL_* (the words of `export -p`, each cut at
 // `=`: a word from inside a value can only name a variable of those families too, and one that is not a valid name
-// is skipped, so `unset` never fails), then exec node on this file, with an inspector address that can never be
+// is skipped, so `unset` never fails), then exec node on this file (for `agent`, with the V8 flags below), with an inspector address that can never be
 // bound (192.0.2.1 is TEST-NET-1, RFC 5737, never a local address) for a SIGUSR1 that arrives before line 3 runs.
 // Node skips line 1 (a hashbang). Line 3 is the first statement node runs.
 const PRELUDE = [
   '#!/bin/sh',
   `':' //; set -f; for v in $(export -p); do v=\${v%%=*}; ` +
     `case $v in *[!A-Za-z0-9_]*) ;; NODE_*|UV_*|OPENSSL_*) unset "$v" ;; esac; done; ` +
+    // the agent (a long-running process) alone gets V8 flags for a smaller heap: young generation semi-spaces of
+    // 1 MiB instead of up to 16, one V8 worker thread instead of one per CPU (docs/fleet-agent.md "Overhead")
+    `case $1 in agent) exec node --inspect-port=192.0.2.1:9229 --max-semi-space-size=1 --v8-pool-size=1 "$0" "$@";; esac; ` +
     `exec node --inspect-port=192.0.2.1:9229 "$0" "$@"`,
   // (a no-op listener: libuv then owns the signal, so Node's inspector never sees it; the CLI adds the real ones)
   "process.on('SIGUSR1', () => {});",

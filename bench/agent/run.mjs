@@ -12,14 +12,16 @@
  * CPU (utime + stime of the tool and its children, from /proc/PID/stat, as a % of one CPU over the wall time) and
  * resident memory (VmRSS at the end, VmHWM peak) are measured. Kernel time in the BPF programs themselves is not
  * included (it is the same program shape for all three).
- * The agent runs twice: as installed (node's default heap sizing) and under `node --max-semi-space-size=1` (V8's
- * young generation held to 1 MiB per semi-space instead of up to 16: the agent allocates little per period, so the
- * default young generation is mostly RSS without benefit; see docs/fleet-agent.md "Overhead").
+ * The agent runs twice: as installed (the bundle run as a command: its /bin/sh prelude starts node with
+ * `--max-semi-space-size=1 --v8-pool-size=1` for `agent`, see docs/fleet-agent.md "Overhead") and as
+ * `node --max-semi-space-size=1 BUNDLE agent` (no prelude; before agent9 the only way to get the smaller young
+ * generation). `--as-node` runs every bundle as `node BUNDLE` instead of as a command.
  * Two floors are measured the same way: node with nothing loaded, and the agent profiling one sleeping process (the
  * bundle, the BPF session and its timers, no samples): what no amount of caching can remove.
  * A peer that cannot run here (bcc's profile needs kernel headers or CONFIG_IKHEADERS) is listed with the reason
  * and no numbers. The load average (1 min) is recorded before and after each tool.
  * Not a test: prints a Markdown table and writes bench/results/agent.json. Usage: sudo node bench/agent/run.mjs
+ * [--seconds N] [--only KEYS] [--before BUNDLE [--together]] [--bundle BUNDLE] [--variants SPEC] [--as-node] [--json FILE]
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -56,6 +58,10 @@ const VARIANTS = opt('--variants', undefined)
       .split(' ')
       .filter(Boolean),
   }));
+// A bundle runs as the installed command (`BUNDLE agent ...`: its /bin/sh prelude, with the V8 flags it gives the
+// agent); --as-node runs `node BUNDLE agent ...` instead (no prelude), as this bench did before agent9.
+const AS_NODE = argv.includes('--as-node');
+const agentCmd = (bundle, args) => (AS_NODE ? [process.execPath, [bundle, ...args]] : [bundle, args]);
 const WARMUP = 12;
 const CLK_TCK = 100;
 
@@ -166,9 +172,8 @@ try {
   const agentArgs = [`--pyroscope=http://127.0.0.1:${port}`, '--hz=49', '--period=10s', '--no-metrics'];
   if (VARIANTS) {
     const runs = [];
-    if (BEFORE)
-      runs.push(measure(`bpfscope agent, before (${BEFORE})`, process.execPath, [BEFORE, 'agent', ...agentArgs]));
-    runs.push(measure('bpfscope agent', process.execPath, [BUNDLE, 'agent', ...agentArgs]));
+    if (BEFORE) runs.push(measure(`bpfscope agent, before (${BEFORE})`, ...agentCmd(BEFORE, ['agent', ...agentArgs])));
+    runs.push(measure('bpfscope agent', ...agentCmd(BUNDLE, ['agent', ...agentArgs])));
     for (const v of VARIANTS)
       runs.push(
         measure(`bpfscope agent (node ${v.flags.join(' ')}) [${v.label}]`, process.execPath, [
@@ -182,16 +187,14 @@ try {
   } else if (BEFORE && TOGETHER && want('agent')) {
     results.push(
       ...(await Promise.all([
-        measure(`bpfscope agent, before (${BEFORE}), run together`, process.execPath, [BEFORE, 'agent', ...agentArgs]),
-        measure('bpfscope agent, run together', process.execPath, [BUNDLE, 'agent', ...agentArgs]),
+        measure(`bpfscope agent, before (${BEFORE}), run together`, ...agentCmd(BEFORE, ['agent', ...agentArgs])),
+        measure('bpfscope agent, run together', ...agentCmd(BUNDLE, ['agent', ...agentArgs])),
       ])),
     );
   } else if (BEFORE && want('agent'))
-    results.push(
-      await measure(`bpfscope agent, before (${BEFORE})`, process.execPath, [BEFORE, 'agent', ...agentArgs]),
-    );
+    results.push(await measure(`bpfscope agent, before (${BEFORE})`, ...agentCmd(BEFORE, ['agent', ...agentArgs])));
   if (want('agent') && !(BEFORE && TOGETHER) && !VARIANTS)
-    results.push(await measure('bpfscope agent', process.execPath, [BUNDLE, 'agent', ...agentArgs]));
+    results.push(await measure('bpfscope agent', ...agentCmd(BUNDLE, ['agent', ...agentArgs])));
   if (want('agent-semi'))
     results.push(
       await measure('bpfscope agent (node --max-semi-space-size=1)', process.execPath, [
@@ -212,17 +215,23 @@ try {
     );
   const idle = spawn('sleep', ['3600'], { stdio: 'ignore', detached: true });
   spinners.push(idle);
+  const idleArgs = [
+    'agent',
+    `--pyroscope=http://127.0.0.1:${port}`,
+    '--hz=49',
+    '--period=10s',
+    `--pid=${idle.pid}`,
+    '--no-metrics',
+  ];
+  // with --before, both floors at the same time
   if (want('floor-agent'))
     results.push(
-      await measure('floor: bpfscope agent -p IDLE_PID (nothing sampled)', process.execPath, [
-        BUNDLE,
-        'agent',
-        `--pyroscope=http://127.0.0.1:${port}`,
-        '--hz=49',
-        '--period=10s',
-        `--pid=${idle.pid}`,
-        '--no-metrics',
-      ]),
+      ...(await Promise.all([
+        ...(BEFORE
+          ? [measure(`floor: bpfscope agent -p IDLE_PID, before (${BEFORE})`, ...agentCmd(BEFORE, idleArgs))]
+          : []),
+        measure('floor: bpfscope agent -p IDLE_PID (nothing sampled)', ...agentCmd(BUNDLE, idleArgs)),
+      ])),
     );
   if (want('bpftrace'))
     results.push(

@@ -78,10 +78,12 @@ const file = join(dir, bundleFor(process.argv[2] ?? ''));
 /**
  * The bundle that runs `bpfscope NAME ...`: the flame graph and heat map subcommands and the bcc tools have bundles
  * of their own without the code they never run (flame-commands.ts and tool-commands.ts say why), everything else
- * (programs, -l, ps, exporter, agent, ui, tools, --help) runs from cli.cjs.
+ * (programs, -l, ps, exporter, ui, tools, --help); `agent` runs from agent.cjs runs from cli.cjs.
  */
 function bundleFor(name: string): string {
   if (FLAME_COMMAND_NAMES.includes(name)) return 'flame.cjs';
+  // the agent runs for days: its own bundle (agent-main.ts says why)
+  if (name === 'agent') return 'agent.cjs';
   if (TOOLS.some((t) => t.name === name)) return 'tools.cjs';
   return 'cli.cjs';
 }

@@ -87,6 +87,12 @@ export interface SessionOptions {
   onLoaded?: (name: string, program: LoadedProgram, insns: import('../codegen/ir.js').Insn[]) => void;
   /** printf() records go here instead of being rendered to `output` (the typed API, `api/`). */
   printfHook?: PrintfHook;
+  /**
+   * Period of the run's housekeeping, ms (default 100): the exit flag check, the ring buffer's nudge and the
+   * longest wait of its reader; lost events are checked every 10 periods. A long-running program with no `exit()`
+   * and few events (the profiling agent: 1000) wakes the process less often; records then wait up to this long.
+   */
+  tickMs?: number;
 }
 
 export class Session {
@@ -232,6 +238,7 @@ export class Session {
       // records are read in place: the integer-only printf fast path needs no Buffer view per event
       rawRecord: (buf, off, len) => this.records.onRawRecord(buf, off, len),
       wakeControl: wake,
+      ...(this.opts.tickMs !== undefined ? { waitTimeoutMs: this.opts.tickMs } : {}),
       ...(this.opts.printfHook?.batchLimit ? { batchLimit: () => this.opts.printfHook!.batchLimit!() } : {}),
       // bpftrace writes each line as it is printed (line buffered): flush after every batch of events
       onBatch: () => this.opts.output.flush(),
@@ -427,14 +434,15 @@ export class Session {
   private startWaiting(): Promise<void> {
     return new Promise((resolve) => {
       // This timer also keeps the event loop (and so the process) alive while we wait: the ring buffer consumer's
-      // handles are unref'd. It checks the exit flag and nudges the consumer every 100 ms, lost events every second.
+      // handles are unref'd. It checks the exit flag and nudges the consumer every tick (100 ms unless
+      // opts.tickMs), lost events every 10 ticks.
       let ticks = 0;
       const timer = setInterval(() => {
         if (++ticks % 10 === 0) this.checkLost();
         this.checkExitFlag();
-        // safety net of the wake control: records left behind a missed wakeup are read within 100 ms
+        // safety net of the wake control: records left behind a missed wakeup are read within a tick
         this.ring?.nudge();
-      }, 100);
+      }, this.opts.tickMs ?? 100);
       this.stopResolve = () => {
         clearInterval(timer);
         resolve();

@@ -47,6 +47,8 @@ export interface TracerOptions extends ProgramOptions {
   logLevel?: number;
   /** Distinct stacks each kstack/ustack map holds (default 4096; bcc's --stack-storage-size). */
   stackMapEntries?: number;
+  /** The session's housekeeping period, ms (SessionOptions.tickMs; default 100). */
+  tickMs?: number;
   /** Called after compilation, before loading (for -d output). */
   onCompiled?: (r: CompileResult) => void;
   /** Called with each loaded program (for -d / -v output). */
@@ -144,6 +146,7 @@ export class Tracer {
         ...(opts.noWarnings ? { noWarnings: true } : {}),
         ...(opts.logLevel !== undefined ? { logLevel: opts.logLevel } : {}),
         ...(opts.stackMapEntries !== undefined ? { stackMapEntries: opts.stackMapEntries } : {}),
+        ...(opts.tickMs !== undefined ? { tickMs: opts.tickMs } : {}),
         ...(opts.onLoaded ? { onLoaded: opts.onLoaded } : {}),
         // SIGUSR1 prints the maps where the end of the run does (the CLI's runs; the tools print their own reports)
         printMapsOnSignal: opts.printMapsAtExit ?? true,

@@ -13,11 +13,15 @@
  *    in /metrics (profiles_dropped_total{reason="queue_full"}), the drops are what did not fit the queue's bound,
  *    and the profiles the queue held through the outage arrive after it.
  * Both also check that the metrics endpoint listens on 127.0.0.1 by default... and that the agent exits 0 on SIGTERM.
+ * Test 1 also checks how the launcher starts the agent: node got the agent's V8 flags from the bundle's /bin/sh
+ * prelude, and the code it ran was dist/bundle/agent.cjs (a code cache named after that file's size).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { after, before, describe as suite, test } from 'node:test';
-import { bpfscopeSkipReason, bpftraceSkipReason, type RunningTool, startTool } from '../helpers/cli.js';
+import { bpfscopeEntry, bpfscopeSkipReason, bpftraceSkipReason, type RunningTool, startTool } from '../helpers/cli.js';
 import {
   FakeParca,
   FakePyroscope,
@@ -72,6 +76,11 @@ suite('bpfscope agent', { skip }, () => {
     try {
       const url = await metricsUrl(agent);
       assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+      if (!process.env.BPFSCOPE_CLI) {
+        // run as the installed command: the launcher's prelude gives the agent (and it alone) its V8 flags
+        const argv = readFileSync(`/proc/${agent.pid}/cmdline`, 'utf8').split('\0');
+        assert.ok(argv.includes('--max-semi-space-size=1') && argv.includes('--v8-pool-size=1'), argv.join(' '));
+      }
       // the oracle: bpftrace counting the same process's samples at the same frequency over the same time
       const oracle = startTool('bpftrace', ['-e', `profile:hz:${HZ} /comm == "bpfs_burn"/ { @samples = count(); }`], {
         timeoutMs: 120000,
@@ -156,6 +165,16 @@ suite('bpfscope agent', { skip }, () => {
       assert.equal(res.code, 0, res.stderr);
       await parca.close();
       await pyro.down();
+    }
+    if (!process.env.BPFSCOPE_CLI) {
+      // the launcher ran the agent's own bundle (agent.cjs): its code cache is named after that file's size
+      const bundle = dirname(bpfscopeEntry());
+      const size = statSync(join(bundle, 'agent.cjs')).size;
+      const caches = readdirSync(join(bundle, 'cache')).filter((f) => f.startsWith('agent-'));
+      assert.ok(
+        caches.some((f) => f.startsWith(`agent-${size}-`)),
+        `an agent cache of the ${size}-byte agent.cjs in ${caches.join(', ')}`,
+      );
     }
   });
 

@@ -51,6 +51,8 @@ const TASK_DEAD = 0x80;
 const PF_KTHREAD = 0x00200000;
 /** Least age of a known process's maps before a new address re-reads them, ms (see Profiler.start). */
 const MAPS_TTL_MS = 60_000;
+/** The BPF session's housekeeping period, ms (runtime/session.ts `tickMs`). */
+const AGENT_TICK_MS = 1000;
 /** How long after a period's end its buffer is read (lets probes that started before the boundary finish), ms. */
 const GRACE_MS = 50;
 
@@ -305,6 +307,9 @@ export class Profiler {
       printMapsAtExit: false,
       handleSignals: false,
       stackMapEntries: o.stackStorage,
+      // the program has no exit() and reports a process at most once a period: housekeeping once a second, not
+      // every 100 ms (the idle agent's CPU was mostly these wake-ups)
+      tickMs: AGENT_TICK_MS,
     });
     self = new Profiler(tracer, resolver, o, onPeriod);
     self.schedule();

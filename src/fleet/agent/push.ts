@@ -14,7 +14,10 @@
  * WriteRawRequest.tenant.
  */
 import { randomUUID } from 'node:crypto';
-import { connect, type ClientHttp2Session } from 'node:http2';
+import { Agent, request, type IncomingMessage } from 'node:http';
+import type * as Http2 from 'node:http2';
+import type * as Https from 'node:https';
+import { createRequire } from 'node:module';
 import { grpcFrame, parcaWriteRawRequest, pyroscopePushRequest, type SeriesLabel } from './proto.js';
 
 /** A failed push: `retry` tells whether sending the same profile again may succeed. */
@@ -56,6 +59,12 @@ function retryable(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
+/**
+ * node:https and node:http2 are loaded when a URL needs them (each costs ~2-5 MB of RSS for the life of the agent),
+ * with require: a dynamic import() is not available to the bundle's code as the launcher runs it (vm.Script).
+ */
+const load = createRequire(import.meta.url);
+
 function joinUrl(base: string, path: string): string {
   return base.replace(/\/+$/, '') + path;
 }
@@ -92,29 +101,39 @@ export class PyroscopeBackend implements Backend {
     if (!status.ok) throw status.error;
   }
 
+  /** Keep-alive connections, one agent per scheme (https: loaded when the URL needs it). */
+  private agent: Agent | undefined;
+
+  /**
+   * One POST with node:http (or node:https), not the global `fetch`: fetch loads undici (its JavaScript and its
+   * llhttp WebAssembly), ~11 MB more RSS in a long-running process that sends one request a period.
+   */
   private async post(
     url: string,
     body: Uint8Array,
     headers: Record<string, string>,
     timeoutMs: number,
   ): Promise<{ ok: true } | { ok: false; code: number; error: PushError }> {
-    let res: Response;
+    let res: { status: number; text: string };
     try {
-      res = await fetch(url, {
-        method: 'POST',
+      res = await this.request(
+        new URL(url),
         body,
-        headers: { ...headers, ...(this.tenant ? { 'X-Scope-OrgID': this.tenant } : {}) },
-        signal: AbortSignal.timeout(timeoutMs),
-      });
+        {
+          ...headers,
+          'Content-Length': String(body.length),
+          ...(this.tenant ? { 'X-Scope-OrgID': this.tenant } : {}),
+        },
+        timeoutMs,
+      );
     } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).name;
+      const cause = (e as NodeJS.ErrnoException).code ?? (e as Error).name;
       return { ok: false, code: 0, error: new PushError(`cannot reach ${url}: ${cause}`, true) };
     }
-    const text = await res.text().catch(() => '');
-    if (res.ok) return { ok: true };
-    let detail = text.slice(0, 200);
+    if (res.status >= 200 && res.status < 300) return { ok: true };
+    let detail = res.text.slice(0, 200);
     try {
-      const j = JSON.parse(text) as { code?: string; message?: string };
+      const j = JSON.parse(res.text) as { code?: string; message?: string };
       if (j.code || j.message) detail = `${j.code ?? ''}: ${j.message ?? ''}`;
     } catch {
       /* not Connect's JSON error */
@@ -126,7 +145,59 @@ export class PyroscopeBackend implements Backend {
     };
   }
 
-  close(): void {}
+  /** The status and body (first 64 KiB) of a POST; rejects on a connection error or after `timeoutMs`. */
+  private request(
+    url: URL,
+    body: Uint8Array,
+    headers: Record<string, string>,
+    timeoutMs: number,
+  ): Promise<{ status: number; text: string }> {
+    const tls = url.protocol === 'https:';
+    const mod = tls ? (load('node:https') as typeof Https) : { request, Agent };
+    if (!this.agent) this.agent = new mod.Agent({ keepAlive: true, maxSockets: 1 });
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const done = (e: Error | undefined, status = 0, text = ''): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (e) reject(e);
+        else resolve({ status, text });
+      };
+      // the whole exchange within timeoutMs, as AbortSignal.timeout did for fetch (a socket timeout is per silence)
+      const timer = setTimeout(() => {
+        const e = new Error(`no answer in ${timeoutMs} ms`);
+        e.name = 'TimeoutError';
+        req.destroy(e);
+        done(e);
+      }, timeoutMs);
+      let answered = false;
+      const req = mod.request(url, { method: 'POST', headers, agent: this.agent }, (res: IncomingMessage) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          if (size < 65536) chunks.push(c);
+          size += c.length;
+        });
+        res.on('end', () => done(undefined, res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8')));
+        res.on('error', (e) => done(e));
+        // a connection cut before the end of the answer
+        res.on('close', () => done(Object.assign(new Error('connection closed'), { code: 'ECONNRESET' })));
+      });
+      req.on('error', (e) => done(e));
+      req.on('close', () => {
+        // the answer's own events settle first ('end' comes before 'close'); a request closed without any answer
+        if (!answered) done(Object.assign(new Error('connection closed'), { code: 'ECONNRESET' }));
+      });
+      req.end(body);
+    });
+  }
+
+  close(): void {
+    this.agent?.destroy();
+    this.agent = undefined;
+  }
 }
 
 /** Pyroscope's legacy ingest URL: the app name with the labels in braces, times in seconds. */
@@ -150,15 +221,17 @@ export function ingestUrl(base: string, p: OutgoingProfile): string {
 /** Parca's gRPC WriteRaw (see the module comment). One HTTP/2 connection, reopened after a failure. */
 export class ParcaBackend implements Backend {
   readonly name = 'parca';
-  private session: ClientHttp2Session | undefined;
+  private session: Http2.ClientHttp2Session | undefined;
 
   constructor(
     readonly url: string,
     private readonly tenant = '',
   ) {}
 
-  private conn(): ClientHttp2Session {
+  /** The HTTP/2 connection (node:http2 is loaded on the first push: only a Parca backend needs it). */
+  private conn(): Http2.ClientHttp2Session {
     if (!this.session || this.session.closed || this.session.destroyed) {
+      const { connect } = load('node:http2') as typeof Http2;
       const s = connect(this.url);
       s.on('error', () => {
         /* reported by the request */
@@ -169,8 +242,9 @@ export class ParcaBackend implements Backend {
     return this.session;
   }
 
-  send(p: OutgoingProfile, timeoutMs: number): Promise<void> {
+  async send(p: OutgoingProfile, timeoutMs: number): Promise<void> {
     const body = grpcFrame(parcaWriteRawRequest(p.labels, p.pprof, this.tenant));
+    const s = this.conn();
     return new Promise<void>((resolve, reject) => {
       let settled = false;
       const fail = (msg: string, retry: boolean): void => {
@@ -180,7 +254,6 @@ export class ParcaBackend implements Backend {
         this.session = undefined;
         reject(new PushError(msg, retry));
       };
-      const s = this.conn();
       const onSessionError = (e: Error): void =>
         fail(`cannot reach ${this.url}: ${(e as NodeJS.ErrnoException).code ?? e.message}`, true);
       s.on('error', onSessionError);

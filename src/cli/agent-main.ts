@@ -1,0 +1,28 @@
+/**
+ * Entry point of dist/bundle/agent.cjs, the agent's own bundle (scripts/bundle.mjs): `bpfscope agent [args...]`,
+ * which the launcher (launch.ts) runs from this file instead of the full cli.cjs. The agent is a long-running
+ * process: the ~1.2 MB of the CLI's other code (tools, flame graphs, exporter, UI) would be parsed and held for its
+ * whole life (measured: parsing cli.cjs alone costs ~7 MB of RSS). Exit status and error reporting are main.ts's:
+ * the command's status, or on an error report.ts's one sentence (BPFSCOPE_DEBUG=1: the stack) and its status.
+ */
+import { main } from '../fleet/agent/main.js';
+
+/** Prints `err` as report.ts does and exits with its status (report.ts is loaded only on failure, as in main.ts). */
+async function fail(err: unknown): Promise<never> {
+  const { reportError } = await import('./report.js');
+  process.exit(reportError(err));
+}
+
+process.on('uncaughtException', (err) => void fail(err));
+process.on('unhandledRejection', (err) => void fail(err));
+
+const argv = process.argv.slice(2);
+if (argv[0] !== 'agent') throw new Error(`agent.cjs runs only the agent subcommand, not ${argv[0]}`);
+main(argv.slice(1)).then(
+  (code) => {
+    process.exitCode = code;
+    // As main.ts: nothing else should keep us alive; exit explicitly so a stray handle cannot hang the tool.
+    setImmediate(() => process.exit(code));
+  },
+  (err) => fail(err),
+);
