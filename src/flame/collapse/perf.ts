@@ -304,7 +304,7 @@ export class PerfCollapser implements StackCollapser {
 
     const tails = this.tailTable;
     const ht = hashBytes(dv, tail, end);
-    let te = tails.find(dv, tail, end, ht);
+    const te = tails.find(dv, tail, end, ht);
     let info: EventTail | null;
     if (te >= 0) {
       info = this.tails[tails.words[tails.idsStart(te)]!]!;
@@ -312,7 +312,7 @@ export class PerfCollapser implements StackCollapser {
       const m = PERIOD_EVENT_RE.exec(b.toString('latin1', tail, end));
       info = m ? { period: m[1], event: m[2]! } : null;
       if (tails.size < EVENT_CACHE_MAX) {
-        te = tails.insert(b, tail, end, ht, 0, Int32Array.of(this.tails.length));
+        tails.insert(b, tail, end, ht, 0, Int32Array.of(this.tails.length));
         this.tails.push(info);
       }
     }
