@@ -8,6 +8,8 @@
 //   --rounds N        rounds per input up to 50 MB (default 5); 200 MB inputs get --big-rounds (default 3)
 //   --big-rounds N
 //   --inputs LIST     comma-separated subset of: synth-20M, synth-200M, example (default: all)
+//   --steps LIST      comma-separated subset of: collapse, flamegraph (default: both). The flamegraph step reads
+//                     the Perl script's folded output of the collapse step (made by it, or left by an earlier run).
 //   --example-copies N  how many times example-perf-stacks.txt.gz is concatenated (default 10)
 //   --work DIR        where inputs and outputs go (default $TMPDIR/bpfscope-bench-flame)
 //   --no-extra-ca-certs  run both tools without NODE_EXTRA_CA_CERTS (default: the environment as it is; see
@@ -33,6 +35,9 @@ const rounds = Number(opt('rounds', '5'));
 const bigRounds = Number(opt('big-rounds', '3'));
 const exampleCopies = Number(opt('example-copies', '10'));
 const wanted = opt('inputs', 'synth-20M,synth-200M,example').split(',');
+const steps = opt('steps', 'collapse,flamegraph').split(',');
+for (const s of steps)
+  if (s !== 'collapse' && s !== 'flamegraph') fail(`unknown step ${s} (--steps collapse,flamegraph)`);
 const work = opt('work', join(tmpdir(), 'bpfscope-bench-flame'));
 const shared = process.env.BPFSCOPE_SHARED ?? join(root, '..', 'shared');
 const flamegraphDir = process.env.FLAMEGRAPH_DIR;
@@ -140,15 +145,18 @@ for (const input of inputs()) {
   const base = join(work, input.name);
   process.stderr.write(`${input.name}: ${(input.bytes / MB).toFixed(1)} MB, ${input.rounds} rounds\n`);
   // Step 1: collapse.
-  const c = compare(
-    'stackcollapse-perf',
-    { ...input },
-    input.rounds,
-    { cmd: process.execPath, argv: [cli, 'stackcollapse-perf', input.path], out: `${base}.ours.folded` },
-    perl && { cmd: 'perl', argv: [perl.collapse, input.path], out: `${base}.perl.folded` },
-  );
-  if (perl) c.identical = readFileSync(`${base}.ours.folded`).equals(readFileSync(`${base}.perl.folded`));
-  rows.push(c);
+  if (steps.includes('collapse')) {
+    const c = compare(
+      'stackcollapse-perf',
+      { ...input },
+      input.rounds,
+      { cmd: process.execPath, argv: [cli, 'stackcollapse-perf', input.path], out: `${base}.ours.folded` },
+      perl && { cmd: 'perl', argv: [perl.collapse, input.path], out: `${base}.perl.folded` },
+    );
+    if (perl) c.identical = readFileSync(`${base}.ours.folded`).equals(readFileSync(`${base}.perl.folded`));
+    rows.push(c);
+  }
+  if (!steps.includes('flamegraph')) continue;
   // Step 2: render, both from the same folded file.
   const folded = perl ? `${base}.perl.folded` : `${base}.ours.folded`;
   const foldedBytes = statSync(folded).size;

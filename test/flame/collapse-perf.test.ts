@@ -171,6 +171,43 @@ describe('stackcollapse-perf behaviours', () => {
     const input = SAMPLE('pp 1 [000] 1.0: 1 c:', '1 +0x10 (/a)', '2 -> (/a)', '3 f (/a)');
     assert.equal(collapse(input), 'pp;f 1\n');
   });
+  it('reads repeated event lines from its caches as it read them the first time', () => {
+    // Each line twice or more: the second sighting comes from the caches of the process and period parts.
+    const twice = (head: string, ...frames: string[]): string => SAMPLE(head, ...frames) + SAMPLE(head, ...frames);
+    const input =
+      twice('my app 10/11 [000] 1.000001:   250 cpu-clock: ', '1 f (/a)') +
+      twice('java 12/13 [001] 1.000002:   250 cpu-clock: ', '1 Lcom/X;.y (/a)') +
+      twice('swapper 0/0 [002] 1.000003: cpu-clock:', '1 idle (/k)') +
+      twice('k[w] 7 [003] 1.000004: 3 cpu-clock:', '1 g (/k)') +
+      twice('aa 1/1 2.5: 5 cpu-clock:', '1 h (/a)');
+    assert.equal(collapse(input), 'aa;h 10\njava;com/X:.y 500\nk[w];g 6\nmy_app;f 500\nswapper;idle 2\n');
+    assert.equal(
+      collapse(input, { tid: true }),
+      'aa-1/1;h 10\njava-12/13;com/X:.y 500\nk[w]-?/7;g 6\nmy_app-10/11;f 500\nswapper-?/0;idle 2\n',
+    );
+    // A comm holding " [": the process regex matches only across the "[", so the line is decoded whole.
+    assert.equal(collapse(twice('a [b] 1/1 [000] 1.0: 2 c:', '1 f (/a)')), 'a_[b];f 4\n');
+    // The filter, from the first event, applies to cached period parts too.
+    const warnings: string[] = [];
+    const mixed =
+      twice('aa 1 [000] 1.0: 10 cycles:', '1 f (/x)') +
+      twice('aa 1 [000] 1.0: 10 instructions:', '1 g (/x)') +
+      twice('aa 1 [000] 1.0: 10 cycles:', '1 f (/x)');
+    assert.equal(collapse(mixed, { warn: (w) => warnings.push(w) }), 'aa;f 40\n');
+    assert.deepEqual(warnings, ['Filtering for events of type: instructions']);
+  });
+  it("reads event lines past the caches' size as before", () => {
+    // 5,000 distinct processes and periods, more than the caches keep.
+    let input = '';
+    for (let i = 1; i <= 5000; i++) input += SAMPLE(`cc ${i} [000] 1.0: ${i} c:`, '1 f (/a)');
+    assert.equal(collapse(input), 'cc;f 12502500\n');
+    const lines = collapse(input, { tid: true }).split('\n');
+    assert.equal(lines.length, 5001);
+    assert.deepEqual(
+      [lines[0], lines[1], lines[4998], lines[4999], lines[5000]],
+      ['cc-?/1000;f 1000', 'cc-?/1001;f 1001', 'cc-?/99;f 99', 'cc-?/9;f 9', ''], // as stackcollapse-perf.pl --tid
+    );
+  });
   it('reports lines it cannot read', () => {
     const warnings: string[] = [];
     collapse('pp 1 [000] 1.0: 1 c:\n\t???\n\n', { warn: (w) => warnings.push(w) });

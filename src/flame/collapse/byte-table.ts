@@ -51,7 +51,8 @@ export function hashBytes(dv: DataView, start: number, end: number): number {
 
 export class ByteTable {
   private slots = new Int32Array(1 << 12).fill(-1);
-  private buffer = new ArrayBuffer(1 << 18);
+  // A reservation (see stack-table.ts ARENA_RESERVE): only the pages written become memory.
+  private buffer = new ArrayBuffer(1 << 22);
   /** The records as int32s (read ids from here: `words[idsStart(e) + k]`). */
   words = new Int32Array(this.buffer);
   private view = new DataView(this.buffer);
