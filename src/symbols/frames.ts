@@ -43,11 +43,6 @@ export function hex(addr: bigint): string {
   return addr.toString(16);
 }
 
-/**
- * Symbolizes kernel and user addresses with caching. Create one per session and reuse it; use
- * {@link SymbolResolver.create} to also load the demangler.
- */
-
 /** {@link formatStack}'s `raw` text of `addrs` without symbolizing them (frames up to the first 0). */
 export function rawStackText(addrs: ArrayLike<bigint>, indent: number): string {
   let s = '\n';

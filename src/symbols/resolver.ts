@@ -26,7 +26,7 @@
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { AddrCache } from './addrcache.js';
 import { findDebugFile } from './debuglink.js';
-import { demangle as demangleName, loadDemangler } from './demangle.js';
+import { demangle as demangleName } from './demangle.js';
 import { type DwarfInfo, openDwarf } from './dwarf/dwarf.js';
 import { ElfFile, type ElfSymbols, fileOffsetToVaddr } from './elf.js';
 import { type Kallsyms, kallsyms, reloadKallsyms } from './kallsyms.js';
@@ -50,7 +50,7 @@ export { bccName, foldedName, type Frame, type FrameSource, formatStack, frameTe
 
 /** Options of {@link SymbolResolver}. */
 export interface SymbolResolverOptions {
-  /** Demangle C++/Rust user symbols (bpftrace's `cpp_demangle`, default true). Needs {@link loadDemangler}. */
+  /** Demangle C++/Rust user symbols (bpftrace's `cpp_demangle`, default true). */
   demangle?: boolean;
   /** Kernel symbol table (default: the shared `/proc/kallsyms` table, loaded on the first kernel lookup). */
   kallsyms?: Kallsyms;
@@ -151,10 +151,12 @@ export class SymbolResolver {
     };
   }
 
-  /** A resolver with the demangler loaded when demangling is on (and the package is installed). */
-  static async create(opts: SymbolResolverOptions = {}): Promise<SymbolResolver> {
-    if (opts.demangle ?? true) await loadDemangler();
-    return new SymbolResolver(opts);
+  /**
+   * A resolver (async for callers written when the demangler had to be loaded first; it now loads on the first
+   * mangled name a resolution meets, so a tool that never sees one never pays its ~50 ms).
+   */
+  static create(opts: SymbolResolverOptions = {}): Promise<SymbolResolver> {
+    return Promise.resolve(new SymbolResolver(opts));
   }
 
   /** Cache and load counters since construction. */

@@ -14,7 +14,6 @@ import { matchTargets, parseProbeSpec, toAttachPoint } from './framework/probesp
 import { pyFormat } from './framework/pyformat.js';
 import { type DecodedOf, records } from './framework/record.js';
 import { defineTool, runProgram, toolMain, unsupported } from './framework/runner.js';
-import { loadDemangler } from '../symbols/demangle.js';
 
 export const SPEC = {
   prog: 'threadsnoop',
@@ -99,8 +98,7 @@ async function run(_a: unknown, writer: ToolWriter): Promise<number> {
     throw unsupported('threadsnoop: neither libpthread nor libc defines pthread_create on this system');
   }
   const program = buildProgram(attachPoint);
-  // bcc's BPF.sym() demangles C++ names; usym() does once the demangler is loaded.
-  await loadDemangler();
+  // bcc's BPF.sym() demangles C++ names; so does usym() (the demangler loads on the first mangled name).
   const state = { startNs: null as bigint | null };
   return runProgram({
     tool: 'threadsnoop',
