@@ -82,3 +82,18 @@ export function plainTable(header, rows) {
   for (const r of rows) lines.push(`| ${r.map(cell).join(' | ')} |`);
   return lines.join('\n');
 }
+
+/** Least-squares slope of y over x (same units as y per x), or null with fewer than two points. */
+export function slope(xs, ys) {
+  const n = xs.length;
+  if (n < 2) return null;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < n; i++) {
+    num += (xs[i] - mx) * (ys[i] - my);
+    den += (xs[i] - mx) ** 2;
+  }
+  return den === 0 ? null : num / den;
+}

@@ -21,21 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { sleep } from '../lib/proc.mjs';
 import { LOAD_SH } from './mixed-load.mjs';
-
-/** Least-squares slope of y over x, or null (soak.mjs has the same; importing it would start a soak). */
-function slope(xs, ys) {
-  const n = xs.length;
-  if (n < 2) return null;
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < n; i++) {
-    num += (xs[i] - mx) * (ys[i] - my);
-    den += (xs[i] - mx) ** 2;
-  }
-  return den === 0 ? null : num / den;
-}
+import { slope } from '../lib/stats.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(dirname(HERE));

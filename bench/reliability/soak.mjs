@@ -38,6 +38,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CLK_TCK, cpuTicks, memKb, sleep } from '../lib/proc.mjs';
 import { LOAD_SH } from './mixed-load.mjs';
+import { slope } from '../lib/stats.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(dirname(HERE));
@@ -51,21 +52,6 @@ const { values: opts } = parseArgs({
     render: { type: 'boolean', default: false },
   },
 });
-
-/** Least-squares slope of y over x (same units as y per x), or null with fewer than two points. */
-export function slope(xs, ys) {
-  const n = xs.length;
-  if (n < 2) return null;
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < n; i++) {
-    num += (xs[i] - mx) * (ys[i] - my);
-    den += (xs[i] - mx) ** 2;
-  }
-  return den === 0 ? null : num / den;
-}
 
 /** Private copy of dist/ (and a node_modules link) so that rebuilding the worktree during the soak changes nothing. */
 function snapshotDist() {

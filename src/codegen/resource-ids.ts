@@ -70,16 +70,14 @@ export function resourceId(ids: ResourceIds, types: TypeTable, c: CallExpr): num
   return id;
 }
 
+/** A table with no ids yet (what {@link assignResourceIds} starts from). */
+export function emptyResourceIds(): ResourceIds {
+  return { printfs: [], printValues: [], timeFormats: [], joinSeparators: [], stackMaps: new Map(), byUnit: new Map() };
+}
+
 /** Assign the ids of every unit's calls and collect the stack maps, in emission order (see the file comment). */
 export function assignResourceIds(units: readonly ProbeUnit[], types: ReadonlyMap<ProbeUnit, TypeTable>): ResourceIds {
-  const ids: ResourceIds = {
-    printfs: [],
-    printValues: [],
-    timeFormats: [],
-    joinSeparators: [],
-    stackMaps: new Map(),
-    byUnit: new Map(),
-  };
+  const ids = emptyResourceIds();
   for (const u of units) {
     const table = types.get(u)!;
     if (ids.byUnit.has(table)) continue;

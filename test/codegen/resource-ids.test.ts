@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CallExpr } from '../../src/lang/ast.js';
 import { compile, type CompileContext, COMPILE_PASSES } from '../../src/compiler.js';
-import { resourceId, type ResourceIds } from '../../src/codegen/resource-ids.js';
+import { emptyResourceIds, resourceId, type ResourceIds } from '../../src/codegen/resource-ids.js';
 import { TypeTable } from '../../src/lang/type-table.js';
 
 function compileCtx(text: string): CompileContext {
@@ -98,14 +98,7 @@ describe('resource pass: record ids', () => {
   });
 
   it('reports a call it gave no id as an internal error naming the call and the file', () => {
-    const ids: ResourceIds = {
-      printfs: [],
-      printValues: [],
-      timeFormats: [],
-      joinSeparators: [],
-      stackMaps: new Map(),
-      byUnit: new Map(),
-    };
+    const ids: ResourceIds = emptyResourceIds();
     const c: CallExpr = {
       kind: 'CallExpr',
       name: 'printf',
