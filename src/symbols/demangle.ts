@@ -18,10 +18,20 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import * as glue from 'gecko-profiler-demangle/index_bg.js';
+// @ts-expect-error -- the glue has no declaration file; its two functions are typed by `Glue` below
+import * as glueModule from 'gecko-profiler-demangle/index_bg.js';
 
 /** The npm package used for demangling. */
 export const DEMANGLE_PACKAGE = 'gecko-profiler-demangle';
+
+/** The glue's functions demangle.ts calls (wasm-bindgen output of the package). */
+interface Glue {
+  /** Hands the instantiated `index_bg.wasm` exports to the glue. */
+  __wbg_set_wasm(exports: Record<string, unknown>): void;
+  /** The demangled form of a C++ or Rust symbol name. */
+  demangle_any(name: string): string;
+}
+const glue = glueModule as Glue;
 
 let impl: ((name: string) => string) | undefined;
 let tried = false;
