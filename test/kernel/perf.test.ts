@@ -130,11 +130,16 @@ test('software event cpu-clock per CPU at a frequency (profile)', async () => {
   const c = counter(ProgType.PERF_EVENT, 'perf_sw_cpu', false);
   const evs = onlineCpus().map((cpu) => openSoftwareEvent(SwEvent.CPU_CLOCK, { sampleFreq: 997n }, { cpu }));
   try {
+    const t0 = process.hrtime.bigint();
     for (const ev of evs) ev.attach(c.prog.fd);
     await new Promise((r) => setTimeout(r, 200));
     const n = Number(c.count());
-    // ~997 Hz on each CPU for 0.2 s, busy or idle (cpu-clock ticks in idle too).
-    assert.ok(n >= 100 * evs.length && n <= 400 * evs.length, `${n} samples`);
+    const s = Number(process.hrtime.bigint() - t0) / 1e9;
+    // ~997 Hz on each CPU, busy or idle (cpu-clock ticks in idle too): at least a quarter of that (the kernel's
+    // frequency mode starts from a guessed period and adapts, and a loaded VM delays hrtimers: 196 for 200 expected
+    // at half the rate was seen under load), at most twice.
+    const expected = 997 * s * evs.length;
+    assert.ok(n >= expected / 4 && n <= expected * 2, `${n} samples in ${s.toFixed(3)} s on ${evs.length} CPUs`);
   } finally {
     for (const ev of evs) ev.close();
     c.prog.close();
