@@ -36,48 +36,31 @@ const common = {
 };
 
 rmSync(outdir, { recursive: true, force: true });
-await build({
-  ...common,
-  entryPoints: [join(root, 'src', 'cli', 'main.ts')],
-  outfile: join(outdir, 'cli.cjs'),
-  // Whitespace and syntax only (names stay): 1.0 -> 0.7 MB of source held in memory, ~3 MB less peak RSS.
-  minifyWhitespace: true,
-  minifySyntax: true,
-  sourcemap: 'linked',
-});
-// flame.cjs: the flame graph and heat map subcommands alone (src/cli/flame-main.ts, ~1/20 of cli.cjs), which the
-// launcher runs for those names instead of cli.cjs (see src/cli/flame-commands.ts): ~20 ms of CPU and ~6 MB less per
-// run, measured on `bpfscope heatmap` with a 3-line input.
-await build({
-  ...common,
-  entryPoints: [join(root, 'src', 'cli', 'flame-main.ts')],
-  outfile: join(outdir, 'flame.cjs'),
-  minifyWhitespace: true,
-  minifySyntax: true,
-  sourcemap: 'linked',
-});
-// tools.cjs: the bcc tools alone (src/cli/tools-main.ts), which the launcher runs for a tool's name instead of
-// cli.cjs: the same tool code without what no tool runs, so less source to read and less code cache to load at
-// each tool's start (bench/results/startup-issue13.md, Part 9).
-await build({
-  ...common,
-  entryPoints: [join(root, 'src', 'cli', 'tools-main.ts')],
-  outfile: join(outdir, 'tools.cjs'),
-  minifyWhitespace: true,
-  minifySyntax: true,
-  sourcemap: 'linked',
-});
-// agent.cjs: src/cli/agent-main.ts, `bpfscope agent` alone (the compiler, loader, symbols and the agent; ~1/3 of
-// cli.cjs), which the launcher runs for that name: the agent runs for days, and every byte of code parsed at start
-// stays in its memory (docs/fleet-agent.md "Overhead").
-await build({
-  ...common,
-  entryPoints: [join(root, 'src', 'cli', 'agent-main.ts')],
-  outfile: join(outdir, 'agent.cjs'),
-  minifyWhitespace: true,
-  minifySyntax: true,
-  sourcemap: 'linked',
-});
+// One minified bundle per entry point the launcher chooses from (src/cli/launch.ts `bundleFor`); whitespace and
+// syntax only (names stay): for cli.cjs 1.0 -> 0.7 MB of source held in memory, ~3 MB less peak RSS.
+const ENTRIES = [
+  // everything: programs, -l, ps, exporter, ui, tools, --help
+  ['main.ts', 'cli.cjs'],
+  // the flame graph and heat map subcommands alone (~1/20 of cli.cjs; see src/cli/flame-commands.ts): ~20 ms of CPU
+  // and ~6 MB less per run, measured on `bpfscope heatmap` with a 3-line input
+  ['flame-main.ts', 'flame.cjs'],
+  // the bcc tools alone: the same tool code without what no tool runs, so less source to read and less code cache
+  // to load at each tool's start (bench/results/startup-issue13.md, Part 9)
+  ['tools-main.ts', 'tools.cjs'],
+  // `bpfscope agent` alone (the compiler, loader, symbols and the agent; ~1/3 of cli.cjs): the agent runs for days,
+  // and every byte of code parsed at start stays in its memory (docs/fleet-agent.md "Overhead")
+  ['agent-main.ts', 'agent.cjs'],
+];
+for (const [entry, out] of ENTRIES) {
+  await build({
+    ...common,
+    entryPoints: [join(root, 'src', 'cli', entry)],
+    outfile: join(outdir, out),
+    minifyWhitespace: true,
+    minifySyntax: true,
+    sourcemap: 'linked',
+  });
+}
 // Line 2 is `':'` (a JavaScript string statement) followed by a `//` comment for node, and for /bin/sh the no-op `:`
 // followed by: unset every exported variable named NODE_*, UV_* or OPENSSL_* (the words of `export -p`, each cut at
 // `=`: a word from inside a value can only name a variable of those families too, and one that is not a valid name
