@@ -22,6 +22,7 @@ import { PlainScanner } from '../heatmap-scan.js';
 import { HistJsonInput } from '../histjson.js';
 import { CHUNK_BYTES, readInputs } from '../input.js';
 import { floatOption, intOption, parseCommandArgs, writeOut } from './common.js';
+import { writeOutDirect } from './write-direct.js';
 
 const NAME = 'heatmap';
 
@@ -111,7 +112,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     checkHeatMapOptions({ ...DEFAULT_HEATMAP_OPTIONS, ...opts }); // before waiting on the input
     const { bytes } = regularFiles(positionals) ? twoPasses(positionals, opts) : await onePass(positionals, opts);
-    await writeOut(bytes);
+    await writeOutDirect(bytes);
   } catch (err) {
     if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
     throw err;
@@ -227,7 +228,7 @@ async function histMain(
     const hist = input.heatMap(name, opts.unitsLabel ?? '');
     if (opts.maxCol !== undefined) hist.columns = hist.columns.slice(0, opts.maxCol + 1);
     const { bytes } = renderHistHeatMap(hist, opts);
-    await writeOut(bytes);
+    await writeOutDirect(bytes);
   } catch (err) {
     if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
     throw err;
