@@ -141,7 +141,7 @@ const MAXCOL = 27;
 const T = 28;
 
 /** Unsigned LEB128. */
-function uleb(n: number): number[] {
+export function uleb(n: number): number[] {
   const out: number[] = [];
   do {
     let b = n & 0x7f;
@@ -168,9 +168,10 @@ function sleb(n: number): number[] {
 
 /**
  * A function body under construction. Structured instructions take a label name; `br`/`br_if` name the label they
- * leave (block, if) or repeat (loop), and the relative depth is computed from the open labels.
+ * leave (block, if) or repeat (loop), and the relative depth is computed from the open labels. (heatmap-cells.ts
+ * builds its module with it too.)
  */
-class Body {
+export class Body {
   readonly code: number[] = [];
   private readonly labels: string[] = [];
   op(...bytes: number[]): this {
@@ -429,11 +430,13 @@ function countEvent(b: Body): void {
   b.end();
 }
 
-function section(id: number, content: number[]): number[] {
+/** A module section: id, size, content. */
+export function section(id: number, content: number[]): number[] {
   return [id, ...uleb(content.length), ...content];
 }
 
-function name(s: string): number[] {
+/** A name (ASCII) as the binary format writes it. */
+export function name(s: string): number[] {
   return [...uleb(s.length), ...[...s].map((c) => c.charCodeAt(0))];
 }
 
@@ -511,6 +514,10 @@ export class PlainScanner {
   private countsBase = IN_BASE;
   /** The end of the highest input loaded or handed out from IN_BASE. */
   private inputEnd = IN_BASE;
+  /** The end of everything placed so far (inputs, counts, `reserveTop`). */
+  private top = IN_BASE;
+  /** The end of the last `reserveTop` region. */
+  private reservedEnd = 0;
 
   constructor() {
     const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
@@ -522,8 +529,8 @@ export class PlainScanner {
     this.memory = exports.memory;
   }
 
-  /** Grows the memory to reach `end`. */
-  private room(end: number): void {
+  /** Grows the memory to reach `end` (detaching every view made before, if it grows). */
+  room(end: number): void {
     const need = end - this.memory.buffer.byteLength;
     if (need > 0) this.memory.grow(Math.ceil(need / 65536));
   }
@@ -532,9 +539,32 @@ export class PlainScanner {
   private place(bytes: number): number {
     if (this.cells === 0 || IN_BASE + bytes <= this.countsBase) {
       this.inputEnd = Math.max(this.inputEnd, IN_BASE + bytes);
+      this.top = Math.max(this.top, IN_BASE + bytes);
       return IN_BASE;
     }
-    return this.countsBase + Math.ceil((4 * this.cells) / 16) * 16;
+    // Above the counts, and above what reserveTop handed out (a rendered heat map's bytes).
+    const at = Math.ceil(Math.max(this.countsBase + 4 * this.cells, this.reservedEnd) / 16) * 16;
+    this.top = Math.max(this.top, at + bytes);
+    return at;
+  }
+
+  /**
+   * `bytes` bytes of memory above everything placed so far (inputs, counts, earlier reservations), 16-aligned, the
+   * memory grown to hold them; returns their address. Nothing placed later overlaps them.
+   */
+  reserveTop(bytes: number): number {
+    const at = Math.ceil(this.top / 16) * 16;
+    this.room(at + bytes);
+    this.top = at + bytes;
+    this.reservedEnd = this.top;
+    return at;
+  }
+
+  /** Makes the last `reserveTop` region end at `end` instead (growing the memory; nothing was placed after it). */
+  extendTop(end: number): void {
+    this.room(end);
+    this.top = Math.max(this.top, end);
+    this.reservedEnd = this.top;
   }
 
   /** Copies `bytes` to a place for input (`inBase` then says where; growing the memory to fit). */
@@ -560,6 +590,7 @@ export class PlainScanner {
     this.countsBase = Math.ceil(this.inputEnd / 16) * 16;
     this.room(this.countsBase + 4 * cells);
     this.cells = cells;
+    this.top = Math.max(this.top, this.countsBase + 4 * cells);
   }
 
   /** Pairs parsed by the last call. */

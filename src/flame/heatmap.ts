@@ -19,6 +19,7 @@ import { escapeAttr, escapeText } from './svg/document.js';
 import { cFixed, perlNum } from './perl.js';
 import { HeatMapError, HeatMapInput, type HeatMapSink, type PlainCounting } from './heatmap-input.js';
 import { type CountLayout, PlainScanner } from './heatmap-scan.js';
+import { writeCells } from './heatmap-cells.js';
 
 export { HeatMapError, HeatMapInput, type HeatMapSink, type PlainCounting };
 
@@ -263,6 +264,7 @@ export class HeatMapCounter implements PlainCounting {
     }
     const svg = drawHeatMap(o, {
       counts: this.scanner.counts(),
+      scanner: this.scanner,
       stride: this.stride,
       columns: o.drawAll ? largestCol + 1 : largestCol,
       rows: drawnRows,
@@ -280,6 +282,8 @@ export class HeatMapCounter implements PlainCounting {
 interface HeatMapGrid {
   /** Column-major counts, `stride` rows a column. */
   counts: Uint32Array | Float64Array;
+  /** The instance whose memory `counts` is (its `counts()`): heatmap-cells.ts then writes the cells there. */
+  scanner?: PlainScanner;
   stride: number;
   /** Columns and rows drawn (from column 0 and row 0, bottom up). */
   columns: number;
@@ -312,7 +316,7 @@ function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { bytes: Uint8Array; ce
   if (width < MIN_WIDTH) width = MIN_WIDTH;
   const height = largestRow * box + ypad1 + ypad2;
 
-  const out = new ByteOut();
+  let out = new ByteOut();
   out.push(
     '<?xml version="1.0" standalone="no"?>\n',
     '<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n',
@@ -359,14 +363,37 @@ function drawHeatMap(o: HeatMapOptions, g: HeatMapGrid): { bytes: Uint8Array; ce
   const rangeLabels = g.rangeLabels.map(jsString);
   const rowY: string[] = [];
   for (let l = 0; l < largestRow; l++) rowY.push(perlNum(height - (ypad2 + l * box)));
-  const cells = drawCells(out, g, rowY, rangeLabels, cFixed(box, 1), box, stepSec);
+  const head = out.bytes();
+  let cells = 0;
+  if (g.scanner) out = new ByteOut(1 << 12);
+  else cells = drawCells(out, g, rowY, rangeLabels, cFixed(box, 1), box, stepSec);
   if (o.grid) {
     const labelColor = 'rgb(60,60,60)';
     text(labelColor, fs, XPAD + 5, ybot - fs + 4, escapeText(g.minLabel));
     text(labelColor, fs, XPAD + 5, ytop + fs + 4, escapeText(g.maxLabel));
   }
   out.push('</svg>\n');
-  return { bytes: out.bytes(), cells };
+  if (!g.scanner) return { bytes: out.bytes(), cells };
+  const grid = {
+    countsBase: g.counts.byteOffset,
+    stride: g.stride,
+    columns: largestCol,
+    rows: largestRow,
+    largestCount: g.largestCount,
+    rowY,
+    rangeLabels,
+    heightText: cFixed(box, 1),
+    // As drawCells's pieces; the time label needs no escaping (perlNum prints digits, ".", "-", "+", "e").
+    columnPieces: (s: number): [string, string, string] => {
+      const x1 = XPAD + s * box;
+      const xs1 = cFixed(x1, 1);
+      const t = first + s;
+      let tr = perlNum(t * stepSec);
+      if (stepSec > 1) tr += `-${perlNum(t * stepSec - 1 + stepSec)}`;
+      return [xs1, cFixed(Number(cFixed(x1 + box, 1)) - Number(xs1), 1), `'${tr}'`];
+    },
+  };
+  return writeCells(g.scanner, grid, head, out.bytes());
 }
 
 /**
@@ -442,8 +469,13 @@ function drawCells(
  * full. Its first 1 MiB is reserved, not touched: pages the output does not reach cost nothing.
  */
 class ByteOut {
-  private buf = Buffer.allocUnsafeSlow(1 << 20);
+  private buf: Buffer;
   private n = 0;
+
+  /** `size`: the bytes reserved at first. */
+  constructor(size = 1 << 20) {
+    this.buf = Buffer.allocUnsafeSlow(size);
+  }
 
   private room(more: number): void {
     if (this.n + more <= this.buf.length) return;

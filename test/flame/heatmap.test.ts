@@ -18,7 +18,8 @@ import {
   renderHeatMap,
 } from '../../src/flame/heatmap.js';
 import { plainScanModule } from '../../src/flame/heatmap-scan.js';
-import { PLAIN_SCAN_WASM } from '../../src/flame/heatmap-wasm.js';
+import { plainCellsModule } from '../../src/flame/heatmap-cells.js';
+import { PLAIN_CELLS_WASM, PLAIN_SCAN_WASM } from '../../src/flame/heatmap-wasm.js';
 import { repoRoot } from './helpers.js';
 
 const ref = process.env.BPFSCOPE_HEATMAP_TESTDATA ?? join(repoRoot(), '..', 'shared', 'testdata', 'heatmap');
@@ -146,6 +147,7 @@ describe('heatmap against trace2heatmap.pl reference SVGs', { skip: !haveRef && 
 describe('heatmap input parser on many lines', () => {
   it('runs the module its instructions build (heatmap-wasm.ts is up to date: scripts/heatmap-wasm.mjs)', () => {
     assert.deepEqual(Buffer.from(PLAIN_SCAN_WASM, 'base64'), Buffer.from(plainScanModule()));
+    assert.deepEqual(Buffer.from(PLAIN_CELLS_WASM, 'base64'), Buffer.from(plainCellsModule()));
   });
 
   it('keeps every event across storage blocks and odd lines in the middle (1 MiB pieces, one piece)', () => {

@@ -20,8 +20,9 @@ import {
 } from '../heatmap.js';
 import { PlainScanner } from '../heatmap-scan.js';
 import { HistJsonInput } from '../histjson.js';
-import { CHUNK_BYTES, readInputs } from '../input.js';
+import { readInputs } from '../input.js';
 import { floatOption, intOption, parseCommandArgs, writeOut } from './common.js';
+import { writeOutDirect } from './write-direct.js';
 
 const NAME = 'heatmap';
 
@@ -111,7 +112,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     checkHeatMapOptions({ ...DEFAULT_HEATMAP_OPTIONS, ...opts }); // before waiting on the input
     const { bytes } = regularFiles(positionals) ? twoPasses(positionals, opts) : await onePass(positionals, opts);
-    await writeOut(bytes);
+    await writeOutDirect(bytes);
   } catch (err) {
     if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
     throw err;
@@ -146,6 +147,13 @@ async function onePass(files: string[], opts: Partial<HeatMapOptions>): Promise<
 }
 
 /**
+ * The bytes a read of the two passes takes (the parser takes 64 KiB a call anyway): 256 KiB rather than input.ts's
+ * 1 MiB, so that the read area's first touch costs 64 pages instead of 256 (fresh memory costs ~5.6 ms a MiB in page
+ * faults on the bench VM), for 4x the reads (~60 a pass on the 14.4 MB bench trace).
+ */
+const READ_BYTES = 1 << 18;
+
+/**
  * Regular files are read twice instead of storing the events (16 bytes each: 16 MiB of fresh memory for a
  * million, whose page faults alone took ~65 ms of CPU here, more than a second parse): the first pass keeps only
  * the totals the layout needs, the second counts each event as it is parsed. Both read into the same place in the
@@ -157,7 +165,7 @@ function twoPasses(files: string[], opts: Partial<HeatMapOptions>): HeatMapResul
   const scanner = new PlainScanner();
   const totals = new HeatMapInput('totals', scanner);
   const sizes = files.map((f) => {
-    const size = readFileRange(f, scanner.inputArea(CHUNK_BYTES), Infinity, (chunk) => totals.bytes(chunk));
+    const size = readFileRange(f, scanner.inputArea(READ_BYTES), Infinity, (chunk) => totals.bytes(chunk));
     totals.end();
     return size;
   });
@@ -165,7 +173,7 @@ function twoPasses(files: string[], opts: Partial<HeatMapOptions>): HeatMapResul
   const input = new HeatMapInput(counter);
   files.forEach((f, i) => {
     // The area again: reserving the counts may have grown the memory (detaching views made before).
-    readFileRange(f, scanner.inputArea(CHUNK_BYTES), sizes[i]!, (chunk) => input.bytes(chunk));
+    readFileRange(f, scanner.inputArea(READ_BYTES), sizes[i]!, (chunk) => input.bytes(chunk));
     input.end();
   });
   if (input.count !== totals.count) {
@@ -227,7 +235,7 @@ async function histMain(
     const hist = input.heatMap(name, opts.unitsLabel ?? '');
     if (opts.maxCol !== undefined) hist.columns = hist.columns.slice(0, opts.maxCol + 1);
     const { bytes } = renderHistHeatMap(hist, opts);
-    await writeOut(bytes);
+    await writeOutDirect(bytes);
   } catch (err) {
     if (err instanceof HeatMapError) throw new BpfscopeError(`${NAME}: ${err.message}`);
     throw err;
