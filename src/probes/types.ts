@@ -39,7 +39,7 @@ export interface ExpandOptions {
   full?: boolean;
   /** `-p PID`: uprobe/USDT targets may be wildcards over the process's mappings, or in its mount namespace. */
   pid?: number;
-  /** `--unsafe`: a uprobe on a function whose symbol has no size is allowed (bpftrace refuses it otherwise). */
+  /** `--unsafe`: a uprobe on a function whose symbol has no size, or at an address of a file that is not ELF (a flat binary: the address is the file offset), is allowed (bpftrace refuses both otherwise). */
   unsafe?: boolean;
   /** Reports a warning about the attach point (bpftrace's: a kprobe on a function that is not traceable). */
   warn?: (message: string) => void;

@@ -346,6 +346,11 @@ export class UprobeProvider implements ProbeProvider {
     try {
       table = functionTable(path);
     } catch (e) {
+      // a flat binary (code without an ELF header, mapped executable by its loader): with --unsafe, bpftrace puts
+      // an address probe at that file offset, since there are no symbols to check it against
+      if (isAddress && opts.unsafe && /not an ELF file/.test((e as Error).message)) {
+        return [new UprobeProbe(ap, this.kind, path, fnSpec, Number(fnSpec), fnSpec, display)];
+      }
       throw attachPointError(ap, `${display}: ${(e as Error).message}`);
     }
     const { funcs, sizes, loads } = table;

@@ -619,8 +619,21 @@ export class Session {
 }
 
 /** The symbol resolver options a program's config asks for (`show_debug_info`, `cpp_demangle`). */
+/**
+ * `BPFTRACE_CACHE_USER_SYMBOLS=PER_PROGRAM` (bpftrace's environment variable): user symbols are those of the
+ * program's uprobe/USDT binaries, so a stack of a process that exited before it was printed still resolves in a
+ * non-PIE binary (symbols/resolver.ts `programBinaries`). Otherwise (bpftrace's PER_PID) none.
+ */
+function programBinaries(compiled: CompiledProgram): string[] {
+  if (process.env.BPFTRACE_CACHE_USER_SYMBOLS !== 'PER_PROGRAM') return [];
+  const paths = compiled.programs.map((p) => (p.expanded as { path?: unknown }).path);
+  return [...new Set(paths.filter((p): p is string => typeof p === 'string' && p.startsWith('/')))];
+}
+
 function resolverOptions(compiled: CompiledProgram): SymbolResolverOptions {
+  const programs = programBinaries(compiled);
   return {
+    ...(programs.length > 0 ? { programBinaries: programs } : {}),
     ...(compiled.showDebugInfo ? { debugInfo: true } : {}),
     ...(compiled.cppDemangle === false ? { demangle: false } : {}),
   };

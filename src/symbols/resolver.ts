@@ -28,7 +28,7 @@ import { AddrCache } from './addrcache.js';
 import { findDebugFile } from './debuglink.js';
 import { demangle as demangleName } from './demangle.js';
 import { type DwarfInfo, openDwarf } from './dwarf/dwarf.js';
-import { ElfFile, type ElfSymbols, fileOffsetToVaddr } from './elf.js';
+import { ET_EXEC, ElfFile, type ElfSymbols, fileOffsetToVaddr, PT_LOAD } from './elf.js';
 import { type Kallsyms, kallsyms, reloadKallsyms } from './kallsyms.js';
 import { PerfMap, perfMapPaths } from './perfmap.js';
 import { findMapping, type Mapping, mapFilesPath, mappingFileOffset, parseMaps, readMapsText } from './procmaps.js';
@@ -75,6 +75,12 @@ export interface SymbolResolverOptions {
    * false here: bpftrace 0.17 prints neither). Stack text then shows them as current bpftrace does.
    */
   debugInfo?: boolean;
+  /**
+   * Non-PIE executables (ELF type ET_EXEC, absolute paths) whose fixed addresses name the frames of a process that
+   * exited before its maps could be read: bpftrace's `BPFTRACE_CACHE_USER_SYMBOLS=PER_PROGRAM` (symbols kept per
+   * program, not per process). Only an address inside one of their PT_LOAD segments is resolved this way.
+   */
+  programBinaries?: readonly string[];
 }
 
 /** Counters for tests and benchmarks. */
@@ -93,6 +99,8 @@ const KERNEL_BASE_HI = 0x80000000; // addresses with the top bit set are kernel 
 
 interface FileEntry {
   syms: ElfSymbols;
+  /** The file is a non-PIE executable (ET_EXEC): its symbol values are the addresses it runs at. */
+  exec?: boolean;
   /** With the `debugInfo` option: the file's DWARF (`null`: none). */
   dwarf?: DwarfInfo | null;
 }
@@ -148,6 +156,7 @@ export class SymbolResolver {
       procRoot: opts.procRoot ?? '/proc',
       debugDir: opts.debugDir ?? '/usr/lib/debug',
       debugInfo: opts.debugInfo ?? false,
+      programBinaries: opts.programBinaries ?? [],
     };
   }
 
@@ -289,6 +298,10 @@ export class SymbolResolver {
         }
       }
     }
+    if (!m && st.exited && st.maps.length === 0) {
+      const f = this.programFrame(a, big);
+      if (f) return f;
+    }
     if (this.opts.perfMaps) {
       const pm = this.perfMapFor(st);
       const sym = pm?.resolve(a);
@@ -403,6 +416,32 @@ export class SymbolResolver {
     return null;
   }
 
+  /** A frame from {@link SymbolResolverOptions.programBinaries} (an exited process), else undefined. */
+  private programFrame(a: number, big: bigint): Frame | undefined {
+    for (const path of this.opts.programBinaries) {
+      let entry = this.files.get(`program:${path}`);
+      if (entry === undefined) {
+        let fd: number | undefined;
+        try {
+          fd = openSync(path, 'r');
+          entry = this.loadElf(fd, path, '');
+        } catch {
+          entry = null;
+        } finally {
+          if (fd !== undefined) closeSync(fd);
+        }
+        this.files.set(`program:${path}`, entry);
+      }
+      if (!entry?.exec) continue;
+      if (!entry.syms.loads.some((l) => l.type === PT_LOAD && a >= l.vaddr && a < l.vaddr + l.memsz)) continue;
+      const sym = entry.syms.resolve(a);
+      if (!sym) continue;
+      const name = this.opts.demangle ? this.demangle(sym.name) : sym.name;
+      return { addr: big, name, offset: sym.offset, module: path, kernel: false, source: 'elf' };
+    }
+    return undefined;
+  }
+
   private loadElf(fd: number, path: string, root: string): FileEntry | null {
     let elf: ElfFile;
     try {
@@ -416,13 +455,13 @@ export class SymbolResolver {
         const dbg = this.findDebug(elf, path, root);
         if (dbg) {
           try {
-            return { syms: elf.symbolsWithDebugFile(dbg) };
+            return { syms: elf.symbolsWithDebugFile(dbg), exec: elf.type === ET_EXEC };
           } finally {
             dbg.close();
           }
         }
       }
-      return { syms: elf.symbols() };
+      return { syms: elf.symbols(), exec: elf.type === ET_EXEC };
     } catch {
       return null;
     } finally {
