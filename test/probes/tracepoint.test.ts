@@ -48,6 +48,14 @@ describe('Tracefs over the fixture tree', () => {
         mkdirSync(join(root, 'events', d), { recursive: true });
       writeFileSync(join(root, 'events', 'enable'), '0\n');
       assert.deepEqual(new Tracefs(root).allTracepoints(), ['irq:x', 'sched:a_ev', 'sched:b_ev']);
+      // before the full list: one event directory each, the same answers
+      const fresh = new Tracefs(root);
+      assert.deepEqual(
+        ['sched:a_ev', 'irq:x', 'ftrace:function', 'sched:c_ev', 'enable:x', '..:events'].map((n) =>
+          fresh.hasEvent(n.split(':')[0]!, n.split(':')[1]!),
+        ),
+        [true, true, false, false, false, false],
+      );
     } finally {
       rmSync(root, { recursive: true });
     }

@@ -4,6 +4,7 @@
  * time stamps, and whether a tracepoint exists.
  */
 import { readFileSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { childProcess } from '../../builtins.js';
 import { systemTracefs } from '../../kernel/tracefs.js';
 import { ERRNO } from '../data/errno.js';
@@ -126,14 +127,28 @@ export function shellQuote(words: string[]): string {
   return words.map((w) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
 
-/** The kernel's page size in kB (the first `KernelPageSize:` of /proc/self/smaps; 4 when unreadable). */
-export function pageSizeKb(): number {
+/** `AT_PAGESZ`, the auxiliary vector's page size entry (linux/auxvec.h). */
+const AT_PAGESZ = 6n;
+
+/**
+ * The kernel's page size in kB: `AT_PAGESZ` of /proc/self/auxv (what `getconf PAGESIZE` returns; native-endian
+ * 64-bit type/value pairs on the 64-bit machines bpfscope runs on, ended by type 0), 4 when unreadable. A few hundred
+ * bytes, where the first `KernelPageSize:` of /proc/self/smaps (the same number) meant reading all its ~70 kB.
+ * `auxvPath` is for tests.
+ */
+export function pageSizeKb(auxvPath = '/proc/self/auxv'): number {
   try {
-    const m = /^KernelPageSize:\s+(\d+) kB/m.exec(readFileSync('/proc/self/smaps', 'utf8'));
-    return m ? Number(m[1]) : 4;
+    const auxv = readFileSync(auxvPath);
+    const le = endianness() === 'LE';
+    for (let off = 0; off + 16 <= auxv.length; off += 16) {
+      const type = le ? auxv.readBigUInt64LE(off) : auxv.readBigUInt64BE(off);
+      if (type === 0n) break;
+      if (type === AT_PAGESZ) return Number(le ? auxv.readBigUInt64LE(off + 8) : auxv.readBigUInt64BE(off + 8)) / 1024;
+    }
   } catch {
-    return 4;
+    // not Linux's /proc: the common size
   }
+  return 4;
 }
 
 /**
