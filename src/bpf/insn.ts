@@ -499,7 +499,10 @@ export const INSN_SIZE = 8;
  */
 export function encode(insns: readonly Insn[]): Buffer {
   const buf = Buffer.alloc(insns.length * INSN_SIZE);
-  insns.forEach((i, n) => {
+  // Bytes stored one at a time (little-endian, two's complement) rather than with writeInt16LE/writeInt32LE, whose
+  // argument checks dominate this loop in the cold code of a tool's start (the ranges are checked here already).
+  for (let n = 0; n < insns.length; n++) {
+    const i = insns[n]!;
     const at = n * INSN_SIZE;
     if (!Number.isInteger(i.code) || i.code < 0 || i.code > 0xff) throw new RangeError(`insn ${n}: bad code ${i.code}`);
     if (!(i.dst >= 0 && i.dst <= 15 && i.src >= 0 && i.src <= 15)) {
@@ -512,9 +515,14 @@ export function encode(insns: readonly Insn[]): Buffer {
     }
     buf[at] = i.code;
     buf[at + 1] = (i.src << 4) | i.dst;
-    buf.writeInt16LE(i.off, at + 2);
-    buf.writeInt32LE(i.imm | 0, at + 4);
-  });
+    buf[at + 2] = i.off & 0xff;
+    buf[at + 3] = (i.off >> 8) & 0xff;
+    const imm = i.imm | 0;
+    buf[at + 4] = imm & 0xff;
+    buf[at + 5] = (imm >>> 8) & 0xff;
+    buf[at + 6] = (imm >>> 16) & 0xff;
+    buf[at + 7] = imm >>> 24;
+  }
   return buf;
 }
 

@@ -18,6 +18,7 @@
  */
 import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { BpfscopeError } from '../errors.js';
+import { type BtfIndex, readVmlinuxIndex, writeVmlinuxIndex } from './btf-index-cache.js';
 import { mmap, PROT_READ, view } from './ffi.js';
 
 /** `MAP_PRIVATE` (include/uapi/asm-generic/mman-common.h). */
@@ -166,6 +167,18 @@ function btfError(msg: string): BpfscopeError {
   return new BpfscopeError(`BTF: ${msg}`);
 }
 
+/** Set by {@link Btf.vmlinux} while it constructs the running kernel's BTF: use the per-boot index file. */
+let indexingVmlinux = false;
+
+/** The length in words of the type record starting at word `p` of `u32` (as {@link Btf} `indexTypes` steps). */
+function typeWords(u32: Uint32Array): (p: number) => number {
+  return (p) => {
+    const info = u32[p + 1]!;
+    const kind = (info >>> 24) & 0x1f;
+    return 3 + FIXED_WORDS[kind]! + WORDS_PER_VLEN[kind]! * (info & 0xffff);
+  };
+}
+
 /** Parsed BTF blob. Type ids are numbers; 0 is void. Methods throw BpfscopeError for ids out of range. */
 export class Btf {
   /** Number of types (the largest id). */
@@ -205,7 +218,13 @@ export class Btf {
     this.strBase = hdrLen + strOff;
     this.strLen = strLen;
     this.u32 = new Uint32Array(data.buffer, data.byteOffset, Math.floor(data.length / 4));
-    const index = Btf.indexTypes(this.u32, typeStart >>> 2, (typeStart + typeLen) >>> 2);
+    const start = typeStart >>> 2;
+    const end = (typeStart + typeLen) >>> 2;
+    let index = indexingVmlinux ? readVmlinuxIndex(this.u32, data.length, start, end, typeWords(this.u32)) : null;
+    if (!index) {
+      index = Btf.indexTypes(this.u32, start, end);
+      if (indexingVmlinux) writeVmlinuxIndex(this.u32, data.length, index);
+    }
     this.offs = index.offs;
     this.nameOffs = index.nameOffs;
     this.count = this.offs.length - 1;
@@ -217,11 +236,7 @@ export class Btf {
    * times its vlen), with arrays sized for the most types the section can hold (every type has at least 3 words):
    * this pass runs at every start of a tool that reads BTF, mostly before V8 has optimized it.
    */
-  private static indexTypes(
-    u32: Uint32Array,
-    start: number,
-    end: number,
-  ): { offs: Uint32Array; nameOffs: Uint32Array } {
+  private static indexTypes(u32: Uint32Array, start: number, end: number): BtfIndex {
     const most = Math.floor((end - start) / 3) + 1;
     const offs = new Uint32Array(most);
     const nameOffs = new Uint32Array(most);
@@ -248,7 +263,7 @@ export class Btf {
    */
   static vmlinux(path = '/sys/kernel/btf/vmlinux'): Btf {
     if (Btf.cached) return Btf.cached;
-    const t0 = performance.now();
+    const t0 = process.hrtime.bigint(); // not performance.now(): its first use loads perf_hooks
     let data: Buffer | undefined = mapReadOnly(path);
     try {
       data ??= readFileSync(path);
@@ -258,8 +273,14 @@ export class Btf {
         cause: e,
       });
     }
-    Btf.cached = new Btf(data);
-    Btf.loadMs = performance.now() - t0;
+    // The default path only: the per-boot index file (kernel/btf-index-cache.ts) is keyed on this boot's BTF.
+    indexingVmlinux = path === '/sys/kernel/btf/vmlinux';
+    try {
+      Btf.cached = new Btf(data);
+    } finally {
+      indexingVmlinux = false;
+    }
+    Btf.loadMs = Number(process.hrtime.bigint() - t0) / 1e6;
     return Btf.cached;
   }
 
