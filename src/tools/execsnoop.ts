@@ -156,6 +156,52 @@ export interface RowContext {
   ppidOf?: (pid: number) => number;
 }
 
+/** The argument lists of the execs in flight, by PID (a `Map<number, string[]>` will do; see {@link PendingArgs}). */
+export interface ArgLists {
+  get(pid: number): string[] | undefined;
+  set(pid: number, list: string[]): unknown;
+  delete(pid: number): boolean;
+  readonly size: number;
+}
+
+/**
+ * {@link ArgLists} in two arrays searched from the end (a handful of execs are in flight at a time). Not a Map: a
+ * long-lived Map that gains and loses one key per exec gets a new hash table at every rehash, allocated straight in
+ * V8's old generation once the Map is old (about 58 bytes per exec), which only a full GC takes back: that was
+ * execsnoop's RSS drift in the soak (docs/reliability.md §5; +183 kB/min at ~50 execs/s).
+ */
+export class PendingArgs implements ArgLists {
+  private readonly pids: number[] = [];
+  private readonly lists: string[][] = [];
+
+  get size(): number {
+    return this.pids.length;
+  }
+
+  get(pid: number): string[] | undefined {
+    const i = this.pids.lastIndexOf(pid);
+    return i < 0 ? undefined : this.lists[i];
+  }
+
+  set(pid: number, list: string[]): this {
+    const i = this.pids.lastIndexOf(pid);
+    if (i >= 0) this.lists[i] = list;
+    else {
+      this.pids.push(pid);
+      this.lists.push(list);
+    }
+    return this;
+  }
+
+  delete(pid: number): boolean {
+    const i = this.pids.lastIndexOf(pid);
+    if (i < 0) return false;
+    this.pids.splice(i, 1);
+    this.lists.splice(i, 1);
+    return true;
+  }
+}
+
 /**
  * bcc's `print_event` for one record: an argument is added to the PID's list and gives null; a result gives the
  * exec's row, or null when filtered out (`-x`, `-n`, `-l`), and forgets the list.
@@ -163,7 +209,7 @@ export interface RowContext {
 export function collect(
   r: ExecRecord,
   o: Pick<RowOptions, 'fails' | 'name' | 'line'>,
-  argv: Map<number, string[]>,
+  argv: ArgLists,
   ctx: RowContext = {},
 ): ExecRow | null {
   if (r.kind === 'arg') {
@@ -252,7 +298,7 @@ async function run(a: OptionsOf<typeof SPEC>, writer: ToolWriter): Promise<numbe
     ppid: ppidText !== null ? Number(ppidText) : null,
     maxArgs: Number(maxArgs),
   });
-  const argv = new Map<number, string[]>();
+  const argv = new PendingArgs();
   let start = 0;
   const ctx: RowContext = { elapsedSec: () => (performance.now() - start) / 1000 };
   return runProgram({
