@@ -97,6 +97,9 @@ export interface ResolverStats {
 
 const KERNEL_BASE_HI = 0x80000000; // addresses with the top bit set are kernel addresses on x86-64 and aarch64
 
+/** Initial entries of a process's address caches (they grow as needed). */
+const PROC_CACHE_ENTRIES = 16;
+
 interface FileEntry {
   syms: ElfSymbols;
   /** The file is a non-PIE executable (ET_EXEC): its symbol values are the addresses it runs at. */
@@ -499,8 +502,11 @@ export class SymbolResolver {
         files: new Map(),
         perfMap: undefined,
         perfMapMissAt: 0,
-        cache: new AddrCache(),
-        unknown: new AddrCache(),
+        // small at first, grown as needed (AddrCache doubles): most processes a long-running resolver sees are
+        // short-lived with a few sampled addresses, and 1,024-entry caches cost ~34 KB each per process (the agent
+        // on a machine starting ~100 processes a second held ~400 processes: ~27 MB of caches)
+        cache: new AddrCache(PROC_CACHE_ENTRIES),
+        unknown: new AddrCache(PROC_CACHE_ENTRIES),
       };
       this.procs.set(pid, st);
       this.revalidate(st);

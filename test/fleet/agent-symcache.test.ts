@@ -57,6 +57,28 @@ suite('agent symbol caches', () => {
     }
   });
 
+  test("a process's address caches start small (at most 32 slots each) and grow with its addresses", () => {
+    const root = mkdtempSync(join(tmpdir(), 'bpfscope-agent-proc-'));
+    try {
+      mkdirSync(join(root, '4242'));
+      const rest = Array.from({ length: 30 }, (_, i) => (i === 19 ? '777' : '0')).join(' ');
+      writeFileSync(join(root, '4242', 'stat'), `4242 (fake) S ${rest}\n`);
+      writeFileSync(join(root, '4242', 'maps'), '00400000-00401000 r-xp 00000000 00:00 0 \n');
+      const r = new SymbolResolver({ procRoot: root, demangle: false, perfMaps: false, mapsTtlMs: Infinity });
+      r.track(4242);
+      // the agent on a machine starting ~100 processes a second holds hundreds of them: at most 64 slots each (two
+      // caches), not 4,096 as before
+      assert.ok(r.retained.cacheSlots <= 64, `${r.retained.cacheSlots} slots`);
+      for (let a = 0x400000; a < 0x400000 + 300; a++) assert.equal(r.user(4242, a).addr, BigInt(a));
+      assert.ok(r.retained.cacheSlots > 64 + 300, `${r.retained.cacheSlots} slots after 300 addresses`);
+      const hits = r.stats.hits;
+      for (let a = 0x400000; a < 0x400000 + 300; a++) assert.equal(r.user(4242, a).addr, BigInt(a));
+      assert.equal(r.stats.hits - hits, 300);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test("the program reports a process once per period by pid, start time and exec count (not a thread's name)", () => {
     const p = buildAgentProgram({ hz: 49, periodMs: 10000, maxStacks: 1024, stackStorage: 1024 });
     const key = 'pid, curtask->group_leader->start_time, curtask->group_leader->self_exec_id';
