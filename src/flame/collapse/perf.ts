@@ -15,12 +15,12 @@
  * dropped); a TID of 0 counts as absent (PID shown as "?"); a period of 0 counts as 1; "+0x..." offsets, argument
  * lists, quotes and Java "L" prefixes are tidied; "[unknown]" frames are replaced by the DSO's file name.
  *
- * Speed: the input stays bytes. Lines are found by the native search for "\n"; in a frame line the address is
- * skipped by a byte-class table. Each distinct frame-line text (after the address) is decoded and tidied once and
- * kept in a byte-keyed table (byte-table.ts) with its interned frame ids. A later sighting is usually one of the
- * lines that followed the previous line before, recognised by its length and one comparison without hashing it;
- * otherwise it is found by hash. A sample is a sequence of ids counted in stack-table.ts, which builds each distinct
- * stack's text only when writing the output.
+ * Speed: the input stays bytes, copied into a WebAssembly memory (frame-scan.ts). Each distinct frame-line text
+ * (after the address) is decoded and tidied once here and kept in a byte-keyed table in that memory with its
+ * interned frame ids; the frame lines of a sample are then taken by the module's loop (frame-scan.c), which finds
+ * each line's end and address, recognises the text among the lines that followed the previous line before (length,
+ * then one comparison) or by hash, and appends its ids, returning here for any other line. A sample is a sequence
+ * of ids counted in stack-table.ts, which builds each distinct stack's text only when writing the output.
  */
 import { perlSplit } from '../perl.js';
 import { ByteTable, hashBytes } from './byte-table.js';
