@@ -15,16 +15,17 @@
  * dropped); a TID of 0 counts as absent (PID shown as "?"); a period of 0 counts as 1; "+0x..." offsets, argument
  * lists, quotes and Java "L" prefixes are tidied; "[unknown]" frames are replaced by the DSO's file name.
  *
- * Speed: the input stays bytes. Lines are found by the native search for "\n"; in a frame line the address is
- * skipped by a byte-class table. Each distinct frame-line text (after the address) is decoded and tidied once and
- * kept in a byte-keyed table (byte-table.ts) with its interned frame ids. A later sighting is usually one of the
- * lines that followed the previous line before, recognised by its length and one comparison without hashing it;
- * otherwise it is found by hash. A sample is a sequence of ids counted in stack-table.ts, which builds each distinct
- * stack's text only when writing the output.
+ * Speed: the input stays bytes, copied into a WebAssembly memory (frame-scan.ts). Each distinct frame-line text
+ * (after the address) is decoded and tidied once here and kept in a byte-keyed table in that memory with its
+ * interned frame ids; the frame lines of a sample are then taken by the module's loop (frame-scan.c), which finds
+ * each line's end and address, recognises the text among the lines that followed the previous line before (length,
+ * then one comparison) or by hash, and appends its ids, returning here for any other line. A sample is a sequence
+ * of ids counted in stack-table.ts, which builds each distinct stack's text only when writing the output.
  */
 import { perlSplit } from '../perl.js';
 import { ByteTable, hashBytes } from './byte-table.js';
 import type { StackCollapser, WarnFn } from './collapser.js';
+import { FrameScanner } from './frame-scan.js';
 import { type ExportedStacks, Interner, StackTable } from './stack-table.js';
 
 /** Options of stackcollapse-perf.pl (the Perl option names in comments). */
@@ -109,29 +110,27 @@ export class PerfCollapser implements StackCollapser {
 
   private readonly interner = new Interner();
   /**
-   * Frame-line bytes after the address -> mode and frame ids (in reverse of their order in the printed stack);
-   * separate for "java..." processes (Java tidying differs).
+   * The input area, the current stack's ids and the frame-line tables (bytes after the address -> mode and frame ids,
+   * in reverse of their order in the printed stack; separate for "java..." processes, whose tidying differs), in
+   * WebAssembly memory, with the scan of frame lines.
    */
-  private readonly frameTable = new ByteTable();
-  private readonly javaFrameTable = new ByteTable();
+  private readonly sc = new FrameScanner();
+  /** The memory as bytes up to the end of the lines being read (for searches that must stop there). */
+  private b: Buffer;
   /** Event lines' bytes before their first "[" -> mode 1 and [process name id, 1 if "java..."], or mode 0. */
   private readonly procTable = new ByteTable();
   /** Event lines' period parts -> [index in `tails`]. */
   private readonly tailTable = new ByteTable();
   private readonly tails: (EventTail | null)[] = [];
-  /** The previous frame line's table entry in this sample (-1 at its start), to predict the next one. */
-  private prev = -1;
   private readonly stacks: StackTable;
-  /** A line cut by the end of a chunk. */
-  private carry: Buffer | null = null;
+  /** Length of a line cut by the end of a chunk, kept at the start of the input area. */
+  private carryLen = 0;
 
   // Current sample.
   private pname = -1;
   private pnameIsJava = false;
   private period = 1;
   private periodBig: bigint | null = null;
-  private cur = new Int32Array(256);
-  private curLen = 0;
 
   constructor(opts: PerfCollapseOptions = {}) {
     this.includeTid = !!opts.tid;
@@ -143,40 +142,41 @@ export class PerfCollapser implements StackCollapser {
     this.eventDefaulted = !!opts.eventDefaulted && this.eventFilter !== '';
     this.warn = opts.warn ?? (() => {});
     this.stacks = new StackTable(this.interner.names, true);
+    this.b = this.sc.u8.subarray(0, 0);
   }
 
   push(chunk: Uint8Array): void {
-    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    const len = b.length;
-    let pos = 0;
-    if (this.carry !== null) {
-      const nl = b.indexOf(10);
-      if (nl < 0) {
-        this.carry = Buffer.concat([this.carry, b]);
-        return;
-      }
-      // The joined line keeps its "\n", which the scans of frame lines stop at.
-      const line = Buffer.concat([this.carry, b.subarray(0, nl + 1)]);
-      this.carry = null;
-      this.lines(line, 0);
-      pos = nl + 1;
-    }
-    pos = this.lines(b, pos);
-    if (pos < len) this.carry = Buffer.from(b.subarray(pos));
+    const sc = this.sc;
+    const carry = this.carryLen;
+    const n = carry + chunk.length;
+    if (n > sc.inCap) sc.growInput(n * 2, carry);
+    sc.u8.set(chunk, sc.inBase + carry);
+    const end = sc.inBase + n;
+    const pos = this.lines(sc.inBase, end);
+    this.carryLen = end - pos;
+    if (pos < end) this.sc.u8.copyWithin(this.sc.inBase, pos, end);
   }
 
-  /** Processes the complete lines of `b` from `pos`; returns where the unfinished last line starts. */
-  private lines(b: Buffer, pos: number): number {
-    const len = b.length;
-    const dv = new DataView(b.buffer, b.byteOffset, len);
-    while (pos < len) {
-      // The native search for "\n" is far cheaper than a JavaScript byte loop; the line's length then lets a
-      // predicted frame line be checked by one comparison, without hashing it.
+  /**
+   * Processes the complete lines of the memory's bytes [pos, end); returns where the unfinished last line starts.
+   * The frame lines of a sample go to the scanner; any line it does not take is handled here, then it goes on.
+   */
+  private lines(pos: number, end: number): number {
+    const sc = this.sc;
+    this.b = sc.u8.subarray(0, end);
+    while (pos < end) {
+      if (this.pname >= 0) {
+        pos = sc.frames(pos, end);
+        if (pos >= end) break;
+      }
+      // (A native search for "\n": far cheaper than a JavaScript byte loop.)
+      const b = this.b;
       const nl = b.indexOf(10, pos);
       if (nl < 0) break;
       const c0 = b[pos]!;
-      if ((c0 === 9 || c0 === 32) && this.pname >= 0) this.frameLineInSample(b, dv, pos, nl);
-      else this.line(b, dv, pos, nl);
+      if ((c0 === 9 || c0 === 32) && this.pname >= 0) this.frameLineInSample(b, sc.dv, pos, nl);
+      else this.line(b, sc.dv, pos, nl);
+      if (sc.refresh()) this.b = sc.u8.subarray(0, end);
       pos = nl + 1;
     }
     return pos;
@@ -203,10 +203,12 @@ export class PerfCollapser implements StackCollapser {
   }
 
   endFile(): void {
-    if (this.carry !== null) {
-      const line = this.carry;
-      this.carry = null;
-      this.line(line, new DataView(line.buffer, line.byteOffset, line.length), 0, line.length);
+    if (this.carryLen > 0) {
+      const sc = this.sc;
+      const end = sc.inBase + this.carryLen;
+      this.carryLen = 0;
+      this.b = sc.u8.subarray(0, end);
+      this.line(this.b, sc.dv, sc.inBase, end);
     }
   }
 
@@ -368,7 +370,8 @@ export class PerfCollapser implements StackCollapser {
     this.setPeriod(period);
     this.pname = pname;
     this.pnameIsJava = isJava;
-    this.prev = -1;
+    this.sc.table = isJava ? 1 : 0;
+    this.sc.prev = -1;
   }
 
   private setPeriod(p: string | undefined): void {
@@ -418,34 +421,24 @@ export class PerfCollapser implements StackCollapser {
     p: number,
     end: number,
   ): void {
-    const table = this.pnameIsJava ? this.javaFrameTable : this.frameTable;
-    const prev = this.prev;
-    let e =
-      prev >= 0
-        ? table.predicted(prev, dv, p, end)
-        : table.first >= 0 && table.matches(table.first, dv, p, end)
-          ? table.first
-          : -1;
-    if (e < 0) {
-      const h = hashBytes(dv, p, end);
-      e = table.find(dv, p, end, h);
-      if (e < 0) e = this.addLine(table, b, pcStart, pcEnd, p, end, h);
-      if (prev >= 0) table.addSuccessor(prev, e);
-      else table.first = e;
-    }
-    this.prev = e;
-    const mode = table.mode(e);
+    const sc = this.sc;
+    let e = sc.lookup(p, end);
+    if (e < 0) e = this.addLine(b, pcStart, pcEnd, p, end, sc.hash);
+    sc.prev = e;
+    const mode = sc.mode(e);
     if (mode === IDS) {
-      this.pushWords(table.words, table.idsStart(e), table.idCount(e));
+      sc.pushEntry(e);
     } else if (mode === SLOW) {
-      this.frameLineSlow(b.toString('latin1', start, end));
+      this.frameLineSlow(sc.u8.toString('latin1', start, end));
     } else {
       // "[unknown]" with --addrs: the frame name holds this line's address.
-      const key = b.toString('latin1', p, end);
+      const u8 = sc.u8;
+      const key = u8.toString('latin1', p, end);
       const r = key.lastIndexOf(')');
       const q = key.lastIndexOf(' (', r - 2);
-      this.pushIds(this.makeFrames(b.toString('latin1', pcStart, pcEnd), key.slice(0, q), key.slice(q + 2, r)).ids);
+      sc.pushIds(this.makeFrames(u8.toString('latin1', pcStart, pcEnd), key.slice(0, q), key.slice(q + 2, r)).ids);
     }
+    void dv;
   }
 
   /**
@@ -454,23 +447,14 @@ export class PerfCollapser implements StackCollapser {
    * " (" that still has a ")" after it, and (.*) runs to the last ")"; both depend only on the text after the
    * address, the table key. Without such a split the regex would backtrack into the address: SLOW.
    */
-  private addLine(
-    table: ByteTable,
-    b: Buffer,
-    pcStart: number,
-    pcEnd: number,
-    p: number,
-    end: number,
-    h: number,
-  ): number {
+  private addLine(b: Buffer, pcStart: number, pcEnd: number, p: number, end: number, h: number): number {
+    const sc = this.sc;
     const key = b.toString('latin1', p, end);
     const r = key.lastIndexOf(')');
     const q = r >= 3 ? key.lastIndexOf(' (', r - 2) : -1;
-    if (q < 1) return table.insert(b, p, end, h, SLOW, EMPTY);
+    if (q < 1) return sc.insert(p, end, h, SLOW, EMPTY);
     const made = this.makeFrames(b.toString('latin1', pcStart, pcEnd), key.slice(0, q), key.slice(q + 2, r));
-    return made.usesAddress
-      ? table.insert(b, p, end, h, WITH_ADDRESS, EMPTY)
-      : table.insert(b, p, end, h, IDS, made.ids);
+    return made.usesAddress ? sc.insert(p, end, h, WITH_ADDRESS, EMPTY) : sc.insert(p, end, h, IDS, made.ids);
   }
 
   private frameLineSlow(line: string): void {
@@ -480,34 +464,7 @@ export class PerfCollapser implements StackCollapser {
       return;
     }
     if (this.pname < 0) return;
-    this.pushIds(this.makeFrames(m[1]!, m[2]!, m[3]!).ids);
-  }
-
-  private pushWords(words: Int32Array, from: number, n: number): void {
-    let len = this.curLen;
-    if (len + n > this.cur.length) this.growCur(len + n);
-    const cur = this.cur;
-    for (let k = from, stop = from + n; k < stop; k++) cur[len++] = words[k]!;
-    this.curLen = len;
-  }
-
-  private growCur(need: number): void {
-    const grown = new Int32Array(Math.max(this.cur.length * 2, need));
-    grown.set(this.cur.subarray(0, this.curLen));
-    this.cur = grown;
-  }
-
-  private pushIds(ids: Int32Array): void {
-    const n = ids.length;
-    let len = this.curLen;
-    if (len + n > this.cur.length) {
-      const grown = new Int32Array(Math.max(this.cur.length * 2, len + n));
-      grown.set(this.cur.subarray(0, len));
-      this.cur = grown;
-    }
-    const cur = this.cur;
-    for (let k = 0; k < n; k++) cur[len++] = ids[k]!;
-    this.curLen = len;
+    this.sc.pushIds(this.makeFrames(m[1]!, m[2]!, m[3]!).ids);
   }
 
   /** One frame line's frames (several when the symbol holds inlined "a->b" chains), as ids in reverse order. */
@@ -549,10 +506,11 @@ export class PerfCollapser implements StackCollapser {
 
   private endSample(): void {
     if (this.pname < 0) return;
-    this.stacks.add(this.pname, this.cur, this.curLen, this.period, this.periodBig);
-    this.curLen = 0;
+    const sc = this.sc;
+    this.stacks.add(this.pname, sc.cur, sc.curLen, this.period, this.periodBig);
+    sc.curLen = 0;
     this.pname = -1;
-    this.prev = -1;
+    sc.prev = -1;
   }
 }
 
