@@ -233,6 +233,7 @@ const attachPointsPass: CompilePass = {
           let matches = expandAttachPoint(ap, {
             ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
             ...(opts.unsafe ? { unsafe: true } : {}),
+            ...(config.cppDemangle ? { demangle: true } : {}),
             warn: (message) => {
               if (config.missingProbes !== 'ignore') warnings.push({ severity: 'warning', message, pos: ap.pos });
             },
