@@ -233,6 +233,7 @@ const attachPointsPass: CompilePass = {
           let matches = expandAttachPoint(ap, {
             ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
             ...(opts.unsafe ? { unsafe: true } : {}),
+            ...(config.cppDemangle ? { demangle: true } : {}),
             warn: (message) => {
               if (config.missingProbes !== 'ignore') warnings.push({ severity: 'warning', message, pos: ap.pos });
             },
@@ -353,7 +354,12 @@ const resourcesPass: CompilePass = {
     const units = need(c, 'units');
     const maps = new Map(need(c, 'maps').map((m) => [m.name, m]));
     c.frames = units.map((u) => planFrame(u, types.get(u)!, maps, c.opts.helperWarnings ?? false));
-    c.resourceIds = assignResourceIds(units, types);
+    c.resourceIds = assignResourceIds(units, types, {
+      maps,
+      helperWarnings: c.opts.helperWarnings ?? false,
+      positional: c.opts.positional ?? [],
+      cpid: c.opts.cpid,
+    });
   },
 };
 
@@ -370,8 +376,8 @@ const codegenPass: CompilePass = {
     const tables: GenTables = {
       maps: new Map(need(c, 'maps').map((m) => [m.name, m])),
       resources: {
-        // the generator appends its run-time warnings to the printf table: a copy keeps the pass's product as is
-        printfs: [...ids.printfs],
+        // the calls' formats, then the run-time warnings (all assigned by the resource pass)
+        printfs: ids.printfs,
         printValues: ids.printValues,
         timeFormats: ids.timeFormats,
         joinSeparators: ids.joinSeparators,

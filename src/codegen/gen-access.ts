@@ -14,7 +14,8 @@ import { type RecordField, type SType, sizeOf, tupleLayout } from '../lang/types
 import { copyMem, zeroStack } from './frame.js';
 import { type HelperArg, IrFunction } from './ir.js';
 import { type MapPlan } from './plan.js';
-import { isMemoryLocation, isSigned, type Val, GenCore } from './gen-core.js';
+import { isMemoryLocation } from '../lang/typeops.js';
+import { isSigned, type Val, GenCore } from './gen-core.js';
 
 export abstract class AccessGen extends GenCore {
   /** Build the key of `@m[k...]` on the stack; returns its offset. */

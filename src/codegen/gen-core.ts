@@ -21,6 +21,7 @@ import { copyMem, Frame, storeBytes, zeroStack } from './frame.js';
 import { type HelperArg, IrFunction } from './ir.js';
 import { AsyncAction, type MapPlan, type FuncTablePlan, type ProgramResources } from './plan.js';
 import type { ResourceIds } from './resource-ids.js';
+import { WARN_DIVIDE, WARN_LOOKUP_MISS, WARN_MAP_FULL, warningId } from './warning-ids.js';
 
 /** A generated value: a scalar in a register, or `size` bytes of stack at r10+off. */
 export type Val = { kind: 'reg'; reg: number } | { kind: 'mem'; off: number; size: number };
@@ -400,17 +401,7 @@ export abstract class GenCore {
    * HELPER_ERROR runtime error for map_lookup_elem, `output/text.cpp` runtime_error; its retcode is always 0).
    */
   protected lookupMissWarning(): void {
-    const id = this.tables.resources.printfs.length;
-    this.tables.resources.printfs.push({
-      id,
-      format:
-        "Can't lookup map element because it does not exist.\nAdditional Info - helper: map_lookup_elem, retcode: 0",
-      argTypes: [],
-      offsets: [],
-      payloadSize: 0,
-      ...(this.fn.pos ? { pos: this.fn.pos } : {}),
-    });
-    this.asyncRecord(AsyncAction.WARNF, id, 0, () => {});
+    this.runtimeWarning(WARN_LOOKUP_MISS);
   }
 
   /** After a write to register variable `name`: its stack copy for `&$x`, when it has one, takes the new value. */
@@ -475,9 +466,7 @@ export abstract class GenCore {
       fn.emit(I.alu64(op === '/' ? 'div' : 'mod', dst, src));
       fn.emit(I.ja(done));
       fn.mark(zero);
-      this.runtimeWarning(
-        'Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.',
-      );
+      this.runtimeWarning(WARN_DIVIDE);
       fn.emit(I.mov64Imm(dst, 1));
       fn.mark(done);
       return;
@@ -486,21 +475,13 @@ export abstract class GenCore {
   }
 
   /**
-   * Emit a WARNF record for a fixed message, positioned at the current expression or statement (the user-space
-   * side prints it as `FILE:L:C: WARNING: message`); `once`: printed at most once per run.
+   * Emit a WARNF record of run-time warning `message` (codegen/warning-ids.ts), positioned at the current
+   * expression or statement (the user-space side prints it as `FILE:L:C: WARNING: message`). Its id, and whether
+   * it is printed once per run, were decided by the resource pass.
+   * @throws BpfscopeError (internal) when the pass foresaw no such warning here
    */
-  runtimeWarning(message: string, once = false): void {
-    const fn = this.fn;
-    const id = this.tables.resources.printfs.length;
-    this.tables.resources.printfs.push({
-      id,
-      format: message.replaceAll('%', '%%'),
-      argTypes: [],
-      offsets: [],
-      payloadSize: 0,
-      ...(fn.pos ? { pos: fn.pos } : {}),
-      ...(once ? { once } : {}),
-    });
+  runtimeWarning(message: string): void {
+    const id = warningId(this.tables.ids.warnings, this.types, this.fn.pos, message);
     this.asyncRecord(AsyncAction.WARNF, id, 0, () => {});
   }
 
@@ -512,10 +493,7 @@ export abstract class GenCore {
     const fn = this.fn;
     const ok = fn.newLabel('upd_ok');
     fn.emit(I.jmpImm('jne', rc, -7, ok));
-    this.runtimeWarning(
-      "Map full; can't update element. Try increasing max_map_keys config or manually setting the max entries in a map declaration e.g. `let @a = hash(5000)`",
-      true,
-    );
+    this.runtimeWarning(WARN_MAP_FULL);
     fn.mark(ok);
   }
 
@@ -556,17 +534,6 @@ export abstract class GenCore {
   protected abstract stmt(s: Stmt): void;
   protected abstract exprStmt(e: Expr): void;
   protected abstract scaledStep(v: number, t: SType | undefined): number;
-}
-
-/**
- * Expressions denoting a struct in kernel or user memory (`*p`, `p->s`, `(*p).s`), read with bpf_probe_read_*;
- * `types` are the program's (its unit's table).
- */
-export function isMemoryLocation(e: Expr, types: TypeTable): boolean {
-  if (e.kind === 'UnaryExpr') return e.op === '*';
-  if (e.kind !== 'FieldExpr') return false;
-  const ot = types.find(e.object);
-  return ot?.kind === 'pointer' || (ot?.kind === 'record' && isMemoryLocation(e.object, types));
 }
 
 export function isSigned(t: SType): boolean {

@@ -14,12 +14,11 @@ import { PT_REGS_CONTEXTS, PT_REGS_OFFSETS } from '../lang/ptregs.js';
 import { literalIntType } from '../lang/typeops.js';
 import { type SType, sizeOf, tupleLayout, U64 } from '../lang/types.js';
 import { zeroStack } from './frame.js';
-import { ALU_OPS, CMP_OPS, isMemoryLocation, isSigned, type Val } from './gen-core.js';
+import { isMemoryLocation } from '../lang/typeops.js';
+import { ALU_OPS, CMP_OPS, isSigned, type Val } from './gen-core.js';
 import { AccessGen } from './gen-access.js';
 import { stackMapPlan } from './resource-ids.js';
-
-/** bpftrace's run-time warning for an array index past the array's end (required_resources.h ARRAY_ACCESS_OOB_MSG). */
-const ARRAY_ACCESS_OOB = 'Array access out of bounds. This can lead to unexpected results.';
+import { WARN_ARRAY_OOB } from './warning-ids.js';
 
 export abstract class ExprGen extends AccessGen {
   // ---- expressions -------------------------------------------------------------------------------------------
@@ -538,7 +537,7 @@ export abstract class ExprGen extends AccessGen {
       if (t.count > 0) {
         const ok = fn.newLabel('aidx_ok');
         fn.emit(I.jmpImm('jlt', i, t.count, ok));
-        this.runtimeWarning(ARRAY_ACCESS_OOB);
+        this.runtimeWarning(WARN_ARRAY_OOB);
         fn.mark(ok);
       }
       const addr = fn.vreg();
@@ -571,7 +570,7 @@ export abstract class ExprGen extends AccessGen {
       this.callHelper(H.probe_read_kernel, [{ stack: off }, { imm: es }, addr]);
       fn.emit(I.ja(done));
       fn.mark(oob);
-      this.runtimeWarning(ARRAY_ACCESS_OOB);
+      this.runtimeWarning(WARN_ARRAY_OOB);
       fn.mark(done);
     }
     if (scalarElem) {

@@ -111,7 +111,7 @@ export interface PrintfPlan {
   payloadSize: number;
   /** The call's source span (errorf/warnf print it). */
   pos?: Span;
-  /** A run-time warning printed at most once per run (codegen's runtimeWarning). */
+  /** A run-time warning printed at most once per run (codegen/warning-ids.ts). */
   once?: boolean;
 }
 

@@ -12,9 +12,9 @@
  * for each unrolled copy), and an unroll of 0 emits nothing, so gets no id. Units expanded from one probe share
  * its AST but each has its own types, so its own ids.
  *
- * The run-time warnings (division by zero, map full, out-of-bounds index, `-k` lookup misses) are decided by the
- * generator as it emits code. They share the printf table (a WARNF record's id indexes it too) and are appended
- * by the generator after the ids assigned here (codegen/gen-core.ts `runtimeWarning`).
+ * The run-time warnings (division by zero, map full, out-of-bounds index, `-k` lookup misses) share the printf
+ * table (a WARNF record's id indexes it too): their ids follow the calls' formats, assigned by codegen/warning-ids.ts
+ * (keyed by the span the generator positions each at, {@link ResourceIds.warnings}).
  */
 
 import type { Block, CallExpr, Expr, Probe, Stmt } from '../lang/ast.js';
@@ -26,13 +26,14 @@ import type { ProbeUnit } from '../lang/units.js';
 import { type ChildMapper, mapExprChildren, mapStmtChildren } from '../lang/visitor.js';
 import { BpfscopeError } from '../errors.js';
 import type { PrintfPlan, PrintValuePlan, StackMapPlan } from './plan.js';
+import { assignWarningIds, type WarningIds, type WarningInputs } from './warning-ids.js';
 
 /** Calls whose format goes to user space as a printf id (codegen/gen-calls.ts `printf`, PRINTF_ACTIONS). */
 const FORMAT_CALLS: ReadonlySet<string> = new Set(['printf', 'system', 'errorf', 'warnf', 'cat']);
 
 /** What the resource pass assigned: the tables user space reads by id, and each call's id per unit. */
 export interface ResourceIds {
-  /** Formats of the printf-family calls, by id (the generator appends its run-time warnings after them). */
+  /** Formats of the printf-family calls, by id, then the run-time warnings (codegen/warning-ids.ts). */
   printfs: PrintfPlan[];
   /** Types of `print(value)`, by id. */
   printValues: PrintValuePlan[];
@@ -44,6 +45,8 @@ export interface ResourceIds {
   stackMaps: Map<string, StackMapPlan>;
   /** Per unit (its type table): the id of each call above, in its kind's table. */
   readonly byUnit: Map<TypeTable, Map<CallExpr, number>>;
+  /** Per unit: the printf-table id of each run-time warning, by the span it is emitted at and its message. */
+  warnings: WarningIds;
 }
 
 /** The stack map a `kstack`/`ustack` value of type `t` is stored in (codegen/gen-expr.ts `stack`). */
@@ -72,17 +75,34 @@ export function resourceId(ids: ResourceIds, types: TypeTable, c: CallExpr): num
 
 /** A table with no ids yet (what {@link assignResourceIds} starts from). */
 export function emptyResourceIds(): ResourceIds {
-  return { printfs: [], printValues: [], timeFormats: [], joinSeparators: [], stackMaps: new Map(), byUnit: new Map() };
+  return {
+    printfs: [],
+    printValues: [],
+    timeFormats: [],
+    joinSeparators: [],
+    stackMaps: new Map(),
+    byUnit: new Map(),
+    warnings: new Map(),
+  };
 }
 
-/** Assign the ids of every unit's calls and collect the stack maps, in emission order (see the file comment). */
-export function assignResourceIds(units: readonly ProbeUnit[], types: ReadonlyMap<ProbeUnit, TypeTable>): ResourceIds {
+/**
+ * Assign the ids of every unit's calls and collect the stack maps, in emission order (see the file comment), then
+ * the run-time warnings' ids after the formats (codegen/warning-ids.ts; `inputs`: what decides where the generator
+ * warns). Without `inputs` (tests of the call ids alone), no warnings.
+ */
+export function assignResourceIds(
+  units: readonly ProbeUnit[],
+  types: ReadonlyMap<ProbeUnit, TypeTable>,
+  inputs?: WarningInputs,
+): ResourceIds {
   const ids = emptyResourceIds();
   for (const u of units) {
     const table = types.get(u)!;
     if (ids.byUnit.has(table)) continue;
     new IdWalker(ids, table, u).probe(u.probe);
   }
+  if (inputs) ids.warnings = assignWarningIds(units, types, inputs, ids.printfs);
   return ids;
 }
 

@@ -3,7 +3,9 @@
  * materialized) and when two such types may share a map or variable; the width of an integer literal in a tuple.
  * Used by the analyser, the builtins' checks and the code generator (which must not import the analyser).
  */
+import type { Expr } from './ast.js';
 import { kernelBtf, materializeRecord } from './btf-types.js';
+import type { TypeTable } from './type-table.js';
 import { I64, type IntSize, type SType, stringType, typeKey, U64 } from './types.js';
 
 /** A tuple type, a record when `names` is given. */
@@ -93,4 +95,15 @@ export function literalIntType(v: bigint): Extract<SType, { kind: 'int' }> {
   const size =
     v >= -0x80n && v <= 0x7fn ? 1 : v >= -0x8000n && v <= 0x7fffn ? 2 : v >= -0x80000000n && v <= 0x7fffffffn ? 4 : 8;
   return { kind: 'int', size, signed: true };
+}
+
+/**
+ * Expressions denoting a struct in kernel or user memory (`*p`, `p->s`, `(*p).s`), read with bpf_probe_read_*;
+ * `types` are the program's (its unit's table).
+ */
+export function isMemoryLocation(e: Expr, types: TypeTable): boolean {
+  if (e.kind === 'UnaryExpr') return e.op === '*';
+  if (e.kind !== 'FieldExpr') return false;
+  const ot = types.find(e.object);
+  return ot?.kind === 'pointer' || (ot?.kind === 'record' && isMemoryLocation(e.object, types));
 }

@@ -41,6 +41,11 @@ export interface ExpandOptions {
   pid?: number;
   /** `--unsafe`: a uprobe on a function whose symbol has no size, or at an address of a file that is not ELF (a flat binary: the address is the file offset), is allowed (bpftrace refuses both otherwise). */
   unsafe?: boolean;
+  /**
+   * uprobe/uretprobe: `func` names a C++ or Rust function demangled (`demo::work(int)`), as bpftrace's `cpp_demangle`
+   * config (default on) does; probe names and wildcards keep the symbols as the file has them.
+   */
+  demangle?: boolean;
   /** Reports a warning about the attach point (bpftrace's: a kprobe on a function that is not traceable). */
   warn?: (message: string) => void;
 }

@@ -17,6 +17,7 @@ import { hasFeature } from '../kernel/features.js';
 import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
 import type { SType } from '../lang/types.js';
+import { demangle } from '../symbols/demangle.js';
 import { ElfFile, type ElfSegment, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
 import { attachPointError, attachTimeError, closestNames, didYouMean, isRefusedProbe } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
@@ -44,16 +45,30 @@ export class UprobeProbe extends PtRegsProbe {
     provider: 'uprobe' | 'uretprobe',
     /** Absolute path of the binary. */
     readonly path: string,
-    /** Function name (the `func` builtin), or the address text for address probes. */
-    readonly func: string,
+    /** The function's symbol as the file has it (C++ names mangled), or the address text for address probes. */
+    readonly symbol: string,
     /** Offset in the file where the probe goes. */
     readonly fileOffset: number,
     display: string,
     /** The binary as bpftrace prints it (as written for a path: targets.ts); `path` when absent. */
     displayPath: string = path,
+    /** `func` is the demangled name (bpftrace's `cpp_demangle`, {@link ExpandOptions.demangle}). */
+    private readonly demangled = false,
   ) {
     super(attachPoint, provider);
     this.name = `${provider}:${displayPath}:${display}`;
+  }
+
+  private funcName: string | undefined;
+
+  /**
+   * The `func` builtin's value: {@link symbol}, demangled (`_ZN4demo4workEi` -> `demo::work(int)`) when the program's
+   * `cpp_demangle` is on. Computed when first read, so a probe whose body never reads `func` does not load the
+   * demangler.
+   */
+  get func(): string {
+    this.funcName ??= this.demangled ? demangle(this.symbol) : this.symbol;
+    return this.funcName;
   }
 
   private argsType: SType | null | undefined;
@@ -61,7 +76,7 @@ export class UprobeProbe extends PtRegsProbe {
   /** `args` from the binary's DWARF at a function's entry (probes/uprobe-args.ts), else none. */
   override get args(): SType | null {
     if (this.argsType === undefined) {
-      this.argsType = this.provider === 'uprobe' ? uprobeArgsType(this.path, this.func, this.fileOffset) : null;
+      this.argsType = this.provider === 'uprobe' ? uprobeArgsType(this.path, this.symbol, this.fileOffset) : null;
     }
     return this.argsType;
   }
@@ -100,19 +115,32 @@ export class UprobeMultiProbe extends PtRegsProbe {
     readonly path: string,
     /** The glob as written (the probe's name). */
     glob: string,
-    /** The matched functions, in cookie order. */
-    readonly funcs: readonly string[],
+    /** The matched functions' symbols as the file has them (C++ names mangled), in cookie order. */
+    readonly symbols: readonly string[],
     /** File offset of each function's probe (bytes). */
     readonly fileOffsets: readonly number[],
     /** The binary as bpftrace prints it (as written for a path: targets.ts); `path` when absent. */
     readonly displayPath: string = path,
+    /** `funcs` are the demangled names (bpftrace's `cpp_demangle`, {@link ExpandOptions.demangle}). */
+    private readonly demangled = false,
   ) {
     super(attachPoint, provider);
     this.name = `${provider}:${displayPath}:${glob}`;
-    this.probeNames = funcs.map((f) => `${provider}:${displayPath}:${f}`);
+    this.probeNames = symbols.map((f) => `${provider}:${displayPath}:${f}`);
   }
 
   readonly probeNames: readonly string[];
+
+  private funcNames: readonly string[] | undefined;
+
+  /**
+   * The `func` builtin's value of each function, in cookie order: its symbol, demangled when the program's
+   * `cpp_demangle` is on (computed when first read, as {@link UprobeProbe.func}).
+   */
+  get funcs(): readonly string[] {
+    this.funcNames ??= this.demangled ? this.symbols.map(demangle) : this.symbols;
+    return this.funcNames;
+  }
 
   /**
    * With `opts.pid`, only that process's calls (the link's pid filter). The kernel refuses a whole uprobe_multi
@@ -131,7 +159,7 @@ export class UprobeMultiProbe extends PtRegsProbe {
         flags: this.retprobe ? BPF_F_UPROBE_MULTI_RETURN : 0,
         ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
       });
-    const all = this.funcs.map((_, i) => i);
+    const all = this.symbols.map((_, i) => i);
     try {
       return { ...linkHandle(create(all)), count: all.length };
     } catch (e) {
@@ -142,7 +170,7 @@ export class UprobeMultiProbe extends PtRegsProbe {
       const warn = opts.warn ?? ((m: string) => process.stderr.write(`WARNING: ${m}\n`));
       for (const i of refused) {
         warn(
-          `${this.provider}:${this.displayPath}:${this.funcs[i]}: the kernel cannot probe this function (${(e as KernelError).message.replace(/^.*: /, '')}), skipped`,
+          `${this.provider}:${this.displayPath}:${this.symbols[i]}: the kernel cannot probe this function (${(e as KernelError).message.replace(/^.*: /, '')}), skipped`,
         );
       }
       return { ...linkHandle(create(rest)), count: rest.length };
@@ -322,7 +350,8 @@ export class UprobeProvider implements ProbeProvider {
     if (typeof hit === 'string') throw attachPointError(ap, hit);
     const off = symbolFileOffset(table.loads, { name: `${file}:${lineText}`, value: hit.addr });
     const where = `${lineText}${ap.parts.length > 2 ? `:${colText}` : ''}`;
-    return [new UprobeProbe(ap, this.kind, t.path, hit.func ?? `${file}:${where}`, off, where, `${t.display}@${file}`)];
+    const func = hit.func ?? `${file}:${where}`;
+    return [new UprobeProbe(ap, this.kind, t.path, func, off, where, `${t.display}@${file}`, opts.demangle)];
   }
 
   /** The probes of one binary (see {@link expand}). @throws CompileError when nothing matches in it */
@@ -382,10 +411,11 @@ export class UprobeProvider implements ProbeProvider {
     const offsets = names.map((n) => symbolFileOffset(loads, { name: n, value: funcs.get(n)! }) + extra);
     // bpftrace's multi expansion: a wildcard without an offset, unless the body reads `probe`; where the kernel has it
     if (hasWildcard(fnGlob) && !extra && !opts.full && hasFeature('uprobeMulti')) {
-      return [new UprobeMultiProbe(ap, this.kind, path, fnGlob, names, offsets, display)];
+      return [new UprobeMultiProbe(ap, this.kind, path, fnGlob, names, offsets, display, opts.demangle)];
     }
     return names.map(
-      (n, i) => new UprobeProbe(ap, this.kind, path, n, offsets[i]!, extra ? `${n}+${extra}` : n, display),
+      (n, i) =>
+        new UprobeProbe(ap, this.kind, path, n, offsets[i]!, extra ? `${n}+${extra}` : n, display, opts.demangle),
     );
   }
 
@@ -410,7 +440,8 @@ export class UprobeProvider implements ProbeProvider {
       );
     }
     const off = symbolFileOffset(loads, { name, value: fn.value }) + extra;
-    return [new UprobeProbe(ap, this.kind, t.path, name, off, extra ? `${name}+${extra}` : name, t.display)];
+    const display = extra ? `${name}+${extra}` : name;
+    return [new UprobeProbe(ap, this.kind, t.path, name, off, display, t.display, opts.demangle)];
   }
 
   /**

@@ -1,18 +1,23 @@
 /**
  * The resource pass's ids (codegen/resource-ids.ts, compiler.ts `resources`): the calls that send records get
- * their ids before code generation, by node per unit; the generator only looks them up, and appends its run-time
- * warnings to the printf table after them. Expected tables are written out here; test/codegen/golden's
- * unroll-printf listing shows the same ids in the instructions.
+ * their ids before code generation, by node per unit, and the run-time warnings theirs after them
+ * (codegen/warning-ids.ts), by the span the generator emits each at; the generator only looks them up. Expected
+ * tables are written out here; test/codegen/golden's unroll-printf listing shows the same ids in the instructions.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CallExpr } from '../../src/lang/ast.js';
 import { compile, type CompileContext, COMPILE_PASSES } from '../../src/compiler.js';
 import { emptyResourceIds, resourceId, type ResourceIds } from '../../src/codegen/resource-ids.js';
+import { warningId } from '../../src/codegen/warning-ids.js';
 import { TypeTable } from '../../src/lang/type-table.js';
 
-function compileCtx(text: string): CompileContext {
-  const ctx: CompileContext = { source: { name: 'stdin', text }, opts: { unsafe: true }, warnings: [] };
+function compileCtx(text: string, helperWarnings = false): CompileContext {
+  const ctx: CompileContext = {
+    source: { name: 'stdin', text },
+    opts: { unsafe: true, ...(helperWarnings ? { helperWarnings } : {}) },
+    warnings: [],
+  };
   COMPILE_PASSES.run(ctx);
   return ctx;
 }
@@ -26,6 +31,15 @@ function printfTable(ctx: CompileContext): string[] {
 }
 
 const MAP_FULL = 'once:Map full;';
+const DIVIDE = 'Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.';
+const LOOKUP =
+  "Can't lookup map element because it does not exist.\nAdditional Info - helper: map_lookup_elem, retcode: 0";
+const OOB = 'Array access out of bounds. This can lead to unexpected results.';
+
+/** The printf table as `format@col` (a warning's column is where user space prints it; columns counted by hand). */
+function positioned(ctx: CompileContext): string[] {
+  return ctx.tables!.resources.printfs.map((p) => `${p.once ? 'once:' : ''}${p.format.slice(0, 9)}@${p.pos!.col}`);
+}
 
 describe('resource pass: record ids', () => {
   it('gives an unrolled call one id, emitted once per copy (as bpftrace resets its ids per copy)', () => {
@@ -34,24 +48,56 @@ describe('resource pass: record ids', () => {
     assert.deepEqual(ctx.tables!.resources.timeFormats, ['%H\n']);
   });
 
-  it('appends the run-time warnings after the ids it assigned, in the order code generation emits them', () => {
+  it('assigns the run-time warnings after the calls, in the order code generation emits them', () => {
     const ctx = compileCtx('BEGIN { @x = 1; printf("p %d\\n", @x); @y = 2; $z = 7 / @x; print(1); print(@x); }');
-    assert.deepEqual(printfTable(ctx), [
-      'p %d\n',
-      MAP_FULL,
-      MAP_FULL,
-      'Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.',
-    ]);
-    // the pass's own table is not changed by the generator's appends
-    assert.deepEqual(
-      ctx.resourceIds!.printfs.map((p) => p.format),
-      ['p %d\n'],
-    );
+    assert.deepEqual(printfTable(ctx), ['p %d\n', MAP_FULL, MAP_FULL, DIVIDE]);
+    // the generator added nothing: the table is the pass's
+    assert.equal(ctx.tables!.resources.printfs, ctx.resourceIds!.printfs);
     // print(@x) prints the map (no id); print(1) a value
     assert.deepEqual(
       ctx.tables!.resources.printValues.map((p) => p.type),
       [{ kind: 'int', size: 8, signed: true }],
     );
+  });
+
+  it('foresees each run-time warning where the generator emits it, one id per site', () => {
+    // `/` by a positive literal is an immediate (no check); `@m[1] /= $b` checks in both branches (one id);
+    // `@n++` stores (map full at the expression); an unrolled store is one site; `$a[$i]` checks its index
+    const ctx = compileCtx(
+      'BEGIN { $a = 10; $b = 0; $c = $a / 2; $d = $a % $b; $a /= $b; @m[1] = 5; @m[1] /= $b; ' +
+        '@n++; unroll(3) { @u = 1; } $i = 1; $r = ((uint8[8])0x0102030405060708)[$i]; exit(); }',
+    );
+    assert.deepEqual(positioned(ctx), [
+      `${DIVIDE.slice(0, 9)}@44`,
+      `${DIVIDE.slice(0, 9)}@53`,
+      'once:Map full;@63',
+      `${DIVIDE.slice(0, 9)}@74`,
+      'once:Map full;@74',
+      'once:Map full;@87',
+      'once:Map full;@105',
+      `${OOB.slice(0, 9)}@128`,
+    ]);
+  });
+
+  it('-k: a lookup-miss warning at each map read, none where a map is named (delete, clear, print)', () => {
+    const text =
+      'BEGIN { @m[1] = 1; @c = count(); $v = @m[2] + @c; print(@m[1]); delete(@m[1]); clear(@m); print(@c); }';
+    assert.deepEqual(printfTable(compileCtx(text)), [MAP_FULL, MAP_FULL]);
+    assert.deepEqual(positioned(compileCtx(text, true)), [
+      'once:Map full;@9',
+      'once:Map full;@20',
+      `${LOOKUP.slice(0, 9)}@39`,
+      `${LOOKUP.slice(0, 9)}@57`,
+    ]);
+  });
+
+  it('reports a warning the pass did not foresee as an internal error naming the file', () => {
+    const ctx = compileCtx('BEGIN { $z = 7 / 2; }');
+    const table = ctx.types!.get(ctx.units![0]!)!;
+    assert.throws(() => warningId(ctx.resourceIds!.warnings, table, ctx.ast!.probes[0]!.pos, DIVIDE), {
+      message:
+        /^internal: the resource pass foresaw no run-time warning "Divide or modulo by 0 detected" at 1:1 \(codegen\/warning-ids\.ts\)/,
+    });
   });
 
   it('numbers each kind from 0, units in order, a loop callback body where its for is', () => {

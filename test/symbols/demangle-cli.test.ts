@@ -4,7 +4,9 @@
  * the name as the file has it with `config = { cpp_demangle = 0 }`. The program runs twice in a row, so the second
  * run starts the bundle from the launcher's V8 code cache, where Node 20 gives a script no dynamic import(): the
  * demangler used to be loaded by one, and both the `-e` path (which never loaded it) and cached runs printed
- * mangled names. Expected outputs were written from bpftrace 0.17's output for the same program and binary.
+ * mangled names. `func` is demangled too (its value is fixed at compile time, so its string type is the demangled
+ * name's length), `probe` is not. Expected outputs were written from bpftrace 0.17's output for the same program and
+ * binary.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -26,7 +28,7 @@ function cxxSkipReason(): string | undefined {
 describe('C++ user symbols from the CLI (live)', () => {
   const skip = liveSkipReason() ?? cxxSkipReason();
 
-  it('ustack and usym print demangled names on every run, mangled with cpp_demangle = 0', { skip }, async () => {
+  it('ustack, usym and func print demangled names on every run, mangled with cpp_demangle = 0', { skip }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bpfscope-demangle-'));
     try {
       writeFileSync(join(dir, 'demo.cpp'), SOURCE);
@@ -42,6 +44,21 @@ describe('C++ user symbols from the CLI (live)', () => {
       const raw = await runBpfscope(['-e', `config = { cpp_demangle = 0 } ${body}`, '-c', bin], { timeoutMs: 60_000 });
       assert.equal(raw.code, 0, raw.stderr);
       assert.equal(raw.stdout, '_ZN4demo4workEi|\n\n        _ZN4demo4workEi+0\n\n\n\n');
+
+      // `func` is demangled (its string sized for the demangled name), `probe` keeps the symbol, by exact name and
+      // by wildcard (one uprobe_multi link, `func` by attach cookie); bpftrace 0.17 printed the same lines for this
+      // binary (`BPFTRACE_NO_CPP_DEMANGLE=1` for the mangled one, 0.17 having no config block)
+      const probe = `uprobe:${bin}:_ZN4demo4workEi`;
+      const fn = `{ printf("%s|%s|%d\\n", func, probe, sizeof(func)); exit(); }`;
+      for (const [prog, want] of [
+        [`uprobe:${bin}:_ZN4demo4workEi ${fn}`, `demo::work(int)|${probe}|16\n\n\n`],
+        [`uprobe:${bin}:*work* ${fn}`, `demo::work(int)|${probe}|16\n\n\n`],
+        [`config = { cpp_demangle = 0 } uprobe:${bin}:*work* ${fn}`, `_ZN4demo4workEi|${probe}|16\n\n\n`],
+      ] as const) {
+        const r = await runBpfscope(['-e', prog, '-c', bin], { timeoutMs: 60_000 });
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(r.stdout, want, prog);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
