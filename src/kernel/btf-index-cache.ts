@@ -19,21 +19,10 @@
  * File layout (little-endian u32 words): `magic 0x58444942` ("BIDX"), format 1, count, 6 header words of the BTF
  * (its 24 bytes), BTF size, then offs[0..count] and nameOffs[0..count] (count + 1 words each, index 0 unused).
  */
-import {
-  closeSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-  constants as fsConstants,
-} from 'node:fs';
+import { readdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readTrustedFile, trustedDir, writeTrustedFile } from './cache-file.js';
 
 /** The type index of a BTF blob (kernel/btf.ts). */
 export interface BtfIndex {
@@ -64,11 +53,6 @@ function bootId(): string | null {
   } catch {
     return null;
   }
-}
-
-/** An owned, not group/other-writable directory or file of this effective user. */
-function trusted(st: { uid: number; mode: number }): boolean {
-  return st.uid === process.geteuid?.() && (st.mode & 0o022) === 0;
 }
 
 let where: { dir: string; file: string } | null | undefined;
@@ -106,41 +90,29 @@ export function readVmlinuxIndex(
 ): BtfIndex | null {
   const loc = location(bytes);
   if (!loc) return null;
-  let fd: number | undefined;
-  try {
-    if (!trusted(statSync(loc.dir))) return null;
-    fd = openSync(loc.file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-    const st = fstatSync(fd);
-    if (!st.isFile() || !trusted(st)) return null;
-    const buf = readFileSync(fd);
-    if (buf.length < HEAD_WORDS * 4 || buf.length % 4 !== 0) return null;
-    const aligned = buf.byteOffset % 4 === 0 ? buf : Buffer.from(buf);
-    const w = new Uint32Array(aligned.buffer, aligned.byteOffset, aligned.length >>> 2);
-    const count = w[2]!;
-    if (w[0] !== MAGIC || w[1] !== FORMAT || w[9] !== bytes || w.length !== HEAD_WORDS + 2 * (count + 1)) return null;
-    for (let i = 0; i < 6; i++) if (w[3 + i] !== u32[i]) return null;
-    const offs = w.subarray(HEAD_WORDS, HEAD_WORDS + count + 1);
-    const nameOffs = w.subarray(HEAD_WORDS + count + 1);
-    if (count < 1 || offs[1] !== typeStart || offs[count]! + typeWords(offs[count]!) !== typeEnd) return null;
-    for (let id = 1; id <= count; id += 512) {
-      const p = offs[id]!;
-      if (p < typeStart || p >= typeEnd || nameOffs[id] !== u32[p]) return null;
-    }
-    return { offs, nameOffs };
-  } catch {
-    return null;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
+  const buf = readTrustedFile(loc.dir, loc.file);
+  if (!buf || buf.length < HEAD_WORDS * 4 || buf.length % 4 !== 0) return null;
+  const aligned = buf.byteOffset % 4 === 0 ? buf : Buffer.from(buf);
+  const w = new Uint32Array(aligned.buffer, aligned.byteOffset, aligned.length >>> 2);
+  const count = w[2]!;
+  if (w[0] !== MAGIC || w[1] !== FORMAT || w[9] !== bytes || w.length !== HEAD_WORDS + 2 * (count + 1)) return null;
+  for (let i = 0; i < 6; i++) if (w[3 + i] !== u32[i]) return null;
+  const offs = w.subarray(HEAD_WORDS, HEAD_WORDS + count + 1);
+  const nameOffs = w.subarray(HEAD_WORDS + count + 1);
+  if (count < 1 || offs[1] !== typeStart || offs[count]! + typeWords(offs[count]!) !== typeEnd) return null;
+  for (let id = 1; id <= count; id += 512) {
+    const p = offs[id]!;
+    if (p < typeStart || p >= typeEnd || nameOffs[id] !== u32[p]) return null;
   }
+  return { offs, nameOffs };
 }
 
 /** Stores `index` for {@link readVmlinuxIndex} (see the module comment); failures are ignored. */
 export function writeVmlinuxIndex(u32: Uint32Array, bytes: number, index: BtfIndex): void {
   const loc = location(bytes);
   if (!loc) return;
+  if (!trustedDir(loc.dir)) return;
   try {
-    mkdirSync(loc.dir, { recursive: true, mode: 0o700 });
-    if (!trusted(statSync(loc.dir))) return;
     const count = index.offs.length - 1;
     const w = new Uint32Array(HEAD_WORDS + 2 * (count + 1));
     w[0] = MAGIC;
@@ -153,9 +125,7 @@ export function writeVmlinuxIndex(u32: Uint32Array, bytes: number, index: BtfInd
     for (const n of readdirSync(loc.dir)) {
       if (n.startsWith('vmlinux-') && join(loc.dir, n) !== loc.file) unlinkSync(join(loc.dir, n));
     }
-    const tmp = `${loc.file}.${process.pid}`;
-    writeFileSync(tmp, w, { mode: 0o600 });
-    renameSync(tmp, loc.file);
+    writeTrustedFile(loc.file, w);
   } catch {
     // read-only install or not our directory: the next start indexes again
   }

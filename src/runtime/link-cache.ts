@@ -19,25 +19,14 @@
  * oldest are removed on a write; entries of an older build first). Any failure to read or write is a miss, never
  * an error. Outside the bundle (dist/src: the library and the tests) there is no cache.
  */
-import {
-  closeSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeFileSync,
-  constants as fsConstants,
-} from 'node:fs';
+import { readdirSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BtfFunc } from '../bpf/btf-writer.js';
 import { encode, type Insn } from '../bpf/insn.js';
 import { BPF_PSEUDO_MAP_FD, BPF_PSEUDO_MAP_VALUE, LD_IMM64 } from '../bpf/opcodes.js';
 import type { EmitResult } from '../codegen/emit.js';
+import { readTrustedFile, trustedDir, writeTrustedFile } from '../kernel/cache-file.js';
 import { IrFunction } from '../codegen/ir.js';
 import type { Span } from '../lang/ast.js';
 
@@ -159,44 +148,28 @@ function entryFile(cache: LinkCache, key: string): string {
   return join(cache.dir, `${cache.version}-${hash64(key)}.entry`);
 }
 
-/** An owned, not group/other-writable directory or file of this effective user. */
-function trusted(st: { uid: number; mode: number }): boolean {
-  return st.uid === process.geteuid?.() && (st.mode & 0o022) === 0;
-}
-
 function read(cache: LinkCache, key: string): Entry | null {
-  let fd: number | undefined;
   try {
-    if (!trusted(statSync(cache.dir))) return null;
-    fd = openSync(entryFile(cache, key), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-    const st = fstatSync(fd);
-    if (!st.isFile() || !trusted(st)) return null;
-    const text = readFileSync(fd, 'utf8');
-    if (text.charCodeAt(key.length) !== 10 || !text.startsWith(key)) return null;
+    const text = readTrustedFile(cache.dir, entryFile(cache, key))?.toString('utf8');
+    if (text === undefined || text.charCodeAt(key.length) !== 10 || !text.startsWith(key)) return null;
     const e = JSON.parse(text.slice(key.length + 1)) as Omit<Entry, 'key'>;
     return Array.isArray(e.insns) && Array.isArray(e.maps) ? { ...e, key } : null;
   } catch {
     return null;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
   }
 }
 
 function write(cache: LinkCache, key: string, out: LinkOutput, maps: string[]): void {
+  if (!trustedDir(cache.dir)) return;
   try {
-    mkdirSync(cache.dir, { recursive: true, mode: 0o700 });
-    if (!trusted(statSync(cache.dir))) return;
     prune(cache);
-    const file = entryFile(cache, key);
-    const tmp = `${file}.${process.pid}`;
     const e: Omit<Entry, 'key'> = {
       insns: out.insns,
       positions: out.positions.map((p) => p ?? null),
       funcs: out.funcs,
       maps,
     };
-    writeFileSync(tmp, `${key}\n${JSON.stringify(e)}`, { mode: 0o600 });
-    renameSync(tmp, file);
+    writeTrustedFile(entryFile(cache, key), `${key}\n${JSON.stringify(e)}`);
   } catch {
     // read-only install or not our directory: the next run links again
   }
