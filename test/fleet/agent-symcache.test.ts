@@ -16,15 +16,19 @@ import { buildAgentProgram } from '../../src/fleet/agent/profiler.js';
 import { type Frame, SymbolResolver } from '../../src/symbols/resolver.js';
 import { sampleFrames, sampleLabels } from './receivers.js';
 
+/** A fake /proc under `root` with process 4242: proc(5) stat field 22 (starttime) 777, one executable mapping. */
+function fakeProcess(root: string): void {
+  mkdirSync(join(root, '4242'));
+  const rest = Array.from({ length: 30 }, (_, i) => (i === 19 ? '777' : '0')).join(' ');
+  writeFileSync(join(root, '4242', 'stat'), `4242 (fake) S ${rest}\n`);
+  writeFileSync(join(root, '4242', 'maps'), '00400000-00401000 r-xp 00000000 00:00 0 \n');
+}
+
 suite('agent symbol caches', () => {
   test('a known process: maps read once, a miss outside every mapping re-reads at most once per period', () => {
     const root = mkdtempSync(join(tmpdir(), 'bpfscope-agent-proc-'));
     try {
-      mkdirSync(join(root, '4242'));
-      // proc(5) stat: field 22 (starttime) is 777
-      const rest = Array.from({ length: 30 }, (_, i) => (i === 19 ? '777' : '0')).join(' ');
-      writeFileSync(join(root, '4242', 'stat'), `4242 (fake) S ${rest}\n`);
-      writeFileSync(join(root, '4242', 'maps'), '00400000-00401000 r-xp 00000000 00:00 0 \n');
+      fakeProcess(root);
       const agentLike = new SymbolResolver({
         procRoot: root,
         demangle: false,
@@ -60,10 +64,7 @@ suite('agent symbol caches', () => {
   test("a process's address caches start small (at most 32 slots each) and grow with its addresses", () => {
     const root = mkdtempSync(join(tmpdir(), 'bpfscope-agent-proc-'));
     try {
-      mkdirSync(join(root, '4242'));
-      const rest = Array.from({ length: 30 }, (_, i) => (i === 19 ? '777' : '0')).join(' ');
-      writeFileSync(join(root, '4242', 'stat'), `4242 (fake) S ${rest}\n`);
-      writeFileSync(join(root, '4242', 'maps'), '00400000-00401000 r-xp 00000000 00:00 0 \n');
+      fakeProcess(root);
       const r = new SymbolResolver({ procRoot: root, demangle: false, perfMaps: false, mapsTtlMs: Infinity });
       r.track(4242);
       // the agent on a machine starting ~100 processes a second holds hundreds of them: at most 64 slots each (two
