@@ -207,7 +207,9 @@ describe('control flow', () => {
   });
 
   it('counts of software events in scientific notation (tests/runtime/probe "software_order")', async () => {
-    assert.equal(await ok('software:cpu-clock:1e6 { printf("x\\n"); exit(); }'), 'x\n\n\n');
+    // one timer per CPU: under load a second CPU's printf can reach the ring buffer before the first CPU's exit
+    // record, and is printed (seen once in a fresh-clone run; bpftrace 0.17 printed one line in 8 idle runs, as here)
+    assert.match(await ok('software:cpu-clock:1e6 { printf("x\\n"); exit(); }'), /^(x\n){1,4}\n\n$/);
   });
 });
 
