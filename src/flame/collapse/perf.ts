@@ -199,7 +199,7 @@ export class PerfCollapser implements StackCollapser {
       this.frameLine(b, dv, start, end);
       return;
     }
-    this.frameAt(b, dv, start, pcStart, pcEnd, i, end);
+    this.frameAt(b, start, pcStart, pcEnd, i, end);
   }
 
   endFile(): void {
@@ -403,7 +403,7 @@ export class PerfCollapser implements StackCollapser {
       this.frameLineSlow(b.toString('latin1', start, end));
       return;
     }
-    this.frameAt(b, dv, start, pcStart, pcEnd, p, end);
+    this.frameAt(b, start, pcStart, pcEnd, p, end);
   }
 
   /**
@@ -412,15 +412,7 @@ export class PerfCollapser implements StackCollapser {
    * entry is first looked for among the lines that followed the previous one before (same length, then the same
    * bytes), without hashing the line; only then by hash.
    */
-  private frameAt(
-    b: Buffer,
-    dv: DataView,
-    start: number,
-    pcStart: number,
-    pcEnd: number,
-    p: number,
-    end: number,
-  ): void {
+  private frameAt(b: Buffer, start: number, pcStart: number, pcEnd: number, p: number, end: number): void {
     const sc = this.sc;
     let e = sc.lookup(p, end);
     if (e < 0) e = this.addLine(b, pcStart, pcEnd, p, end, sc.hash);
@@ -438,7 +430,6 @@ export class PerfCollapser implements StackCollapser {
       const q = key.lastIndexOf(' (', r - 2);
       sc.pushIds(this.makeFrames(u8.toString('latin1', pcStart, pcEnd), key.slice(0, q), key.slice(q + 2, r)).ids);
     }
-    void dv;
   }
 
   /**
