@@ -44,6 +44,9 @@ const ENTRIES = [
   // the flame graph and heat map subcommands alone (~1/20 of cli.cjs; see src/cli/flame-commands.ts): ~20 ms of CPU
   // and ~6 MB less per run, measured on `bpfscope heatmap` with a 3-line input
   ['flame-main.ts', 'flame.cjs'],
+  // `heatmap` alone (~70 KB against flame.cjs's ~175): ~5 ms of CPU and ~100 page faults less a run
+  // (bench/results/flame-issue14.md, section heat11)
+  ['heatmap-main.ts', 'heatmap.cjs'],
   // the bcc tools alone: the same tool code without what no tool runs, so less source to read and less code cache
   // to load at each tool's start (bench/results/startup-issue13.md, Part 9)
   ['tools-main.ts', 'tools.cjs'],

@@ -2,8 +2,8 @@
  * The installed `bpfscope` command (package.json "bin": dist/bundle/bpfscope.cjs, built from this file by
  * scripts/bundle.mjs). It runs the one-file CLI bundle next to it, dist/bundle/cli.cjs (src/cli/main.ts and all it
  * imports; for the flame graph and heat map subcommands of flame-commands.ts the much smaller flame.cjs, from
- * flame-main.ts; for the bcc tools tools.cjs, from tools-main.ts, cli.cjs without the exporter, agent, web UI and
- * flame code), through a V8 code cache, so a run does not parse and compile the CLI's ~1 MB of JavaScript again:
+ * flame-main.ts, and for `heatmap` alone heatmap.cjs, from heatmap-main.ts; for the bcc tools tools.cjs, from
+ * tools-main.ts, cli.cjs without the exporter, agent, web UI and flame code), through a V8 code cache, so a run does not parse and compile the CLI's ~1 MB of JavaScript again:
  * measured here, `bpfscope -e 'BEGIN { exit(); }'` takes ~70 ms of CPU with the cache and ~110 ms without it.
  *
  * The cache is `dist/bundle/cache/<mode>-<bundle size>-<mtime>-<node version>-<arch>.bin`, one per mode (`run`
@@ -81,6 +81,8 @@ const file = join(dir, bundleFor(process.argv[2] ?? ''));
  * (programs, -l, ps, exporter, ui, tools, --help); `agent` runs from agent.cjs runs from cli.cjs.
  */
 function bundleFor(name: string): string {
+  // the heat map alone: heatmap-main.ts says why
+  if (name === 'heatmap') return 'heatmap.cjs';
   if (FLAME_COMMAND_NAMES.includes(name)) return 'flame.cjs';
   // the agent runs for days: its own bundle (agent-main.ts says why)
   if (name === 'agent') return 'agent.cjs';

@@ -1,7 +1,7 @@
 /**
- * The body of the subcommand-only CLI bundles (scripts/bundle.mjs): dist/bundle/flame.cjs (flame-main.ts) and
- * dist/bundle/tools.cjs (tools-main.ts), which the launcher (launch.ts) runs instead of the full cli.cjs for their
- * names. Exit status and error reporting are main.ts's for a subcommand: the command's status, or on an error
+ * The body of the subcommand-only CLI bundles (scripts/bundle.mjs): dist/bundle/flame.cjs (flame-main.ts),
+ * heatmap.cjs (heatmap-main.ts) and tools.cjs (tools-main.ts), which the launcher (launch.ts) runs instead of the
+ * full cli.cjs for their names. Exit status and error reporting are main.ts's for a subcommand: the command's status, or on an error
  * report.ts's one sentence (BPFSCOPE_DEBUG=1: the stack) and its status.
  */
 import type { CommandEntry } from './command-entry.js';

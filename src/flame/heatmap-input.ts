@@ -159,7 +159,7 @@ export class HeatMapInput {
           this.block = new Float64Array(2 * BLOCK_EVENTS);
           this.fill = 0;
         }
-        s.maxima = [this.maxRel, this.largestLatency];
+        s.setMaxima(this.maxRel, this.largestLatency);
         // At most PIECE bytes a call (up to a "\n" in them, if any).
         let end = limit;
         if (limit - pos > PIECE) {
@@ -188,8 +188,8 @@ export class HeatMapInput {
         }
         this.count += added;
         this.lineNo += added;
-        const [maxRel, largest] = s.maxima;
-        this.maxRel = maxRel;
+        this.maxRel = s.maxRel;
+        const largest = s.largestLatency;
         if (largest > this.largestLatency) {
           this.largestLatency = largest;
           // A plain integer of at most 15 digits, no leading zero: its text is String() of its value.

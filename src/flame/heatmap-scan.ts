@@ -485,14 +485,6 @@ export interface CountLayout {
   stride: number;
 }
 
-/** `count`'s running results: largest column and count so far, and an event before the first line's time. */
-export interface CountResults {
-  largestCol: number;
-  largestCount: number;
-  /** The time offset of the event before the first line's time that stopped the call, if one did. */
-  badRel: number | undefined;
-}
-
 let compiled: object | undefined;
 
 /**
@@ -593,9 +585,28 @@ export class PlainScanner {
     this.top = Math.max(this.top, this.countsBase + 4 * cells);
   }
 
+  /** The memory the state views below were made on (growing the memory detaches them). */
+  private stateOf: ArrayBuffer | undefined;
+  private stateF64 = new Float64Array(0);
+  private stateI32 = new Int32Array(0);
+
+  /**
+   * Views of the state slots (bytes 0-127), made again only after the memory grew: the calls below run once per
+   * 64 KiB of input, and a view made per call (~100 bytes each, several a call) filled V8's young generation on the
+   * bench trace (~0.7 MB over the two passes: one scavenge, and its second semi-space's page faults).
+   */
+  private state(): void {
+    const b = this.memory.buffer;
+    if (b === this.stateOf) return;
+    this.stateOf = b;
+    this.stateF64 = new Float64Array(b, 0, OUT_BASE / 8);
+    this.stateI32 = new Int32Array(b, 0, OUT_BASE / 4);
+  }
+
   /** Pairs parsed by the last call. */
   get added(): number {
-    return new Int32Array(this.memory.buffer, S_ADDED, 1)[0]!;
+    this.state();
+    return this.stateI32[S_ADDED / 4]!;
   }
 
   /** The (time offset, latency) pairs the last `scan` call wrote (a view, valid until the memory grows). */
@@ -603,28 +614,36 @@ export class PlainScanner {
     return new Float64Array(this.memory.buffer, OUT_BASE, 2 * this.added);
   }
 
-  /** The largest time offset and latency so far (the calls update them). */
-  get maxima(): [maxRel: number, largestLatency: number] {
-    const f = new Float64Array(this.memory.buffer, 0, 3);
-    return [f[S_MAXREL / 8]!, f[S_LARGEST / 8]!];
+  /** The largest time offset so far (the calls update it). */
+  get maxRel(): number {
+    this.state();
+    return this.stateF64[S_MAXREL / 8]!;
   }
 
-  set maxima([maxRel, largestLatency]: [number, number]) {
-    const f = new Float64Array(this.memory.buffer, 0, 3);
-    f[S_MAXREL / 8] = maxRel;
-    f[S_LARGEST / 8] = largestLatency;
+  /** The largest latency so far (the calls update it). */
+  get largestLatency(): number {
+    this.state();
+    return this.stateF64[S_LARGEST / 8]!;
+  }
+
+  /** Sets the largest time offset and latency so far (before a call). */
+  setMaxima(maxRel: number, largestLatency: number): void {
+    this.state();
+    this.stateF64[S_MAXREL / 8] = maxRel;
+    this.stateF64[S_LARGEST / 8] = largestLatency;
   }
 
   /** Sets `count`'s layout and running results (before a call). */
   setCount(l: CountLayout, largestCol: number, largestCount: number): void {
-    const f = new Float64Array(this.memory.buffer, 0, S_BAD_REL / 8 + 1);
+    this.state();
+    const f = this.stateF64;
     f[S_MINLAT / 8] = l.minLat;
     f[S_MAXLAT / 8] = l.maxLat;
     f[S_STEPLAT / 8] = l.stepLat;
     f[S_DIVISOR / 8] = l.divisor;
     f[S_STEPSEC / 8] = l.stepSec;
     f[S_MAXCOL / 8] = l.maxCol;
-    const i = new Int32Array(this.memory.buffer, 0, S_BAD / 4 + 1);
+    const i = this.stateI32;
     i[S_COUNTS / 4] = this.countsBase;
     i[S_STRIDE / 4] = l.stride;
     i[S_LARGEST_COL / 4] = largestCol;
@@ -632,15 +651,22 @@ export class PlainScanner {
     i[S_BAD / 4] = 0;
   }
 
-  /** `count`'s results (after a call). */
-  countResults(): CountResults {
-    const i = new Int32Array(this.memory.buffer, 0, S_BAD / 4 + 1);
-    const bad = i[S_BAD / 4] !== 0;
-    return {
-      largestCol: i[S_LARGEST_COL / 4]!,
-      largestCount: i[S_LARGEST_COUNT / 4]! >>> 0,
-      badRel: bad ? new Float64Array(this.memory.buffer, S_BAD_REL, 1)[0]! : undefined,
-    };
+  /** `count`'s largest column so far (after a call). */
+  get largestCol(): number {
+    this.state();
+    return this.stateI32[S_LARGEST_COL / 4]!;
+  }
+
+  /** `count`'s largest cell count so far (after a call). */
+  get largestCount(): number {
+    this.state();
+    return this.stateI32[S_LARGEST_COUNT / 4]! >>> 0;
+  }
+
+  /** The time offset of the event before the first line's time that stopped the last `count` call, if one did. */
+  get badRel(): number | undefined {
+    this.state();
+    return this.stateI32[S_BAD / 4] !== 0 ? this.stateF64[S_BAD_REL / 8]! : undefined;
   }
 
   /** The cell counts (a view, valid until the memory grows). */

@@ -207,11 +207,12 @@ export class HeatMapCounter implements PlainCounting {
 
   /** PlainCounting: after the scanner's `count` ran; throws HeatMapError as `add`. */
   afterCount(): void {
-    const r = this.scanner.countResults();
-    this.st[0] = r.largestCol;
-    this.st[1] = r.largestCount;
-    if (r.badRel !== undefined) this.early(r.badRel);
-    this.added += this.scanner.added;
+    const s = this.scanner;
+    this.st[0] = s.largestCol;
+    this.st[1] = s.largestCount;
+    const badRel = s.badRel;
+    if (badRel !== undefined) this.early(badRel);
+    this.added += s.added;
   }
 
   private early(rel: number): never {

@@ -36,7 +36,7 @@ function entryForNobody(): { entry: string } | { skip: string } {
   chmodSync(dir, 0o755);
   const bundle = join(dir, 'dist', 'bundle');
   mkdirSync(bundle, { recursive: true });
-  for (const f of ['bpfscope.cjs', 'cli.cjs', 'flame.cjs', 'tools.cjs'])
+  for (const f of ['bpfscope.cjs', 'cli.cjs', 'flame.cjs', 'heatmap.cjs', 'tools.cjs'])
     cpSync(join(dirname(bpfscopeEntry()), f), join(bundle, f));
   cpSync(join(repoRoot(), 'node_modules', 'koffi'), join(dir, 'node_modules', 'koffi'), { recursive: true });
   spawnSync('chmod', ['-R', 'a+rX', dir]);

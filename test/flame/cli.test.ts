@@ -144,17 +144,23 @@ describe('the flame commands bundle (dist/bundle/flame.cjs)', () => {
     assert.deepEqual(Object.keys(FLAME_COMMANDS).sort(), [...FLAME_COMMAND_NAMES].sort());
     for (const name of FLAME_COMMAND_NAMES) assert.equal(COMMANDS[name], FLAME_COMMANDS[name], name);
   });
-  it('is what the launcher runs for them: its code cache is named after flame.cjs', (t) => {
+  it('is what the launcher runs for them but heatmap, which runs heatmap.cjs: code caches named after each', (t) => {
     if (!fileURLToPath(import.meta.url).includes('/dist/')) return t.skip('needs the built bundle');
     const bundle = join(repoRoot(), 'dist', 'bundle');
-    const size = statSync(join(bundle, 'flame.cjs')).size;
-    const r = bpfscope(['heatmap', '-'], 'TIME LAT\n1 100\n2 200\n3 300\n');
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout.toString(), /^<\?xml /);
-    const caches = readdirSync(join(bundle, 'cache')).filter((f) => f.startsWith('heatmap-'));
-    assert.ok(
-      caches.some((f) => f.startsWith(`heatmap-${size}-`)),
-      `a heatmap cache of the ${size}-byte flame.cjs in ${caches.join(', ')}`,
-    );
+    const cases: [string[], string, string][] = [
+      [['heatmap', '-'], 'TIME LAT\n1 100\n2 200\n3 300\n', 'heatmap.cjs'],
+      [['flamegraph', '-'], 'a;b 1\n', 'flame.cjs'],
+    ];
+    for (const [args, input, file] of cases) {
+      const size = statSync(join(bundle, file)).size;
+      const r = bpfscope(args, input);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout.toString(), /^<\?xml /);
+      const caches = readdirSync(join(bundle, 'cache')).filter((f) => f.startsWith(`${args[0]}-`));
+      assert.ok(
+        caches.some((f) => f.startsWith(`${args[0]}-${size}-`)),
+        `a ${args[0]} cache of the ${size}-byte ${file} in ${caches.join(', ')}`,
+      );
+    }
   });
 });
