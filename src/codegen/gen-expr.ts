@@ -256,13 +256,14 @@ export abstract class ExprGen extends AccessGen {
    */
   protected stack(t: Extract<SType, { kind: 'kstack' | 'ustack' }>): Val {
     const fn = this.fn;
-    const { name, scratch, user, limit } = stackMapPlan(t);
+    const { name, scratch, user, limit, frameSize } = stackMapPlan(t);
     if (!this.tables.ids.stackMaps.has(name)) {
       throw new BpfscopeError(`internal: the resource pass planned no stack map ${name} (codegen/resource-ids.ts)`);
     }
     const off = this.frame.temp(16);
     const key = this.frame.temp(8);
     const BPF_F_USER_STACK = 1 << 8;
+    const BPF_F_USER_BUILD_ID = 1 << 11;
     const BPF_NOEXIST = 1;
     const ENOMEM = 12;
     const EFAULT = 14;
@@ -272,7 +273,8 @@ export abstract class ExprGen extends AccessGen {
     fn.emit(I.st(8, this.fb, key, 0));
     const buf = this.callHelper(H.map_lookup_elem, [{ map: scratch }, { stack: key }]);
     fn.emit(I.jmpImm('jeq', buf, 0, done));
-    const n = this.callHelper(H.get_stack, [this.ctx, buf, { imm: 8 * limit }, { imm: user ? BPF_F_USER_STACK : 0 }]);
+    const flags = (user ? BPF_F_USER_STACK : 0) | (frameSize === 32 ? BPF_F_USER_BUILD_ID : 0);
+    const n = this.callHelper(H.get_stack, [this.ctx, buf, { imm: frameSize * limit }, { imm: flags }]);
     fn.emit(I.mov64(id, n));
     fn.emit(I.jmpImm('jslt', n, 0, done));
     // no frames (a syscall tracepoint on 6.1 records none): "no stack", as bpf_get_stackid's -EFAULT
@@ -281,18 +283,21 @@ export abstract class ExprGen extends AccessGen {
     fn.emit(I.mov64Imm(id, -EFAULT));
     fn.emit(I.ja(done));
     fn.mark(some);
-    // FNV-1a over the frames, one u64 at a time, up to the first zero (the kernel zero-fills the rest).
+    // FNV-1a over the frames, one u64 at a time, up to the first frame whose first u64 is zero (the kernel
+    // zero-fills the rest; a build_id frame starts with its nonzero status)
     const h = this.constant(0xcbf29ce484222325n);
     const prime = this.constant(0x100000001b3n);
     const ptr = fn.vreg();
     fn.emit(I.mov64(ptr, buf));
     const hashed = fn.newLabel('stack_hashed');
     for (let i = 0; i < limit; i++) {
-      const ip = fn.vreg();
-      fn.emit(I.ldx(8, ip, ptr, i * 8));
-      fn.emit(I.jmpImm('jeq', ip, 0, hashed));
-      fn.emit(I.alu64('xor', h, ip));
-      fn.emit(I.alu64('mul', h, prime));
+      for (let w = 0; w < frameSize / 8; w++) {
+        const ip = fn.vreg();
+        fn.emit(I.ldx(8, ip, ptr, i * frameSize + w * 8));
+        if (w === 0) fn.emit(I.jmpImm('jeq', ip, 0, hashed));
+        fn.emit(I.alu64('xor', h, ip));
+        fn.emit(I.alu64('mul', h, prime));
+      }
     }
     fn.mark(hashed);
     fn.emit(I.alu64Imm('rsh', h, 1));

@@ -80,13 +80,21 @@ export interface MapPlan {
  * frames, and the 1-entry PERCPU_ARRAY the frames are first read into (see ProbeGen.stack).
  */
 export interface StackMapPlan {
-  /** IR/kernel name of the HASH map (`stack_k127`, `stack_u10`): u64 id -> `limit` u64 IPs, zero-terminated. */
+  /**
+   * IR/kernel name of the HASH map (`stack_k127`, `stack_u10`, `stack_ub127` for `ustack(build_id)`): u64 id ->
+   * `limit` frames, zero-terminated.
+   */
   name: string;
   /** IR/kernel name of the per-CPU scratch map (`stack_k127_buf`). */
   scratch: string;
   user: boolean;
-  /** Frames per stack (value size = 8 * limit). */
+  /** Frames per stack (value size = frameSize * limit). */
   limit: number;
+  /**
+   * Bytes per frame: 8 (a u64 IP), or 32 in `build_id` mode (the kernel's `struct bpf_stack_build_id`: s32 status,
+   * 20-byte build id, u64 file offset or IP; bpf_get_stack with BPF_F_USER_BUILD_ID).
+   */
+  frameSize: number;
 }
 
 /**

@@ -53,8 +53,9 @@ export interface ResourceIds {
 export function stackMapPlan(t: Extract<SType, { kind: 'kstack' | 'ustack' }>): StackMapPlan {
   const user = t.kind === 'ustack';
   const limit = Math.max(1, t.limit);
-  const name = `stack_${user ? 'u' : 'k'}${limit}`;
-  return { name, scratch: `${name}_buf`, user, limit };
+  const buildId = t.kind === 'ustack' && t.mode === 'build_id';
+  const name = `stack_${user ? 'u' : 'k'}${buildId ? 'b' : ''}${limit}`;
+  return { name, scratch: `${name}_buf`, user, limit, frameSize: buildId ? 32 : 8 };
 }
 
 /**

@@ -53,7 +53,8 @@ export type SType =
   /** A CLOCK_BOOTTIME/MONOTONIC ns value printed with a strftime format (`strftime()`); stored as u64 ns. */
   | { kind: 'timestamp'; fmt: string }
   | { kind: 'kstack'; limit: number; mode: 'bpftrace' | 'perf' | 'raw' }
-  | { kind: 'ustack'; limit: number; mode: 'bpftrace' | 'perf' | 'raw' }
+  /** `build_id` mode (ustack only): frames read as the kernel's `struct bpf_stack_build_id`, printed unsymbolized. */
+  | { kind: 'ustack'; limit: number; mode: 'bpftrace' | 'perf' | 'raw' | 'build_id' }
   /** Pointer into kernel or user memory; `to` is the pointee (a BTF/record type or an int). */
   | { kind: 'pointer'; to: SType; space: AddrSpace }
   /** A C struct/union from BTF or a tracepoint record. */

@@ -9,7 +9,9 @@
  * (`/sys/bus/event_source/devices/uprobe`) at the function's *file offset*, so nothing is written to tracefs'
  * `uprobe_events` and nothing outlives the process.
  */
-import { existsSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { KernelError } from '../errors.js';
 import { linkCreate } from '../kernel/bpf.js';
 import { close as closeFd } from '../kernel/ffi.js';
@@ -18,6 +20,7 @@ import { openProbeEvent } from '../kernel/perf.js';
 import type { AttachPoint } from '../lang/ast.js';
 import type { SType } from '../lang/types.js';
 import { demangle } from '../symbols/demangle.js';
+import { zipStoredMember } from '../symbols/zip.js';
 import { ElfFile, type ElfSegment, STT_FUNC, STT_GNU_IFUNC, symbolFileOffset } from '../symbols/elf.js';
 import { attachPointError, attachTimeError, closestNames, didYouMean, isRefusedProbe } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
@@ -300,6 +303,10 @@ export class UprobeProvider implements ProbeProvider {
       throw attachPointError(ap, `${this.kind} probe type requires 2 arguments: ${this.kind}:BINARY:FUNCTION`);
     }
     const [target, fnSpec] = ap.parts as [string, string];
+    const bang = target.indexOf('!/');
+    if (bang > 0 && existsSync(target.slice(0, bang)) && statSync(target.slice(0, bang)).isFile()) {
+      return this.expandZipMember(ap, target, bang, fnSpec, opts);
+    }
     const targets = resolveTargets(target, opts.pid);
     if (targets.length === 0) {
       if (hasWildcard(target) && !target.includes('/') && opts.pid === undefined) {
@@ -325,6 +332,52 @@ export class UprobeProvider implements ProbeProvider {
     }
     if (out.length === 0) throw attachPointError(ap, `No matches for ${this.kind} ${target}:${fnSpec}.`);
     return out;
+  }
+
+  /**
+   * `uprobe:"ARCHIVE.zip!/MEMBER":FUNCTION` (bcc's and bpftrace's archive targets): a binary stored uncompressed in
+   * a ZIP archive is probed in the archive file, at the member's data offset plus the function's offset in the
+   * member. The member is read from a temporary copy; wildcard functions are refused (one probe per function).
+   * @throws CompileError when the archive or member cannot be used, or the function is not in the member
+   */
+  private expandZipMember(
+    ap: AttachPoint,
+    target: string,
+    bang: number,
+    fnSpec: string,
+    opts: ExpandOptions,
+  ): ExpandedProbe[] {
+    const archive = resolve(target.slice(0, bang));
+    let member: ReturnType<typeof zipStoredMember>;
+    try {
+      member = zipStoredMember(archive, target.slice(bang + 2));
+    } catch (e) {
+      throw attachPointError(ap, `${target}: ${(e as Error).message}`);
+    }
+    if (typeof member === 'string') throw attachPointError(ap, member);
+    if (hasWildcard(fnSpec)) throw attachPointError(ap, `${target}: wildcards are not supported in archive members`);
+    const dir = mkdtempSync(join(tmpdir(), 'bpfscope-zip-'));
+    try {
+      const copy = join(dir, 'member');
+      const fd = openSync(archive, 'r');
+      try {
+        const bytes = Buffer.alloc(member.size);
+        readSync(fd, bytes, 0, member.size, member.offset);
+        writeFileSync(copy, bytes);
+      } finally {
+        closeSync(fd);
+      }
+      const prefix = `${this.kind}:${target}:`;
+      return this.expandIn(ap, { path: copy, display: target }, fnSpec, opts).map((p) => {
+        if (!(p instanceof UprobeProbe) || !p.name.startsWith(prefix)) {
+          throw attachPointError(ap, `${target}: this probe cannot be placed in an archive member`);
+        }
+        const where = p.name.slice(prefix.length);
+        return new UprobeProbe(ap, this.kind, archive, p.symbol, member.offset + p.fileOffset, where, target);
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 
   /**

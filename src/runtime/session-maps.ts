@@ -82,7 +82,7 @@ export function createSessionMaps(
     slow(st.name, {
       type: MapKind.HASH,
       keySize: 8,
-      valueSize: 8 * st.limit,
+      valueSize: st.frameSize * st.limit,
       maxEntries: stackMapEntries ?? STACK_MAP_ENTRIES,
       name: st.name,
     });
@@ -91,7 +91,7 @@ export function createSessionMaps(
       BpfMap.create({
         type: MapKind.PERCPU_ARRAY,
         keySize: 4,
-        valueSize: 8 * st.limit,
+        valueSize: st.frameSize * st.limit,
         maxEntries: 1,
         name: st.scratch,
       }),

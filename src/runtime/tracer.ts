@@ -254,7 +254,9 @@ export class Tracer {
    * when `limit` is undefined). See Session.clearStackMaps: clear the maps whose keys hold those stacks first.
    */
   clearStacks(limit?: number): void {
-    this.session.clearStackMaps((n) => limit === undefined || n === `stack_k${limit}` || n === `stack_u${limit}`);
+    this.session.clearStackMaps(
+      (n) => limit === undefined || n === `stack_k${limit}` || n === `stack_u${limit}` || n === `stack_ub${limit}`,
+    );
   }
 
   /**

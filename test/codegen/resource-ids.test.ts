@@ -126,20 +126,23 @@ describe('resource pass: record ids', () => {
 
   it('plans the stack maps of kstack/ustack values before code generation, once per kind and limit', () => {
     const text =
-      'profile:hz:99 { @a[kstack(3)] = count(); @b[kstack(3)] = count(); @c[ustack] = count(); @d[kstack] = count(); }';
+      'profile:hz:99 { @a[kstack(3)] = count(); @b[kstack(3)] = count(); @c[ustack] = count(); @d[kstack] = count(); ' +
+      '@e[ustack(build_id, 5)] = count(); }';
     const ctx = compileCtx(text);
     assert.deepEqual(
       [...ctx.resourceIds!.stackMaps.values()],
       [
-        { name: 'stack_k3', scratch: 'stack_k3_buf', user: false, limit: 3 },
-        { name: 'stack_u127', scratch: 'stack_u127_buf', user: true, limit: 127 },
-        { name: 'stack_k127', scratch: 'stack_k127_buf', user: false, limit: 127 },
+        { name: 'stack_k3', scratch: 'stack_k3_buf', user: false, limit: 3, frameSize: 8 },
+        { name: 'stack_u127', scratch: 'stack_u127_buf', user: true, limit: 127, frameSize: 8 },
+        { name: 'stack_k127', scratch: 'stack_k127_buf', user: false, limit: 127, frameSize: 8 },
+        // struct bpf_stack_build_id frames (32 bytes)
+        { name: 'stack_ub5', scratch: 'stack_ub5_buf', user: true, limit: 5, frameSize: 32 },
       ],
     );
     // what the runtime creates
     assert.deepEqual(
       compile({ name: 'stdin', text }, { unsafe: true }).compiled.stackMaps.map((m) => m.name),
-      ['stack_k3', 'stack_u127', 'stack_k127'],
+      ['stack_k3', 'stack_u127', 'stack_k127', 'stack_ub5'],
     );
   });
 

@@ -44,15 +44,25 @@ describe('stack_mode config and BPFTRACE_STACK_MODE', () => {
     assert.match(block.stdout, new RegExp(`^${BPFTRACE}\\|\\n\\n\\n$`));
   });
 
-  it('rejects a mode it does not know, and build_id (not supported yet)', async () => {
+  it('rejects a mode it does not know', async () => {
     const bad = await runTool('bpfscope', ['-e', 'config = { stack_mode = 1 } BEGIN { exit(); }']);
     assert.equal(bad.code, 1);
     assert.match(
       bad.stderr,
       /^stdin:1:12-26: ERROR: Invalid value for stack_mode: valid values are bpftrace, raw, perf, and build_id\.$/m,
     );
-    const env = await runTool('bpfscope', ['-e', 'BEGIN { exit(); }'], { env: { BPFTRACE_STACK_MODE: 'build_id' } });
-    assert.equal(env.code, 1);
-    assert.equal(env.stderr, 'ERROR: BPFTRACE_STACK_MODE: stack_mode build_id is not supported by bpfscope yet\n');
+  });
+
+  it("stack_mode build_id: a bare kstack falls back to raw with bpftrace's warning; kstack(build_id) is an error", async () => {
+    const env = await run(`${PROBE} { printf("%s|\\n", kstack(1)); }`, { BPFTRACE_STACK_MODE: 'build_id' });
+    assert.equal(env.code, 0, env.stderr);
+    assert.match(env.stdout, new RegExp(`^${RAW}\\|\\n\\n\\n$`));
+    assert.match(
+      env.stderr,
+      /^stdin:1:\d+-\d+: WARNING: 'build_id' stack mode can only be used for ustack\. Falling back to 'raw' mode\.$/m,
+    );
+    const k = await runTool('bpfscope', ['-e', 'BEGIN { @ = kstack(build_id); }']);
+    assert.equal(k.code, 1);
+    assert.match(k.stderr, /^stdin:1:20-28: ERROR: 'build_id' stack mode can only be used for ustack$/m);
   });
 });

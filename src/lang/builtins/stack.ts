@@ -11,24 +11,34 @@ import type { BuiltinChecker, BuiltinFunction, BuiltinVariable } from './types.j
 export const DEFAULT_STACK_LIMIT = 127;
 export const MAX_STACK_LIMIT = 127;
 
-/** `kstack(mode)`, `kstack(limit)`, `kstack(mode, limit)` (bpftrace docs/stdlib.md). */
+const MODES = ['bpftrace', 'perf', 'raw', 'build_id'];
+
+/**
+ * `kstack(mode)`, `kstack(limit)`, `kstack(mode, limit)` (bpftrace docs/stdlib.md). `build_id` is for ustack only:
+ * `kstack(build_id)` is an error and a `stack_mode = build_id` config makes a bare kstack `raw` with a warning (as
+ * bpftrace's type resolver does).
+ */
 function stackCheck(c: CallExpr, a: BuiltinChecker): SType | null {
-  let mode: 'bpftrace' | 'perf' | 'raw' = a.stackMode;
+  let mode: 'bpftrace' | 'perf' | 'raw' | 'build_id' = a.stackMode;
   let limit = DEFAULT_STACK_LIMIT;
+  let defaulted = true;
   if (c.args.length > 2) {
     a.error(c.pos, `${c.name}() takes at most 2 arguments (${c.args.length} provided)`);
     return null;
   }
   c.args.forEach((x, i) => {
-    if (x.kind === 'BuiltinExpr' && i === 0 && ['bpftrace', 'perf', 'raw'].includes(x.name)) {
+    if (x.kind === 'BuiltinExpr' && i === 0 && MODES.includes(x.name)) {
       mode = x.name as typeof mode;
+      defaulted = false;
+      if (mode === 'build_id' && c.name === 'kstack')
+        a.error(x.pos, "'build_id' stack mode can only be used for ustack");
       return;
     }
     const n = a.constValue(x);
     if (n === null) {
       a.error(
         x.pos,
-        `${c.name}: invalid ${i === 0 ? 'mode or limit' : 'limit'} (expected bpftrace, perf, raw or an integer)`,
+        `${c.name}: invalid ${i === 0 ? 'mode or limit' : 'limit'} (expected bpftrace, perf, raw, build_id or an integer)`,
       );
       return;
     }
@@ -38,7 +48,12 @@ function stackCheck(c: CallExpr, a: BuiltinChecker): SType | null {
     }
     limit = Number(n);
   });
-  return { kind: c.name as 'kstack' | 'ustack', limit, mode };
+  if (c.name === 'ustack') return { kind: 'ustack', limit, mode };
+  if (mode === 'build_id') {
+    if (defaulted) a.warn(c.pos, "'build_id' stack mode can only be used for ustack. Falling back to 'raw' mode.");
+    return { kind: 'kstack', limit, mode: 'raw' };
+  }
+  return { kind: 'kstack', limit, mode };
 }
 
 export const STACK_VARIABLES: readonly BuiltinVariable[] = [
@@ -54,7 +69,10 @@ export const STACK_FUNCTIONS: readonly BuiltinFunction[] = [
   {
     name: 'kstack',
     check: stackCheck,
-    doc: { usage: '`kstack([mode][, limit])`', note: 'modes `bpftrace`, `perf`, `raw`; limit at most 127 frames' },
+    doc: {
+      usage: '`kstack([mode][, limit])`',
+      note: 'modes `bpftrace`, `perf`, `raw` (`ustack` also `build_id`); limit at most 127 frames',
+    },
   },
   { name: 'ustack', check: stackCheck, doc: { usage: '`ustack([mode][, limit])`', note: 'as `kstack(...)`' } },
 ];

@@ -29,6 +29,8 @@ export interface BuiltinChecker {
   setType(e: Expr, t: SType): void;
   /** Report an error at `pos` (bpftrace's wording). */
   error(pos: Span | undefined, message: string): void;
+  /** Report a warning at `pos` (bpftrace's wording); only in the final pass. */
+  warn(pos: Span, message: string): void;
   /** Check the argument count; false (and the error `NAME() requires N arguments (M provided)`) when it is wrong. */
   argCount(c: CallExpr, min: number, max: number): boolean;
   /** The value of a compile-time integer expression (literal, positional, sizeof, constant arithmetic), or null. */
@@ -63,7 +65,7 @@ export interface BuiltinChecker {
   /** `max_strlen` (config; bpftrace's default 64 bytes). */
   readonly maxStrlen: number;
   /** `stack_mode` (config): the mode of `kstack`/`ustack` written without one. */
-  readonly stackMode: 'bpftrace' | 'perf' | 'raw';
+  readonly stackMode: 'bpftrace' | 'perf' | 'raw' | 'build_id';
   /** `--unsafe` was given. */
   readonly unsafe: boolean;
   readonly target: Target;

@@ -61,9 +61,9 @@ export interface RuntimeConfig {
   dummyTsMap?: string;
 }
 
-/** The stack output modes bpfscope prints (bpftrace `src/types.h` StackMode, without `build_id`). */
-export type StackMode = 'bpftrace' | 'perf' | 'raw';
-const STACK_MODES: readonly string[] = ['bpftrace', 'perf', 'raw'];
+/** The stack output modes bpfscope prints (bpftrace `src/types.h` StackMode; `build_id` is for ustack only). */
+export type StackMode = 'bpftrace' | 'perf' | 'raw' | 'build_id';
+const STACK_MODES: readonly string[] = ['bpftrace', 'perf', 'raw', 'build_id'];
 
 /**
  * The licenses `license` accepts, in the order bpftrace's error message lists them (its `src/config.cpp`
@@ -129,11 +129,9 @@ export function resolveConfig(
   if (env.BPFTRACE_STR_TRUNC_TRAILER !== undefined) fromEnv.add('str_trunc_trailer');
   /** bpftrace's stack_mode parser (types.h ConfigParser<StackMode>): a name, never a number. */
   const stackModeError = (value: unknown): string | undefined =>
-    value === 'build_id'
-      ? 'stack_mode build_id is not supported by bpfscope yet'
-      : typeof value === 'string' && STACK_MODES.includes(value)
-        ? undefined
-        : 'Invalid value for stack_mode: valid values are bpftrace, raw, perf, and build_id.';
+    typeof value === 'string' && STACK_MODES.includes(value)
+      ? undefined
+      : 'Invalid value for stack_mode: valid values are bpftrace, raw, perf, and build_id.';
   if (env.BPFTRACE_STACK_MODE !== undefined) {
     const message = stackModeError(env.BPFTRACE_STACK_MODE);
     if (message) errors.push({ severity: 'error', message: `BPFTRACE_STACK_MODE: ${message}` });

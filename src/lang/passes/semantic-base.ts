@@ -45,7 +45,7 @@ export interface AnalysisOptions {
   /** `max_strlen` config: size of strings read by str() (default 64 bytes). */
   maxStrlen?: number;
   /** `stack_mode` config: the mode of `kstack`/`ustack` written without one (default `bpftrace`). */
-  stackMode?: 'bpftrace' | 'perf' | 'raw';
+  stackMode?: 'bpftrace' | 'perf' | 'raw' | 'build_id';
   /** The program's own C struct/union/enum definitions (lang/cdefs.ts); they take precedence over BTF. */
   cTypes?: CTypes;
   /** Host facts: kernel symbols (kaddr, percpu_kaddr), cgroup ids (cgroupid), uaddr() resolution. */
@@ -408,6 +408,7 @@ export abstract class AnalyzerBase {
       expr: (e) => this.expr(e),
       setType: (e, t) => this.table.set(e, t),
       error: (pos, message) => this.error(pos, message),
+      warn: (pos, message) => this.warn(pos, message),
       argCount: (call, min, max) => this.argCount(call, min, max),
       constValue: (e) => this.constValue(e),
       addressSpace: (e) => this.addressSpace(e),

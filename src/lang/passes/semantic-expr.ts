@@ -423,8 +423,14 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
       }
       return { kind: 'pointer', to: task, space: 'kernel' };
     }
-    if (name === 'kstack' || name === 'ustack')
-      return { kind: name, limit: DEFAULT_STACK_LIMIT, mode: this.opts.stackMode ?? 'bpftrace' };
+    if (name === 'kstack' || name === 'ustack') {
+      const mode = this.opts.stackMode ?? 'bpftrace';
+      if (name === 'ustack') return { kind: name, limit: DEFAULT_STACK_LIMIT, mode };
+      if (mode !== 'build_id') return { kind: name, limit: DEFAULT_STACK_LIMIT, mode };
+      // bpftrace's type resolver: the same warning and fallback
+      this.warn(pos, "'build_id' stack mode can only be used for ustack. Falling back to 'raw' mode.");
+      return { kind: name, limit: DEFAULT_STACK_LIMIT, mode: 'raw' };
+    }
     if (name === 'cpid') {
       if (this.opts.cpid === undefined) {
         this.error(pos, 'cpid cannot be used without child command (-c)');
