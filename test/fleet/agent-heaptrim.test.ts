@@ -13,27 +13,21 @@ import { HeapTrimmer } from '../../src/fleet/agent/heaptrim.js';
 const MiB = 1 << 20;
 
 suite('agent heap trimming', () => {
-  test('trims only when the free bytes grew by the threshold above the least seen since the last trim', () => {
-    const readings = [1 * MiB, 5 * MiB, 5 * MiB, 6 * MiB, 3 * MiB, 6.5 * MiB, 7 * MiB, 7 * MiB];
-    const trimmedAt: number[] = [];
+  test('trims after each check while the free bytes reach the threshold', () => {
+    const readings = [0.5 * MiB, 1 * MiB, 20 * MiB, 20 * MiB, 0.9 * MiB];
     let i = 0;
+    let trims = 0;
     const t = new HeapTrimmer({
-      thresholdBytes: 4 * MiB,
-      // check() reads once, and once more after a trim (the new low)
+      thresholdBytes: 1 * MiB,
       freeBytes: () => readings[i++],
-      trim: () => {
-        trimmedAt.push(i - 1);
-        return true;
-      },
+      trim: () => ++trims > 0,
     });
-    const got = [1, 2, 3, 4, 5].map(() => t.check());
-    // 1 MiB: below 4 MiB over 0 -> no; 5 MiB: 5 over low 0 -> trim, low = 5 (re-read);
-    // 6 MiB: 1 over 5 -> no; 3 MiB: new low 3 -> no; 6.5 MiB: 3.5 over 3 -> no
-    assert.deepEqual(got, [false, true, false, false, false]);
-    assert.deepEqual(trimmedAt, [1]);
-    assert.equal(t.trims, 1);
-    assert.equal(t.check(), true, '7 MiB is 4 MiB over the low of 3 MiB');
-    assert.equal(t.trims, 2);
+    assert.deepEqual(
+      readings.map(() => t.check()),
+      [false, true, true, true, false],
+    );
+    assert.equal(trims, 3);
+    assert.equal(t.trims, 3);
   });
 
   test('never trims where mallinfo2 is missing', () => {
