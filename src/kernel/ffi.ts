@@ -436,3 +436,54 @@ export function pageSize(): number {
   if (cachedPageSize === 0) cachedPageSize = Number(load().getpagesize());
   return cachedPageSize;
 }
+
+/** glibc's malloc statistics (mallinfo2(3), glibc 2.33+) and malloc_trim(3); null where the C library lacks them. */
+let mallocFns: { mallinfo2: KFunc; trim: KFunc } | null | undefined;
+
+function mallocFunctions(): { mallinfo2: KFunc; trim: KFunc } | null {
+  if (mallocFns !== undefined) return mallocFns;
+  try {
+    const { koffi } = load();
+    const lib = koffi.load('libc.so.6');
+    // struct mallinfo2: ten size_t fields, in this order (glibc malloc/malloc.h)
+    const info = koffi.struct('bpfscope_mallinfo2', {
+      arena: 'size_t',
+      ordblks: 'size_t',
+      smblks: 'size_t',
+      hblks: 'size_t',
+      hblkhd: 'size_t',
+      usmblks: 'size_t',
+      fsmblks: 'size_t',
+      uordblks: 'size_t',
+      fordblks: 'size_t',
+      keepcost: 'size_t',
+    });
+    mallocFns = {
+      mallinfo2: lib.func('mallinfo2', info, []) as unknown as KFunc,
+      trim: lib.func('malloc_trim', 'int', ['size_t']) as unknown as KFunc,
+    };
+  } catch {
+    mallocFns = null; // not glibc 2.33+ (musl has neither)
+  }
+  return mallocFns;
+}
+
+/**
+ * Bytes in free chunks of every malloc arena (mallinfo2(3)'s `fordblks`), whether their pages are resident or were
+ * already given back; undefined where the C library has no mallinfo2 (glibc before 2.33, musl).
+ */
+export function mallocFreeBytes(): number | undefined {
+  const f = mallocFunctions();
+  if (!f) return undefined;
+  return Number((f.mallinfo2() as { fordblks: number | bigint }).fordblks);
+}
+
+/**
+ * malloc_trim(3) with no padding: gives the whole free pages of every malloc arena back to the kernel
+ * (madvise(MADV_DONTNEED); they stay mapped and are faulted in again when reused). True if memory was released;
+ * false also where the C library has no malloc_trim.
+ */
+export function mallocTrim(): boolean {
+  const f = mallocFunctions();
+  return f ? Number(f.trim(0)) === 1 : false;
+}

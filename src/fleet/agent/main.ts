@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import type { Server } from 'node:http';
 import { BpfscopeError } from '../../errors.js';
 import { type Metric, parseListenAddress, serveMetrics } from './metrics.js';
+import { HeapTrimmer } from './heaptrim.js';
 import { PprofDictionary, buildAgentProfile } from './pprof.js';
 import { type PeriodData, Profiler } from './profiler.js';
 import type { SeriesLabel } from './proto.js';
@@ -201,6 +202,8 @@ interface Counters {
   mapFull: number;
   processes: number;
   lastReadMs: number;
+  /** When to give freed C heap pages back to the kernel (heaptrim.ts): after start and after each period. */
+  trimmer: HeapTrimmer;
   /** The pprof dictionaries kept across periods, by profile (`cpu`, `offcpu`). */
   dictionaries: Record<string, PprofDictionary>;
 }
@@ -241,6 +244,12 @@ function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profi
       help: 'Periods whose stack count map was full (new stacks of the period were not counted; raise --max-stacks).',
       type: 'counter',
       samples: [{ value: c.mapFull }],
+    },
+    {
+      name: 'bpfscope_agent_heap_trims_total',
+      help: 'Times freed C heap (malloc) pages were given back to the kernel with malloc_trim(3).',
+      type: 'counter',
+      samples: [{ value: c.trimmer.trims }],
     },
     {
       name: 'bpfscope_agent_late_periods_total',
@@ -410,6 +419,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
     mapFull: 0,
     processes: 0,
     lastReadMs: 0,
+    trimmer: new HeapTrimmer(),
   };
   const series: SeriesLabel[] = [
     { name: '__name__', value: 'process_cpu' },
@@ -461,6 +471,8 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
       if (offPprof)
         q.add({ pprof: offPprof, labels: offSeries, startNs: d.startNs, durationNs: d.durationNs, hz: cfg.hz });
     }
+    // the period's symbol tables, maps texts and batch reads are freed now (heaptrim.ts)
+    counters.trimmer.check();
   };
   let profiler: Profiler | undefined;
   profiler = await Profiler.start(
@@ -474,6 +486,8 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
     },
     onPeriod,
   );
+  // the compiler's and the loader's allocations at start are freed now
+  counters.trimmer.check();
   let server: Server | undefined;
   try {
     if (cfg.metrics) {

@@ -1,0 +1,66 @@
+/**
+ * The agent's malloc trimming (src/fleet/agent/heaptrim.ts, kernel/ffi.ts mallocTrim/mallocFreeBytes): when it
+ * trims (fake free-byte readings), and that a trim on this machine's glibc gives freed heap pages back (a child node
+ * frees ~20 MB of 10,000-byte buffers kept below a live one, so glibc cannot return them by itself; the main
+ * arena's resident size, `[heap]` in /proc/self/smaps, is read before and after).
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe as suite, test } from 'node:test';
+import { HeapTrimmer } from '../../src/fleet/agent/heaptrim.js';
+
+const MiB = 1 << 20;
+
+suite('agent heap trimming', () => {
+  test('trims after each check while the free bytes reach the threshold', () => {
+    const readings = [0.5 * MiB, 1 * MiB, 20 * MiB, 20 * MiB, 0.9 * MiB];
+    let i = 0;
+    let trims = 0;
+    const t = new HeapTrimmer({
+      thresholdBytes: 1 * MiB,
+      freeBytes: () => readings[i++],
+      trim: () => ++trims > 0,
+    });
+    assert.deepEqual(
+      readings.map(() => t.check()),
+      [false, true, true, true, false],
+    );
+    assert.equal(trims, 3);
+    assert.equal(t.trims, 3);
+  });
+
+  test('never trims where mallinfo2 is missing', () => {
+    let trims = 0;
+    const t = new HeapTrimmer({ freeBytes: () => undefined, trim: () => ++trims > 0 });
+    assert.equal(t.check(), false);
+    assert.equal(trims, 0);
+  });
+
+  test('mallocTrim gives freed malloc pages back to the kernel', () => {
+    const ffi = fileURLToPath(new URL('../../src/kernel/ffi.js', import.meta.url));
+    const script = `
+      import { readFileSync } from 'node:fs';
+      const { mallocFreeBytes, mallocTrim } = await import(${JSON.stringify(ffi)});
+      const heapKb = () => {
+        const s = readFileSync('/proc/self/smaps', 'utf8');
+        const at = s.indexOf('[heap]');
+        return at < 0 ? 0 : Number(/Rss:\\s+(\\d+)/.exec(s.slice(at))[1]);
+      };
+      let bufs = [];
+      for (let i = 0; i < 2000; i++) bufs.push(Buffer.allocUnsafeSlow(10000).fill(1));
+      const keep = Buffer.allocUnsafeSlow(10000).fill(2);
+      bufs = null;
+      for (let i = 0; i < 3; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 50)); }
+      const before = heapKb(), free = mallocFreeBytes();
+      const released = mallocTrim();
+      console.log(JSON.stringify({ before, after: heapKb(), free, released, keep: keep[0] }));`;
+    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const m = JSON.parse(r.stdout) as { before: number; after: number; free: number; released: boolean };
+    assert.ok(m.free >= 15 * MiB, `the freed buffers are free malloc bytes: ${m.free}`);
+    assert.ok(m.before >= 15 * 1024, `[heap] holds them before the trim: ${m.before} kB`);
+    assert.equal(m.released, true);
+    assert.ok(m.before - m.after >= 15 * 1024, `[heap] ${m.before} kB -> ${m.after} kB after the trim`);
+  });
+});
