@@ -91,6 +91,11 @@ export interface EnumInfo {
   name: string;
   /** Value → enumerator name (the first enumerator with that value). */
   names: ReadonlyMap<bigint, string>;
+  /**
+   * Named only, `names` empty: a tracepoint format field declared `enum E` (the format file gives no enumerators).
+   * The analyser completes it from kernel BTF's `enum E` when the field is read, or drops it (plain integer).
+   */
+  unresolved?: true;
 }
 
 export interface RecordField {

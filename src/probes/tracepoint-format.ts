@@ -210,7 +210,9 @@ function intOfSize(size: number, signed: boolean): SType | null {
  * - `char x[N]` → `string` of N bytes; other `T x[N]` → `array` of N elements of size `size / N`;
  * - pointers (`const char *`, `struct file *`) → `pointer` in `space` (char → int8, see {@link cTypeToSType});
  * - everything else → an int of the field's `size` and `signed` flag, whatever its typedef name (the kernel's
- *   syscall tracepoints declare `int dfd` with size 8); a size that is not 1/2/4/8 → `array` of `size` u8.
+ *   syscall tracepoints declare `int dfd` with size 8); a size that is not 1/2/4/8 → `array` of `size` u8;
+ * - `enum E x` → that int marked as an unresolved `enum E` (printed by enumerator name once the analyser finds
+ *   `enum E` in kernel BTF, as bpftrace does: `skb:kfree_skb`'s `reason` prints `SKB_DROP_REASON_...`).
  * @param space address space of pointer fields: `user` for `syscalls:*` arguments, `kernel` otherwise.
  */
 export function tracepointFieldType(f: TracepointField, space: 'kernel' | 'user'): SType {
@@ -234,7 +236,10 @@ export function tracepointFieldType(f: TracepointField, space: 'kernel' | 'user'
     return { kind: 'array', elem, count };
   }
   if (stripQualifiers(f.cType).endsWith('*')) return cTypeToSType(f.cType, space);
-  return intOfSize(f.size, f.signed) ?? { kind: 'array', elem: { kind: 'int', size: 1, signed: false }, count: f.size };
+  const int = intOfSize(f.size, f.signed);
+  const enumName = /^enum\s+(\w+)$/.exec(stripQualifiers(f.cType))?.[1];
+  if (int?.kind === 'int' && enumName) return { ...int, enum: { name: enumName, names: new Map(), unresolved: true } };
+  return int ?? { kind: 'array', elem: { kind: 'int', size: 1, signed: false }, count: f.size };
 }
 
 /**

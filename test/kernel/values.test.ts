@@ -5,7 +5,9 @@
  * for what is not supported.
  */
 import assert from 'node:assert/strict';
-import { cpus } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { runTool } from '../helpers/cli.js';
 import { workloadCommand } from '../helpers/workload.js';
@@ -317,6 +319,25 @@ describe('enum values print as their enumerators (current bpftrace)', () => {
       'json',
     );
     assert.equal(p.stdout, '{"type": "printf", "data": "1 ONE 2 TWO 99999 OTHER\\n"}\n');
+  });
+
+  it('a tracepoint field declared `enum E` takes BTF enum E (tests/runtime/call "printf_enum_symbolize_tracepoint")', async () => {
+    // UDP datagrams to a closed port of 127.0.0.1: the kernel drops each with SKB_DROP_REASON_NO_SOCKET (value 3 in
+    // this kernel's skb:kfree_skb print fmt) in the sender's context
+    const script = join(mkdtempSync(join(tmpdir(), 'bpfs-udp-')), 'send.cjs');
+    writeFileSync(
+      script,
+      "const s = require('dgram').createSocket('udp4'); let n = 0;\n" +
+        "const t = setInterval(() => { s.send('x', 9, '127.0.0.1'); if (++n === 40) { clearInterval(t); s.close(); } }, 25);\n",
+    );
+    const send = `${process.execPath} ${script}`;
+    const r = await run(
+      'tracepoint:skb:kfree_skb /pid == cpid/ { $r = args.reason; printf("%d %s\\n", args.reason, $r); @m = args.reason; exit() }',
+      '-c',
+      send,
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '3 SKB_DROP_REASON_NO_SOCKET\n\n\n@m: SKB_DROP_REASON_NO_SOCKET\n');
   });
 });
 

@@ -206,6 +206,12 @@ describe('tracepointFieldType', () => {
       { kind: 'array', elem: int(8, false), count: 0 },
     );
   });
+  it('marks an `enum E` field as an unresolved enum E of the field size (skb:kfree_skb reason)', () => {
+    assert.deepEqual(
+      tracepointFieldType({ ...base, cType: 'enum skb_drop_reason', name: 'reason', size: 4, offset: 36 }, 'kernel'),
+      { kind: 'int', size: 4, signed: false, enum: { name: 'skb_drop_reason', names: new Map(), unresolved: true } },
+    );
+  });
 });
 
 describe('tracepointArgLines', () => {

@@ -585,12 +585,28 @@ export abstract class ExprAnalyzer extends AnalyzerBase {
         );
         return null;
       }
+      if (f.type.kind === 'int' && f.type.enum?.unresolved) return this.tracepointEnum(f.type);
       // a pointer field of a struct in user memory points into user memory (bpftrace: the field takes the
       // struct's AddrSpace); a struct value of unknown origin (a map's) takes the probe's
       return this.inSpace(f.type, this.addressSpace(e.object));
     }
     this.error(e.pos, `Can not access field '${e.field}' on expression of type '${typeName(t)}'`);
     return null;
+  }
+
+  /**
+   * A tracepoint field declared `enum E` (see tracepointFieldType): the int with kernel BTF's enumerators of `enum E`,
+   * or the plain int when BTF has no such enum.
+   */
+  private tracepointEnum(t: Extract<SType, { kind: 'int' }>): SType {
+    const { enum: info, ...int } = t;
+    let found: SType | undefined;
+    try {
+      found = btfEnumByName(kernelBtf(), info!.name);
+    } catch {
+      found = undefined; // no kernel BTF: the value stays a number
+    }
+    return found?.kind === 'int' && found.enum ? { ...int, enum: found.enum } : int;
   }
 
   protected call(c: CallExpr): SType | null {
