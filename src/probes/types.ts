@@ -59,7 +59,8 @@ export interface ProbeProvider {
   /** Shown when `-l` lists every provider (bpftrace's `show_in_kernel_list`). */
   readonly listed: boolean;
   /**
-   * Expand one attach point (wildcards resolved) into concrete probes, sorted by name, never empty.
+   * Expand one attach point (wildcards resolved) into concrete probes, sorted by name; empty only for a kprobe or
+   * kretprobe wildcard that matches nothing (bpftrace drops it; the compiler reports a probe left with none).
    * @throws CompileError (positioned at `ap.pos`, with a "did you mean" hint where one helps) for a malformed attach
    * point or when nothing matches.
    */
