@@ -226,14 +226,14 @@ const attachPointsPass: CompilePass = {
     const units: ProbeUnit[] = [];
     const errors: Diagnostic[] = [];
     ast.probes.forEach((probe, probeIndex) => {
-      // a body that reads `probe` gets one program per match, as bpftrace's full expansion (no multi-attach link)
-      const full = readsProbeName(probe);
+      // a body that reads `probe`: a kprobe wildcard gets one program per match, as bpftrace's full expansion
+      const readsProbe = readsProbeName(probe);
       const before = units.length;
       let emptyWildcards = 0;
       for (const ap of probe.attachPoints) {
         try {
           let matches = expandAttachPoint(ap, {
-            ...(full ? { full: true } : {}),
+            ...(readsProbe ? { readsProbe: true } : {}),
             ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
             ...(opts.unsafe ? { unsafe: true } : {}),
             ...(config.cppDemangle ? { demangle: true } : {}),

@@ -170,7 +170,7 @@ export class KprobeProvider implements ProbeProvider {
       if (names.length === 0) return [];
       // bpftrace's multi expansion: not for `MODULE:` globs (kprobe_multi takes bare names), offsets, or a body
       // that reads `probe`; only where the kernel has kprobe_multi
-      if (!module && !offset && !opts.full && hasFeature('kprobeMulti')) {
+      if (!module && !offset && !opts.full && !opts.readsProbe && hasFeature('kprobeMulti')) {
         return [new KprobeMultiProbe(ap, this.kind, glob, names)];
       }
     } else if (names.length === 0) {
