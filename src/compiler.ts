@@ -226,11 +226,14 @@ const attachPointsPass: CompilePass = {
     const units: ProbeUnit[] = [];
     const errors: Diagnostic[] = [];
     ast.probes.forEach((probe, probeIndex) => {
-      // a body that reads `probe` keeps a multi-attach link: `probe` is read by attach cookie (ExpandedProbe.probeNames)
-      // where bpftrace expands to one program per match
+      // a body that reads `probe`: a kprobe wildcard gets one program per match, as bpftrace's full expansion
+      const readsProbe = readsProbeName(probe);
+      const before = units.length;
+      let emptyWildcards = 0;
       for (const ap of probe.attachPoints) {
         try {
           let matches = expandAttachPoint(ap, {
+            ...(readsProbe ? { readsProbe: true } : {}),
             ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
             ...(opts.unsafe ? { unsafe: true } : {}),
             ...(config.cppDemangle ? { demangle: true } : {}),
@@ -243,6 +246,7 @@ const attachPointsPass: CompilePass = {
             const first = matches[0] as Partial<TracepointProbe>;
             if (first.fs) matches = rewriteSyscallEvents(ap, matches, first.fs);
           }
+          if (matches.length === 0) emptyWildcards++;
           for (const expanded of matches) units.push({ probe, expanded, probeIndex });
         } catch (e) {
           if (!(e instanceof CompileError)) throw e;
@@ -263,6 +267,14 @@ const attachPointsPass: CompilePass = {
           }
           for (const d of e.diagnostics) errors.push(d);
         }
+      }
+      // a wildcard that matches nothing (kprobe:nonsense*) is dropped, as bpftrace's expansion does; a probe left
+      // with no attach point at all is bpftrace's probe_prune error (a warning with missing_probes = warn)
+      if (emptyWildcards > 0 && units.length === before && emptyWildcards === probe.attachPoints.length) {
+        const pos = probe.attachPoints[0]!.pos;
+        if (config.missingProbes === 'error') errors.push({ severity: 'error', message: NO_VALID_ATTACH_POINTS, pos });
+        else if (config.missingProbes === 'warn')
+          warnings.push({ severity: 'warning', message: NO_VALID_ATTACH_POINTS_WARNING, pos });
       }
     });
     errors.push(...iterCompanionErrors(units.map((u) => u.expanded)));
@@ -418,7 +430,14 @@ const codegenPass: CompilePass = {
         throw e;
       }
       checkMapCount(u, [fn, ...gen.subprogs.map((s) => s.fn)], source);
-      return { fn, expanded: u.expanded, kernelName, ...(gen.subprogs.length ? { subprogs: gen.subprogs } : {}) };
+      const btfName = `${u.expanded.name.replace(/[^A-Za-z0-9_]/g, '_')}_${i + 1}`;
+      return {
+        fn,
+        expanded: u.expanded,
+        kernelName,
+        ...(btfName.length <= 127 ? { btfName } : {}),
+        ...(gen.subprogs.length ? { subprogs: gen.subprogs } : {}),
+      };
     });
     c.tables = tables;
   },
@@ -527,6 +546,11 @@ function checkMapCount(u: ProbeUnit, fns: readonly IrFunction[], source: SourceF
 
 /** Kernel program name: provider initial + sanitised probe name, at most 15 characters. */
 /** The probe's predicate or body reads the event record (`args`, `ctx`), which differs between tracepoints. */
+/** Whether the probe's predicate or body reads the `probe` builtin (its attach point's name). */
+function readsProbeName(probe: Probe): boolean {
+  return nodesOfKind<BuiltinExpr>([probe.predicate, probe.body], 'BuiltinExpr').some((b) => b.name === 'probe');
+}
+
 function readsRecord(probe: Probe): boolean {
   const uses = nodesOfKind<BuiltinExpr>([probe.predicate, probe.body], 'BuiltinExpr');
   return uses.some((b) => b.name === 'args' || b.name === 'ctx');

@@ -61,8 +61,9 @@ export interface ProgramSpec {
   /** `BPF_F_*` program flags (e.g. BPF_F_SLEEPABLE 16). */
   progFlags?: number;
   /**
-   * The program's functions when it has subprograms (callbacks): each with the slot it starts at (the first at 0).
-   * They are described in program BTF + func_info, which the kernel requires for callbacks.
+   * The program's functions, the main one first: each with the slot it starts at (the first at 0). They are
+   * described in program BTF + func_info, which the kernel requires for callbacks; with only the main function the
+   * BTF names it for other tracers (`fentry:bpf:ID:NAME`), and a kernel that refuses the BTF gets the program without.
    */
   funcs?: (BtfFunc & { insnOff: number })[];
 }
@@ -122,14 +123,21 @@ class Program implements LoadedProgram {
 export function loadProgram(spec: ProgramSpec): LoadedProgram {
   let btfFd: number | undefined;
   let funcInfo: Buffer | undefined;
-  if (spec.funcs && spec.funcs.length > 1) {
+  if (spec.funcs && spec.funcs.length > 0) {
     const { btf, funcTypeIds } = funcInfoBtf(spec.funcs);
-    btfFd = btfLoad(btf);
-    funcInfo = Buffer.alloc(8 * spec.funcs.length);
-    spec.funcs.forEach((f, i) => {
-      funcInfo!.writeUInt32LE(f.insnOff, i * 8);
-      funcInfo!.writeUInt32LE(funcTypeIds[i]!, i * 8 + 4);
-    });
+    try {
+      btfFd = btfLoad(btf);
+    } catch (e) {
+      // only callbacks need the BTF
+      if (spec.funcs.length > 1) throw e;
+    }
+    if (btfFd !== undefined) {
+      funcInfo = Buffer.alloc(8 * spec.funcs.length);
+      spec.funcs.forEach((f, i) => {
+        funcInfo!.writeUInt32LE(f.insnOff, i * 8);
+        funcInfo!.writeUInt32LE(funcTypeIds[i]!, i * 8 + 4);
+      });
+    }
   }
   try {
     return loadWith(spec, btfFd, funcInfo);

@@ -135,6 +135,11 @@ export interface ProgramPlan {
   expanded: ExpandedProbe;
   /** Kernel program name (<= 15 chars). */
   kernelName: string;
+  /**
+   * Name of the program's main function in its BTF (bpftrace's `sanitised probe name_N`, e.g. `interval_us_100000_1`,
+   * N counting the programs from 1): what `fentry:bpf:ID:NAME` of another tracer names it by. Default: `kernelName`.
+   */
+  btfName?: string;
 }
 
 /**

@@ -52,6 +52,11 @@ export interface ExpandedProbe {
   /** `attach_btf_id` for BPF_PROG_LOAD (tp_btf/fentry). */
   readonly attachBtfId?: number;
   /**
+   * `attach_prog_fd` for BPF_PROG_LOAD (the same field as `attach_btf_obj_fd`): the BPF program an `fentry:bpf:ID:NAME`
+   * program traces, `attachBtfId` then being the FUNC id in that program's BTF.
+   */
+  readonly attachBtfObjFd?: number;
+  /**
    * Type of the `args` builtin: a tracepoint's record (fields at their context offsets, see
    * `tracepoint-format.ts`), or null where `args` does not exist. May be computed lazily on first read (it can
    * throw a BpfscopeError if the format cannot be read).

@@ -13,11 +13,12 @@ import { Btf, BtfKind } from '../kernel/btf.js';
 import { hasFeature } from '../kernel/features.js';
 import type { AttachPoint } from '../lang/ast.js';
 import { btfType } from '../lang/btf-types.js';
-import type { RecordField, SType } from '../lang/types.js';
+import { type RecordField, sizeOf, type SType } from '../lang/types.js';
 import { attachPointError, closestNames, didYouMean } from './errors.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 import { btfFuncIds, paramLines, traceableFunctions } from './kernel-funcs.js';
 import { attachTracing } from './perf-attach.js';
+import { bpfProgramFunctions, targetProgramFd } from './fentry-bpf.js';
 import { type AttachedProbe, BPF_ATTACH_TYPE, BPF_PROG_TYPE, type ExpandedProbe, type ProbeProvider } from './types.js';
 
 export class FentryProbe implements ExpandedProbe {
@@ -26,6 +27,7 @@ export class FentryProbe implements ExpandedProbe {
   readonly name: string;
   readonly args: SType;
   readonly regs: { args: number[]; ret: number };
+  readonly attachBtfObjFd?: number;
 
   constructor(
     readonly attachPoint: AttachPoint,
@@ -34,13 +36,26 @@ export class FentryProbe implements ExpandedProbe {
     readonly attachBtfId: number,
     params: { name: string; typeId: number }[],
     btf: Btf,
+    /** A function of a loaded BPF program (`fentry:bpf:ID:NAME`): the program's id and an fd for it; `btf` is its BTF. */
+    bpfTarget?: { progId: number; progFd: number },
   ) {
     this.expectedAttachType = provider === 'fentry' ? BPF_ATTACH_TYPE.TRACE_FENTRY : BPF_ATTACH_TYPE.TRACE_FEXIT;
-    // bpftrace names an fentry probe with its module (`fentry:vmlinux:vfs_read`: `probe`, `-l PROGRAM`)
-    this.name = `${provider}:vmlinux:${func}`;
-    const fields: RecordField[] = params.map((p, i) => ({ name: p.name, type: btfType(btf, p.typeId), offset: i * 8 }));
-    this.args = { kind: 'record', name: `struct ${provider}:${func}_args`, size: fields.length * 8, fields };
-    this.regs = { args: params.map((_, i) => i * 8), ret: params.length * 8 };
+    // bpftrace names an fentry probe with its module (`fentry:vmlinux:vfs_read`: `probe`, `-l PROGRAM`), a BPF
+    // program's function with the program's id (`fentry:bpf:123:NAME`)
+    this.name = bpfTarget ? `${provider}:bpf:${bpfTarget.progId}:${func}` : `${provider}:vmlinux:${func}`;
+    if (bpfTarget) this.attachBtfObjFd = bpfTarget.progFd;
+    // the trampoline stores each argument in ceil(size / 8) u64 slots: a struct of 9-16 bytes passed by value (e.g.
+    // __sys_bpf's bpfptr_t) takes two, so the arguments after it, and fexit's return value, move up one slot
+    // (kernel btf_distill_func_proto / arch_prepare_bpf_trampoline)
+    const fields: RecordField[] = [];
+    let slot = 0;
+    for (const p of params) {
+      const type = btfType(btf, p.typeId);
+      fields.push({ name: p.name, type, offset: slot * 8 });
+      slot += Math.max(1, Math.ceil(sizeOf(type) / 8));
+    }
+    this.args = { kind: 'record', name: `struct ${provider}:${func}_args`, size: slot * 8, fields };
+    this.regs = { args: fields.map((f) => f.offset), ret: slot * 8 };
   }
 
   get retprobe(): boolean {
@@ -80,7 +95,8 @@ export class FentryProvider implements ProbeProvider {
   }
 
   expand(ap: AttachPoint): ExpandedProbe[] {
-    if (ap.parts.length < 1 || ap.parts.length > 2 || ap.parts.some((p) => p === '')) {
+    const onBpf = ap.parts[0] === 'bpf' && (ap.parts.length === 2 || ap.parts.length === 3);
+    if (ap.parts.length < 1 || (ap.parts.length > 2 && !onBpf) || ap.parts.some((p) => p === '')) {
       throw attachPointError(ap, `${this.kind} probe type requires 1 or 2 arguments: ${this.kind}:[MODULE:]FUNCTION`);
     }
     if (!hasFeature('fentry')) {
@@ -90,6 +106,7 @@ export class FentryProvider implements ProbeProvider {
         `use ${this.kind === 'fentry' ? 'kprobe' : 'kretprobe'}:${ap.parts[ap.parts.length - 1]} or a tracepoint instead`,
       );
     }
+    if (onBpf) return this.expandBpf(ap);
     const module = ap.parts.length === 2 ? ap.parts[0]! : undefined;
     const spec = ap.parts[ap.parts.length - 1]!;
     const written = `${module !== undefined ? `${module}:` : ''}${spec}`;
@@ -128,6 +145,32 @@ export class FentryProvider implements ProbeProvider {
       const params = btf.funcProto(btf.refType(id)).params;
       return new FentryProbe(ap, this.kind, n, id, params, btf);
     });
+  }
+
+  /**
+   * `fentry:bpf:[ID:]FUNC` (FUNC a glob): the matching functions of the loaded BPF programs (of program ID only, when
+   * given), each named `fentry:bpf:ID:NAME`, as bpftrace. A glob that matches nothing is "No matches".
+   */
+  private expandBpf(ap: AttachPoint): ExpandedProbe[] {
+    const idText = ap.parts.length === 3 ? ap.parts[1]! : undefined;
+    const spec = ap.parts[ap.parts.length - 1]!;
+    if (idText !== undefined && !/^\d+$/.test(idText))
+      throw attachPointError(ap, `${this.kind}:bpf:${idText}: the program id must be a number`);
+    const re = globToRegExp(spec);
+    const found = bpfProgramFunctions().filter(
+      (f) => (idText === undefined || f.progId === Number(idText)) && re.test(f.name),
+    );
+    if (found.length === 0) {
+      throw attachPointError(ap, `No matches for ${this.kind} bpf:${idText !== undefined ? `${idText}:` : ''}${spec}.`);
+    }
+    const out: ExpandedProbe[] = [];
+    for (const f of found) {
+      const progFd = targetProgramFd(f.progId);
+      if (progFd === undefined) continue; // unloaded meanwhile
+      const params = f.btf.funcProto(f.btf.refType(f.typeId)).params;
+      out.push(new FentryProbe(ap, this.kind, f.name, f.typeId, params, f.btf, { progId: f.progId, progFd }));
+    }
+    return out;
   }
 
   /**

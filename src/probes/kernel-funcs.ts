@@ -15,7 +15,8 @@ let traceable: string[] | undefined;
 /**
  * Kernel functions that can be probed (sorted, unique): `NAME` for vmlinux, `MODULE:NAME` for a module's, from
  * tracefs `available_filter_functions` (lines `NAME` or `NAME [MODULE]`), else the code symbols of /proc/kallsyms.
- * GCC's `.part.N` clones are left out, as bpftrace does: they cannot be traced as functions.
+ * GCC's `.part.N` clones are left out, as bpftrace does: they cannot be traced as functions; so are the functions
+ * bpftrace leaves out because tracing them can hang or crash the kernel (see {@link isUnsafeToTrace}).
  */
 export function traceableFunctions(): string[] {
   if (traceable) return traceable;
@@ -38,8 +39,22 @@ export function traceableFunctions(): string[] {
       if (e.type === 't' || e.type === 'T') names.add(e.module ? `${e.module}:${e.name}` : e.name);
     }
   }
-  traceable = [...names].filter((n) => !n.includes('.part.')).sort();
+  traceable = [...names].filter((n) => !n.includes('.part.') && !isUnsafeToTrace(n.slice(n.indexOf(':') + 1))).sort();
   return traceable;
+}
+
+/** Functions never offered for tracing, by exact name (bpftrace `src/symbols/kernel.cpp`, from the kernel's BPF selftests). */
+const UNSAFE_FUNCS = new Set(['arch_cpu_idle', 'default_idle', 'bpf_dispatcher_xdp_func']);
+/** ...and by name prefix: the RCU machinery the probe itself runs under, and ftrace's placeholder symbol. */
+const UNSAFE_PREFIXES = ['rcu_', '__ftrace_invalid_address__'];
+
+/**
+ * Whether bpftrace refuses to offer kernel function `name` to kprobe/fentry (and `-l`): the idle loop, the XDP
+ * dispatcher and every `rcu_*` function, which are not marked notrace but can hang or crash the kernel when traced.
+ * So `kprobe:rcu_*` matches nothing and `kprobe:rcu_read_lock` is "No matches" (unless --unsafe).
+ */
+export function isUnsafeToTrace(name: string): boolean {
+  return UNSAFE_FUNCS.has(name) || UNSAFE_PREFIXES.some((p) => name.startsWith(p));
 }
 
 /** A kernel function: `module` is `vmlinux` for the kernel's own. */

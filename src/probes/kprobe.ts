@@ -165,10 +165,12 @@ export class KprobeProvider implements ProbeProvider {
         : bare.filter((n) => n === glob);
     }
     if (wildcard) {
-      if (names.length === 0) throw attachPointError(ap, `No matches for ${this.kind}:${written}`);
+      // bpftrace's expansion drops a wildcard that matches nothing (kprobe:vfs_read,kprobe:nonsense* attaches
+      // vfs_read); the compiler reports a probe left with no attach point (probes/errors.ts NO_VALID_ATTACH_POINTS)
+      if (names.length === 0) return [];
       // bpftrace's multi expansion: not for `MODULE:` globs (kprobe_multi takes bare names), offsets, or a body
       // that reads `probe`; only where the kernel has kprobe_multi
-      if (!module && !offset && !opts.full && hasFeature('kprobeMulti')) {
+      if (!module && !offset && !opts.full && !opts.readsProbe && hasFeature('kprobeMulti')) {
         return [new KprobeMultiProbe(ap, this.kind, glob, names)];
       }
     } else if (names.length === 0) {

@@ -33,10 +33,15 @@ export type { AttachedProbe, AttachOptions, ExpandedProbe, SyscallTable, UsdtArg
 /** What the compiler tells a provider about the probe an attach point belongs to. */
 export interface ExpandOptions {
   /**
-   * The probe body reads `probe`: every match needs a program of its own, which knows its name (bpftrace's "full
-   * expansion"); otherwise a wildcard may become one multi-attach probe (kprobe_multi) where the kernel has it.
+   * Every match as a probe of its own (bpftrace's "full expansion"; `-l PROGRAM` lists them so); otherwise a wildcard
+   * may become one multi-attach probe (kprobe_multi, uprobe_multi) where the kernel has it.
    */
   full?: boolean;
+  /**
+   * The probe body reads `probe`: a kprobe/kretprobe wildcard then gets one program per function, as bpftrace (a
+   * uprobe wildcard keeps its uprobe_multi link and reads `probe` by attach cookie: docs/compat.md).
+   */
+  readsProbe?: boolean;
   /** `-p PID`: uprobe/USDT targets may be wildcards over the process's mappings, or in its mount namespace. */
   pid?: number;
   /** `--unsafe`: a uprobe on a function whose symbol has no size, or at an address of a file that is not ELF (a flat binary: the address is the file offset), is allowed (bpftrace refuses both otherwise). */
@@ -59,7 +64,8 @@ export interface ProbeProvider {
   /** Shown when `-l` lists every provider (bpftrace's `show_in_kernel_list`). */
   readonly listed: boolean;
   /**
-   * Expand one attach point (wildcards resolved) into concrete probes, sorted by name, never empty.
+   * Expand one attach point (wildcards resolved) into concrete probes, sorted by name; empty only for a kprobe or
+   * kretprobe wildcard that matches nothing (bpftrace drops it; the compiler reports a probe left with none).
    * @throws CompileError (positioned at `ap.pos`, with a "did you mean" hint where one helps) for a malformed attach
    * point or when nothing matches.
    */

@@ -72,8 +72,10 @@ export function loadLinked(plan: ProgramPlan, out: Linked, logLevel?: number): L
         ? { expectedAttachType: plan.expanded.expectedAttachType }
         : {}),
       ...(plan.expanded.attachBtfId !== undefined ? { attachBtfId: plan.expanded.attachBtfId } : {}),
+      ...(plan.expanded.attachBtfObjFd !== undefined ? { attachBtfObjFd: plan.expanded.attachBtfObjFd } : {}),
       ...(logLevel !== undefined ? { logLevel } : {}),
-      ...(out.funcs.length > 1 ? { funcs: out.funcs } : {}),
+      // always BTF with func_info: the main function named as bpftrace names it, so fentry:bpf:ID:NAME finds it
+      funcs: plan.btfName ? out.funcs.map((f, i) => (i === 0 ? { ...f, name: plan.btfName! } : f)) : out.funcs,
     });
     return { program, insns: out.insns, positions: out.positions };
   } catch (e) {

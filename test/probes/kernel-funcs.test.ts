@@ -7,6 +7,7 @@ import {
   type KernelFunction,
   matchModuleFunctions,
   paramLines,
+  isUnsafeToTrace,
   splitTraceable,
 } from '../../src/probes/kernel-funcs.js';
 import type { AttachPoint } from '../../src/lang/ast.js';
@@ -92,5 +93,34 @@ describe('kernel functions for kprobe/fentry', () => {
     const params = btf.funcProto(id).params;
     assert.equal(new FentryProbe(ap, 'fentry', 'vfs_read', id, params, btf).name, 'fentry:vmlinux:vfs_read');
     assert.equal(new FentryProbe(ap, 'fexit', 'vfs_read', id, params, btf).name, 'fexit:vmlinux:vfs_read');
+  });
+
+  it('gives a struct argument of 9-16 bytes two u64 slots (__sys_bpf: int cmd, bpfptr_t uattr, unsigned int size)', () => {
+    const ap: AttachPoint = {
+      kind: 'AttachPoint',
+      pos: { line: 1, col: 1, offset: 0, end: 15 },
+      raw: 'fexit:__sys_bpf',
+      provider: 'fexit',
+      parts: ['__sys_bpf'],
+    };
+    const id = ids.get('__sys_bpf')!;
+    const p = new FentryProbe(ap, 'fexit', '__sys_bpf', id, btf.funcProto(id).params, btf);
+    const rec = p.args as Extract<typeof p.args, { kind: 'record' }>;
+    assert.deepEqual(
+      rec.fields.map((f) => [f.name, f.offset]),
+      [
+        ['cmd', 0],
+        ['uattr', 8],
+        ['size', 24],
+      ],
+    );
+    assert.deepEqual(p.regs, { args: [0, 8, 24], ret: 32 });
+  });
+
+  it('leaves out the functions bpftrace refuses to trace (rcu_*, the idle loop)', () => {
+    for (const n of ['rcu_read_unlock_strict', 'rcu_note_context_switch', 'default_idle', 'arch_cpu_idle'])
+      assert.equal(isUnsafeToTrace(n), true, n);
+    for (const n of ['vfs_read', 'call_rcu', '__rcu_read_lock', 'default_idle_call'])
+      assert.equal(isUnsafeToTrace(n), false, n);
   });
 });
