@@ -35,6 +35,7 @@ import type { TypeTable } from './lang/type-table.js';
 import { NO_VALID_ATTACH_POINTS, NO_VALID_ATTACH_POINTS_WARNING } from './probes/errors.js';
 import { expandAttachPoint } from './probes/registry.js';
 import { iterCompanionErrors } from './probes/iter.js';
+import { hasWildcard } from './probes/glob.js';
 import type { Target } from './lang/target.js';
 import { hostTarget } from './target.js';
 import { rewriteSyscallEvents, SYSCALL_REWRITE_MIN } from './probes/syscalls.js';
@@ -225,10 +226,17 @@ const attachPointsPass: CompilePass = {
     }
     const units: ProbeUnit[] = [];
     const errors: Diagnostic[] = [];
+    /** The programs bpftrace would generate for wildcards so far (its max_bpf_progs check, ap_probe_expansion.cpp). */
+    let bpfProgs = 0;
+    let overLimit = false;
     ast.probes.forEach((probe, probeIndex) => {
+      const unitsBefore = units.length;
+      let skipped = false;
       // a body that reads `probe` keeps a multi-attach link: `probe` is read by attach cookie (ExpandedProbe.probeNames)
       // where bpftrace expands to one program per match
+      const full = readsProbeName(probe);
       for (const ap of probe.attachPoints) {
+        if (overLimit) break;
         try {
           let matches = expandAttachPoint(ap, {
             ...(opts.pid !== undefined ? { pid: opts.pid } : {}),
@@ -243,11 +251,27 @@ const attachPointsPass: CompilePass = {
             const first = matches[0] as Partial<TracepointProbe>;
             if (first.fs) matches = rewriteSyscallEvents(ap, matches, first.fs);
           }
+          if (hasWildcard(ap.raw)) {
+            bpfProgs += matches.reduce((n, m) => n + (m.probeNames ? (full ? m.probeNames.length : 0) : 1), 0);
+            if (bpfProgs > config.maxBpfProgs) {
+              errors.push({
+                severity: 'error',
+                message:
+                  `Your program is trying to generate more than ${bpfProgs} BPF programs, which exceeds the ` +
+                  `current limit of ${config.maxBpfProgs}`,
+                pos: ap.pos,
+                hint: 'You can increase the limit through the BPFTRACE_MAX_BPF_PROGS environment variable.',
+              });
+              overLimit = true;
+              break;
+            }
+          }
           for (const expanded of matches) units.push({ probe, expanded, probeIndex });
         } catch (e) {
           if (!(e instanceof CompileError)) throw e;
           // config missing_probes = warn / ignore: an attach point that matches nothing is skipped (bpftrace)
           if (config.missingProbes !== 'error' && e.diagnostics.every((d) => MISSING_PROBE.test(d.message))) {
+            skipped = true;
             if (config.missingProbes === 'warn') {
               for (const d of e.diagnostics) {
                 if (d.severity === 'warning') {
@@ -263,6 +287,19 @@ const attachPointsPass: CompilePass = {
           }
           for (const d of e.diagnostics) errors.push(d);
         }
+      }
+      // bpftrace's probe_prune pass: a probe all of whose attach points were skipped is removed, with a warning
+      if (
+        skipped &&
+        units.length === unitsBefore &&
+        config.missingProbes === 'warn' &&
+        !warnings.some((w) => w.message === NO_VALID_ATTACH_POINTS_WARNING && w.pos === probe.attachPoints[0]?.pos)
+      ) {
+        warnings.push({
+          severity: 'warning',
+          message: NO_VALID_ATTACH_POINTS_WARNING,
+          pos: probe.attachPoints[0]!.pos,
+        });
       }
     });
     errors.push(...iterCompanionErrors(units.map((u) => u.expanded)));
@@ -527,6 +564,12 @@ function checkMapCount(u: ProbeUnit, fns: readonly IrFunction[], source: SourceF
 
 /** Kernel program name: provider initial + sanitised probe name, at most 15 characters. */
 /** The probe's predicate or body reads the event record (`args`, `ctx`), which differs between tracepoints. */
+/** Whether the probe reads the `probe` builtin (bpftrace then generates one program per match of a wildcard). */
+function readsProbeName(probe: Probe): boolean {
+  const uses = nodesOfKind<BuiltinExpr>([probe.predicate, probe.body], 'BuiltinExpr');
+  return uses.some((b) => b.name === 'probe');
+}
+
 function readsRecord(probe: Probe): boolean {
   const uses = nodesOfKind<BuiltinExpr>([probe.predicate, probe.body], 'BuiltinExpr');
   return uses.some((b) => b.name === 'args' || b.name === 'ctx');
