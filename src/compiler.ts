@@ -35,6 +35,7 @@ import type { TypeTable } from './lang/type-table.js';
 import { NO_VALID_ATTACH_POINTS, NO_VALID_ATTACH_POINTS_WARNING } from './probes/errors.js';
 import { expandAttachPoint } from './probes/registry.js';
 import { iterCompanionErrors } from './probes/iter.js';
+import { hasWildcard } from './probes/glob.js';
 import type { Target } from './lang/target.js';
 import { hostTarget } from './target.js';
 import { rewriteSyscallEvents, SYSCALL_REWRITE_MIN } from './probes/syscalls.js';
@@ -225,12 +226,17 @@ const attachPointsPass: CompilePass = {
     }
     const units: ProbeUnit[] = [];
     const errors: Diagnostic[] = [];
+    /** The programs bpftrace would generate for wildcards so far (its max_bpf_progs check, ap_probe_expansion.cpp). */
+    let bpfProgs = 0;
+    let overLimit = false;
     ast.probes.forEach((probe, probeIndex) => {
       // a body that reads `probe`: a kprobe wildcard gets one program per match, as bpftrace's full expansion
       const readsProbe = readsProbeName(probe);
       const before = units.length;
       let emptyWildcards = 0;
+      let skippedPoints = 0;
       for (const ap of probe.attachPoints) {
+        if (overLimit) break;
         try {
           let matches = expandAttachPoint(ap, {
             ...(readsProbe ? { readsProbe: true } : {}),
@@ -247,11 +253,27 @@ const attachPointsPass: CompilePass = {
             if (first.fs) matches = rewriteSyscallEvents(ap, matches, first.fs);
           }
           if (matches.length === 0) emptyWildcards++;
+          if (hasWildcard(ap.raw)) {
+            bpfProgs += matches.reduce((n, m) => n + (m.probeNames ? (readsProbe ? m.probeNames.length : 0) : 1), 0);
+            if (bpfProgs > config.maxBpfProgs) {
+              errors.push({
+                severity: 'error',
+                message:
+                  `Your program is trying to generate more than ${bpfProgs} BPF programs, which exceeds the ` +
+                  `current limit of ${config.maxBpfProgs}`,
+                pos: ap.pos,
+                hint: 'You can increase the limit through the BPFTRACE_MAX_BPF_PROGS environment variable.',
+              });
+              overLimit = true;
+              break;
+            }
+          }
           for (const expanded of matches) units.push({ probe, expanded, probeIndex });
         } catch (e) {
           if (!(e instanceof CompileError)) throw e;
           // config missing_probes = warn / ignore: an attach point that matches nothing is skipped (bpftrace)
           if (config.missingProbes !== 'error' && e.diagnostics.every((d) => MISSING_PROBE.test(d.message))) {
+            skippedPoints++;
             if (config.missingProbes === 'warn') {
               for (const d of e.diagnostics) {
                 if (d.severity === 'warning') {
@@ -268,12 +290,17 @@ const attachPointsPass: CompilePass = {
           for (const d of e.diagnostics) errors.push(d);
         }
       }
-      // a wildcard that matches nothing (kprobe:nonsense*) is dropped, as bpftrace's expansion does; a probe left
-      // with no attach point at all is bpftrace's probe_prune error (a warning with missing_probes = warn)
-      if (emptyWildcards > 0 && units.length === before && emptyWildcards === probe.attachPoints.length) {
+      // a wildcard that matches nothing (kprobe:nonsense*) is dropped, as bpftrace's expansion does, and an attach
+      // point skipped under missing_probes = warn/ignore too; a probe left with no attach point at all is bpftrace's
+      // probe_prune case: an error, or a warning with missing_probes = warn
+      const gone = emptyWildcards + skippedPoints;
+      if (gone > 0 && gone === probe.attachPoints.length && units.length === before) {
         const pos = probe.attachPoints[0]!.pos;
         if (config.missingProbes === 'error') errors.push({ severity: 'error', message: NO_VALID_ATTACH_POINTS, pos });
-        else if (config.missingProbes === 'warn')
+        else if (
+          config.missingProbes === 'warn' &&
+          !warnings.some((w) => w.message === NO_VALID_ATTACH_POINTS_WARNING && w.pos === pos)
+        )
           warnings.push({ severity: 'warning', message: NO_VALID_ATTACH_POINTS_WARNING, pos });
       }
     });

@@ -57,6 +57,8 @@ export interface CliOptions {
   buffering: 'line' | 'full' | 'none';
   /** `--debuginfo DIR[:DIR]` (repeatable): directories searched first for uprobe binaries' separate debug files. */
   debugInfoDirs: string[];
+  /** `--traceable-functions FILE`: the traceable kernel functions, instead of tracefs available_filter_functions. */
+  traceableFunctionsFile?: string;
 }
 
 /** Bad command line: printed as `ERROR: message` (unless empty) followed by the usage text (on stderr), exit 1. */
@@ -118,6 +120,9 @@ OPTIONS:
     --unsafe       allow unsafe functions (signal)
     --debuginfo DIR[:DIR]
                    search these directories first for the separate debug files of uprobe binaries
+    --traceable-functions FILE
+                   load the list of traceable kernel functions from FILE (format of tracefs
+                   available_filter_functions) instead of tracefs
     --usdt-file-activation
                    activate USDT semaphores in every process running the file (always so: the kernel's
                    uprobe reference counter does it; accepted for bpftrace's command lines)
@@ -220,6 +225,7 @@ export function parseCli(argv: string[]): CliOptions {
     );
   if (opts.helperWarnings && opts.noWarnings) throw new UsageError('-k, --warnings conflicts with --no-warnings');
   if (v.e !== undefined) opts.program = v.e;
+  if (v['traceable-functions'] !== undefined) opts.traceableFunctionsFile = v['traceable-functions'];
   if (v.cmd !== undefined) opts.command = v.cmd;
   if (v.output !== undefined) opts.outputFile = v.output;
   if (v.pid !== undefined) opts.pid = parsePid(v.pid);
@@ -340,6 +346,7 @@ function parse(args: string[]) {
       unsafe: { type: 'boolean' },
       'usdt-file-activation': { type: 'boolean' },
       debuginfo: { type: 'string', multiple: true },
+      'traceable-functions': { type: 'string' },
       'no-warnings': { type: 'boolean' },
       warnings: { type: 'boolean', short: 'k', multiple: true },
     },

@@ -27,6 +27,10 @@ async function main(argv: string[]): Promise<number> {
     const { useDebugInfoDirs } = await import('../probes/uprobe-args.js');
     useDebugInfoDirs(opts.debugInfoDirs);
   }
+  if (opts.traceableFunctionsFile !== undefined) {
+    const { useTraceableFunctionsFile } = await import('../probes/kernel-funcs.js');
+    useTraceableFunctionsFile(opts.traceableFunctionsFile);
+  }
   if (opts.info) {
     const { infoReport } = await import('./info.js');
     process.stdout.write(infoReport());

@@ -5,29 +5,53 @@
  * (bpftrace `src/btf.cpp` get_params_impl / get_kprobes_params_from_btf, `src/probe_matcher.cpp`).
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { BpfscopeError } from '../errors.js';
 import { type Btf, BtfKind } from '../kernel/btf.js';
 import { locateTracefs } from '../kernel/tracefs.js';
 import { kallsyms } from '../symbols/kallsyms.js';
 import { globToRegExp, hasWildcard } from './glob.js';
 
 let traceable: string[] | undefined;
+/** The text of `--traceable-functions FILE`, used instead of tracefs (see {@link useTraceableFunctionsFile}). */
+let traceableText: string | undefined;
+
+/**
+ * bpftrace's `--traceable-functions FILE`: read the traceable kernel functions from FILE (the format of tracefs
+ * `available_filter_functions`: `NAME` or `NAME [MODULE]` per line) instead of tracefs. It decides which kprobe and
+ * fentry/fexit functions match; with --unsafe, a function not in it is still tried (with a warning). Process-wide;
+ * the CLI sets it once from its options.
+ * @throws BpfscopeError when FILE cannot be read (bpftrace: "Failed to open kernel function info")
+ */
+export function useTraceableFunctionsFile(path: string): void {
+  try {
+    traceableText = readFileSync(path, 'latin1');
+  } catch (e) {
+    throw new BpfscopeError(
+      `Failed to open kernel function info: ${path}: ${(e as Error).message.replace(/^\w+: /, '')}`,
+    );
+  }
+  traceable = undefined;
+}
 
 /**
  * Kernel functions that can be probed (sorted, unique): `NAME` for vmlinux, `MODULE:NAME` for a module's, from
- * tracefs `available_filter_functions` (lines `NAME` or `NAME [MODULE]`), else the code symbols of /proc/kallsyms.
- * GCC's `.part.N` clones are left out, as bpftrace does: they cannot be traced as functions; so are the functions
- * bpftrace leaves out because tracing them can hang or crash the kernel (see {@link isUnsafeToTrace}).
+ * `--traceable-functions FILE` if given, else tracefs `available_filter_functions` (lines `NAME` or `NAME [MODULE]`),
+ * else the code symbols of /proc/kallsyms. GCC's `.part.N` clones are left out, as bpftrace does: they cannot be
+ * traced as functions; so are the functions bpftrace leaves out because tracing them can hang or crash the kernel
+ * (see {@link isUnsafeToTrace}).
  */
 export function traceableFunctions(): string[] {
   if (traceable) return traceable;
-  const root = locateTracefs();
-  const file = root ? `${root}/available_filter_functions` : undefined;
   const names = new Set<string>();
-  let text: string | undefined;
-  try {
-    if (file && existsSync(file)) text = readFileSync(file, 'latin1');
-  } catch {
-    // EPERM without the ftrace function tracer: fall back to kallsyms
+  let text = traceableText;
+  if (text === undefined) {
+    const root = locateTracefs();
+    const file = root ? `${root}/available_filter_functions` : undefined;
+    try {
+      if (file && existsSync(file)) text = readFileSync(file, 'latin1');
+    } catch {
+      // EPERM without the ftrace function tracer: fall back to kallsyms
+    }
   }
   if (text !== undefined) {
     for (const line of text.split('\n')) {

@@ -8,6 +8,7 @@
  * detected by trying: a kernel without CONFIG_KPROBES (like the development VM) gets one clear sentence, with the
  * tracepoint alternative when the function has an obvious one.
  */
+import { KernelError, PermissionError } from '../errors.js';
 import { linkCreate } from '../kernel/bpf.js';
 import { hasFeature } from '../kernel/features.js';
 import { openProbeEvent, probePmu } from '../kernel/perf.js';
@@ -38,14 +39,41 @@ export class KprobeProbe extends PtRegsProbe {
     readonly module: string | undefined,
   ) {
     super(attachPoint, provider);
-    this.name = `${provider}:${module ? `${module}:` : ''}${func}${offset ? `+${offset}` : ''}`;
+    // `kprobe:0xADDR` (--unsafe): a kernel address, named in decimal as bpftrace does (`kprobe:305419896`)
+    this.addr = !module && /^0x[0-9a-f]+$/i.test(func) ? BigInt(func) : undefined;
+    this.name =
+      this.addr !== undefined
+        ? `${provider}:${this.addr}`
+        : `${provider}:${module ? `${module}:` : ''}${func}${offset ? `+${offset}` : ''}`;
   }
 
+  /** The kernel address of `kprobe:0xADDR`, else undefined (a function name). */
+  readonly addr: bigint | undefined;
+
+  /**
+   * @throws KernelError `Unable to attach probe: NAME (reason). ...` (bpftrace's wording, src/bpftrace.cpp) when the
+   * kernel refuses the probe (no such function or address); PermissionError unchanged
+   */
   attach(progFd: number): AttachedProbe {
     // the kprobe PMU takes `MODULE:NAME` or a bare name; `vmlinux` is the kernel itself
     const target = this.module && this.module !== 'vmlinux' ? `${this.module}:${this.func}` : this.func;
-    const spec = { kind: 'kprobe' as const, retprobe: this.retprobe, target, offset: BigInt(this.offset) };
-    return attachPerfEvents(progFd, [() => openProbeEvent(spec, { pid: -1, cpu: 0 })]);
+    const spec =
+      this.addr !== undefined
+        ? { kind: 'kprobe' as const, retprobe: this.retprobe, addr: this.addr }
+        : { kind: 'kprobe' as const, retprobe: this.retprobe, target, offset: BigInt(this.offset) };
+    try {
+      return attachPerfEvents(progFd, [() => openProbeEvent(spec, { pid: -1, cpu: 0 })]);
+    } catch (e) {
+      if (!(e instanceof KernelError) || e instanceof PermissionError) throw e;
+      const reason = e.message.replace(/^cannot attach [^:]*: /, '');
+      throw new KernelError(
+        e.syscall,
+        e.errno,
+        `Unable to attach probe: ${this.name} (${reason}). If this is expected, set the 'missing_probes' config ` +
+          "variable to 'warn'.",
+        e.hint !== undefined ? { hint: e.hint } : {},
+      );
+    }
   }
 }
 

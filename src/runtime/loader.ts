@@ -159,12 +159,29 @@ export function lastInsnIndex(lines: string[]): number | undefined {
   return undefined;
 }
 
+/**
+ * The helper the verifier refused for this kind of program (`46: (85) call bpf_d_path#147` followed by `helper call is
+ * not allowed in probe` or `program of this type cannot use helper ...`), as bpftrace names it (bpfbytecode.cpp):
+ * `helper bpf_d_path not allowed in probe`; undefined for any other rejection.
+ */
+export function refusedHelperMessage(lines: string[]): string | undefined {
+  const at = lines.findIndex(
+    (l) => l.includes('helper call is not allowed in probe') || l.includes('program of this type cannot use helper'),
+  );
+  for (let i = at - 1; at >= 0 && i >= 0; i--) {
+    const m = /^\d+: \([0-9a-f]{2}\) call ([A-Za-z_][A-Za-z0-9_]*)#\d+/.exec(lines[i]!);
+    if (m) return `helper ${m[1]} not allowed in probe`;
+  }
+  return undefined;
+}
+
 function rejection(e: VerifierError, plan: ProgramPlan, positions: (Span | undefined)[]): ProgramRejected {
   const idx = lastInsnIndex(e.lines);
   const pos = idx !== undefined ? positions[idx] : undefined;
   const tail = e.lines.filter((l) => l.trim() !== '').slice(-6);
   return new ProgramRejected(
-    `The BPF verifier rejected the program for ${plan.expanded.name}${idx !== undefined ? ` (at instruction ${idx})` : ''}`,
+    refusedHelperMessage(e.lines) ??
+      `The BPF verifier rejected the program for ${plan.expanded.name}${idx !== undefined ? ` (at instruction ${idx})` : ''}`,
     pos,
     tail,
     e.log,

@@ -38,8 +38,12 @@ function userName(uid: number): string {
   return passwd.get(uid) ?? String(uid);
 }
 
-/** Providers whose programs run newest-attached first on a shared probe point (uprobe consumers). */
-const UPROBE_PROVIDERS = new Set(['uprobe', 'uretprobe', 'usdt']);
+/**
+ * Providers whose programs run newest-attached first on a shared probe point: uprobe consumers, the kprobes of one
+ * address (an aggregate kprobe's handler list and the ftrace ops of kprobe_multi take the newest at the head) and the
+ * fentry/fexit links of one BPF trampoline (its program lists likewise).
+ */
+const LIFO_PROVIDERS = new Set(['uprobe', 'uretprobe', 'usdt', 'kprobe', 'kretprobe', 'fentry', 'fexit']);
 /** Probes above which detaching announces itself (`Detaching N probes...`, Session.finish). */
 const DETACH_NOTICE_MIN = 100;
 /** Providers whose wildcards match functions, one of which the kernel may refuse (skipped: Session.attach). */
@@ -334,13 +338,13 @@ export class Session {
 
   /**
    * Attach every non-special probe, so that probes on the same event run in the order the program declares them
-   * (bpftrace's runtime tests probe:uprobe_order, uretprobe_order). The kernel runs the programs of one tracepoint,
-   * kprobe or perf event in attach order, but the consumers of one uprobe newest first, so uprobe-based probes
-   * (uprobe, uretprobe, usdt) are attached last, in reverse.
+   * (bpftrace's runtime tests probe:uprobe_order, uretprobe_order, kprobe_order, fentry_order, fexit_order). The
+   * kernel runs the programs of one tracepoint or perf event in attach order, but those of one uprobe, kprobe or
+   * BPF trampoline newest first, so uprobe, usdt, kprobe and fentry/fexit probes are attached last, in reverse.
    */
   attach(opts: { pid?: number } = {}): void {
     const events = this.programs.filter((p) => !p.plan.expanded.special);
-    const lifo = (p: (typeof events)[number]) => UPROBE_PROVIDERS.has(p.plan.expanded.provider);
+    const lifo = (p: (typeof events)[number]) => LIFO_PROVIDERS.has(p.plan.expanded.provider);
     const warn = this.opts.warn ?? ((m: string) => process.stderr.write(`WARNING: ${m}\n`));
     for (const p of [...events.filter((p) => !lifo(p)), ...events.filter(lifo).reverse()]) {
       const e = p.plan.expanded;

@@ -12,7 +12,6 @@ export const NOT_YET_FUNCTIONS: readonly BuiltinFunction[] = [
   notYet('fail'),
   notYet('find'),
   notYet('is_array'),
-  notYet('is_err'),
   notYet('is_integer'),
   notYet('is_literal'),
   notYet('is_ptr'),

@@ -4,7 +4,8 @@
  * (`(typeof(pid))x`), `let $a: typeof(comm);`, `sizeof(typeof(x))`, `offsetof(typeof(struct s), f)`. The argument is
  * only typed, never run. Elsewhere it is an error, as in bpftrace.
  *
- * `container_of(ptr, typeof(TYPE), member)` is declared here too (it takes a type); lang/passes/stdlib.ts rewrites it.
+ * `container_of(ptr, typeof(TYPE), member)` is declared here too (it takes a type); lang/passes/stdlib.ts rewrites it,
+ * as it does `is_err(ptr)`, declared here for its documentation and its wrong-arity error.
  *
  * Where a scratch variable or a map is the argument, its type is bpfscope's stored one: integers widened to 64 bits
  * (bpftrace keeps a variable's declared width).
@@ -78,6 +79,18 @@ export const TYPEOF_FUNCTIONS: readonly BuiltinFunction[] = [
     doc: {
       usage: '`container_of(ptr, typeof(TYPE), member)`',
       note: '`(TYPE *)((uint64)ptr - offsetof(TYPE, member))`, a pointer to the object holding the member `ptr` points to',
+    },
+  },
+  {
+    name: 'is_err',
+    check(c, a) {
+      // is_err(ptr) was rewritten by lang/passes/stdlib.ts: this is another number of arguments
+      a.error(c.pos, 'is_err() expects one argument, a pointer or an integer: is_err(retval)');
+      return null;
+    },
+    doc: {
+      usage: '`is_err(ptr)`',
+      note: "whether `ptr` (pointer or integer) is an ERR_PTR, -4095..-1 as a 64-bit value (the kernel's `IS_ERR()`, bpftrace's stdlib macro)",
     },
   },
 ];

@@ -42,6 +42,12 @@ export interface RuntimeConfig {
    */
   maxProbes: number;
   /**
+   * `max_bpf_progs` (`BPFTRACE_MAX_BPF_PROGS`, default 1024 as bpftrace's config.h): the most programs bpftrace would
+   * generate for the program's wildcard attach points, one per match where it expands fully (see compiler.ts
+   * attach_points); checked while the attach points are expanded, before anything is loaded.
+   */
+  maxBpfProgs: number;
+  /**
    * `show_debug_info` (default false, as bpftrace 0.17, which has no such output; current bpftrace built with
    * blazesym defaults to true): user stack frames show `@file:line` and `[inlined]` frames from DWARF.
    */
@@ -82,7 +88,6 @@ export const PAGE = 4096;
 /** Largest max_strlen accepted: a few such strings must fit a frame map value (codegen/frame.ts MAX_MAP_FRAME). */
 const MAX_STRLEN_LIMIT = 16384;
 const KNOWN_LATER = new Set([
-  'max_bpf_progs',
   'log_size',
   'lazy_symbolication',
   'on_stack_limit',
@@ -116,6 +121,7 @@ export function resolveConfig(
     ['print_maps_on_exit', env.BPFTRACE_PRINT_MAPS_ON_EXIT],
     ['max_cat_bytes', env.BPFTRACE_MAX_CAT_BYTES],
     ['max_probes', env.BPFTRACE_MAX_PROBES],
+    ['max_bpf_progs', env.BPFTRACE_MAX_BPF_PROGS],
   ] as const) {
     if (v !== undefined && /^\d+$/.test(v)) {
       values.set(k, BigInt(v));
@@ -147,7 +153,8 @@ export function resolveConfig(
       key === 'perf_rb_pages' ||
       key === 'max_strlen' ||
       key === 'max_cat_bytes' ||
-      key === 'max_probes'
+      key === 'max_probes' ||
+      key === 'max_bpf_progs'
     ) {
       if (typeof item.value !== 'bigint' || item.value <= 0n) {
         errors.push({
@@ -237,6 +244,7 @@ export function resolveConfig(
       cppDemangle: values.get('cpp_demangle') !== 0n,
       maxCatBytes: Number(values.get('max_cat_bytes') ?? 10240n),
       maxProbes: Number(values.get('max_probes') ?? 1024n),
+      maxBpfProgs: Number(values.get('max_bpf_progs') ?? 1024n),
       missingProbes,
       stackMode,
       strTruncTrailer,

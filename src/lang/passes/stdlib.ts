@@ -15,6 +15,7 @@
  *   it (`config().max_strlen`) is the literal;
  * - `container_of(ptr, typeof(TYPE), member)` is `(TYPE *)((uint64)ptr - offsetof(TYPE, member))` (bpftrace's
  *   stdlib macro, `stdlib/meta.bt`); another form is left to the analyser, which refuses it;
+ * - `is_err(ptr)` is `(uint64)ptr >= 2^64 - 4095` (bpftrace's stdlib macro: the pointer is an ERR_PTR, -4095..-1);
  * - the statement `assert(cond, msg)` is `if (!cond) { errorf("assert failed: %s", msg); exit(1); }` (bpftrace's
  *   stdlib macro; the error names the assert's position in the program, where bpftrace names its macro's line in
  *   `stdlib/base.bt`);
@@ -143,6 +144,7 @@ function replacement(e: Expr, config: RuntimeConfig | undefined): Expr | undefin
     if (e.args.length <= 1 && TASK_FIELDS.has(e.name)) return taskField(e, e.name, e.args[0]);
     const v = e.args.length === 0 ? variable(e.name) : undefined;
     if (v) return v.ownFunction ? undefined : builtin(e, e.name);
+    if (e.name === 'is_err' && e.args.length === 1) return isErr(e, e.args[0]!);
     if (e.name === 'ppid' && e.args.length === 1) {
       const parent: FieldExpr = {
         kind: 'FieldExpr',
@@ -158,6 +160,22 @@ function replacement(e: Expr, config: RuntimeConfig | undefined): Expr | undefin
     return e.value;
   }
   return undefined;
+}
+
+/**
+ * `is_err(ptr)`: whether `ptr` is an ERR_PTR, a value in [-4095, -1] as a 64-bit integer (the kernel's IS_ERR();
+ * bpftrace's stdlib macro, `base.bt`), written `(uint64)ptr >= 2^64 - 4095` so that `ptr` is evaluated once.
+ */
+function isErr(e: CallExpr, ptr: Expr): Expr {
+  const pos = e.pos;
+  const u64: TypeSpec = { kind: 'TypeSpec', pos, name: 'uint64', pointerDepth: 0, arrayCount: null };
+  return {
+    kind: 'BinaryExpr',
+    pos,
+    op: '>=',
+    left: { kind: 'CastExpr', pos, typeSpec: u64, operand: ptr },
+    right: { kind: 'IntLit', pos, value: (1n << 64n) - 4095n },
+  };
 }
 
 function isLiteral(e: Expr): boolean {
