@@ -57,6 +57,7 @@ import type { Output } from './output/index.js';
 import type { MapDump } from './output/model.js';
 import { type PrintfHook, RecordDispatcher } from './records.js';
 import { RingBufConsumer } from './ringbuf.js';
+import { releaseEarlyMaps, takeEarlyMap } from './early-maps.js';
 import { createSessionMaps } from './session-maps.js';
 import {
   type LoadedProbe,
@@ -194,11 +195,15 @@ export class Session {
     try {
       ring = this.createMaps((name, spec) => {
         placeholders.set(name, FD_PLACEHOLDER + placeholders.size);
-        pending.push(BpfMap.createAsync(spec).then((m) => void this.maps.set(name, m)));
+        // a map a tool started creating before compiling (runtime/early-maps.ts), when its spec is this one
+        const made = takeEarlyMap(spec) ?? BpfMap.createAsync(spec);
+        pending.push(made.then((m) => void this.maps.set(name, m)));
       });
     } catch (e) {
       await Promise.allSettled(pending); // so that close() finds every map created
       throw e;
+    } finally {
+      void releaseEarlyMaps(); // early maps of another spec: closed once created, not waited for
     }
     const fdOf = (name: string): number => {
       const fd = this.maps.get(name)?.fd ?? placeholders.get(name);

@@ -21,8 +21,10 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
+import { MapType, type MapSpec } from '../bpf/map.js';
 import { BpfscopeError } from '../errors.js';
 import { resolveBinary } from '../probes/uprobe.js';
+import { createMapEarly, releaseEarlyMaps } from '../runtime/early-maps.js';
 import type { MapDump, Value } from '../runtime/output/model.js';
 import { ElfFile } from '../symbols/elf.js';
 import { bccName, foldedName, type Frame, SymbolResolver } from '../symbols/resolver.js';
@@ -306,6 +308,20 @@ function kernelAlloc(o: MemleakOptions, tp: string, size: string, addr: string, 
 function kernelFree(o: MemleakOptions, tp: string, addr: string): string {
   return `tracepoint:${tp} {\n  $free = (uint64)${addr};\n${recordFree(o, '  ')}}\n`;
 }
+
+/**
+ * The kernel map of `@__allocs` as codegen plans it for every program {@link buildProgram} makes (key: the u64
+ * address; value: size, nsecs and a raw stack, 32 bytes; bcc's 1,000,000 entries, preallocated as bcc's
+ * `BPF_HASH`): created before compiling (runtime/early-maps.ts). test/tools/memleak.test.ts compiles the programs
+ * and checks that their plan is this spec.
+ */
+export const ALLOCS_MAP: MapSpec = {
+  type: MapType.HASH,
+  keySize: 8,
+  valueSize: 32,
+  maxEntries: 1000000,
+  name: 'AT___allocs',
+};
 
 /** The bpftrace program for `o` (see the module comment). */
 export function buildProgram(o: MemleakOptions): string {
@@ -645,6 +661,32 @@ async function run(a: MemleakArgs, writer: ToolWriter): Promise<number> {
   const command = a.command;
   const pidArg = a.pid;
   const kernel = pidArg === -1 && command === null;
+  // The 1,000,000-entry map's preallocation (150-330 ms in the kernel) overlaps the compilation too.
+  if (writer.mode !== 'ebpf') createMapEarly(ALLOCS_MAP);
+  try {
+    return await traceAllocations(a, writer, out, { command, pidArg, kernel, minSize, maxSize, say, folded, printing });
+  } finally {
+    await releaseEarlyMaps(); // still there when the run failed before its session took it
+  }
+}
+
+interface RunContext {
+  command: string | null;
+  pidArg: number;
+  kernel: boolean;
+  minSize: number | null;
+  maxSize: number | null;
+  say: (text: string) => void;
+  folded: boolean;
+  printing: boolean;
+}
+
+async function traceAllocations(
+  a: MemleakArgs,
+  writer: ToolWriter,
+  out: StackOutput,
+  { command, pidArg, kernel, minSize, maxSize, say, folded, printing }: RunContext,
+): Promise<number> {
   const o: MemleakOptions = {
     trace: a.trace,
     combinedOnly: a.combined_only,

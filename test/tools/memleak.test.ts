@@ -10,8 +10,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseArgs } from '../../src/tools/framework/argparse.js';
+import { compile } from '../../src/compiler.js';
 import {
+  ALLOCS_MAP,
   type Allocation,
+  availableFunctions,
   buildProgram,
   combined,
   entryText,
@@ -117,6 +120,27 @@ describe('memleak programs', () => {
     assert.match(pc, /^tracepoint:percpu:percpu_alloc_percpu \{/m);
     assert.match(pc, /^tracepoint:percpu:percpu_free_percpu \{/m);
     assert.doesNotMatch(pc, /kmem:/);
+  });
+
+  it('@__allocs is planned as ALLOCS_MAP (the map created before compiling) in every mode', () => {
+    const expected = { type: 1, keySize: 8, valueSize: 32, maxEntries: 1000000, name: 'AT___allocs' };
+    assert.deepEqual(ALLOCS_MAP, expected);
+    const libc = findObject('c', null)!;
+    const u = { path: libc, functions: availableFunctions(libc), command: false };
+    const variants: MemleakOptions[] = [
+      { ...BASE, pageSize: 4096, nodeTracepoints: false },
+      { ...BASE, pageSize: 4096, combinedOnly: true, trace: true, waMissingFree: true, minSize: 1, sampleRate: 3 },
+      { ...BASE, percpu: true },
+      { ...BASE, user: u },
+      { ...BASE, user: { ...u, command: true }, combinedOnly: true, trace: true, maxSize: 100 },
+    ];
+    for (const o of variants) {
+      const r = compile({ name: 'memleak', text: buildProgram(o) }, { cpid: 1 });
+      const m = r.compiled.maps.find((x) => x.kernelName === expected.name);
+      assert.ok(m, JSON.stringify(o));
+      const spec = { type: m.mapType, keySize: m.keySize, valueSize: m.valueSize, maxEntries: m.maxEntries };
+      assert.deepEqual({ ...spec, name: m.kernelName }, expected, JSON.stringify(o));
+    }
   });
 
   it("-O NAME: the process's mapped libNAME.so first, then the linker cache; a path as is", () => {
