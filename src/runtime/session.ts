@@ -41,9 +41,11 @@ function userName(uid: number): string {
 /**
  * Providers whose programs run newest-attached first on a shared probe point: uprobe consumers, the kprobes of one
  * address (an aggregate kprobe's handler list and the ftrace ops of kprobe_multi take the newest at the head) and the
- * fentry/fexit links of one BPF trampoline (its program lists likewise).
+ * fentry/fexit links of one BPF trampoline (its program lists likewise). Not kretprobe: the return handlers of one
+ * function ran in attach order in the 6.12 guest (bpftrace's probe:kretprobe_order passed attached forward and
+ * failed attached in reverse).
  */
-const LIFO_PROVIDERS = new Set(['uprobe', 'uretprobe', 'usdt', 'kprobe', 'kretprobe', 'fentry', 'fexit']);
+const LIFO_PROVIDERS = new Set(['uprobe', 'uretprobe', 'usdt', 'kprobe', 'fentry', 'fexit']);
 /** Probes above which detaching announces itself (`Detaching N probes...`, Session.finish). */
 const DETACH_NOTICE_MIN = 100;
 /** Providers whose wildcards match functions, one of which the kernel may refuse (skipped: Session.attach). */
@@ -345,7 +347,8 @@ export class Session {
    * Attach every non-special probe, so that probes on the same event run in the order the program declares them
    * (bpftrace's runtime tests probe:uprobe_order, uretprobe_order, kprobe_order, fentry_order, fexit_order). The
    * kernel runs the programs of one tracepoint or perf event in attach order, but those of one uprobe, kprobe or
-   * BPF trampoline newest first, so uprobe, usdt, kprobe and fentry/fexit probes are attached last, in reverse.
+   * BPF trampoline newest first, so uprobe, usdt, kprobe (not kretprobe) and fentry/fexit probes are attached last, in
+   * reverse.
    */
   attach(opts: { pid?: number } = {}): void {
     const events = this.programs.filter((p) => !p.plan.expanded.special);
