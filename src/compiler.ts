@@ -571,18 +571,22 @@ function checkMapCount(u: ProbeUnit, fns: readonly IrFunction[], source: SourceF
   );
 }
 
-/** Kernel program name: provider initial + sanitised probe name, at most 15 characters. */
-/** The probe's predicate or body reads the event record (`args`, `ctx`), which differs between tracepoints. */
-/** Whether the probe's predicate or body reads the `probe` builtin (its attach point's name). */
+/** Whether the probe's predicate or body uses any of the builtins `names`. */
+function readsBuiltin(probe: Probe, ...names: string[]): boolean {
+  return nodesOfKind<BuiltinExpr>([probe.predicate, probe.body], 'BuiltinExpr').some((b) => names.includes(b.name));
+}
+
+/** The probe reads the `probe` builtin (its attach point's name). */
 function readsProbeName(probe: Probe): boolean {
-  return nodesOfKind<BuiltinExpr>([probe.predicate, probe.body], 'BuiltinExpr').some((b) => b.name === 'probe');
+  return readsBuiltin(probe, 'probe');
 }
 
+/** The probe reads the event record (`args`, `ctx`), which differs between tracepoints. */
 function readsRecord(probe: Probe): boolean {
-  const uses = nodesOfKind<BuiltinExpr>([probe.predicate, probe.body], 'BuiltinExpr');
-  return uses.some((b) => b.name === 'args' || b.name === 'ctx');
+  return readsBuiltin(probe, 'args', 'ctx');
 }
 
+/** Kernel program name: provider initial + sanitised probe name, at most 15 characters. */
 function programName(u: ProbeUnit, i: number): string {
   const base = u.expanded.name.split(':').pop() ?? u.expanded.provider;
   let clean = base.replace(/[^A-Za-z0-9_]/g, '_');
