@@ -30,7 +30,7 @@ export class StackReader {
     else {
       const ips = this.addresses(name, id).slice(0, t.limit);
       const r = this.resolver();
-      const mode = t.mode === 'build_id' ? 'raw' : t.mode; // (handled above)
+      const mode = t.mode === 'build_id' ? 'raw' : t.mode; // a kstack under stack_mode = build_id prints raw, as bpftrace
       text = user ? r.formatUserStack(pid, ips, mode, indent) : r.formatKernelStack(ips, mode, indent);
     }
     this.cache.set(key, text);
