@@ -20,8 +20,11 @@
  *     // @oracle-varies REASON      NAME.out depends on the machine or the date: not compared with the live oracle
  *     // @guest                     kernel-sensitive: run by default in the Debian 6.1 guest (test/matrix/diff.test.ts)
  *     // @guest-skip REASON         cannot run in the guest
+ *     // @guest-only REASON         runs only in the guest (implies @guest): skipped here with REASON (fentry/fexit and
+ *                                   kprobes get EPERM on the development host); its NAME.out is the guest oracle's
  *
- * (a repeated `@reason`/`@todo`/`@no-oracle`/`@guest-skip`/`@oracle-varies` line continues the text after a space),
+ * (a repeated `@reason`/`@todo`/`@no-oracle`/`@guest-skip`/`@guest-only`/`@oracle-varies` line continues the text
+ * after a space),
  * then an empty line, then the program exactly as passed with `-e` (the file's last newline is not part of it) or as
  * the script file's content. Placeholders in programs, steps, parameters and outputs: `{{WORKLOAD}}` (the compiled
  * workload's path), `{{COMM:X}}` (a comm unique to this test process, for cases that filter on comm alone: another
@@ -81,6 +84,12 @@ export interface DiffCase {
   guest?: boolean;
   /** Why the case cannot run in the 6.1 guest (`@guest-skip`). */
   guestSkip?: string;
+  /**
+   * Why the case runs only in the 6.1 guest (`@guest-only`: probe types this host refuses, e.g. fentry/fexit and
+   * kprobes with EPERM); sets `guest`. Skipped with this reason elsewhere; its `recorded` output is the guest oracle's
+   * (checked against the live oracle there).
+   */
+  guestOnly?: string;
   /** The oracle's recorded stdout (NAME.out, placeholders expanded); absent for `noOracle` cases or before regen. */
   recorded?: string;
   /** Why NAME.out is not compared with the live oracle (`@oracle-varies`). */
@@ -96,7 +105,7 @@ export function casesDir(): string {
 }
 
 /** Directives whose repeated lines continue one text. */
-const TEXT_KEYS = new Set(['reason', 'todo', 'no-oracle', 'guest-skip', 'oracle-varies']);
+const TEXT_KEYS = new Set(['reason', 'todo', 'no-oracle', 'guest-skip', 'guest-only', 'oracle-varies']);
 const ONCE_KEYS = new Set([
   'flags',
   'cmd',
@@ -254,6 +263,12 @@ export function caseFromFile(file: CaseFile, dir = casesDir()): DiffCase {
   if (timeoutMs !== undefined) dc.timeoutMs = timeoutMs;
   if (d.has('guest')) dc.guest = true;
   if (d.has('guest-skip')) dc.guestSkip = d.get('guest-skip');
+  if (d.has('guest-only')) {
+    if (dc.guestSkip !== undefined) throw new Error(`${name}.bt: @guest-only with @guest-skip`);
+    if (!d.get('guest-only')) throw new Error(`${name}.bt: @guest-only needs a reason`);
+    dc.guestOnly = d.get('guest-only');
+    dc.guest = true;
+  }
   if (d.has('oracle-varies')) dc.oracleVaries = d.get('oracle-varies');
   const recorded = read('out');
   if (recorded !== undefined) dc.recorded = recorded;

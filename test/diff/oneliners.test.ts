@@ -20,7 +20,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe as suite, test } from 'node:test';
 import { bpfscopeSkipReason, bpftraceSkipReason, bpftraceVersion, describe, repoRoot } from '../helpers/cli.js';
-import { caseFiles, casesDir, type DiffCase, diffCases, parseCaseFile } from './cases.js';
+import { caseFiles, caseFromFile, casesDir, type DiffCase, diffCases, parseCaseFile } from './cases.js';
 import {
   assertClean,
   type OracleRun,
@@ -116,6 +116,15 @@ suite('differential case list', () => {
     const f = parseCaseFile('x', '// @reason a\n// @reason b\n\n// comment\nBEGIN {}\n');
     assert.equal(f.directives.get('reason'), 'a b');
     assert.equal(f.program, '// comment\nBEGIN {}');
+    const only = caseFromFile(
+      parseCaseFile('x', '// @guest-only no fentry\n// @guest-only here\n\nBEGIN { exit(); }\n'),
+    );
+    assert.equal(only.guestOnly, 'no fentry here');
+    assert.equal(only.guest, true, '@guest-only implies @guest');
+    assert.throws(
+      () => caseFromFile(parseCaseFile('x', '// @guest-only a\n// @guest-skip b\n\nBEGIN {}\n')),
+      /x\.bt: @guest-only with @guest-skip/,
+    );
   });
 
   test('every exception has a reason and is listed in docs/compat.md', () => {
@@ -156,6 +165,7 @@ suite(ORACLE_ONLY ? 'bpftrace 0.17 oracle: cases are valid and deterministic' : 
   for (const dc of cases) {
     if (FILTER && !FILTER.test(dc.name)) continue;
     test(dc.name, { timeout: 3 * (dc.timeoutMs ?? DEFAULT_TIMEOUT_MS) + 5000 }, async (t) => {
+      if (dc.guestOnly) return t.skip(`guest only (test/matrix/diff.test.ts): ${dc.guestOnly}`);
       if (ORACLE_ONLY) {
         if (dc.noOracle) return t.skip(`bpftrace 0.17 cannot run this case: ${dc.noOracle}`);
         const why = bpftraceSkipReason();
