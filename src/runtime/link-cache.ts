@@ -110,7 +110,7 @@ export function linkKey(version: string, fns: { fn: IrFunction; params: number }
  * key of a large program is 150-350 KB of JSON, hashed in cold code at every start, and a word at a time takes
  * about half the CPU of FNV-1a 64 a character at a time (which needed float arithmetic for its 64-bit product).
  */
-export function hash64(s: string): string {
+function hash64(s: string): string {
   const bytes = Buffer.from(s, 'utf8');
   const aligned = bytes.byteOffset % 4 === 0 ? bytes : new Uint8Array(bytes); // a copy starts at offset 0
   const n = aligned.length >>> 2;

@@ -59,7 +59,7 @@ import type { Output } from './output/index.js';
 import type { MapDump } from './output/model.js';
 import { type PrintfHook, RecordDispatcher } from './records.js';
 import { RingBufConsumer } from './ringbuf.js';
-import { noteSessionMap, releaseEarlyMaps, savePlannedMaps, takeEarlyMap } from './early-maps.js';
+import { releaseEarlyMaps, takeEarlyMap } from './early-maps.js';
 import { createSessionMaps } from './session-maps.js';
 import {
   type LoadedProbe,
@@ -199,7 +199,6 @@ export class Session {
         placeholders.set(name, FD_PLACEHOLDER + placeholders.size);
         // a map a tool started creating before compiling (runtime/early-maps.ts), when its spec is this one
         const made = takeEarlyMap(spec) ?? BpfMap.createAsync(spec);
-        noteSessionMap(spec);
         pending.push(made.then((m) => void this.maps.set(name, m)));
       });
     } catch (e) {
@@ -208,7 +207,6 @@ export class Session {
     } finally {
       void releaseEarlyMaps(); // early maps of another spec: closed once created, not waited for
     }
-    savePlannedMaps(); // the big maps of this run, for the next start of the same tool and options
     const fdOf = (name: string): number => {
       const fd = this.maps.get(name)?.fd ?? placeholders.get(name);
       if (fd === undefined) throw new Error(`internal: unknown map ${name}`);

@@ -13,7 +13,6 @@
  */
 import { BpfscopeError } from '../../errors.js';
 import { requireTracingPrivileges } from '../../kernel/privileges.js';
-import { endPlannedMaps, startPlannedMaps } from '../../runtime/early-maps.js';
 import { Tracer } from '../../runtime/tracer.js';
 import { ArgError, HelpRequested, type OptionsOf, type Parsed, type ParserSpec, parseArgs } from './argparse.js';
 import { type EventHandler, ToolOutput, ToolWriter } from './output.js';
@@ -247,23 +246,6 @@ export async function runToolDef(def: AnyToolDef, argv: string[], writer: ToolWr
   else if (args.json === true && writer.mode === 'text' && !def.spec.options.some((o) => o.flags.includes('--json'))) {
     writer.mode = 'json';
   }
-  // the big maps the last run of this tool with these options created start now, while the program compiles
-  if (writer.mode !== 'ebpf') startPlannedMaps([spec.prog, ...argv].join('\0'));
-  try {
-    return await runParsed(def, spec, args, writer, argv);
-  } finally {
-    await endPlannedMaps();
-  }
-}
-
-/** {@link runToolDef} after parsing: the tool's run, with its `--heatmap` writer when asked. */
-async function runParsed(
-  def: AnyToolDef,
-  spec: ParserSpec,
-  args: Parsed,
-  writer: ToolWriter,
-  argv: string[],
-): Promise<number> {
   if (!def.heatmap || typeof args.heatmap !== 'string' || writer.mode === 'ebpf') {
     return def.run(args as never, writer, argv);
   }
