@@ -10,6 +10,7 @@
  * Counts follow Perl's arithmetic as stackcollapse-perf.pl prints it: exact integers below 2^64, doubles above.
  */
 import { perlNum } from '../perl.js';
+import { foldedLines } from './stack-lines.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const TWO_64 = 1n << 64n;
@@ -219,6 +220,26 @@ export class StackTable {
    */
   *lines(pieceBytes = 1 << 20): Generator<Buffer> {
     const names = this.names;
+    // Usually in WebAssembly (stack-lines.ts); below, the same in JavaScript for what it does not take.
+    const fast =
+      this.big.size === 0
+        ? foldedLines(
+            {
+              names,
+              arena: this.arena,
+              arenaLen: this.arenaLen,
+              off: this.off,
+              len: this.len,
+              count: this.count,
+              size: this.size,
+            },
+            pieceBytes,
+          )
+        : null;
+    if (fast) {
+      yield* fast;
+      return;
+    }
     if (names.some((n) => n.includes(';'))) {
       yield* this.linesByText(pieceBytes);
       return;

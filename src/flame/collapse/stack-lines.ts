@@ -1,0 +1,160 @@
+/**
+ * Folded output of a StackTable's stacks in WebAssembly (stack-lines.c, compiled into stack-lines-wasm.ts): the
+ * stacks sorted by the byte order of their texts and written as "t0;t1;...;tn count\n" lines, a window of bytes at a
+ * time, stacks with the same tokens summed into one line. It gives the same bytes as StackTable's JavaScript writer
+ * (test/flame/collapse-stack-lines.test.ts) in a fraction of its time: on synth-200M's 37,663 stacks the JavaScript
+ * sort and writer took ~150-200 ms, most of it before V8 had optimized them (bench/results/flame-issue14.md,
+ * section lines13).
+ *
+ * Conditions, checked before any output (null: the caller writes the lines itself): no name contains ";" (texts are
+ * then a function of the token sequences) and the counts are integers whose total is below 2^53 (no sum can then
+ * lose precision; the caller keeps larger counts as bigint). The window grows for a line longer than it.
+ *
+ * Memory (one module instance per call, freed after it; byte addresses): the state block at 64-191 (S_* below, as in
+ * stack-lines.c), then the name bytes and offsets, the token arena, per-stack first token, token count and count,
+ * the keys and a merge sort's scratch, the output order, the sort's pending ranges, the prefix lengths and the
+ * output window.
+ */
+import { STACK_LINES_WASM } from './stack-lines-wasm.js';
+
+const S_NAMES = 64;
+const S_STACKS = 68;
+const S_NB = 72;
+const S_NO = 76;
+const S_AR = 80;
+const S_OF = 84;
+const S_LE = 88;
+const S_CN = 92;
+const S_KEYS = 96;
+const S_TMP = 100;
+const S_ORDER = 104;
+const S_WORK = 108;
+const S_PB = 112;
+const S_OUT = 116;
+const S_OUTCAP = 120;
+const S_POS = 128;
+const S_FROM = 132;
+const S_PREV = 136;
+const PAGE = 65536;
+const BASE = 256;
+
+/** The slice of the WebAssembly JS API used here (TypeScript's ES2022 lib has no WebAssembly types). */
+interface WasmApi {
+  Memory: new (d: { initial: number }) => { readonly buffer: ArrayBuffer; grow(pages: number): number };
+  Table: new (d: { initial: number; element: string }) => object;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: object) => { exports: Record<string, unknown> };
+}
+const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+let module: object | undefined;
+
+/** The stacks as StackTable keeps them: stack e is the name ids `arena[off[e], off[e] + len[e])`, counted `count[e]`. */
+export interface StackArrays {
+  names: readonly string[];
+  arena: Int32Array;
+  arenaLen: number;
+  off: Int32Array;
+  len: Int32Array;
+  count: Float64Array;
+  /** Number of stacks (the arrays may be longer). */
+  size: number;
+}
+
+/**
+ * The folded lines of `t`'s stacks, sorted, as pieces of about `pieceBytes` (each valid until the next is taken: write
+ * or copy it first); null, before any piece, when a condition above does not hold and the caller must write them.
+ * Names are written as latin1 bytes.
+ */
+export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buffer> | null {
+  const { names, size } = t;
+  const n = names.length;
+  let nameBytes = 0;
+  for (const name of names) {
+    if (name.includes(';')) return null;
+    nameBytes += name.length;
+  }
+  let maxLen = 0;
+  let total = 0;
+  for (let e = 0; e < size; e++) {
+    if (t.len[e]! > maxLen) maxLen = t.len[e]!;
+    total += t.count[e]!;
+  }
+  if (!(total <= Number.MAX_SAFE_INTEGER)) return null;
+  // Layout: every area 8-aligned.
+  let top = BASE;
+  const area = (bytes: number): number => {
+    const at = top;
+    top = (top + bytes + 7) & ~7;
+    return at;
+  };
+  const nb = area(nameBytes);
+  const no = area((n + 1) * 4);
+  const ar = area(t.arenaLen * 4);
+  const of = area(size * 4);
+  const le = area(size * 4);
+  const cn = area(size * 8);
+  const keys = area(2 * n * 4);
+  const tmp = area(2 * n * 4);
+  const order = area(size * 4);
+  const work = area(3 * ((size >> 1) + 2) * 4);
+  const pb = area((maxLen + 1) * 4);
+  const out = area(pieceBytes);
+  const memory = new wasm.Memory({ initial: Math.ceil(top / PAGE) });
+  module ??= new wasm.Module(Buffer.from(STACK_LINES_WASM, 'base64'));
+  const table = new wasm.Table({ initial: 0, element: 'anyfunc' });
+  const ex = new wasm.Instance(module, { env: { __linear_memory: memory, __indirect_function_table: table } }).exports;
+  let buf = memory.buffer;
+  let i32 = new Int32Array(buf);
+  let u8 = Buffer.from(buf);
+  const state: [number, number][] = [
+    [S_NAMES, n],
+    [S_STACKS, size],
+    [S_NB, nb],
+    [S_NO, no],
+    [S_AR, ar],
+    [S_OF, of],
+    [S_LE, le],
+    [S_CN, cn],
+    [S_KEYS, keys],
+    [S_TMP, tmp],
+    [S_ORDER, order],
+    [S_WORK, work],
+    [S_PB, pb],
+    [S_OUT, out],
+    [S_OUTCAP, pieceBytes],
+    [S_PREV, -1],
+  ];
+  for (const [at, v] of state) i32[at >> 2] = v;
+  for (let i = 0, at = nb; i < n; i++) {
+    i32[(no >> 2) + i] = at - nb;
+    at += u8.write(names[i]!, at, 'latin1');
+    i32[(no >> 2) + i + 1] = at - nb;
+  }
+  i32.set(t.arena.subarray(0, t.arenaLen), ar >> 2);
+  i32.set(t.off.subarray(0, size), of >> 2);
+  i32.set(t.len.subarray(0, size), le >> 2);
+  new Float64Array(buf, cn, size).set(t.count.subarray(0, size));
+  (ex.prepare as () => number)();
+  (ex.sort as () => void)();
+  const lines = ex.lines as () => number;
+  return (function* (): Generator<Buffer> {
+    for (;;) {
+      const status = lines();
+      if (status === -2) {
+        // A line longer than the window: make the window (the memory's last area) twice as long.
+        const cap = i32[S_OUTCAP >> 2]! * 2;
+        memory.grow(Math.ceil((out + cap - buf.byteLength) / PAGE));
+        buf = memory.buffer;
+        i32 = new Int32Array(buf);
+        u8 = Buffer.from(buf);
+        i32[S_OUTCAP >> 2] = cap;
+        continue;
+      }
+      if (status < 0) throw new Error(`stack-lines.c: lines() returned ${status}`);
+      const from = i32[S_FROM >> 2]!;
+      const pos = i32[S_POS >> 2]!;
+      if (pos > from) yield u8.subarray(out + from, out + pos);
+      if (status === 0) return;
+    }
+  })();
+}

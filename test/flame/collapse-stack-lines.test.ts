@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { foldedLines, type StackArrays } from '../../src/flame/collapse/stack-lines.js';
+
+/** Stacks given as name-index lists and counts, in the arrays foldedLines takes (arena, offsets, lengths, counts). */
+function arrays(names: string[], stacks: [number[], number][]): StackArrays {
+  const arenaLen = stacks.reduce((n, [ids]) => n + ids.length, 0);
+  const t: StackArrays = {
+    names,
+    arena: new Int32Array(arenaLen + 3), // longer than used, as StackTable's are
+    arenaLen,
+    off: new Int32Array(stacks.length + 2),
+    len: new Int32Array(stacks.length + 2),
+    count: new Float64Array(stacks.length + 2),
+    size: stacks.length,
+  };
+  let at = 0;
+  stacks.forEach(([ids, count], e) => {
+    t.off[e] = at;
+    t.len[e] = ids.length;
+    t.count[e] = count;
+    for (const id of ids) t.arena[at++] = id;
+  });
+  return t;
+}
+
+function text(t: StackArrays, pieceBytes?: number): string | null {
+  const g = foldedLines(t, pieceBytes);
+  if (g === null) return null;
+  const pieces: string[] = [];
+  for (const p of g) pieces.push(p.toString('latin1')); // a piece is valid until the next is taken
+  return pieces.join('');
+}
+
+describe('folded output in WebAssembly (stack-lines)', () => {
+  it('sorts by the bytes of the texts: an ending text first, ";" between "0" and "b"', () => {
+    const names = ['p', 'a', 'a0', 'ab', 'b'];
+    const t = arrays(names, [
+      [[0, 1], 1],
+      [[0, 1, 4], 2],
+      [[0, 2], 3],
+      [[0, 3], 4],
+      [[0], 5],
+    ]);
+    assert.equal(text(t), 'p 5\np;a 1\np;a0 3\np;a;b 2\np;ab 4\n');
+  });
+
+  it('orders latin1 names by byte (0xe9 after "z") and writes them as single bytes', () => {
+    const t = arrays(
+      ['q', '\u00e9t\u00e9', 'z'],
+      [
+        [[0, 1], 7],
+        [[0, 2], 8],
+      ],
+    );
+    const g = foldedLines(t)!;
+    const bytes = Buffer.concat([...g].map((p) => Buffer.from(p)));
+    assert.deepEqual([...bytes], [...Buffer.from('q;z 8\nq;\u00e9t\u00e9 7\n', 'latin1')]);
+  });
+
+  it('sums the counts of stacks with the same tokens into one line', () => {
+    const t = arrays(
+      ['m', 'f', 'g'],
+      [
+        [[0, 1, 2], 3],
+        [[0, 2], 10],
+        [[0, 1, 2], 4],
+        [[0, 1, 2], 5],
+      ],
+    );
+    assert.equal(text(t), 'm;f;g 12\nm;g 10\n');
+  });
+
+  it('gives the same bytes across many small windows, prefixes copied from the line before', () => {
+    const names = ['main', 'alpha', 'beta', 'gamma', 'delta'];
+    const stacks: [number[], number][] = [];
+    for (let i = 1; i <= 4; i++) for (let j = 1; j <= 4; j++) stacks.push([[0, i, j, i], i * 10 + j]);
+    const expected =
+      [
+        'main;alpha;alpha;alpha 11',
+        'main;alpha;beta;alpha 12',
+        'main;alpha;delta;alpha 14',
+        'main;alpha;gamma;alpha 13',
+        'main;beta;alpha;beta 21',
+        'main;beta;beta;beta 22',
+        'main;beta;delta;beta 24',
+        'main;beta;gamma;beta 23',
+        'main;delta;alpha;delta 41',
+        'main;delta;beta;delta 42',
+        'main;delta;delta;delta 44',
+        'main;delta;gamma;delta 43',
+        'main;gamma;alpha;gamma 31',
+        'main;gamma;beta;gamma 32',
+        'main;gamma;delta;gamma 34',
+        'main;gamma;gamma;gamma 33',
+      ].join('\n') + '\n';
+    for (const window of [30, 31, 47, 64, 1 << 20]) assert.equal(text(arrays(names, stacks), window), expected);
+  });
+
+  it('grows its window for a line longer than it', () => {
+    const long = 'x'.repeat(300);
+    const t = arrays(
+      ['p', long, 'y'],
+      [
+        [[0, 1], 1],
+        [[0, 1, 2], 2],
+        [[0, 2], 3],
+      ],
+    );
+    assert.equal(text(t, 64), `p;${long} 1\np;${long};y 2\np;y 3\n`);
+  });
+
+  it('prints counts up to 2^53 - 1 in full, and leaves larger totals and ";" names to the caller', () => {
+    assert.equal(text(arrays(['p', 'f'], [[[0, 1], 2 ** 53 - 1]])), 'p;f 9007199254740991\n');
+    assert.equal(
+      text(
+        arrays(
+          ['p', 'f'],
+          [
+            [[0, 1], 2 ** 53 - 1],
+            [[0], 1],
+          ],
+        ),
+      ),
+      null,
+    );
+    assert.equal(text(arrays(['p', 'f;g'], [[[0, 1], 1]])), null);
+  });
+
+  it('writes nothing for no stacks', () => {
+    assert.equal(text(arrays(['p'], [])), '');
+  });
+});
