@@ -55,9 +55,16 @@ function readFile(name: string, buf: Buffer, onChunk: (chunk: Buffer) => void): 
 
 /**
  * Calls `onChunk` with successive pieces of the bytes [start, end) of the file `name` (the Buffer is reused, as in
- * readInputs); stops early when `onChunk` returns false. Throws BpfscopeError when the file cannot be read.
+ * readInputs: `buf` when given, else a new one of CHUNK_BYTES); stops early when `onChunk` returns false. Throws
+ * BpfscopeError when the file cannot be read.
  */
-export function readRange(name: string, start: number, end: number, onChunk: (chunk: Buffer) => boolean | void): void {
+export function readRange(
+  name: string,
+  start: number,
+  end: number,
+  onChunk: (chunk: Buffer) => boolean | void,
+  buf: Buffer = Buffer.allocUnsafe(CHUNK_BYTES),
+): void {
   let fd: number;
   try {
     fd = openSync(name, 'r');
@@ -65,7 +72,6 @@ export function readRange(name: string, start: number, end: number, onChunk: (ch
     throw new BpfscopeError(`cannot open ${name}: ${describe(err)}`);
   }
   try {
-    const buf = Buffer.allocUnsafe(CHUNK_BYTES);
     for (let at = start; at < end;) {
       let n: number;
       try {

@@ -13,16 +13,24 @@ const ref = referenceData();
 const tmp = mkdtempSync(join(tmpdir(), 'bpfscope-collapse-par-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** Collapses `input` (written to a file) in `parts` parts; null when the parallel reader declines. */
+/**
+ * Collapses `input` (written to a file) on `parts` threads (in parts of about `partBytes`, at least `parts` of them);
+ * null when the parallel reader declines.
+ */
 async function parallel(
   input: string | Buffer,
   parts: number,
   opts: PerfCollapseOptions = {},
+  partBytes?: number,
 ): Promise<{ out: string; warnings: string[] } | null> {
   const f = join(tmp, `in-${parts}.perf`);
   writeFileSync(f, input);
   const warnings: string[] = [];
-  const c = await collapsePerfParallel(f, { ...opts, warn: (m) => warnings.push(m) }, { parts, minBytes: 1 });
+  const c = await collapsePerfParallel(
+    f,
+    { ...opts, warn: (m) => warnings.push(m) },
+    { parts, minBytes: 1, partBytes },
+  );
   if (c === null) return null;
   const out = Buffer.concat(Array.from(c.finish(), (p) => Buffer.from(p))).toString('latin1');
   return { out, warnings };
@@ -69,7 +77,7 @@ describe('stackcollapse-perf in parts on worker threads', () => {
     assert.equal(await parallel(crlf, 2), null);
   });
 
-  it('takes the first event from a later part, and reads in order when parts disagree', async () => {
+  it('takes the first event of the file as the filter when it is in a later part', async () => {
     // Four segments of 200 bytes, each ending in a blank line; in 3 parts the cuts fall at 400 and 600.
     const L = 200;
     const seg = (text: string): string => `#${'x'.repeat(L - text.length - 2)}\n${text}`;
@@ -78,25 +86,41 @@ describe('stackcollapse-perf in parts on worker threads', () => {
       writeFileSync(f, input);
       return findCuts(f, input.length, 3);
     };
-    // No event in the first part; the later parts' first events agree: the same as in order, with one warning.
-    const agree =
+    // No event in the first part: the first event (cycles, in the second part) filters every part, with one warning
+    // for the first sample dropped in file order (cpu-clock, in the third part), whichever thread reads it.
+    const first =
       seg('\n') +
       seg('\n') +
       seg(sample('bb', 'cycles', 7, ['g'])) +
-      seg(sample('bb', 'cycles', 2, ['g']) + sample('bb', 'cpu-clock', 1, ['h']));
-    assert.deepEqual(cutsOf(agree), [0, 400, 600, 800]);
-    assert.deepEqual(await parallel(agree, 3), {
-      out: 'bb;g 9\n',
-      warnings: ['Filtering for events of type: cpu-clock'],
-    });
-    // The third part starts with another event than the second: its samples were kept by the wrong filter.
-    const differ =
-      seg('\n') +
-      seg('\n') +
-      seg(sample('bb', 'cycles', 7, ['g'])) +
-      seg(sample('bb', 'cpu-clock', 1, ['h']) + sample('bb', 'cycles', 2, ['g']));
-    assert.deepEqual(cutsOf(differ), [0, 400, 600, 800]);
-    assert.equal(await parallel(differ, 3), null);
+      seg(sample('bb', 'cpu-clock', 1, ['h']) + sample('bb', 'cycles', 2, ['g']) + sample('bb', 'instr', 1, ['i']));
+    assert.deepEqual(cutsOf(first), [0, 400, 600, 800]);
+    for (const parts of [2, 3]) {
+      assert.deepEqual(await parallel(first, parts, {}, 250), {
+        out: 'bb;g 9\n',
+        warnings: ['Filtering for events of type: cpu-clock'],
+      });
+    }
+  });
+
+  it('gives the warnings of many parts in file order, the filter warning once (any thread may read any part)', async () => {
+    // 40 parts of one sample each: "Unrecognized line" warnings name their part; every part drops a sample.
+    let input = '';
+    for (let k = 0; k < 40; k++) {
+      input += sample('aa', 'cpu-clock', 1, ['f']) + `junk line ${k}\n\n` + sample('bb', `ev${k}`, 1, ['g']);
+    }
+    // As stackcollapse-perf.pl gives them (its stderr on 3 such parts: junk 0, filtering ev0, junk 1, junk 2).
+    const expected: string[] = [];
+    for (let k = 0; k < 40; k++) {
+      expected.push(`Unrecognized line: junk line ${k}`);
+      if (k === 0) expected.push('Filtering for events of type: ev0');
+    }
+    for (const parts of [2, 3]) {
+      const r = await parallel(input, parts, {}, 64);
+      assert.ok(r);
+      assert.equal(r.out, 'aa;f 40\n');
+      assert.deepEqual(r.warnings.slice().sort(), expected.slice().sort(), `${parts} threads: the same set`);
+      assert.deepEqual(r.warnings, expected, `${parts} threads: in file order`);
+    }
   });
 
   it('counts samples cut by the 1 MiB reads and by the parts (3 MB, 2 and 3 parts)', async () => {

@@ -1,18 +1,16 @@
 /**
- * stackcollapse-perf on both (or more) CPUs: one large file is cut into parts at blank lines (where
- * stackcollapse-perf.pl's per-sample state is reset, so a part can be read from its start by a fresh collapser),
- * the first part is collapsed on this thread and the others by worker threads (perf-worker.ts), and their stacks
- * are added to this thread's table, which writes the output. The output is the same bytes as one collapser reading
- * the whole file (test/flame/collapse-perf-parallel.test.ts).
+ * stackcollapse-perf on both (or more) CPUs: one large file is cut into parts of about PART_BYTES at blank lines
+ * (where stackcollapse-perf.pl's per-sample state is reset, so a part can be read from its start as by a fresh
+ * collapser), and this thread and the worker threads (perf-worker.ts) take the parts one at a time from a shared
+ * counter until none is left, each counting into its own collapser. The worker threads' stacks are then added to
+ * this thread's table, which writes the output. Taking parts as they come keeps both CPUs busy to the end whatever
+ * each thread's speed (a worker starts ~70-120 ms after this thread, and other processes may take a CPU for a
+ * while). The output is the same bytes as one collapser reading the whole file
+ * (test/flame/collapse-perf-parallel.test.ts).
  *
- * State that does cross the cuts: the default event filter (the first event seen in the file), found here before
- * the workers start and given to them; and the "Filtering for events of type" warning, given once, by the first
- * part (in file order) that drops a sample. Warnings come out in file order: this thread's as it reads, the
- * workers' after it (collected by them).
- *
- * When the first part has no event line, the parts start without a filter, each defaulting to its own first
- * event; that gives the same result unless a later part's first event differs from an earlier part's, which is
- * checked at the end (then the file is read again on one thread).
+ * State that does cross the cuts: the default event filter (the first event of the file), found here before the
+ * threads start and given to all of them; and the "Filtering for events of type" warning, given once, by the first
+ * part (in file order) that drops a sample. Warnings come out in file order, after all parts are read.
  *
  * Used for one regular file of at least PARALLEL_MIN_BYTES when more than one CPU is available; otherwise, or
  * when no blank line is found near a cut, the caller reads the input on one thread as before
@@ -22,57 +20,82 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { BpfscopeError } from '../../errors.js';
-import { readRange } from '../input.js';
+import { CHUNK_BYTES, readRange } from '../input.js';
 import { firstEvent, type PerfCollapseOptions, PerfCollapser } from './perf.js';
 import type { ExportedStacks } from './stack-table.js';
 
 /** Smallest file collapsed in parts (below it a worker's start-up costs more than it saves). */
 export const PARALLEL_MIN_BYTES = 8 << 20;
-/** Most parts (threads) used. */
-const MAX_PARTS = 4;
+/** Most threads used (this one included). */
+const MAX_THREADS = 4;
 /**
- * The first part's size relative to each other part's. This thread starts first but also starts the process,
- * finds the cuts and the first event, and (with Node's default young generation, where the workers have 1 MiB)
- * spent ~20 % more CPU time on an equal half of synth-200M than the worker (per-thread CPU from
- * /proc/thread-self/stat, 4 runs: 103-112 against 85-95 ticks); 0.88 evens them out, so neither waits for the other.
+ * Planned size of a part. The last part a thread takes decides when it ends: with 4 MiB (~15 ms of one thread's
+ * time on synth-200M) the threads end within that of each other.
  */
-const FIRST_PART_WEIGHT = 0.88;
+const PART_BYTES = 4 << 20;
 /** How far past a planned cut a blank line is looked for. */
 const CUT_SEARCH_BYTES = 4 << 20;
 
 /** What a worker is given (workerData). */
 export interface PerfWorkerTask {
   path: string;
-  start: number;
-  end: number;
+  /** Part k is the bytes [cuts[k], cuts[k + 1]). */
+  cuts: number[];
+  /** One int32: the next part to take (Atomics.add), shared by all the threads. */
+  next: SharedArrayBuffer;
   options: Omit<PerfCollapseOptions, 'warn'>;
 }
 
-/** What a worker posts back: its stacks and warnings, or the error that stopped it. */
-export type PerfWorkerResult =
-  | {
-      stacks: ExportedStacks;
-      warnings: string[];
-      /** Index in `warnings` of the "Filtering for events of type" warning, -1 when none. */
-      filterWarning: number;
-      /** The event filter at the end of the part ("" when none was given and the part had no event). */
-      event: string;
-    }
-  | { error: string; bpfscope: boolean };
+/** The warnings of one part, in order. */
+export interface PartWarnings {
+  part: number;
+  warnings: string[];
+  /** Index in `warnings` of the "Filtering for events of type" warning, -1 when none. */
+  filterWarning: number;
+}
+
+/** What a worker posts back: its stacks and its parts' warnings, or the error that stopped it. */
+export type PerfWorkerResult = { stacks: ExportedStacks; parts: PartWarnings[] } | { error: string; bpfscope: boolean };
 
 /** The message of the warning stackcollapse-perf.pl gives once when it starts dropping other events. */
 export const FILTER_WARNING_PREFIX = 'Filtering for events of type: ';
 
 /**
+ * Reads parts of the file with `collapser` until the shared counter `next` passes the last part; returns each part's
+ * warnings (the collapser's `warn` must push to `sink.warnings`). Used by this thread and by each worker.
+ */
+export function collapseParts(
+  collapser: PerfCollapser,
+  sink: { warnings: string[] },
+  path: string,
+  cuts: number[],
+  next: Int32Array,
+): PartWarnings[] {
+  const done: PartWarnings[] = [];
+  const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+  for (;;) {
+    const part = Atomics.add(next, 0, 1);
+    if (part >= cuts.length - 1) return done;
+    sink.warnings = [];
+    collapser.beginPart();
+    readRange(path, cuts[part]!, cuts[part + 1]!, (chunk) => collapser.push(chunk), buf);
+    collapser.endFile();
+    const filterWarning = sink.warnings.findIndex((w) => w.startsWith(FILTER_WARNING_PREFIX));
+    done.push({ part, warnings: sink.warnings, filterWarning });
+  }
+}
+
+/**
  * Collapses the file `path` in parts on several threads; returns the collapser holding all the stacks (call its
  * `finish()` for the output), or null when the file should be read on one thread (see the module comment).
- * `parts` overrides the number of parts (tests); `minBytes` the size threshold.
+ * `tuning.parts` sets the number of threads (tests), `minBytes` the size threshold, `partBytes` the planned size
+ * of a part (there are at least as many parts as threads).
  * Throws BpfscopeError when the file cannot be read.
  */
 export async function collapsePerfParallel(
   path: string,
   opts: PerfCollapseOptions,
-  tuning: { parts?: number; minBytes?: number } = {},
+  tuning: { parts?: number; minBytes?: number; partBytes?: number } = {},
 ): Promise<PerfCollapser | null> {
   let size: number;
   try {
@@ -83,28 +106,28 @@ export async function collapsePerfParallel(
     return null; // the one-thread reader gives the error
   }
   const minBytes = tuning.minBytes ?? PARALLEL_MIN_BYTES;
-  const parts = tuning.parts ?? Math.min(MAX_PARTS, availableParallelism(), Math.floor(size / minBytes));
-  if (parts < 2 || size < minBytes) return null;
-  const cuts = findCuts(path, size, parts);
+  const threads = tuning.parts ?? Math.min(MAX_THREADS, availableParallelism());
+  if (threads < 2 || size < minBytes) return null;
+  const cuts = findCuts(path, size, Math.max(threads, Math.ceil(size / (tuning.partBytes ?? PART_BYTES))));
   if (cuts === null) return null;
 
-  // The default event filter: the first event of the file. When the first part has none, the parts start without
-  // one, each taking its own first event, and are checked afterwards (see below).
+  // The default event filter: the first event of the file, as one collapser reading it in order would take it.
   const options: Omit<PerfCollapseOptions, 'warn'> = { ...opts };
   delete (options as PerfCollapseOptions).warn;
   if (!opts.eventFilter) {
-    const first = firstEventIn(path, 0, cuts[1]!);
+    const first = firstEventIn(path, 0, size);
     if (first !== undefined) {
       options.eventFilter = first;
       options.eventDefaulted = true;
     }
   }
 
+  const next = new SharedArrayBuffer(4);
   const results: Promise<PerfWorkerResult>[] = [];
   const workers: Worker[] = [];
   try {
-    for (let k = 1; k < cuts.length - 1; k++) {
-      const task: PerfWorkerTask = { path, start: cuts[k]!, end: cuts[k + 1]!, options };
+    for (let k = 1; k < threads; k++) {
+      const task: PerfWorkerTask = { path, cuts, next, options };
       const w = new Worker(workerUrl(), {
         workerData: task,
         stdout: false,
@@ -123,40 +146,30 @@ export async function collapsePerfParallel(
         }),
       );
     }
-    // The first part here, with the same options as the others. Its warnings wait with theirs (the parts may yet
-    // have to be read again in order, see below).
-    const warnings: string[] = [];
-    const collapser = new PerfCollapser({ ...options, warn: (m) => warnings.push(m) });
-    readRange(path, cuts[0]!, cuts[1]!, (chunk) => collapser.push(chunk));
-    collapser.endFile();
-    let filterWarned = collapser.warnedEventFilter;
-    // The filter in force at the end of the parts so far, as one collapser reading them in order would have it.
-    let event = collapser.event;
-    const done: Extract<PerfWorkerResult, { stacks: ExportedStacks }>[] = [];
+    const sink = { warnings: [] as string[] };
+    const collapser = new PerfCollapser({ ...options, warn: (m) => sink.warnings.push(m) });
+    const parts = collapseParts(collapser, sink, path, cuts, new Int32Array(next));
     for (const pending of results) {
       const r = await pending;
       if ('error' in r) {
         throw r.bpfscope ? new BpfscopeError(r.error) : new Error(`stackcollapse-perf worker: ${r.error}`);
       }
-      // A part that started without a filter is right if none was set yet at its start, or if it saw no event, or
-      // if its first event is the filter; otherwise (the first event is in a later part, and then another event
-      // follows) the file has to be read in order.
-      if (!options.eventFilter && event !== '' && r.event !== '' && r.event !== event) return null;
-      if (event === '') event = r.event;
-      done.push(r);
+      parts.push(...r.parts);
+      collapser.addStacks(r.stacks);
     }
-    for (const r of done) {
-      r.warnings.forEach((w, i) => {
-        if (i === r.filterWarning) {
+    // Warnings in file order; the filter warning only from the first part that gave one.
+    parts.sort((a, b) => a.part - b.part);
+    const warn = opts.warn ?? (() => {});
+    let filterWarned = false;
+    for (const p of parts) {
+      p.warnings.forEach((w, i) => {
+        if (i === p.filterWarning) {
           if (filterWarned) return;
           filterWarned = true;
         }
-        warnings.push(w);
+        warn(w);
       });
-      collapser.addStacks(r.stacks);
     }
-    const warn = opts.warn ?? (() => {});
-    for (const w of warnings) warn(w);
     return collapser;
   } finally {
     for (const w of workers) void w.terminate();
@@ -170,9 +183,8 @@ function workerUrl(): URL {
 }
 
 /**
- * (Exported for tests.) Offsets [0, c1, ..., size] cutting the file into `parts` parts, the first FIRST_PART_WEIGHT
- * times the size of each other one, each cut just after a blank line ("\n\n"); null when some planned cut has no
- * blank line within CUT_SEARCH_BYTES after it.
+ * (Exported for tests.) Offsets [0, c1, ..., size] cutting the file into `parts` parts of about equal size, each cut
+ * just after a blank line ("\n\n"); null when some planned cut has no blank line within CUT_SEARCH_BYTES after it.
  */
 export function findCuts(path: string, size: number, parts: number): number[] | null {
   const cuts = [0];
@@ -181,7 +193,7 @@ export function findCuts(path: string, size: number, parts: number): number[] | 
     const buf = Buffer.allocUnsafe(1 << 16);
     for (let k = 1; k < parts; k++) {
       // Look from one byte before the planned cut, so that a "\n\n" straddling it is found.
-      const planned = Math.floor((size * (k - 1 + FIRST_PART_WEIGHT)) / (parts - 1 + FIRST_PART_WEIGHT));
+      const planned = Math.floor((size * k) / parts);
       let at = Math.max(cuts[k - 1]!, planned - 1);
       const stop = Math.min(size, at + CUT_SEARCH_BYTES);
       let cut = -1;

@@ -1,27 +1,19 @@
 /**
- * Worker thread of perf-parallel.ts: collapses the bytes [start, end) of a `perf script` file (a part that starts
- * after a blank line) and posts back its stacks (typed arrays transferred, not copied) and its warnings in order.
- * Run only by perf-parallel.ts with a PerfWorkerTask as workerData.
+ * Worker thread of perf-parallel.ts: takes parts of a `perf script` file (each starting after a blank line) from
+ * the counter it shares with the other threads until none is left, collapses them, and posts back its stacks (typed
+ * arrays transferred, not copied) and each part's warnings in order. Run only by perf-parallel.ts with a
+ * PerfWorkerTask as workerData.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { BpfscopeError } from '../../errors.js';
-import { readRange } from '../input.js';
-import { FILTER_WARNING_PREFIX, type PerfWorkerResult, type PerfWorkerTask } from './perf-parallel.js';
+import { collapseParts, type PerfWorkerResult, type PerfWorkerTask } from './perf-parallel.js';
 import { PerfCollapser } from './perf.js';
 
 function run(task: PerfWorkerTask): PerfWorkerResult {
-  const warnings: string[] = [];
-  let filterWarning = -1;
-  const collapser = new PerfCollapser({
-    ...task.options,
-    warn: (msg) => {
-      if (filterWarning < 0 && msg.startsWith(FILTER_WARNING_PREFIX)) filterWarning = warnings.length;
-      warnings.push(msg);
-    },
-  });
-  readRange(task.path, task.start, task.end, (chunk) => collapser.push(chunk));
-  collapser.endFile();
-  return { stacks: collapser.exportStacks(), warnings, filterWarning, event: collapser.event };
+  const sink = { warnings: [] as string[] };
+  const collapser = new PerfCollapser({ ...task.options, warn: (msg) => sink.warnings.push(msg) });
+  const parts = collapseParts(collapser, sink, task.path, task.cuts, new Int32Array(task.next));
+  return { stacks: collapser.exportStacks(), parts };
 }
 
 if (parentPort) {

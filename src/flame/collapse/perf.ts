@@ -202,6 +202,20 @@ export class PerfCollapser implements StackCollapser {
     this.frameAt(b, start, pcStart, pcEnd, i, end);
   }
 
+  /**
+   * Starts reading a part of the input that begins after a blank line (perf-parallel.ts), as a fresh collapser
+   * would: no current sample, no cut line, and the "Filtering for events of type" warning not yet given (each part
+   * reports its own first one; the caller keeps the first in file order). The event filter and the counted stacks
+   * stay.
+   */
+  beginPart(): void {
+    this.carryLen = 0;
+    this.pname = -1;
+    this.sc.curLen = 0;
+    this.sc.prev = -1;
+    this.eventWarned = false;
+  }
+
   endFile(): void {
     if (this.carryLen > 0) {
       const sc = this.sc;
