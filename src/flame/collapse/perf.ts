@@ -241,6 +241,14 @@ export class PerfCollapser implements StackCollapser {
     return this.eventWarned;
   }
 
+  /**
+   * Makes the output's memory now, for stacks about to grow by about `growth` as other threads' are added
+   * (StackTable.prepareLines): called while this thread waits for them.
+   */
+  prepareOutput(growth: number): void {
+    this.stacks.prepareLines(growth);
+  }
+
   /** The stacks counted so far, for another thread to merge (`addStacks`). */
   exportStacks(): ExportedStacks {
     return this.stacks.exportStacks();

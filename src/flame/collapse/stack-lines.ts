@@ -32,6 +32,7 @@ const S_WORK = 108;
 const S_PB = 112;
 const S_OUT = 116;
 const S_OUTCAP = 120;
+const S_R = 124;
 const S_POS = 128;
 const S_FROM = 132;
 const S_PREV = 136;
@@ -39,8 +40,13 @@ const PAGE = 65536;
 const BASE = 256;
 
 /** The slice of the WebAssembly JS API used here (TypeScript's ES2022 lib has no WebAssembly types). */
+/** A WebAssembly.Memory (the part used here). */
+export interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
 interface WasmApi {
-  Memory: new (d: { initial: number }) => { readonly buffer: ArrayBuffer; grow(pages: number): number };
+  Memory: new (d: { initial: number }) => WasmMemory;
   Table: new (d: { initial: number; element: string }) => object;
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object, imports: object) => { exports: Record<string, unknown> };
@@ -58,6 +64,55 @@ export interface StackArrays {
   count: Float64Array;
   /** Number of stacks (the arrays may be longer). */
   size: number;
+  /** The memory to work in (`outputMemory`); default: a new one. Its content is overwritten. */
+  memory?: WasmMemory;
+}
+
+/** Byte addresses of foldedLines' areas, each 8-aligned, and the end of the last (`top`). */
+function layout(
+  t: StackArrays,
+  nameBytes: number,
+  maxLen: number,
+  pieceBytes: number,
+): Record<'nb' | 'no' | 'ar' | 'of' | 'le' | 'cn' | 'keys' | 'tmp' | 'order' | 'work' | 'pb' | 'out' | 'top', number> {
+  const n = t.names.length;
+  const size = t.size;
+  let top = BASE;
+  const area = (bytes: number): number => {
+    const at = top;
+    top = (top + bytes + 7) & ~7;
+    return at;
+  };
+  const nb = area(nameBytes);
+  const no = area((n + 1) * 4);
+  const ar = area(t.arenaLen * 4);
+  const of = area(size * 4);
+  const le = area(size * 4);
+  const cn = area(size * 8);
+  const keys = area(2 * n * 4);
+  const tmp = area(2 * n * 4);
+  const order = area(size * 4);
+  const work = area(3 * ((size >> 1) + 2) * 4);
+  const pb = area((maxLen + 1) * 4);
+  const out = area(pieceBytes);
+  return { nb, no, ar, of, le, cn, keys, tmp, order, work, pb, out, top };
+}
+
+/**
+ * A memory for a later `foldedLines` of `t` (as StackArrays.memory) once it has grown by about `growth` (1.3: 30 %
+ * more names, stacks and frames), its pages already written: a fresh page costs ~13 us of CPU on the bench VM when
+ * first written (~2,000 pages for synth-200M's output), which a thread waiting for its workers pays here for free.
+ */
+export function outputMemory(t: StackArrays, growth: number, pieceBytes = 1 << 20): WasmMemory {
+  let nameBytes = 0;
+  for (const name of t.names) nameBytes += name.length;
+  const g = (x: number): number => Math.ceil(x * growth);
+  const grown = { ...t, names: { length: g(t.names.length) } as string[], arenaLen: g(t.arenaLen), size: g(t.size) };
+  const { top } = layout(grown, g(nameBytes), 256, pieceBytes);
+  const memory = new wasm.Memory({ initial: Math.ceil(top / PAGE) });
+  const u8 = new Uint8Array(memory.buffer);
+  for (let i = 0; i < u8.length; i += 4096) u8[i] = 0;
+  return memory;
 }
 
 /**
@@ -80,26 +135,10 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
     total += t.count[e]!;
   }
   if (!(total <= Number.MAX_SAFE_INTEGER)) return null;
-  // Layout: every area 8-aligned.
-  let top = BASE;
-  const area = (bytes: number): number => {
-    const at = top;
-    top = (top + bytes + 7) & ~7;
-    return at;
-  };
-  const nb = area(nameBytes);
-  const no = area((n + 1) * 4);
-  const ar = area(t.arenaLen * 4);
-  const of = area(size * 4);
-  const le = area(size * 4);
-  const cn = area(size * 8);
-  const keys = area(2 * n * 4);
-  const tmp = area(2 * n * 4);
-  const order = area(size * 4);
-  const work = area(3 * ((size >> 1) + 2) * 4);
-  const pb = area((maxLen + 1) * 4);
-  const out = area(pieceBytes);
-  const memory = new wasm.Memory({ initial: Math.ceil(top / PAGE) });
+  const { nb, no, ar, of, le, cn, keys, tmp, order, work, pb, out, top } = layout(t, nameBytes, maxLen, pieceBytes);
+  let memory = t.memory;
+  if (memory && memory.buffer.byteLength < top) memory.grow(Math.ceil((top - memory.buffer.byteLength) / PAGE));
+  memory ??= new wasm.Memory({ initial: Math.ceil(top / PAGE) });
   module ??= new wasm.Module(Buffer.from(STACK_LINES_WASM, 'base64'));
   const table = new wasm.Table({ initial: 0, element: 'anyfunc' });
   const ex = new wasm.Instance(module, { env: { __linear_memory: memory, __indirect_function_table: table } }).exports;
@@ -122,6 +161,8 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
     [S_PB, pb],
     [S_OUT, out],
     [S_OUTCAP, pieceBytes],
+    [S_R, 0],
+    [S_POS, 0],
     [S_PREV, -1],
   ];
   for (const [at, v] of state) i32[at >> 2] = v;

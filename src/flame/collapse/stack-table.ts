@@ -10,7 +10,7 @@
  * Counts follow Perl's arithmetic as stackcollapse-perf.pl prints it: exact integers below 2^64, doubles above.
  */
 import { perlNum } from '../perl.js';
-import { foldedLines } from './stack-lines.js';
+import { foldedLines, outputMemory, type StackArrays, type WasmMemory } from './stack-lines.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const TWO_64 = 1n << 64n;
@@ -69,6 +69,8 @@ export class StackTable {
   private readonly big = new Map<number, bigint>();
   private slots = new Int32Array(1 << 11).fill(-1);
   private size = 0;
+  /** The memory `lines()` will work in, when made ahead (`prepareLines`). */
+  private linesMemory: WasmMemory | undefined;
 
   constructor(
     private readonly names: string[],
@@ -132,6 +134,28 @@ export class StackTable {
     this.addCount(e, count, big);
     if (this.size * 2 > slots.length) this.rehash();
     else slots[s] = e;
+  }
+
+  /**
+   * Makes the memory the output will be written in now, for a table that is about to grow by about `growth` (see
+   * stack-lines.ts' outputMemory): for a thread with nothing else to do while it waits for its workers.
+   */
+  prepareLines(growth: number): void {
+    if (this.names.some((n) => n.includes(';'))) return;
+    this.linesMemory = outputMemory(this.arrays(), growth);
+  }
+
+  private arrays(): StackArrays {
+    return {
+      names: this.names,
+      arena: this.arena,
+      arenaLen: this.arenaLen,
+      off: this.off,
+      len: this.len,
+      count: this.count,
+      size: this.size,
+      memory: this.linesMemory,
+    };
   }
 
   /**
@@ -221,21 +245,7 @@ export class StackTable {
   *lines(pieceBytes = 1 << 20): Generator<Buffer> {
     const names = this.names;
     // Usually in WebAssembly (stack-lines.ts); below, the same in JavaScript for what it does not take.
-    const fast =
-      this.big.size === 0
-        ? foldedLines(
-            {
-              names,
-              arena: this.arena,
-              arenaLen: this.arenaLen,
-              off: this.off,
-              len: this.len,
-              count: this.count,
-              size: this.size,
-            },
-            pieceBytes,
-          )
-        : null;
+    const fast = this.big.size === 0 ? foldedLines(this.arrays(), pieceBytes) : null;
     if (fast) {
       yield* fast;
       return;
