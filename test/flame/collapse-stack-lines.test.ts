@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { foldedLines, type StackArrays } from '../../src/flame/collapse/stack-lines.js';
+import { StackTable } from '../../src/flame/collapse/stack-table.js';
 
 /** Stacks given as name-index lists and counts, in the arrays foldedLines takes (arena, offsets, lengths, counts). */
 function arrays(names: string[], stacks: [number[], number][]): StackArrays {
@@ -125,6 +126,40 @@ describe('folded output in WebAssembly (stack-lines)', () => {
       null,
     );
     assert.equal(text(arrays(['p', 'f;g'], [[[0, 1], 1]])), null);
+  });
+
+  it("adds another table's stacks through its id map, summing stacks found in both", () => {
+    // This table: p;a 1, p;b 2. The other's names are [b, p, c]: its p;b 5 and p;c 7, ids mapped by idOf.
+    const t = arrays(
+      ['p', 'a', 'b', 'c'],
+      [
+        [[0, 1], 1],
+        [[0, 2], 2],
+      ],
+    );
+    t.parts = [
+      {
+        arena: Int32Array.of(1, 0, 1, 2),
+        off: Int32Array.of(0, 2),
+        len: Int32Array.of(2, 2),
+        count: Float64Array.of(5, 7),
+        idOf: Int32Array.of(2, 0, 3),
+      },
+    ];
+    assert.equal(text(t), 'p;a 1\np;b 7\np;c 7\n');
+  });
+
+  it("StackTable: another table's stacks are summed by the JavaScript writer too (a name with ';')", () => {
+    const names = ['x;y', 'f', 'g'];
+    const mine = new StackTable(names, false);
+    mine.add(0, Int32Array.of(1), 1, 3, null); // x;y;f 3
+    const theirs = new StackTable(['g', 'x;y', 'f'], false);
+    theirs.add(1, Int32Array.of(2), 1, 4, null); // x;y;f 4
+    theirs.add(1, Int32Array.of(0), 1, 1, null); // x;y;g 1
+    mine.addStacks(theirs.exportStacks(), Int32Array.of(2, 0, 1));
+    const out = Array.from(mine.lines(), (p) => p.toString('latin1')).join('');
+    assert.equal(out, 'x;y;f 7\nx;y;g 1\n');
+    assert.equal(mine.distinct, 2);
   });
 
   it('writes nothing for no stacks', () => {

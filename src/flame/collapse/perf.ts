@@ -242,11 +242,11 @@ export class PerfCollapser implements StackCollapser {
   }
 
   /**
-   * Makes the output's memory now, for stacks about to grow by about `growth` as other threads' are added
-   * (StackTable.prepareLines): called while this thread waits for them.
+   * Makes the output's memory now, for about `stackGrowth` times this collapser's stacks once other threads' are
+   * added (StackTable.prepareLines): called while this thread waits for them.
    */
-  prepareOutput(growth: number): void {
-    this.stacks.prepareLines(growth);
+  prepareOutput(stackGrowth: number): void {
+    this.stacks.prepareLines(stackGrowth);
   }
 
   /** The stacks counted so far, for another thread to merge (`addStacks`). */

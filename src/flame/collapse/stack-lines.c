@@ -105,6 +105,11 @@ __attribute__((export_name("prepare"))) int prepare(void) {
   return 0;
 }
 
+/* Replaces each int32 name id in [from, to) by idOf[id] (another table's ids as this one's; idOf at `idof`). */
+__attribute__((export_name("remap"))) void remap(u32 from, u32 to, u32 idof) {
+  for (u32 a = from; a < to; a += 4) U(a) = U(idof + (U(a) << 2));
+}
+
 /* Key of stack e at depth d: its token's rank + 1, 0 past its end. */
 static inline __attribute__((always_inline)) u32 key(u32 e, u32 d) {
   u32 n = U(U(S_LE) + (e << 2));

@@ -66,11 +66,25 @@ export interface StackArrays {
   size: number;
   /** The memory to work in (`outputMemory`); default: a new one. Its content is overwritten. */
   memory?: WasmMemory;
+  /**
+   * Other tables' stacks to write with these (another thread's, StackTable.exportStacks), whose name ids are
+   * `idOf[id]` in `names`; a stack in several tables is one line with the sum of its counts.
+   */
+  parts?: StackPart[];
+}
+
+/** Another table's stacks (arrays as in StackArrays, each exactly as long as used) and its ids' map into `names`. */
+export interface StackPart {
+  arena: Int32Array;
+  off: Int32Array;
+  len: Int32Array;
+  count: Float64Array;
+  idOf: Int32Array;
 }
 
 /** Byte addresses of foldedLines' areas, each 8-aligned, and the end of the last (`top`). */
 function layout(
-  t: StackArrays,
+  t: { names: { length: number }; size: number; arenaLen: number },
   nameBytes: number,
   maxLen: number,
   pieceBytes: number,
@@ -99,16 +113,21 @@ function layout(
 }
 
 /**
- * A memory for a later `foldedLines` of `t` (as StackArrays.memory) once it has grown by about `growth` (1.3: 30 %
- * more names, stacks and frames), its pages already written: a fresh page costs ~13 us of CPU on the bench VM when
- * first written (~2,000 pages for synth-200M's output), which a thread waiting for its workers pays here for free.
+ * A memory for a later `foldedLines` of `t` (as StackArrays.memory) once `stackGrowth` times its stacks and frames
+ * are there (other threads' tables given as `parts`, 30 % more names), its pages already written: a fresh page
+ * costs ~13 us of CPU on the bench VM when first written (~3,000 pages for synth-200M's output), which a thread
+ * waiting for its workers pays here while a CPU is free.
  */
-export function outputMemory(t: StackArrays, growth: number, pieceBytes = 1 << 20): WasmMemory {
+export function outputMemory(t: StackArrays, stackGrowth: number, pieceBytes = 1 << 20): WasmMemory {
   let nameBytes = 0;
   for (const name of t.names) nameBytes += name.length;
-  const g = (x: number): number => Math.ceil(x * growth);
-  const grown = { ...t, names: { length: g(t.names.length) } as string[], arenaLen: g(t.arenaLen), size: g(t.size) };
-  const { top } = layout(grown, g(nameBytes), 256, pieceBytes);
+  const g = (x: number, by: number): number => Math.ceil(x * by);
+  const grown = {
+    names: { length: g(t.names.length, 1.3) },
+    arenaLen: g(t.arenaLen, stackGrowth),
+    size: g(t.size, stackGrowth),
+  };
+  const { top } = layout(grown, g(nameBytes, 1.3), 256, pieceBytes);
   const memory = new wasm.Memory({ initial: Math.ceil(top / PAGE) });
   const u8 = new Uint8Array(memory.buffer);
   for (let i = 0; i < u8.length; i += 4096) u8[i] = 0;
@@ -121,7 +140,8 @@ export function outputMemory(t: StackArrays, growth: number, pieceBytes = 1 << 2
  * Names are written as latin1 bytes.
  */
 export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buffer> | null {
-  const { names, size } = t;
+  const { names } = t;
+  const parts = t.parts ?? [];
   const n = names.length;
   let nameBytes = 0;
   for (const name of names) {
@@ -130,12 +150,21 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
   }
   let maxLen = 0;
   let total = 0;
-  for (let e = 0; e < size; e++) {
-    if (t.len[e]! > maxLen) maxLen = t.len[e]!;
-    total += t.count[e]!;
+  let size = t.size;
+  let arenaLen = t.arenaLen;
+  for (const { len, count, size: m } of [t, ...parts.map((p) => ({ ...p, size: p.off.length }))]) {
+    for (let e = 0; e < m; e++) {
+      if (len[e]! > maxLen) maxLen = len[e]!;
+      total += count[e]!;
+    }
   }
   if (!(total <= Number.MAX_SAFE_INTEGER)) return null;
-  const { nb, no, ar, of, le, cn, keys, tmp, order, work, pb, out, top } = layout(t, nameBytes, maxLen, pieceBytes);
+  for (const p of parts) {
+    size += p.off.length;
+    arenaLen += p.arena.length;
+  }
+  const all = { names, size, arenaLen };
+  const { nb, no, ar, of, le, cn, keys, tmp, order, work, pb, out, top } = layout(all, nameBytes, maxLen, pieceBytes);
   let memory = t.memory;
   if (memory && memory.buffer.byteLength < top) memory.grow(Math.ceil((top - memory.buffer.byteLength) / PAGE));
   memory ??= new wasm.Memory({ initial: Math.ceil(top / PAGE) });
@@ -171,10 +200,27 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
     at += u8.write(names[i]!, at, 'latin1');
     i32[(no >> 2) + i + 1] = at - nb;
   }
+  const counts = new Float64Array(buf, cn, size);
   i32.set(t.arena.subarray(0, t.arenaLen), ar >> 2);
-  i32.set(t.off.subarray(0, size), of >> 2);
-  i32.set(t.len.subarray(0, size), le >> 2);
-  new Float64Array(buf, cn, size).set(t.count.subarray(0, size));
+  i32.set(t.off.subarray(0, t.size), of >> 2);
+  i32.set(t.len.subarray(0, t.size), le >> 2);
+  counts.set(t.count.subarray(0, t.size));
+  // The other tables after this one's: arenas copied and their ids mapped (idOf in the keys' area, not used yet).
+  const remap = ex.remap as (from: number, to: number, idOf: number) => void;
+  let e0 = t.size;
+  let a0 = t.arenaLen;
+  for (const p of parts) {
+    const m = p.off.length;
+    const at = ar + a0 * 4;
+    i32.set(p.arena, at >> 2);
+    i32.set(p.idOf, keys >> 2);
+    remap(at, at + p.arena.length * 4, keys);
+    for (let e = 0; e < m; e++) i32[(of >> 2) + e0 + e] = p.off[e]! + a0;
+    i32.set(p.len, (le >> 2) + e0);
+    counts.set(p.count, e0);
+    e0 += m;
+    a0 += p.arena.length;
+  }
   (ex.prepare as () => number)();
   (ex.sort as () => void)();
   const lines = ex.lines as () => number;

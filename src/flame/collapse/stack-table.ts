@@ -10,7 +10,7 @@
  * Counts follow Perl's arithmetic as stackcollapse-perf.pl prints it: exact integers below 2^64, doubles above.
  */
 import { perlNum } from '../perl.js';
-import { foldedLines, outputMemory, type StackArrays, type WasmMemory } from './stack-lines.js';
+import { foldedLines, outputMemory, type StackArrays, type StackPart, type WasmMemory } from './stack-lines.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const TWO_64 = 1n << 64n;
@@ -71,6 +71,8 @@ export class StackTable {
   private size = 0;
   /** The memory `lines()` will work in, when made ahead (`prepareLines`). */
   private linesMemory: WasmMemory | undefined;
+  /** Other tables' stacks given to `addStacks`, not yet added (see there). */
+  private pending: StackPart[] = [];
 
   constructor(
     private readonly names: string[],
@@ -79,6 +81,7 @@ export class StackTable {
 
   /** Number of distinct stacks. */
   get distinct(): number {
+    this.settle();
     return this.size;
   }
 
@@ -86,6 +89,7 @@ export class StackTable {
    * Adds `count` (or `big`, when the count does not fit a double exactly) to the stack `first, ids[0..len)`.
    */
   add(first: number, ids: Int32Array, n: number, count: number, big: bigint | null): void {
+    if (this.pending.length > 0) this.settle();
     let h = Math.imul(first + 1, 0x9e3779b1);
     for (let i = 0; i < n; i++) {
       h = Math.imul(h ^ ids[i]!, 0x01000193);
@@ -137,12 +141,13 @@ export class StackTable {
   }
 
   /**
-   * Makes the memory the output will be written in now, for a table that is about to grow by about `growth` (see
-   * stack-lines.ts' outputMemory): for a thread with nothing else to do while it waits for its workers.
+   * Makes the memory the output will be written in now, for `stackGrowth` times this table's stacks (other tables'
+   * about to be added; see stack-lines.ts' outputMemory): for a thread with nothing else to do while it waits for
+   * its workers.
    */
-  prepareLines(growth: number): void {
+  prepareLines(stackGrowth: number): void {
     if (this.names.some((n) => n.includes(';'))) return;
-    this.linesMemory = outputMemory(this.arrays(), growth);
+    this.linesMemory = outputMemory(this.arrays(), stackGrowth);
   }
 
   private arrays(): StackArrays {
@@ -155,6 +160,7 @@ export class StackTable {
       count: this.count,
       size: this.size,
       memory: this.linesMemory,
+      parts: this.pending,
     };
   }
 
@@ -177,9 +183,27 @@ export class StackTable {
 
   /**
    * Adds the stacks of another table (`exportStacks()`, from a collapser that read another part of the input):
-   * `idOf[i]` is this table's id for the other table's id `i`. Counts of equal stacks are summed.
+   * `idOf[i]` is this table's id for the other table's id `i`. Counts of equal stacks are summed. The stacks wait
+   * until the output, whose WebAssembly writer takes them as they are and sums equal stacks while writing (no hashing
+   * here); anything else that reads the table first adds them here (`settle`).
    */
   addStacks(other: ExportedStacks, idOf: Int32Array): void {
+    if (other.big.length > 0) {
+      this.settle();
+      this.addNow(other, idOf);
+      return;
+    }
+    this.pending.push({ arena: other.arena, off: other.off, len: other.len, count: other.count, idOf });
+  }
+
+  /** Adds the stacks waiting in `pending` to the table. */
+  private settle(): void {
+    const pending = this.pending;
+    this.pending = [];
+    for (const p of pending) this.addNow({ names: [], ...p, big: [] }, p.idOf);
+  }
+
+  private addNow(other: ExportedStacks, idOf: Int32Array): void {
     const { arena, off, len, count } = other;
     const big = new Map(other.big);
     let ids = new Int32Array(256);
@@ -250,6 +274,7 @@ export class StackTable {
       yield* fast;
       return;
     }
+    this.settle();
     if (names.some((n) => n.includes(';'))) {
       yield* this.linesByText(pieceBytes);
       return;
