@@ -42,6 +42,12 @@ typedef unsigned long long u64;
 #define S_PREVC 144  /* bytes of the previous line's text (without " count\n") */
 
 #define SEMI 0x3b
+
+static inline u64 ld64(u32 a) {
+  u64 v;
+  __builtin_memcpy(&v, (const void *)(unsigned long)a, 8);
+  return v;
+}
 #define MAX_SAFE 9007199254740991.0
 
 /* Byte order of keys a and b (see the file comment); 0 only when a == b. */
@@ -50,7 +56,17 @@ static int cmpKey(u32 a, u32 b) {
   u32 xa = U(no + ((a >> 1) << 2)), la = U(no + ((a >> 1) << 2) + 4) - xa;
   u32 xb = U(no + ((b >> 1) << 2)), lb = U(no + ((b >> 1) << 2) + 4) - xb;
   u32 m = la < lb ? la : lb;
-  for (u32 i = 0; i < m; i++) {
+  u32 i = 0;
+  for (; i + 8 <= m; i += 8) {
+    u64 x = ld64(nb + xa + i), y = ld64(nb + xb + i);
+    if (x != y) {
+      /* the first differing byte decides: compare as big-endian */
+      x = __builtin_bswap64(x);
+      y = __builtin_bswap64(y);
+      return x < y ? -1 : 1;
+    }
+  }
+  for (; i < m; i++) {
     int ca = B(nb + xa + i), cb = B(nb + xb + i);
     if (ca != cb) return ca - cb;
   }
