@@ -239,7 +239,8 @@ describe(
 describe('stack table output', () => {
   it('gives the same bytes in small reused pieces (prefixes copied across pieces)', () => {
     const interner = new Interner();
-    const table = new StackTable(interner.names, true);
+    // An arena of its own (not in the writer's memory), so that the stacks can be written more than once.
+    const table = new StackTable(interner.names, true, { transferable: true });
     const ids = (...names: string[]): Int32Array => Int32Array.from(names, (n) => interner.id(n));
     const stacks = [
       ['proc', 'leaf', 'mid', 'root'],

@@ -162,6 +162,28 @@ describe('folded output in WebAssembly (stack-lines)', () => {
     assert.equal(mine.distinct, 2);
   });
 
+  it('StackTable: an arena in WebAssembly memory grows in place, is written once, and then refuses', () => {
+    const names = ['p'];
+    for (let i = 0; i < 100; i++) names.push(`f${i}`);
+    const table = new StackTable(names, false, { arenaInts: 16 });
+    const expected: string[] = [];
+    // 5,000 stacks of 11 tokens: 55,000 ints, beyond the first 64 KiB page of the memory.
+    for (let k = 0; k < 5000; k++) {
+      // distinct stacks: the first two frames spell k in base 100
+      const ids = Int32Array.from({ length: 10 }, (_, i) =>
+        i === 0 ? 1 + (k % 100) : i === 1 ? 1 + Math.floor(k / 100) : 1 + ((k * (i + 3) + i) % 100),
+      );
+      table.add(0, ids, 10, k + 1, null);
+      expected.push(`p;${Array.from(ids, (id) => names[id]).join(';')} ${k + 1}`);
+    }
+    expected.sort((a, b) =>
+      Buffer.compare(Buffer.from(a.slice(0, a.lastIndexOf(' '))), Buffer.from(b.slice(0, b.lastIndexOf(' ')))),
+    );
+    const out = Array.from(table.lines(), (p) => p.toString('latin1')).join('');
+    assert.equal(out, expected.join('\n') + '\n');
+    assert.throws(() => [...table.lines()], /written already/);
+  });
+
   it('writes nothing for no stacks', () => {
     assert.equal(text(arrays(['p'], [])), '');
   });

@@ -11,7 +11,10 @@ import { PerfCollapser } from './perf.js';
 
 function run(task: PerfWorkerTask): PerfWorkerResult {
   const sink = { warnings: [] as string[] };
-  const collapser = new PerfCollapser({ ...task.options, warn: (msg) => sink.warnings.push(msg) });
+  const collapser = new PerfCollapser(
+    { ...task.options, warn: (msg) => sink.warnings.push(msg) },
+    { transferable: true },
+  );
   const parts = collapseParts(collapser, sink, task.path, task.cuts, new Int32Array(task.next));
   return { stacks: collapser.exportStacks(), parts };
 }

@@ -132,7 +132,8 @@ export class PerfCollapser implements StackCollapser {
   private period = 1;
   private periodBig: bigint | null = null;
 
-  constructor(opts: PerfCollapseOptions = {}) {
+  /** `transferable`: the stacks will go to another thread (`exportStacks`), see StackTable. */
+  constructor(opts: PerfCollapseOptions = {}, table: { transferable?: boolean } = {}) {
     this.includeTid = !!opts.tid;
     this.includePid = !!opts.pid;
     this.annotateKernel = !!(opts.kernel || opts.all);
@@ -141,7 +142,7 @@ export class PerfCollapser implements StackCollapser {
     this.eventFilter = opts.eventFilter ?? '';
     this.eventDefaulted = !!opts.eventDefaulted && this.eventFilter !== '';
     this.warn = opts.warn ?? (() => {});
-    this.stacks = new StackTable(this.interner.names, true);
+    this.stacks = new StackTable(this.interner.names, true, table);
     this.b = this.sc.u8.subarray(0, 0);
   }
 

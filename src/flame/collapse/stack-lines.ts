@@ -38,6 +38,8 @@ const S_FROM = 132;
 const S_PREV = 136;
 const PAGE = 65536;
 const BASE = 256;
+/** Byte address of the arena in a memory from `arenaMemory` (the first area of foldedLines' layout). */
+export const ARENA_AT = BASE;
 
 /** The slice of the WebAssembly JS API used here (TypeScript's ES2022 lib has no WebAssembly types). */
 /** A WebAssembly.Memory (the part used here). */
@@ -64,7 +66,10 @@ export interface StackArrays {
   count: Float64Array;
   /** Number of stacks (the arrays may be longer). */
   size: number;
-  /** The memory to work in (`outputMemory`); default: a new one. Its content is overwritten. */
+  /**
+   * The memory to work in (`outputMemory`, or `arenaMemory` when `arena` is its view at ARENA_AT); default: a new
+   * one. Its content is overwritten: the arena too (its ids become ranks), so the stacks can be written only once.
+   */
   memory?: WasmMemory;
   /**
    * Other tables' stacks to write with these (another thread's, StackTable.exportStacks), whose name ids are
@@ -97,9 +102,9 @@ function layout(
     top = (top + bytes + 7) & ~7;
     return at;
   };
+  const ar = area(t.arenaLen * 4);
   const nb = area(nameBytes);
   const no = area((n + 1) * 4);
-  const ar = area(t.arenaLen * 4);
   const of = area(size * 4);
   const le = area(size * 4);
   const cn = area(size * 8);
@@ -110,6 +115,15 @@ function layout(
   const pb = area((maxLen + 1) * 4);
   const out = area(pieceBytes);
   return { nb, no, ar, of, le, cn, keys, tmp, order, work, pb, out, top };
+}
+
+/**
+ * A memory holding an int32 arena of `ints` at ARENA_AT (reserved: only the pages written become memory), for a
+ * StackTable whose stacks foldedLines then takes where they are: no copy of the arena, whose pages were written
+ * while the stacks were counted.
+ */
+export function arenaMemory(ints: number): WasmMemory {
+  return new wasm.Memory({ initial: Math.ceil((ARENA_AT + ints * 4) / PAGE) });
 }
 
 /**
@@ -166,6 +180,8 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
   const all = { names, size, arenaLen };
   const { nb, no, ar, of, le, cn, keys, tmp, order, work, pb, out, top } = layout(all, nameBytes, maxLen, pieceBytes);
   let memory = t.memory;
+  // The arena already where it is laid out: the memory's own view at ARENA_AT (taken before any grow detaches it).
+  const inPlace = memory !== undefined && t.arena.buffer === memory.buffer && t.arena.byteOffset === ar;
   if (memory && memory.buffer.byteLength < top) memory.grow(Math.ceil((top - memory.buffer.byteLength) / PAGE));
   memory ??= new wasm.Memory({ initial: Math.ceil(top / PAGE) });
   module ??= new wasm.Module(Buffer.from(STACK_LINES_WASM, 'base64'));
@@ -201,7 +217,7 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
     i32[(no >> 2) + i + 1] = at - nb;
   }
   const counts = new Float64Array(buf, cn, size);
-  i32.set(t.arena.subarray(0, t.arenaLen), ar >> 2);
+  if (!inPlace) i32.set(t.arena.subarray(0, t.arenaLen), ar >> 2);
   i32.set(t.off.subarray(0, t.size), of >> 2);
   i32.set(t.len.subarray(0, t.size), le >> 2);
   counts.set(t.count.subarray(0, t.size));
@@ -230,7 +246,7 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
       if (status === -2) {
         // A line longer than the window: make the window (the memory's last area) twice as long.
         const cap = i32[S_OUTCAP >> 2]! * 2;
-        memory.grow(Math.ceil((out + cap - buf.byteLength) / PAGE));
+        if (out + cap > buf.byteLength) memory.grow(Math.ceil((out + cap - buf.byteLength) / PAGE));
         buf = memory.buffer;
         i32 = new Int32Array(buf);
         u8 = Buffer.from(buf);

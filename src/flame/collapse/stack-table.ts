@@ -10,7 +10,15 @@
  * Counts follow Perl's arithmetic as stackcollapse-perf.pl prints it: exact integers below 2^64, doubles above.
  */
 import { perlNum } from '../perl.js';
-import { foldedLines, outputMemory, type StackArrays, type StackPart, type WasmMemory } from './stack-lines.js';
+import {
+  ARENA_AT,
+  arenaMemory,
+  foldedLines,
+  outputMemory,
+  type StackArrays,
+  type StackPart,
+  type WasmMemory,
+} from './stack-lines.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const TWO_64 = 1n << 64n;
@@ -59,7 +67,7 @@ export interface ExportedStacks {
  * them) and printed in reverse. Stacks are stored in printed order.
  */
 export class StackTable {
-  private arena = new Int32Array(ARENA_RESERVE);
+  private arena: Int32Array;
   private arenaLen = 0;
   private off = new Int32Array(ENTRY_RESERVE);
   private len = new Int32Array(ENTRY_RESERVE);
@@ -74,10 +82,26 @@ export class StackTable {
   /** Other tables' stacks given to `addStacks`, not yet added (see there). */
   private pending: StackPart[] = [];
 
+  /** Whether lines() took the stacks (they were written over in the arena's memory). */
+  private written = false;
+
+  /**
+   * `transferable`: the arena is an ArrayBuffer of its own, for a table another thread will take (`exportStacks`);
+   * otherwise it lives in a WebAssembly memory where the output is then sorted and written without copying it.
+   */
   constructor(
     private readonly names: string[],
     private readonly reversed: boolean,
-  ) {}
+    opts: { transferable?: boolean; arenaInts?: number } = {},
+  ) {
+    const ints = opts.arenaInts ?? ARENA_RESERVE; // (smaller in tests, to see it grow)
+    if (opts.transferable) {
+      this.arena = new Int32Array(ints);
+    } else {
+      this.linesMemory = arenaMemory(ints);
+      this.arena = new Int32Array(this.linesMemory.buffer, ARENA_AT, ints);
+    }
+  }
 
   /** Number of distinct stacks. */
   get distinct(): number {
@@ -120,11 +144,7 @@ export class StackTable {
     }
     const e = this.size++;
     if (e === this.off.length) this.growEntries();
-    if (this.arenaLen + n + 1 > this.arena.length) {
-      const bigger = new Int32Array(Math.max(this.arena.length * 2, this.arenaLen + n + 1));
-      bigger.set(this.arena.subarray(0, this.arenaLen));
-      this.arena = bigger;
-    }
+    if (this.arenaLen + n + 1 > this.arena.length) this.growArena(n + 1);
     const a = this.arena;
     const o = this.arenaLen;
     a[o] = first;
@@ -146,7 +166,7 @@ export class StackTable {
    * its workers.
    */
   prepareLines(stackGrowth: number): void {
-    if (this.names.some((n) => n.includes(';'))) return;
+    if (this.names.some((n) => n.includes(';')) || this.linesMemory) return;
     this.linesMemory = outputMemory(this.arrays(), stackGrowth);
   }
 
@@ -173,7 +193,8 @@ export class StackTable {
     const n = this.size;
     return {
       names: this.names,
-      arena: this.arena.subarray(0, this.arenaLen),
+      // (An arena in a WebAssembly memory cannot be transferred: a copy.)
+      arena: this.linesMemory ? this.arena.slice(0, this.arenaLen) : this.arena.subarray(0, this.arenaLen),
       off: this.off.subarray(0, n),
       len: this.len.subarray(0, n),
       count: this.count.subarray(0, n),
@@ -228,6 +249,21 @@ export class StackTable {
     }
   }
 
+  /** Room for `more` ints after the arena's used part: its memory grown (in place) or a copy twice as large. */
+  private growArena(more: number): void {
+    const ints = Math.max(this.arena.length * 2, this.arenaLen + more);
+    const memory = this.linesMemory;
+    if (memory && this.arena.buffer === memory.buffer) {
+      const need = ARENA_AT + ints * 4 - memory.buffer.byteLength;
+      if (need > 0) memory.grow(Math.ceil(need / 65536));
+      this.arena = new Int32Array(memory.buffer, ARENA_AT, (memory.buffer.byteLength - ARENA_AT) >> 2);
+      return;
+    }
+    const bigger = new Int32Array(ints);
+    bigger.set(this.arena.subarray(0, this.arenaLen));
+    this.arena = bigger;
+  }
+
   private growEntries(): void {
     const n = this.off.length * 2;
     const g32 = (a: Int32Array): Int32Array<ArrayBuffer> => {
@@ -262,15 +298,20 @@ export class StackTable {
 
   /**
    * The folded lines ("text count\n") in byte order of the text, as latin1 bytes in pieces of about `pieceBytes`.
-   * A piece is only valid until the next one is requested (its memory is reused): write or copy it first.
+   * A piece is only valid until the next one is requested (its memory is reused): write or copy it first. A table
+   * whose arena is in WebAssembly memory (not `transferable`) can be written once: the writer works in its arena.
    * Stacks whose texts coincide (possible only when a name contains ";") are merged, as a Perl hash keyed by the
    * text would.
    */
   *lines(pieceBytes = 1 << 20): Generator<Buffer> {
     const names = this.names;
     // Usually in WebAssembly (stack-lines.ts); below, the same in JavaScript for what it does not take.
+    if (this.written) throw new Error('StackTable.lines(): the stacks were written already');
+    // The writer works in the arena itself when it is in its memory (then the stacks can be written only once).
+    const inPlace = this.linesMemory !== undefined && this.arena.buffer === this.linesMemory.buffer;
     const fast = this.big.size === 0 ? foldedLines(this.arrays(), pieceBytes) : null;
     if (fast) {
+      this.written = inPlace;
       yield* fast;
       return;
     }
