@@ -467,7 +467,9 @@ export class PerfCollapser implements StackCollapser {
     const r = key.lastIndexOf(')');
     const q = r >= 3 ? key.lastIndexOf(' (', r - 2) : -1;
     if (q < 1) return sc.insert(p, end, h, SLOW, EMPTY);
-    const made = this.makeFrames(b.toString('latin1', pcStart, pcEnd), key.slice(0, q), key.slice(q + 2, r));
+    // (The address is part of a frame only with --addrs.)
+    const pc = this.includeAddrs ? b.toString('latin1', pcStart, pcEnd) : '';
+    const made = this.makeFrames(pc, key.slice(0, q), key.slice(q + 2, r));
     return made.usesAddress ? sc.insert(p, end, h, WITH_ADDRESS, EMPTY) : sc.insert(p, end, h, IDS, made.ids);
   }
 
