@@ -149,9 +149,6 @@ export async function collapsePerfParallel(
     const sink = { warnings: [] as string[] };
     const collapser = new PerfCollapser({ ...options, warn: (m) => sink.warnings.push(m) });
     const parts = collapseParts(collapser, sink, path, cuts, new Int32Array(next));
-    // While the workers read their last parts: the output's memory, for every thread's stacks (each thread's table
-    // holds most of the distinct stacks; they are summed only as the output is written).
-    if (results.length > 0) collapser.prepareOutput(1 + results.length);
     for (const pending of results) {
       const r = await pending;
       if ('error' in r) {

@@ -242,14 +242,6 @@ export class PerfCollapser implements StackCollapser {
     return this.eventWarned;
   }
 
-  /**
-   * Makes the output's memory now, for about `stackGrowth` times this collapser's stacks once other threads' are
-   * added (StackTable.prepareLines): called while this thread waits for them.
-   */
-  prepareOutput(stackGrowth: number): void {
-    this.stacks.prepareLines(stackGrowth);
-  }
-
   /** The stacks counted so far, for another thread to merge (`addStacks`). */
   exportStacks(): ExportedStacks {
     return this.stacks.exportStacks();

@@ -67,8 +67,8 @@ export interface StackArrays {
   /** Number of stacks (the arrays may be longer). */
   size: number;
   /**
-   * The memory to work in (`outputMemory`, or `arenaMemory` when `arena` is its view at ARENA_AT); default: a new
-   * one. Its content is overwritten: the arena too (its ids become ranks), so the stacks can be written only once.
+   * The memory to work in (from `arenaMemory`, `arena` being its view at ARENA_AT); default: a new one. Its content
+   * is overwritten: the arena too (its ids become ranks), so the stacks can be written only once.
    */
   memory?: WasmMemory;
   /**
@@ -124,28 +124,6 @@ function layout(
  */
 export function arenaMemory(ints: number): WasmMemory {
   return new wasm.Memory({ initial: Math.ceil((ARENA_AT + ints * 4) / PAGE) });
-}
-
-/**
- * A memory for a later `foldedLines` of `t` (as StackArrays.memory) once `stackGrowth` times its stacks and frames
- * are there (other threads' tables given as `parts`, 30 % more names), its pages already written: a fresh page
- * costs ~13 us of CPU on the bench VM when first written (~3,000 pages for synth-200M's output), which a thread
- * waiting for its workers pays here while a CPU is free.
- */
-export function outputMemory(t: StackArrays, stackGrowth: number, pieceBytes = 1 << 20): WasmMemory {
-  let nameBytes = 0;
-  for (const name of t.names) nameBytes += name.length;
-  const g = (x: number, by: number): number => Math.ceil(x * by);
-  const grown = {
-    names: { length: g(t.names.length, 1.3) },
-    arenaLen: g(t.arenaLen, stackGrowth),
-    size: g(t.size, stackGrowth),
-  };
-  const { top } = layout(grown, g(nameBytes, 1.3), 256, pieceBytes);
-  const memory = new wasm.Memory({ initial: Math.ceil(top / PAGE) });
-  const u8 = new Uint8Array(memory.buffer);
-  for (let i = 0; i < u8.length; i += 4096) u8[i] = 0;
-  return memory;
 }
 
 /**

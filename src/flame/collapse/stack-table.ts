@@ -14,7 +14,6 @@ import {
   ARENA_AT,
   arenaMemory,
   foldedLines,
-  outputMemory,
   type StackArrays,
   type StackPart,
   type WasmMemory,
@@ -77,7 +76,7 @@ export class StackTable {
   private readonly big = new Map<number, bigint>();
   private slots = new Int32Array(1 << 11).fill(-1);
   private size = 0;
-  /** The memory `lines()` will work in, when made ahead (`prepareLines`). */
+  /** The WebAssembly memory holding the arena, where `lines()` then works (none for a `transferable` table). */
   private linesMemory: WasmMemory | undefined;
   /** Other tables' stacks given to `addStacks`, not yet added (see there). */
   private pending: StackPart[] = [];
@@ -158,16 +157,6 @@ export class StackTable {
     this.addCount(e, count, big);
     if (this.size * 2 > slots.length) this.rehash();
     else slots[s] = e;
-  }
-
-  /**
-   * Makes the memory the output will be written in now, for `stackGrowth` times this table's stacks (other tables'
-   * about to be added; see stack-lines.ts' outputMemory): for a thread with nothing else to do while it waits for
-   * its workers.
-   */
-  prepareLines(stackGrowth: number): void {
-    if (this.names.some((n) => n.includes(';')) || this.linesMemory) return;
-    this.linesMemory = outputMemory(this.arrays(), stackGrowth);
   }
 
   private arrays(): StackArrays {
