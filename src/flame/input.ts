@@ -106,7 +106,8 @@ async function readStdin(buf: Buffer, onChunk: (chunk: Buffer) => void): Promise
   for await (const chunk of process.stdin) onChunk(chunk as Buffer);
 }
 
-function describe(err: unknown): string {
+/** A file system error as a few words ("no such file or directory"), for messages naming the file. */
+export function describe(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
   if (e.code === 'ENOENT') return 'no such file or directory';
   if (e.code === 'EACCES') return 'permission denied';

@@ -20,7 +20,7 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { BpfscopeError } from '../../errors.js';
-import { CHUNK_BYTES, readRange } from '../input.js';
+import { CHUNK_BYTES, describe, readRange } from '../input.js';
 import { firstEvent, type PerfCollapseOptions, PerfCollapser } from './perf.js';
 import type { ExportedStacks } from './stack-table.js';
 
@@ -72,16 +72,40 @@ export function collapseParts(
   next: Int32Array,
 ): PartWarnings[] {
   const done: PartWarnings[] = [];
-  const buf = Buffer.allocUnsafe(CHUNK_BYTES);
-  for (;;) {
-    const part = Atomics.add(next, 0, 1);
-    if (part >= cuts.length - 1) return done;
-    sink.warnings = [];
-    collapser.beginPart();
-    readRange(path, cuts[part]!, cuts[part + 1]!, (chunk) => collapser.push(chunk), buf);
-    collapser.endFile();
-    const filterWarning = sink.warnings.findIndex((w) => w.startsWith(FILTER_WARNING_PREFIX));
-    done.push({ part, warnings: sink.warnings, filterWarning });
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    throw new BpfscopeError(`cannot open ${path}: ${describe(err)}`);
+  }
+  try {
+    for (;;) {
+      const part = Atomics.add(next, 0, 1);
+      if (part >= cuts.length - 1) return done;
+      sink.warnings = [];
+      collapser.beginPart();
+      const end = cuts[part + 1]!;
+      // Read straight into the collapser's input area, CHUNK_BYTES at a time.
+      for (let at = cuts[part]!; at < end;) {
+        const n = collapser.pushRead((b, o, l) => readAt(fd, path, b, o, l, at), Math.min(CHUNK_BYTES, end - at));
+        if (n === 0) break;
+        at += n;
+      }
+      collapser.endFile();
+      const filterWarning = sink.warnings.findIndex((w) => w.startsWith(FILTER_WARNING_PREFIX));
+      done.push({ part, warnings: sink.warnings, filterWarning });
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** readSync at `position`; throws BpfscopeError naming the file. */
+function readAt(fd: number, path: string, b: Buffer, offset: number, length: number, position: number): number {
+  try {
+    return readSync(fd, b, offset, length, position);
+  } catch (err) {
+    throw new BpfscopeError(`cannot read ${path}: ${describe(err)}`);
   }
 }
 

@@ -152,6 +152,25 @@ export class PerfCollapser implements StackCollapser {
     const n = carry + chunk.length;
     if (n > sc.inCap) sc.growInput(n * 2, carry);
     sc.u8.set(chunk, sc.inBase + carry);
+    this.take(n);
+  }
+
+  /**
+   * As push(), for input read by `read(buffer, offset, length)` (up to `max` bytes, returning how many it read)
+   * straight into the input area instead of through a buffer of its own. Returns the number of bytes read.
+   */
+  pushRead(read: (buffer: Buffer, offset: number, length: number) => number, max: number): number {
+    const sc = this.sc;
+    const carry = this.carryLen;
+    if (carry + max > sc.inCap) sc.growInput((carry + max) * 2, carry);
+    const got = read(sc.u8, sc.inBase + carry, max);
+    if (got > 0) this.take(carry + got);
+    return got;
+  }
+
+  /** Processes the input area's first `n` bytes (a cut line from before, then new input). */
+  private take(n: number): void {
+    const sc = this.sc;
     const end = sc.inBase + n;
     const pos = this.lines(sc.inBase, end);
     this.carryLen = end - pos;
