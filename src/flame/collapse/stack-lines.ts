@@ -135,11 +135,10 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
   const { names } = t;
   const parts = t.parts ?? [];
   const n = names.length;
-  let nameBytes = 0;
-  for (const name of names) {
-    if (name.includes(';')) return null;
-    nameBytes += name.length;
-  }
+  // All names as one latin1 string (one char, one byte): one scan for ";" and one write into the memory.
+  const joined = names.join('');
+  if (joined.includes(';')) return null;
+  const nameBytes = joined.length;
   let maxLen = 0;
   let total = 0;
   let size = t.size;
@@ -189,10 +188,11 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
     [S_PREV, -1],
   ];
   for (const [at, v] of state) i32[at >> 2] = v;
-  for (let i = 0, at = nb; i < n; i++) {
-    i32[(no >> 2) + i] = at - nb;
-    at += u8.write(names[i]!, at, 'latin1');
-    i32[(no >> 2) + i + 1] = at - nb;
+  u8.write(joined, nb, 'latin1');
+  for (let i = 0, at = 0; i < n; i++) {
+    i32[(no >> 2) + i] = at;
+    at += names[i]!.length;
+    i32[(no >> 2) + i + 1] = at;
   }
   const counts = new Float64Array(buf, cn, size);
   if (!inPlace) i32.set(t.arena.subarray(0, t.arenaLen), ar >> 2);
