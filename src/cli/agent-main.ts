@@ -5,6 +5,7 @@
  * whole life (measured: parsing cli.cjs alone costs ~7 MB of RSS). Exit status and error reporting are main.ts's:
  * the command's status, or on an error report.ts's one sentence (BPFSCOPE_DEBUG=1: the stack) and its status.
  */
+import { COMPILE_CHILD_ARG, compileInChild, runCompileChild } from '../fleet/agent/compile-child.js';
 import { main } from '../fleet/agent/main.js';
 
 /** Prints `err` as report.ts does and exits with its status (report.ts is loaded only on failure, as in main.ts). */
@@ -18,7 +19,14 @@ process.on('unhandledRejection', (err) => void fail(err));
 
 const argv = process.argv.slice(2);
 if (argv[0] !== 'agent') throw new Error(`agent.cjs runs only the agent subcommand, not ${argv[0]}`);
-main(argv.slice(1)).then(
+// The profiler's program is compiled by a short-lived child running this script in its internal mode
+// (fleet/agent/compile-child.ts), so that the agent never runs the compiler (docs/fleet-agent.md "Overhead").
+const script = process.argv[1]!;
+const run =
+  argv[1] === COMPILE_CHILD_ARG
+    ? runCompileChild()
+    : main(argv.slice(1), { compile: (text) => compileInChild(text, script) });
+run.then(
   (code) => {
     process.exitCode = code;
     // As main.ts: nothing else should keep us alive; exit explicitly so a stray handle cannot hang the tool.

@@ -100,6 +100,12 @@ export interface SessionOptions {
    * and few events (the profiling agent: 1000) wakes the process less often; records then wait up to this long.
    */
   tickMs?: number;
+  /**
+   * The programs linked already, by another process (runtime/precompiled.ts): `linked[i]` is program `i` with the
+   * placeholder immediates of `mapOf` in place of map fds. Loading then links nothing (no register allocation or
+   * emission here). Used by {@link Session.loadAsync}.
+   */
+  prelinked?: { linked: readonly Linked[]; mapOf: ReadonlyMap<number, string> };
 }
 
 export class Session {
@@ -215,7 +221,10 @@ export class Session {
     let linked: Linked[] = [];
     let linkError: unknown;
     try {
-      linked = this.compiled.programs.map((plan) => link(plan, fdOf));
+      const pre = this.opts.prelinked;
+      linked = pre
+        ? pre.linked.map((l) => resolveMapFds(l, (imm) => fdOf(pre.mapOf.get(imm) ?? '')))
+        : this.compiled.programs.map((plan) => link(plan, fdOf));
     } catch (e) {
       linkError = e;
     }

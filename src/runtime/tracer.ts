@@ -23,6 +23,7 @@ import { type StoppedChild, spawnStopped } from './child.js';
 import type { Output } from './output/index.js';
 import type { MapDump } from './output/model.js';
 import { processStartTime, registerSession } from './registry.js';
+import type { Precompiled } from './precompiled.js';
 import { type PrintfHook, Session } from './session.js';
 
 /**
@@ -76,7 +77,15 @@ export interface TracerOptions extends ProgramOptions {
   test?: boolean;
   /** printf() records go to this hook instead of `output` (the typed API's event stream, `api/`). */
   printfHook?: PrintfHook;
+  /**
+   * The program compiled and linked by another process (runtime/precompiled.ts): `source` is then only its name
+   * and text for `bpfscope ps`, nothing is compiled or linked here, and `onCompiled` is not called.
+   */
+  precompiled?: Precompiled;
 }
+
+/** What a Tracer keeps of its compilation: the program and the warnings (all of CompileResult when compiled here). */
+export type TracerResult = Pick<CompileResult, 'compiled' | 'warnings'>;
 
 /** `--probe-filter` left nothing to run; the message is already printed (bpftrace prints it on stdout). */
 export class NoProbesToAttach extends BpfscopeError {
@@ -97,7 +106,7 @@ export class Tracer {
 
   private constructor(
     readonly opts: TracerOptions,
-    readonly result: CompileResult,
+    readonly result: TracerResult,
     private readonly session: Session,
   ) {}
 
@@ -120,12 +129,18 @@ export class Tracer {
       requireTracingPrivileges();
       if (opts.pid !== undefined) checkPid(opts.pid);
       if (opts.command !== undefined) child = await spawnStopped(opts.command);
-      const result = compile(opts.source, {
-        ...programOptions(opts),
-        ...(child ? { cpid: child.pid } : {}),
-        target: hostTarget(),
-      });
-      opts.onCompiled?.(result);
+      const pre = opts.precompiled;
+      if (pre && (opts.probeFilter || child)) {
+        throw new BpfscopeError('internal: a precompiled program cannot be run with a probe filter or -c');
+      }
+      const result: TracerResult = pre
+        ? { compiled: pre.compiled, warnings: pre.warnings }
+        : compile(opts.source, {
+            ...programOptions(opts),
+            ...(child ? { cpid: child.pid } : {}),
+            target: hostTarget(),
+          });
+      if (!pre) opts.onCompiled?.(result as CompileResult);
       const compiled = opts.probeFilter ? filterProbes(result.compiled, opts.probeFilter) : result.compiled;
       if (compiled.programs.length === 0) {
         if (!opts.quiet) {
@@ -151,6 +166,7 @@ export class Tracer {
         // SIGUSR1 prints the maps where the end of the run does (the CLI's runs; the tools print their own reports)
         printMapsOnSignal: opts.printMapsAtExit ?? true,
         ...(opts.printfHook ? { printfHook: opts.printfHook } : {}),
+        ...(pre ? { prelinked: { linked: pre.linked, mapOf: pre.mapOf } } : {}),
       });
       const tracer = new Tracer(opts, result, session);
       tracer.child = child;

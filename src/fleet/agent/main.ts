@@ -16,7 +16,7 @@ import { BpfscopeError } from '../../errors.js';
 import { type Metric, parseListenAddress, serveMetrics } from './metrics.js';
 import { HeapTrimmer } from './heaptrim.js';
 import { PprofDictionary, buildAgentProfile } from './pprof.js';
-import { type PeriodData, Profiler } from './profiler.js';
+import { type PeriodData, Profiler, type ProfilerOptions } from './profiler.js';
 import type { SeriesLabel } from './proto.js';
 import { type Backend, ParcaBackend, PyroscopeBackend } from './push.js';
 import { SendQueue } from './queue.js';
@@ -382,7 +382,7 @@ function log(msg: string): void {
 }
 
 /** Run the agent until SIGINT/SIGTERM. Resolves with the exit status. */
-export async function runAgent(cfg: AgentConfig): Promise<number> {
+export async function runAgent(cfg: AgentConfig, run: AgentRunOptions = {}): Promise<number> {
   const started = Date.now() / 1000;
   const failingSince = new Map<string, boolean>();
   const queues = cfg.backends.map((b) => {
@@ -483,6 +483,7 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
       stackStorage: cfg.stackStorage,
       offcpu: cfg.offcpu,
       ...(cfg.pids ? { pids: cfg.pids } : {}),
+      ...(run.compile ? { compile: run.compile } : {}),
     },
     onPeriod,
   );
@@ -526,8 +527,14 @@ export async function runAgent(cfg: AgentConfig): Promise<number> {
   return 0;
 }
 
+/** How the agent runs, besides its arguments. */
+export interface AgentRunOptions {
+  /** Compiles the profiler's program elsewhere (ProfilerOptions.compile); default: in this process. */
+  compile?: ProfilerOptions['compile'];
+}
+
 /** `bpfscope agent ARGS`; resolves with the exit status. */
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[], run: AgentRunOptions = {}): Promise<number> {
   let cfg: AgentConfig | 'help';
   try {
     cfg = parseAgentArgs(argv);
@@ -540,5 +547,5 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  return runAgent(cfg);
+  return runAgent(cfg, run);
 }

@@ -28,6 +28,7 @@
  */
 import { type Frame, SymbolResolver } from '../../symbols/resolver.js';
 import { tupleLayout } from '../../lang/types.js';
+import type { Precompiled } from '../../runtime/precompiled.js';
 import { Tracer } from '../../runtime/tracer.js';
 import { ToolOutput, ToolWriter } from '../../tools/framework/output.js';
 import { configBlock } from '../../tools/framework/program.js';
@@ -69,6 +70,11 @@ export interface ProfilerOptions {
   stackStorage: number;
   /** Also measure off-CPU time per stack (sched_switch; see the module comment). */
   offcpu?: boolean;
+  /**
+   * Compiles the program elsewhere (the agent: in a child process, compile-child.ts); without it the program is
+   * compiled in this process.
+   */
+  compile?: (text: string) => Promise<Precompiled>;
 }
 
 /** One period's profile data. */
@@ -300,8 +306,11 @@ export class Profiler {
     const output = new ToolOutput(writer);
     let self: Profiler | undefined;
     output.onEvent((fields) => self?.onProcess(fields), 3);
+    const text = buildAgentProgram(o);
+    const precompiled = o.compile ? await o.compile(text) : undefined;
     const tracer = await Tracer.start({
-      source: { name: 'agent', text: buildAgentProgram(o) },
+      source: { name: 'agent', text },
+      ...(precompiled ? { precompiled } : {}),
       output,
       quiet: true,
       printMapsAtExit: false,
