@@ -17,6 +17,7 @@
  * recent first (-1: none), n ids, the key bytes. Slot arrays hold entry addresses (-1: empty), open addressing.
  */
 import { FRAME_SCAN_WASM } from './frame-scan-wasm.js';
+import { instantiate, newMemory, PAGE } from './wasm.js';
 
 // The state block (byte addresses, as in frame-scan.c).
 const ST_PREV = 64;
@@ -36,7 +37,6 @@ const R_MODE = 8;
 const R_N = 12;
 const R_SUCC = 16;
 const R_IDS = 48;
-const PAGE = 65536;
 /**
  * First memory size in pages: a reservation, like stack-table.ts's (only the pages written become memory); the
  * memory grows beyond it when the entries need more.
@@ -45,23 +45,8 @@ const FIRST_PAGES = 1024;
 const FIRST_SLOTS = 1 << 12;
 const FIRST_CUR = 1 << 12;
 
-/** The slice of the WebAssembly JS API used here (TypeScript's ES2022 lib has no WebAssembly types). */
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  Memory: new (d: { initial: number }) => WasmMemory;
-  Table: new (d: { initial: number; element: string }) => object;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { exports: Record<string, unknown> };
-}
-const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
-
-let module: object | undefined;
-
 export class FrameScanner {
-  private readonly memory = new wasm.Memory({ initial: FIRST_PAGES });
+  private readonly memory = newMemory(FIRST_PAGES);
   private readonly lookupFn: (p: number, end: number) => number;
   private readonly framesFn: (pos: number, end: number) => number;
   /** The whole memory as bytes and as int32s (views made again when it grows). */
@@ -78,11 +63,9 @@ export class FrameScanner {
   private readonly entries: number[][] = [[], []];
 
   constructor() {
-    module ??= new wasm.Module(Buffer.from(FRAME_SCAN_WASM, 'base64'));
-    const table = new wasm.Table({ initial: 0, element: 'anyfunc' });
-    const inst = new wasm.Instance(module, { env: { __linear_memory: this.memory, __indirect_function_table: table } });
-    this.lookupFn = inst.exports.lookup as (p: number, end: number) => number;
-    this.framesFn = inst.exports.frames as (pos: number, end: number) => number;
+    const exports = instantiate(FRAME_SCAN_WASM, this.memory);
+    this.lookupFn = exports.lookup as (p: number, end: number) => number;
+    this.framesFn = exports.frames as (pos: number, end: number) => number;
     this.views();
     const u8 = this.u8;
     for (let c = 0; c < 256; c++) {

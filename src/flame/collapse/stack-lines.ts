@@ -16,6 +16,7 @@
  * output window.
  */
 import { STACK_LINES_WASM } from './stack-lines-wasm.js';
+import { instantiate, newMemory, PAGE, type WasmMemory } from './wasm.js';
 
 const S_NAMES = 64;
 const S_STACKS = 68;
@@ -36,25 +37,11 @@ const S_R = 124;
 const S_POS = 128;
 const S_FROM = 132;
 const S_PREV = 136;
-const PAGE = 65536;
 const BASE = 256;
 /** Byte address of the arena in a memory from `arenaMemory` (the first area of foldedLines' layout). */
 export const ARENA_AT = BASE;
 
 /** The slice of the WebAssembly JS API used here (TypeScript's ES2022 lib has no WebAssembly types). */
-/** A WebAssembly.Memory (the part used here). */
-export interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  Memory: new (d: { initial: number }) => WasmMemory;
-  Table: new (d: { initial: number; element: string }) => object;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: object) => { exports: Record<string, unknown> };
-}
-const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
-let module: object | undefined;
 
 /** The stacks as StackTable keeps them: stack e is the name ids `arena[off[e], off[e] + len[e])`, counted `count[e]`. */
 export interface StackArrays {
@@ -123,7 +110,7 @@ function layout(
  * while the stacks were counted.
  */
 export function arenaMemory(ints: number): WasmMemory {
-  return new wasm.Memory({ initial: Math.ceil((ARENA_AT + ints * 4) / PAGE) });
+  return newMemory(Math.ceil((ARENA_AT + ints * 4) / PAGE));
 }
 
 /**
@@ -160,10 +147,8 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
   // The arena already where it is laid out: the memory's own view at ARENA_AT (taken before any grow detaches it).
   const inPlace = memory !== undefined && t.arena.buffer === memory.buffer && t.arena.byteOffset === ar;
   if (memory && memory.buffer.byteLength < top) memory.grow(Math.ceil((top - memory.buffer.byteLength) / PAGE));
-  memory ??= new wasm.Memory({ initial: Math.ceil(top / PAGE) });
-  module ??= new wasm.Module(Buffer.from(STACK_LINES_WASM, 'base64'));
-  const table = new wasm.Table({ initial: 0, element: 'anyfunc' });
-  const ex = new wasm.Instance(module, { env: { __linear_memory: memory, __indirect_function_table: table } }).exports;
+  memory ??= newMemory(Math.ceil(top / PAGE));
+  const ex = instantiate(STACK_LINES_WASM, memory);
   let buf = memory.buffer;
   let i32 = new Int32Array(buf);
   let u8 = Buffer.from(buf);

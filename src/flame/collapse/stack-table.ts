@@ -10,14 +10,8 @@
  * Counts follow Perl's arithmetic as stackcollapse-perf.pl prints it: exact integers below 2^64, doubles above.
  */
 import { perlNum } from '../perl.js';
-import {
-  ARENA_AT,
-  arenaMemory,
-  foldedLines,
-  type StackArrays,
-  type StackPart,
-  type WasmMemory,
-} from './stack-lines.js';
+import { ARENA_AT, arenaMemory, foldedLines, type StackArrays, type StackPart } from './stack-lines.js';
+import type { WasmMemory } from './wasm.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const TWO_64 = 1n << 64n;
