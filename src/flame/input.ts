@@ -31,20 +31,10 @@ export async function readInputs(
 }
 
 function readFile(name: string, buf: Buffer, onChunk: (chunk: Buffer) => void): void {
-  let fd: number;
-  try {
-    fd = openSync(name, 'r');
-  } catch (err) {
-    throw new BpfscopeError(`cannot open ${name}: ${describe(err)}`);
-  }
+  const fd = openInput(name);
   try {
     for (;;) {
-      let n: number;
-      try {
-        n = readSync(fd, buf, 0, buf.length, null);
-      } catch (err) {
-        throw new BpfscopeError(`cannot read ${name}: ${describe(err)}`);
-      }
+      const n = readInput(fd, name, buf, 0, buf.length, null);
       if (n === 0) break;
       onChunk(n === buf.length ? buf : buf.subarray(0, n));
     }
@@ -55,36 +45,48 @@ function readFile(name: string, buf: Buffer, onChunk: (chunk: Buffer) => void): 
 
 /**
  * Calls `onChunk` with successive pieces of the bytes [start, end) of the file `name` (the Buffer is reused, as in
- * readInputs: `buf` when given, else a new one of CHUNK_BYTES); stops early when `onChunk` returns false. Throws
- * BpfscopeError when the file cannot be read.
+ * readInputs); stops early when `onChunk` returns false. Throws BpfscopeError when the file cannot be read.
  */
-export function readRange(
-  name: string,
-  start: number,
-  end: number,
-  onChunk: (chunk: Buffer) => boolean | void,
-  buf: Buffer = Buffer.allocUnsafe(CHUNK_BYTES),
-): void {
-  let fd: number;
+export function readRange(name: string, start: number, end: number, onChunk: (chunk: Buffer) => boolean | void): void {
+  const fd = openInput(name);
   try {
-    fd = openSync(name, 'r');
-  } catch (err) {
-    throw new BpfscopeError(`cannot open ${name}: ${describe(err)}`);
-  }
-  try {
+    const buf = Buffer.allocUnsafe(CHUNK_BYTES);
     for (let at = start; at < end;) {
-      let n: number;
-      try {
-        n = readSync(fd, buf, 0, Math.min(buf.length, end - at), at);
-      } catch (err) {
-        throw new BpfscopeError(`cannot read ${name}: ${describe(err)}`);
-      }
+      const n = readInput(fd, name, buf, 0, Math.min(buf.length, end - at), at);
       if (n === 0) break;
       at += n;
       if (onChunk(n === buf.length ? buf : buf.subarray(0, n)) === false) break;
     }
   } finally {
     closeSync(fd);
+  }
+}
+
+/** The file `name` opened for reading (close it with closeSync). Throws BpfscopeError naming the file. */
+export function openInput(name: string): number {
+  try {
+    return openSync(name, 'r');
+  } catch (err) {
+    throw new BpfscopeError(`cannot open ${name}: ${describe(err)}`);
+  }
+}
+
+/**
+ * readSync of up to `length` bytes of the file `name` (open as `fd`) into `buf` at `offset`, from `position` (null:
+ * the file position); returns the bytes read, 0 at the end. Throws BpfscopeError naming the file.
+ */
+export function readInput(
+  fd: number,
+  name: string,
+  buf: Buffer,
+  offset: number,
+  length: number,
+  position: number | null,
+): number {
+  try {
+    return readSync(fd, buf, offset, length, position);
+  } catch (err) {
+    throw new BpfscopeError(`cannot read ${name}: ${describe(err)}`);
   }
 }
 
@@ -106,8 +108,7 @@ async function readStdin(buf: Buffer, onChunk: (chunk: Buffer) => void): Promise
   for await (const chunk of process.stdin) onChunk(chunk as Buffer);
 }
 
-/** A file system error as a few words ("no such file or directory"), for messages naming the file. */
-export function describe(err: unknown): string {
+function describe(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
   if (e.code === 'ENOENT') return 'no such file or directory';
   if (e.code === 'EACCES') return 'permission denied';

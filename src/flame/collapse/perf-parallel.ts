@@ -20,7 +20,7 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { BpfscopeError } from '../../errors.js';
-import { CHUNK_BYTES, describe, readRange } from '../input.js';
+import { CHUNK_BYTES, openInput, readInput, readRange } from '../input.js';
 import { firstEvent, type PerfCollapseOptions, PerfCollapser } from './perf.js';
 import type { ExportedStacks } from './stack-table.js';
 
@@ -72,12 +72,7 @@ export function collapseParts(
   next: Int32Array,
 ): PartWarnings[] {
   const done: PartWarnings[] = [];
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    throw new BpfscopeError(`cannot open ${path}: ${describe(err)}`);
-  }
+  const fd = openInput(path);
   try {
     for (;;) {
       const part = Atomics.add(next, 0, 1);
@@ -87,7 +82,7 @@ export function collapseParts(
       const end = cuts[part + 1]!;
       // Read straight into the collapser's input area, CHUNK_BYTES at a time.
       for (let at = cuts[part]!; at < end;) {
-        const n = collapser.pushRead((b, o, l) => readAt(fd, path, b, o, l, at), Math.min(CHUNK_BYTES, end - at));
+        const n = collapser.pushRead((b, o, l) => readInput(fd, path, b, o, l, at), Math.min(CHUNK_BYTES, end - at));
         if (n === 0) break;
         at += n;
       }
@@ -97,15 +92,6 @@ export function collapseParts(
     }
   } finally {
     closeSync(fd);
-  }
-}
-
-/** readSync at `position`; throws BpfscopeError naming the file. */
-function readAt(fd: number, path: string, b: Buffer, offset: number, length: number, position: number): number {
-  try {
-    return readSync(fd, b, offset, length, position);
-  } catch (err) {
-    throw new BpfscopeError(`cannot read ${path}: ${describe(err)}`);
   }
 }
 

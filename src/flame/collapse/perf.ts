@@ -251,16 +251,6 @@ export class PerfCollapser implements StackCollapser {
     yield* this.stacks.lines();
   }
 
-  /** The event samples are kept for: `eventFilter`, or the first event seen; "" before any. */
-  get event(): string {
-    return this.eventFilter;
-  }
-
-  /** Whether the "Filtering for events of type" warning was given. */
-  get warnedEventFilter(): boolean {
-    return this.eventWarned;
-  }
-
   /** The stacks counted so far, for another thread to merge (`addStacks`). */
   exportStacks(): ExportedStacks {
     return this.stacks.exportStacks();

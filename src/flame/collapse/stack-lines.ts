@@ -128,19 +128,18 @@ export function foldedLines(t: StackArrays, pieceBytes = 1 << 20): Generator<Buf
   const nameBytes = joined.length;
   let maxLen = 0;
   let total = 0;
-  let size = t.size;
+  let size = 0;
   let arenaLen = t.arenaLen;
-  for (const { len, count, size: m } of [t, ...parts.map((p) => ({ ...p, size: p.off.length }))]) {
+  // This table's stacks (the first t.size of its arrays), then each other table's (its arrays exactly).
+  for (const { len, count, m } of [{ ...t, m: t.size }, ...parts.map((p) => ({ ...p, m: p.off.length }))]) {
     for (let e = 0; e < m; e++) {
       if (len[e]! > maxLen) maxLen = len[e]!;
       total += count[e]!;
     }
+    size += m;
   }
   if (!(total <= Number.MAX_SAFE_INTEGER)) return null;
-  for (const p of parts) {
-    size += p.off.length;
-    arenaLen += p.arena.length;
-  }
+  for (const p of parts) arenaLen += p.arena.length;
   const all = { names, size, arenaLen };
   const { nb, no, ar, of, le, cn, keys, tmp, order, work, pb, out, top } = layout(all, nameBytes, maxLen, pieceBytes);
   let memory = t.memory;
