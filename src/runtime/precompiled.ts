@@ -4,7 +4,8 @@
  * compiler (parser, semantic pass, code generation, register allocation, kernel BTF reading) and keeps none of its
  * heap (bench/results/agent-issue15.md section 12).
  *
- * {@link precompile} (the compiling process) compiles the source as {@link Tracer.start} would, links each program
+ * `precompile` (runtime/precompile.ts, the compiling process; a module of its own so that the loading process
+ * never reaches the compiler's code) compiles the source as {@link Tracer.start} would, links each program
  * with a placeholder in place of each map fd (the same `ld_imm64` immediates runtime/session.ts uses while its
  * maps are being created), and serializes that with node:v8's structured serialization. {@link revivePrecompiled}
  * (the loading process) reads it back; {@link Tracer.start} with `precompiled` then creates the maps, puts their
@@ -18,16 +19,13 @@
  * other is refused with an error naming it.
  */
 
-import { deserialize, serialize } from 'node:v8';
-import { IrFunction } from '../codegen/ir.js';
+import { deserialize } from 'node:v8';
 import type { CompiledProgram } from '../codegen/plan.js';
-import { compile, type ProgramOptions, programOptions } from '../compiler.js';
 import { BpfscopeError } from '../errors.js';
-import type { Diagnostic, SourceFile } from '../lang/diagnostics.js';
+import type { Diagnostic } from '../lang/diagnostics.js';
 import { ProfileProbe } from '../probes/profile.js';
 import { RawTracepointProbe } from '../probes/rawtracepoint.js';
-import { hostTarget } from '../target.js';
-import { type Linked, link } from './loader.js';
+import type { Linked } from './loader.js';
 
 /** A program compiled and linked elsewhere, ready to load (see the module comment). */
 export interface Precompiled {
@@ -40,47 +38,17 @@ export interface Precompiled {
   mapOf: ReadonlyMap<number, string>;
 }
 
-/** Placeholder map fds of {@link precompile}: far above any real fd (RLIMIT_NOFILE), as runtime/session.ts's. */
-const PLACEHOLDER_BASE = 0x7e000000;
+/** Placeholder map fds of `precompile` (runtime/precompile.ts): far above any real fd (RLIMIT_NOFILE), as runtime/session.ts's. */
+export const PLACEHOLDER_BASE = 0x7e000000;
 
 /** Probe classes that can be carried over, by provider: no fd, no process-local state, attach() by value. */
-const REVIVABLE: Record<string, object> = {
+export const REVIVABLE: Record<string, object> = {
   profile: ProfileProbe.prototype,
   rawtracepoint: RawTracepointProbe.prototype,
 };
 
 /**
- * Compile `source` and link its programs (the compiling process's side).
- * @returns the serialized {@link Precompiled} (node:v8 serialization: read it with {@link revivePrecompiled} in a
- *   node of the same version)
- * @throws CompileError; BpfscopeError when a probe's provider cannot be carried over
- */
-export function precompile(source: SourceFile, opts: ProgramOptions = {}): Buffer {
-  const result = compile(source, { ...programOptions(opts), target: hostTarget() });
-  const compiled = result.compiled;
-  for (const p of compiled.programs) {
-    if (!(p.expanded.provider in REVIVABLE)) {
-      throw new BpfscopeError(`a ${p.expanded.provider} probe cannot be compiled in another process`);
-    }
-  }
-  const placeholders = new Map<string, number>();
-  const fdOf = (name: string): number => {
-    let ph = placeholders.get(name);
-    if (ph === undefined) placeholders.set(name, (ph = PLACEHOLDER_BASE + placeholders.size));
-    return ph;
-  };
-  const linked = compiled.programs.map((plan) => link(plan, fdOf));
-  const programs = compiled.programs.map((p) => ({
-    ...p,
-    fn: new IrFunction(p.fn.name),
-    ...(p.subprogs ? { subprogs: p.subprogs.map((s) => ({ ...s, fn: new IrFunction(s.fn.name) })) } : {}),
-  }));
-  const mapOf = new Map([...placeholders].map(([name, ph]) => [ph, name]));
-  return serialize({ compiled: { ...compiled, programs }, warnings: result.warnings, linked, mapOf });
-}
-
-/**
- * The {@link Precompiled} that {@link precompile} serialized into `bytes` (the loading process's side): probes get
+ * The {@link Precompiled} that `precompile` (runtime/precompile.ts) serialized into `bytes` (the loading process's side): probes get
  * their classes back; instruction bytes are encoded again when the map fds are put in (runtime/loader.ts
  * resolveMapFds). @throws BpfscopeError when `bytes` is not such a program
  */

@@ -222,6 +222,8 @@ export class Session {
     let linkError: unknown;
     try {
       const pre = this.opts.prelinked;
+      // loaded once: the instructions are not kept for the session's life (the fleet agent runs for days)
+      delete this.opts.prelinked;
       linked = pre
         ? pre.linked.map((l) => resolveMapFds(l, (imm) => fdOf(pre.mapOf.get(imm) ?? '')))
         : this.compiled.programs.map((plan) => link(plan, fdOf));

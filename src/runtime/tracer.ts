@@ -12,12 +12,13 @@ import type { BpfMap } from '../bpf/map.js';
 import type { LoadedProgram } from '../bpf/program.js';
 import type { Insn } from '../codegen/ir.js';
 import type { CompiledProgram, MapPlan } from '../codegen/plan.js';
-import { type CompileResult, compile } from '../compiler.js';
+import type { CompileResult } from '../compiler.js';
 import { BpfscopeError } from '../errors.js';
 import { requireTracingPrivileges } from '../kernel/privileges.js';
 import type { Diagnostic, SourceFile } from '../lang/diagnostics.js';
-// the options this run shares with compile(), declared once there
-import { type ProgramOptions, programOptions } from '../compiler.js';
+// the options this run shares with compile(), declared once there (compile() itself is imported when a run
+// compiles: a run of a precompiled program, the fleet agent's, never loads the compiler's code, see start())
+import type { ProgramOptions } from '../compiler.js';
 import { hostTarget } from '../target.js';
 import { type StoppedChild, spawnStopped } from './child.js';
 import type { Output } from './output/index.js';
@@ -133,13 +134,18 @@ export class Tracer {
       if (pre && (opts.probeFilter || child)) {
         throw new BpfscopeError('internal: a precompiled program cannot be run with a probe filter or -c');
       }
-      const result: TracerResult = pre
-        ? { compiled: pre.compiled, warnings: pre.warnings }
-        : compile(opts.source, {
-            ...programOptions(opts),
-            ...(child ? { cpid: child.pid } : {}),
-            target: hostTarget(),
-          });
+      let result: TracerResult;
+      if (pre) result = { compiled: pre.compiled, warnings: pre.warnings };
+      else {
+        // imported here, not at the top: the agent's bundle (precompiled programs only) then never runs, and its
+        // launcher's code cache never holds, the compiler's modules (bench/results/agent-issue15.md section 14)
+        const { compile, programOptions } = await import('../compiler.js');
+        result = compile(opts.source, {
+          ...programOptions(opts),
+          ...(child ? { cpid: child.pid } : {}),
+          target: hostTarget(),
+        });
+      }
       if (!pre) opts.onCompiled?.(result as CompileResult);
       const compiled = opts.probeFilter ? filterProbes(result.compiled, opts.probeFilter) : result.compiled;
       if (compiled.programs.length === 0) {
@@ -168,7 +174,9 @@ export class Tracer {
         ...(opts.printfHook ? { printfHook: opts.printfHook } : {}),
         ...(pre ? { prelinked: { linked: pre.linked, mapOf: pre.mapOf } } : {}),
       });
-      const tracer = new Tracer(opts, result, session);
+      // a precompiled program's linked instructions are the session's until it has loaded them, not kept after
+      const { precompiled: _linked, ...kept } = opts;
+      const tracer = new Tracer(pre ? kept : opts, result, session);
       tracer.child = child;
       if (opts.handleSignals ?? true) {
         process.on('SIGINT', tracer.onSignal);

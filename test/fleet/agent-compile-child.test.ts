@@ -9,14 +9,20 @@
  *    (test/fleet/agent.test.ts test 1 covers the whole agent through the launcher: its burner on top of the profile.)
  * 2. A compile error in the child is reported with its message and the child's status; nothing is loaded.
  * 3. Bytes that are not a compiled program, and a probe whose class cannot be carried over, are refused by name.
+ * 4. The agent's own program (fleet/agent/profiler.ts buildAgentProgram) has a 128 KiB event ring buffer: loaded
+ *    here, the ring's data area is mapped twice (runtime/ringbuf.ts), 4 KiB + 256 KiB, where bpftrace's default of
+ *    256 pages mapped 4 KiB + 2 MiB, all of it resident (bench/results/agent-issue15.md section 14).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe as suite, test } from 'node:test';
 import { BpfscopeError } from '../../src/errors.js';
 import { compileInChild } from '../../src/fleet/agent/compile-child.js';
+import { buildAgentProgram } from '../../src/fleet/agent/profiler.js';
 import { OutputSink } from '../../src/runtime/output/sink.js';
-import { precompile, revivePrecompiled } from '../../src/runtime/precompiled.js';
+import { precompile } from '../../src/runtime/precompile.js';
+import { revivePrecompiled } from '../../src/runtime/precompiled.js';
 import { Tracer } from '../../src/runtime/tracer.js';
 import { ToolOutput, ToolWriter } from '../../src/tools/framework/output.js';
 import { fdHeldIds, formatIds, idCount } from '../helpers/bpf-objects.js';
@@ -92,5 +98,46 @@ suite('agent program compiled in a child process', { skip }, () => {
     assert.throws(() => precompile({ name: 'x', text: 'tracepoint:syscalls:sys_enter_getppid { @n = count(); }' }), {
       message: 'a tracepoint probe cannot be compiled in another process',
     });
+  });
+
+  test("the agent's program: a 128 KiB ring buffer, mapped as 4 KiB + 2 x 128 KiB", async () => {
+    const text = buildAgentProgram({ hz: 49, periodMs: 10_000, maxStacks: 1024, stackStorage: 1024 });
+    const pre = await compileInChild(text, bpfscopeEntry());
+    assert.equal(pre.compiled.ringbufSize, 128 * 1024);
+    /** This process's BPF map mappings (proc(5) /proc/PID/maps): address range -> size in bytes. */
+    const bpfMappings = (): Map<string, number> =>
+      new Map(
+        readFileSync('/proc/self/maps', 'utf8')
+          .split('\n')
+          .filter((l) => l.endsWith('anon_inode:bpf-map'))
+          .map((l) => {
+            const range = l.split(' ')[0]!;
+            const [lo, hi] = range.split('-');
+            return [range, parseInt(hi!, 16) - parseInt(lo!, 16)];
+          }),
+      );
+    const before = bpfMappings();
+    const output = new ToolOutput(new ToolWriter(new OutputSink(1), new OutputSink(2, { bufferSize: 0 })));
+    const tracer = await Tracer.start({
+      source: { name: 'agent', text },
+      output,
+      precompiled: pre,
+      quiet: true,
+      printMapsAtExit: false,
+      handleSignals: false,
+    });
+    try {
+      const added = [...bpfMappings()].filter(([range]) => !before.has(range)).map(([, n]) => n);
+      assert.ok(added.includes(4096 + 2 * 128 * 1024), `BPF map mappings: ${added.join(', ')}`);
+      assert.ok(
+        added.every((n) => n < 1024 * 1024),
+        `a BPF map mapping of 1 MiB or more: ${added.join(', ')}`,
+      );
+    } finally {
+      tracer.stop();
+      await tracer.wait();
+      tracer.close();
+    }
+    assert.equal(idCount(fdHeldIds(process.pid)), 0);
   });
 });

@@ -11,7 +11,7 @@
  */
 import { spawn } from 'node:child_process';
 import { BpfscopeError } from '../../errors.js';
-import { type Precompiled, precompile, revivePrecompiled } from '../../runtime/precompiled.js';
+import { type Precompiled, revivePrecompiled } from '../../runtime/precompiled.js';
 
 /** The argument after `agent` that selects the child's mode (not a user option: not in the agent's usage). */
 export const COMPILE_CHILD_ARG = '--internal-compile-child';
@@ -24,6 +24,8 @@ export async function runCompileChild(): Promise<number> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
   try {
+    // imported here: the agent's own process (compileInChild) never loads the compiler's code
+    const { precompile } = await import('../../runtime/precompile.js');
     const bytes = precompile({ name: 'agent', text: Buffer.concat(chunks).toString('utf8') });
     await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve())));
     return 0;

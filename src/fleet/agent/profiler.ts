@@ -54,6 +54,14 @@ const PF_KTHREAD = 0x00200000;
 const MAPS_TTL_MS = 60_000;
 /** The BPF session's housekeeping period, ms (runtime/session.ts `tickMs`). */
 const AGENT_TICK_MS = 1000;
+/**
+ * The event ring buffer's size, in pages (bpftrace's `perf_rb_pages`; 256 by default, 1 MiB). The program's only
+ * events are new processes (~40 bytes each) and the ring is read as soon as the kernel wakes us
+ * (runtime/ringbuf.ts), so 128 KiB holds ~3,000 process starts between two reads. The kernel maps the data area
+ * twice into our address space and all of it is resident: 1 MiB cost 2 MiB of RSS, 32 pages cost 256 KiB
+ * (bench/results/agent-issue15.md section 14).
+ */
+const AGENT_RING_PAGES = 32;
 /** How long after a period's end its buffer is read (lets probes that started before the boundary finish), ms. */
 const GRACE_MS = 50;
 
@@ -120,7 +128,7 @@ export function buildAgentProgram(o: ProfilerOptions): string {
   const periodNs = BigInt(o.periodMs) * 1_000_000n;
   const conds = ['tid != 0'];
   if (o.pids?.length) conds.push(`(${o.pids.map((p) => `pid == ${p}`).join(' || ')})`);
-  let p = configBlock({ maxMapKeys: o.maxStacks });
+  let p = configBlock({ maxMapKeys: o.maxStacks, ringPages: AGENT_RING_PAGES });
   p += `profile:hz:${o.hz} /${conds.join(' && ')}/ {\n`;
   p += seenStatement('  ');
   p += `  if ((nsecs / ${periodNs}) % 2 == 0) {\n`;
@@ -150,8 +158,14 @@ function readU64(b: Buffer, o: number): number {
   return b.readUInt32LE(o) + b.readUInt32LE(o + 4) * 4294967296;
 }
 
-/** Elements read per BPF_MAP_LOOKUP_AND_DELETE_BATCH call. */
+/** Elements read per BPF_MAP_LOOKUP_AND_DELETE_BATCH call, at most. */
 const BATCH = 512;
+/**
+ * Bytes of keys and values read per batch call, at most: a stack map's value is 127 frames (1,016 bytes), so a
+ * batch of 64 stacks instead of 512 (a 64 KiB buffer kept for the agent's life instead of 520 KiB; a few more
+ * system calls a period).
+ */
+const BATCH_BYTES = 64 * 1024;
 
 /**
  * Read and delete every element of hash map `map`, handing them to `visit` chunk by chunk (`n` keys and values
@@ -172,7 +186,7 @@ function drainMap(
     if (b === undefined || b.length < size) scratch.set(name, (b = Buffer.allocUnsafe(size)));
     return b;
   };
-  let chunk = BATCH;
+  let chunk = Math.max(1, Math.min(BATCH, Math.floor(BATCH_BYTES / (ks + vs))));
   let inBatch: Buffer | null = null;
   let outBatch = buf('out', Math.max(ks, 8));
   let seen = 0;
