@@ -22,6 +22,26 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 
 const root = new URL('..', import.meta.url).pathname;
+
+/**
+ * agent.cjs without the compiler: the agent reaches the compiler only through `import()` (src/runtime/tracer.ts
+ * when a program is compiled in-process, src/fleet/agent/compile-child.ts in the child; test/arch/agent-bundle.test.ts
+ * checks that no static import does), and in this bundle those two imports resolve to a module that throws. The
+ * agent's program is compiled by agent-compile.cjs in a child; ~340 KB less source held and ~0.8 MB less RSS
+ * (bench/results/agent-issue15.md section 14).
+ */
+const withoutCompiler = {
+  name: 'without-compiler',
+  setup(b) {
+    b.onResolve({ filter: /\/(compiler|precompile)\.js$/ }, (a) =>
+      a.kind === 'dynamic-import' ? { path: a.path, namespace: 'without-compiler' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'without-compiler' }, (a) => ({
+      contents: `throw new Error('internal: agent.cjs has no compiler (${a.path}): its program is compiled by agent-compile.cjs');`,
+      loader: 'js',
+    }));
+  },
+};
 const outdir = join(root, 'dist', 'bundle');
 
 const common = {
@@ -50,13 +70,17 @@ const ENTRIES = [
   // the bcc tools alone: the same tool code without what no tool runs, so less source to read and less code cache
   // to load at each tool's start (bench/results/startup-issue13.md, Part 9)
   ['tools-main.ts', 'tools.cjs'],
-  // `bpfscope agent` alone (the compiler, loader, symbols and the agent; ~1/3 of cli.cjs): the agent runs for days,
-  // and every byte of code parsed at start stays in its memory (docs/fleet-agent.md "Overhead")
-  ['agent-main.ts', 'agent.cjs'],
+  // `bpfscope agent` alone (loader, symbols and the agent; ~1/6 of cli.cjs): the agent runs for days, and every byte
+  // of code parsed at start stays in its memory (docs/fleet-agent.md "Overhead"). Without the compiler: see below.
+  ['agent-main.ts', 'agent.cjs', [withoutCompiler]],
+  // the agent's compile child (`agent --internal-compile-child`, src/fleet/agent/compile-child.ts): the same entry
+  // with the compiler, run for a moment at the agent's start
+  ['agent-main.ts', 'agent-compile.cjs'],
 ];
-for (const [entry, out] of ENTRIES) {
+for (const [entry, out, plugins = []] of ENTRIES) {
   await build({
     ...common,
+    plugins,
     entryPoints: [join(root, 'src', 'cli', entry)],
     outfile: join(outdir, out),
     minifyWhitespace: true,

@@ -46,6 +46,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
+import { COMPILE_CHILD_ARG } from '../fleet/agent/child-arg.js';
 import { TOOLS } from '../tools/catalog.js';
 import { FLAME_COMMAND_NAMES } from './flame-commands.js';
 
@@ -73,19 +74,21 @@ function refuseNodeOptions(): void {
 refuseNodeOptions();
 
 const dir = dirname(fileURLToPath(import.meta.url));
-const file = join(dir, bundleFor(process.argv[2] ?? ''));
+const file = join(dir, bundleFor(process.argv[2] ?? '', process.argv[3]));
 
 /**
  * The bundle that runs `bpfscope NAME ...`: the flame graph and heat map subcommands and the bcc tools have bundles
  * of their own without the code they never run (flame-commands.ts and tool-commands.ts say why), everything else
- * (programs, -l, ps, exporter, ui, tools, --help); `agent` runs from agent.cjs runs from cli.cjs.
+ * (programs, -l, ps, exporter, ui, tools, --help) runs from cli.cjs. `agent` runs from agent.cjs, which has no
+ * compiler; its compile child (`agent --internal-compile-child`, fleet/agent/compile-child.ts) from
+ * agent-compile.cjs, the same entry with the compiler.
  */
-function bundleFor(name: string): string {
+function bundleFor(name: string, next: string | undefined): string {
   // the heat map alone: heatmap-main.ts says why
   if (name === 'heatmap') return 'heatmap.cjs';
   if (FLAME_COMMAND_NAMES.includes(name)) return 'flame.cjs';
   // the agent runs for days: its own bundle (agent-main.ts says why)
-  if (name === 'agent') return 'agent.cjs';
+  if (name === 'agent') return next === COMPILE_CHILD_ARG ? 'agent-compile.cjs' : 'agent.cjs';
   if (TOOLS.some((t) => t.name === name)) return 'tools.cjs';
   return 'cli.cjs';
 }

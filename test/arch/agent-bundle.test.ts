@@ -4,14 +4,17 @@
  * (src/cli/agent-main.ts, dist/bundle/agent.cjs) reaches through static imports must not include the compiler's: in
  * the bundle a module reached only through `import()` is wrapped in a function that runs when the import does, so
  * its code is neither run nor compiled, nor held in the launcher's code cache. The graph is esbuild's own (the
- * bundler that builds agent.cjs, scripts/bundle.mjs), read from its metafile: each import with its kind.
+ * bundler that builds agent.cjs, scripts/bundle.mjs), read from its metafile: each import with its kind. The built
+ * agent.cjs has no compiler module at all (scripts/bundle.mjs `withoutCompiler`), agent-compile.cjs, the compile
+ * child's bundle, has it.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { build, type Metafile } from 'esbuild';
+import { bpfscopeEntry, bpfscopeSkipReason } from '../helpers/cli.js';
 
 function repoRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -67,5 +70,14 @@ describe("the agent's bundle", () => {
       [],
       'a static import chain from the agent reaches the compiler',
     );
+  });
+
+  it('as built: agent.cjs holds no compiler module, agent-compile.cjs does', { skip: bpfscopeSkipReason() }, () => {
+    const dir = dirname(bpfscopeEntry());
+    // esbuild names each wrapped module by its path: `__esm({"src/compiler.ts"() {...}})`
+    const modules = (file: string): string[] =>
+      COMPILER.filter((m) => readFileSync(join(dir, file), 'utf8').includes(`"${m}"`));
+    assert.deepEqual(modules('agent.cjs'), []);
+    assert.deepEqual(modules('agent-compile.cjs'), COMPILER);
   });
 });

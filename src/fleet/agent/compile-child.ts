@@ -3,18 +3,19 @@
  * agent never runs the compiler and keeps none of its memory (bench/results/agent-issue15.md section 12).
  *
  * The child is this node (`process.execPath`, with the agent's V8 flags) running the same entry script in an
- * internal mode, `SCRIPT agent --internal-compile-child` (`SCRIPT` is the launcher or dist/bundle/agent.cjs: both
- * run src/cli/agent-main.ts for `agent`). It reads the program text on stdin until EOF, writes the serialized
+ * internal mode, `SCRIPT agent --internal-compile-child` (`SCRIPT` is the launcher, which runs
+ * dist/bundle/agent-compile.cjs for it: src/cli/agent-main.ts with the compiler; the agent's own agent.cjs has none,
+ * scripts/bundle.mjs). It reads the program text on stdin until EOF, writes the serialized
  * program on stdout and exits 0; on an error it writes the message on stderr and exits 1. It never creates a kernel
  * object (maps and programs are created by the agent), so nothing is left behind whatever happens to either
  * process: a parent that dies closes the pipes, and the child's write fails and it exits.
  */
 import { spawn } from 'node:child_process';
 import { BpfscopeError } from '../../errors.js';
+import { COMPILE_CHILD_ARG } from './child-arg.js';
 import { type Precompiled, revivePrecompiled } from '../../runtime/precompiled.js';
 
-/** The argument after `agent` that selects the child's mode (not a user option: not in the agent's usage). */
-export const COMPILE_CHILD_ARG = '--internal-compile-child';
+export { COMPILE_CHILD_ARG };
 
 /** How long the child may take, ms (a compile takes 0.1-1 s; a loaded machine several times that). */
 const CHILD_TIMEOUT_MS = 120_000;
