@@ -5,6 +5,7 @@
  * whole life (measured: parsing cli.cjs alone costs ~7 MB of RSS). Exit status and error reporting are main.ts's:
  * the command's status, or on an error report.ts's one sentence (BPFSCOPE_DEBUG=1: the stack) and its status.
  */
+import { basename, dirname, join } from 'node:path';
 import { COMPILE_CHILD_ARG, compileInChild, runCompileChild } from '../fleet/agent/compile-child.js';
 import { main } from '../fleet/agent/main.js';
 
@@ -21,7 +22,9 @@ const argv = process.argv.slice(2);
 if (argv[0] !== 'agent') throw new Error(`agent.cjs runs only the agent subcommand, not ${argv[0]}`);
 // The profiler's program is compiled by a short-lived child running this script in its internal mode
 // (fleet/agent/compile-child.ts), so that the agent never runs the compiler (docs/fleet-agent.md "Overhead").
-const script = process.argv[1]!;
+// (the launcher, which runs agent-compile.cjs for that mode; run directly, agent.cjs has no compiler: its sibling)
+const entry = process.argv[1]!;
+const script = basename(entry) === 'agent.cjs' ? join(dirname(entry), 'agent-compile.cjs') : entry;
 const run =
   argv[1] === COMPILE_CHILD_ARG
     ? runCompileChild()

@@ -12,11 +12,45 @@
  * A first version trimmed only when the free bytes had grown by 4 MiB since the last trim: it trimmed once in six
  * periods, since freed pages reused and freed again within a period (resident again) leave the count where it was;
  * trimming every period gave 8 MB less RSS than that version in the same run, at the same CPU (section 9).
+ *
+ * Before that, a full V8 garbage collection when the process was started with `--expose-gc` (the installed agent is:
+ * scripts/bundle.mjs PRELUDE) and V8's heap plus the memory of its buffers grew by `collectAfterBytes` since the last
+ * one: buffers are freed only when V8 collects their objects, and V8 collects its old generation when its own heap
+ * grows, which the agent's small heap rarely does. Measured (section 14): the array
+ * buffers of the first period (the /proc/kallsyms text, ELF tables read whole) stayed 8-29 MB above the live ones for
+ * 10-30 s and longer, in some agents for the whole run (RSS ~92 MB against ~66 MB), until a collection came; with a
+ * collection after each period every agent was back at its live size after each period.
  */
+import { getHeapStatistics } from 'node:v8';
 import { mallocFreeBytes, mallocTrim } from '../../kernel/ffi.js';
+
+/**
+ * V8's full collection, where node was started with `--expose-gc`; else undefined. A young-generation collection
+ * follows it: the full one frees the dead buffers' memory on a background thread (V8's array buffer sweeper), and
+ * the next collection waits for that to finish at its start, so the free bytes are counted after it (measured:
+ * after one full collection the ~20 MB of test/fleet/agent-heaptrim.test.ts's buffers were still allocated in 3 of 12
+ * runs, never with the young collection after it).
+ */
+function exposedGc(): (() => void) | undefined {
+  const gc = (globalThis as { gc?: unknown }).gc;
+  if (typeof gc !== 'function') return undefined;
+  const collect = gc as (opts?: { type: 'major' | 'minor' }) => void;
+  return () => {
+    collect();
+    collect({ type: 'minor' });
+  };
+}
 
 /** Default free malloc bytes below which no trim is done: 1 MiB (less is not worth a system call). */
 export const TRIM_THRESHOLD_BYTES = 1 << 20;
+/** Default growth of V8's heap and buffers since the last collection that makes a check collect: 2 MiB. */
+export const COLLECT_AFTER_BYTES = 2 << 20;
+
+/** Bytes of V8's heap in use (garbage not collected yet included) plus its buffers' memory (node:v8). */
+function v8HeapBytes(): number {
+  const h = getHeapStatistics();
+  return h.used_heap_size + h.external_memory;
+}
 
 export interface HeapTrimmerOptions {
   /** Free malloc bytes (mallinfo2's fordblks: resident or not) below which no trim is done, bytes. */
@@ -25,6 +59,15 @@ export interface HeapTrimmerOptions {
   freeBytes?: () => number | undefined;
   /** Release free pages; true if any were (default: kernel/ffi.ts mallocTrim). */
   trim?: () => boolean;
+  /**
+   * Collect garbage first, so that the buffers no longer used are freed before the free bytes are counted (default:
+   * V8's full collection where `--expose-gc` exposes it, else none).
+   */
+  collect?: () => void;
+  /** Growth of `heapBytes` since the last collection (or since start) that makes a check collect, bytes. */
+  collectAfterBytes?: number;
+  /** V8's heap in use plus its buffers' memory, bytes (default: node:v8 getHeapStatistics). */
+  heapBytes?: () => number;
 }
 
 /** Decides when to call malloc_trim(3); {@link HeapTrimmer.check} after each burst of work (each period). */
@@ -34,15 +77,33 @@ export class HeapTrimmer {
   private readonly threshold: number;
   private readonly freeBytes: () => number | undefined;
   private readonly trim: () => boolean;
+  /** Collections done. */
+  collections = 0;
+  private readonly collect: (() => void) | undefined;
+  private readonly collectAfter: number;
+  private readonly heapBytes: () => number;
+  private collectedAt = 0;
 
   constructor(o: HeapTrimmerOptions = {}) {
     this.threshold = o.thresholdBytes ?? TRIM_THRESHOLD_BYTES;
     this.freeBytes = o.freeBytes ?? mallocFreeBytes;
     this.trim = o.trim ?? mallocTrim;
+    this.collect = o.collect ?? exposedGc();
+    this.collectAfter = o.collectAfterBytes ?? COLLECT_AFTER_BYTES;
+    this.heapBytes = o.heapBytes ?? v8HeapBytes;
   }
 
-  /** Trims if the free bytes reach the threshold; returns whether it trimmed (never where mallinfo2 is missing). */
+  /**
+   * Collects garbage when V8's heap and buffers grew by `collectAfterBytes` since the last collection (see
+   * `collect`), then trims if the free bytes reach the threshold; returns whether it trimmed (never where mallinfo2
+   * is missing).
+   */
   check(): boolean {
+    if (this.collect && this.heapBytes() - this.collectedAt >= this.collectAfter) {
+      this.collect();
+      this.collections++;
+      this.collectedAt = this.heapBytes();
+    }
     const free = this.freeBytes();
     if (free === undefined || free < this.threshold) return false;
     this.trim();
