@@ -77,9 +77,14 @@ suite('bpfscope agent', { skip }, () => {
       const url = await metricsUrl(agent);
       assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
       if (!process.env.BPFSCOPE_CLI) {
-        // run as the installed command: the launcher's prelude gives the agent (and it alone) its V8 flags
+        // run as the installed command: the launcher's prelude gives the agent (and it alone) its V8 flags and
+        // one malloc arena
         const argv = readFileSync(`/proc/${agent.pid}/cmdline`, 'utf8').split('\0');
-        assert.ok(argv.includes('--max-semi-space-size=1') && argv.includes('--v8-pool-size=1'), argv.join(' '));
+        for (const flag of ['--max-semi-space-size=1', '--v8-pool-size=1', '--expose-gc']) {
+          assert.ok(argv.includes(flag), `${flag} not in ${argv.join(' ')}`);
+        }
+        const env = readFileSync(`/proc/${agent.pid}/environ`, 'utf8').split('\0');
+        assert.ok(env.includes('MALLOC_ARENA_MAX=1'), 'MALLOC_ARENA_MAX=1 not in the environment');
       }
       // the oracle: bpftrace counting the same process's samples at the same frequency over the same time
       const oracle = startTool('bpftrace', ['-e', `profile:hz:${HZ} /comm == "bpfs_burn"/ { @samples = count(); }`], {
