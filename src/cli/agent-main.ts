@@ -2,7 +2,9 @@
  * Entry point of dist/bundle/agent.cjs, the agent's own bundle (scripts/bundle.mjs): `bpfscope agent [args...]`,
  * which the launcher (launch.ts) runs from this file instead of the full cli.cjs. The agent is a long-running
  * process: the ~1.2 MB of the CLI's other code (tools, flame graphs, exporter, UI) would be parsed and held for its
- * whole life (measured: parsing cli.cjs alone costs ~7 MB of RSS). Exit status and error reporting are main.ts's:
+ * whole life (measured: parsing cli.cjs alone costs ~7 MB of RSS). agent.cjs is built without the compiler; the
+ * same entry with it is dist/bundle/agent-compile.cjs, which runs the compile child (`agent
+ * --internal-compile-child`, fleet/agent/compile-child.ts). Exit status and error reporting are main.ts's:
  * the command's status, or on an error report.ts's one sentence (BPFSCOPE_DEBUG=1: the stack) and its status.
  */
 import { basename, dirname, join } from 'node:path';

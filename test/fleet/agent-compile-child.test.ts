@@ -22,13 +22,27 @@ import { compileInChild } from '../../src/fleet/agent/compile-child.js';
 import { buildAgentProgram } from '../../src/fleet/agent/profiler.js';
 import { OutputSink } from '../../src/runtime/output/sink.js';
 import { precompile } from '../../src/runtime/precompile.js';
-import { revivePrecompiled } from '../../src/runtime/precompiled.js';
+import { type Precompiled, revivePrecompiled } from '../../src/runtime/precompiled.js';
 import { Tracer } from '../../src/runtime/tracer.js';
 import { ToolOutput, ToolWriter } from '../../src/tools/framework/output.js';
 import { fdHeldIds, formatIds, idCount } from '../helpers/bpf-objects.js';
 import { bpfscopeEntry, bpfscopeSkipReason } from '../helpers/cli.js';
 
 const skip = bpfscopeSkipReason();
+
+/** A Tracer of `pre` as the agent starts it, its records read the agent's way (fleet/agent/profiler.ts). */
+function startPrecompiled(text: string, pre: Precompiled, onRecord: (fields: string[]) => void): Promise<Tracer> {
+  const output = new ToolOutput(new ToolWriter(new OutputSink(1), new OutputSink(2, { bufferSize: 0 })));
+  output.onEvent(onRecord, 2);
+  return Tracer.start({
+    source: { name: 'agent', text },
+    output,
+    precompiled: pre,
+    quiet: true,
+    printMapsAtExit: false,
+    handleSignals: false,
+  });
+}
 
 suite('agent program compiled in a child process', { skip }, () => {
   test('a program compiled by the child is loaded, attached and samples here; nothing held after close', async () => {
@@ -40,18 +54,8 @@ suite('agent program compiled in a child process', { skip }, () => {
       assert.equal(pre.compiled.programs.length, 1);
       assert.equal(pre.compiled.programs[0]!.expanded.provider, 'profile');
       assert.equal(pre.compiled.programs[0]!.fn.items.length, 0, 'the IR is not carried over');
-      // the agent's way of reading its program's records (fleet/agent/profiler.ts)
-      const output = new ToolOutput(new ToolWriter(new OutputSink(1), new OutputSink(2, { bufferSize: 0 })));
       const seen: string[] = [];
-      output.onEvent((fields) => void seen.push(fields.join(',')), 2);
-      const tracer = await Tracer.start({
-        source: { name: 'agent', text },
-        output,
-        precompiled: pre,
-        quiet: true,
-        printMapsAtExit: false,
-        handleSignals: false,
-      });
+      const tracer = await startPrecompiled(text, pre, (fields) => void seen.push(fields.join(',')));
       try {
         // the count of samples so far, until it reaches 20 (99 Hz on a spinning process: ~0.2 s)
         const count = (): bigint => {
@@ -117,15 +121,7 @@ suite('agent program compiled in a child process', { skip }, () => {
           }),
       );
     const before = bpfMappings();
-    const output = new ToolOutput(new ToolWriter(new OutputSink(1), new OutputSink(2, { bufferSize: 0 })));
-    const tracer = await Tracer.start({
-      source: { name: 'agent', text },
-      output,
-      precompiled: pre,
-      quiet: true,
-      printMapsAtExit: false,
-      handleSignals: false,
-    });
+    const tracer = await startPrecompiled(text, pre, () => {});
     try {
       const added = [...bpfMappings()].filter(([range]) => !before.has(range)).map(([, n]) => n);
       assert.ok(added.includes(4096 + 2 * 128 * 1024), `BPF map mappings: ${added.join(', ')}`);

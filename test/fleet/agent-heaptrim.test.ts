@@ -14,6 +14,29 @@ import { HeapTrimmer } from '../../src/fleet/agent/heaptrim.js';
 
 const MiB = 1 << 20;
 
+/**
+ * Runs `body` in a child node with `--expose-gc` after `imports`, where `heapKb()` reads the main arena's resident
+ * kB and ~20 MB of 10,000-byte buffers were allocated below a live one (`keep`) and dropped; returns its JSON line.
+ */
+function inChild(imports: string, body: string): unknown {
+  const script = `
+      import { readFileSync } from 'node:fs';
+      ${imports}
+      const heapKb = () => {
+        const s = readFileSync('/proc/self/smaps', 'utf8');
+        const at = s.indexOf('[heap]');
+        return at < 0 ? 0 : Number(/Rss:\\s+(\\d+)/.exec(s.slice(at))[1]);
+      };
+      let bufs = [];
+      for (let i = 0; i < 2000; i++) bufs.push(Buffer.allocUnsafeSlow(10000).fill(1));
+      const keep = Buffer.allocUnsafeSlow(10000).fill(2);
+      bufs = null;
+      ${body}`;
+  const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
 suite('agent heap trimming', () => {
   test('trims after each check while the free bytes reach the threshold', () => {
     const readings = [0.5 * MiB, 1 * MiB, 20 * MiB, 20 * MiB, 0.9 * MiB];
@@ -61,25 +84,13 @@ suite('agent heap trimming', () => {
 
   test('mallocTrim gives freed malloc pages back to the kernel', () => {
     const ffi = fileURLToPath(new URL('../../src/kernel/ffi.js', import.meta.url));
-    const script = `
-      import { readFileSync } from 'node:fs';
-      const { mallocFreeBytes, mallocTrim } = await import(${JSON.stringify(ffi)});
-      const heapKb = () => {
-        const s = readFileSync('/proc/self/smaps', 'utf8');
-        const at = s.indexOf('[heap]');
-        return at < 0 ? 0 : Number(/Rss:\\s+(\\d+)/.exec(s.slice(at))[1]);
-      };
-      let bufs = [];
-      for (let i = 0; i < 2000; i++) bufs.push(Buffer.allocUnsafeSlow(10000).fill(1));
-      const keep = Buffer.allocUnsafeSlow(10000).fill(2);
-      bufs = null;
-      for (let i = 0; i < 3; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 50)); }
+    const m = inChild(
+      `const { mallocFreeBytes, mallocTrim } = await import(${JSON.stringify(ffi)});`,
+      `for (let i = 0; i < 3; i++) { globalThis.gc(); await new Promise((r) => setTimeout(r, 50)); }
       const before = heapKb(), free = mallocFreeBytes();
       const released = mallocTrim();
-      console.log(JSON.stringify({ before, after: heapKb(), free, released, keep: keep[0] }));`;
-    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
-    const m = JSON.parse(r.stdout) as { before: number; after: number; free: number; released: boolean };
+      console.log(JSON.stringify({ before, after: heapKb(), free, released, keep: keep[0] }));`,
+    ) as { before: number; after: number; free: number; released: boolean };
     assert.ok(m.free >= 15 * MiB, `the freed buffers are free malloc bytes: ${m.free}`);
     assert.ok(m.before >= 15 * 1024, `[heap] holds them before the trim: ${m.before} kB`);
     assert.equal(m.released, true);
@@ -88,24 +99,12 @@ suite('agent heap trimming', () => {
 
   test('with --expose-gc, one check frees unreferenced buffers and gives their pages back', () => {
     const heaptrim = fileURLToPath(new URL('../../src/fleet/agent/heaptrim.js', import.meta.url));
-    const script = `
-      import { readFileSync } from 'node:fs';
-      const { HeapTrimmer } = await import(${JSON.stringify(heaptrim)});
-      const heapKb = () => {
-        const s = readFileSync('/proc/self/smaps', 'utf8');
-        const at = s.indexOf('[heap]');
-        return at < 0 ? 0 : Number(/Rss:\\s+(\\d+)/.exec(s.slice(at))[1]);
-      };
-      let bufs = [];
-      for (let i = 0; i < 2000; i++) bufs.push(Buffer.allocUnsafeSlow(10000).fill(1));
-      const keep = Buffer.allocUnsafeSlow(10000).fill(2);
-      bufs = null;
-      const before = heapKb();
+    const m = inChild(
+      `const { HeapTrimmer } = await import(${JSON.stringify(heaptrim)});`,
+      `const before = heapKb();
       const trimmed = new HeapTrimmer().check();
-      console.log(JSON.stringify({ before, after: heapKb(), trimmed, keep: keep[0] }));`;
-    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
-    const m = JSON.parse(r.stdout) as { before: number; after: number; trimmed: boolean };
+      console.log(JSON.stringify({ before, after: heapKb(), trimmed, keep: keep[0] }));`,
+    ) as { before: number; after: number; trimmed: boolean };
     assert.ok(m.before >= 15 * 1024, `[heap] holds the unreferenced buffers before the check: ${m.before} kB`);
     assert.equal(m.trimmed, true);
     assert.ok(m.before - m.after >= 15 * 1024, `[heap] ${m.before} kB -> ${m.after} kB after one check`);
