@@ -264,14 +264,20 @@ describe('SIGINT while the reader of stdout is stalled', { skip: skip ?? bpftool
     const writer = openSync(fifo, constants.O_WRONLY);
     const probe = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
     try {
-      // full when even one more byte does not fit (the byte written before that is harmless)
+      // the pipe filled up to its last byte by us (harmless bytes: nobody reads them), so that bpfscope cannot write
+      // one more: pages first, then byte by byte (a pipe takes a write of PIPE_BUF bytes or less only whole, so a
+      // writer of small chunks can be left waiting while a few bytes are still free; seen: the check "one more byte
+      // fits" kept finding room for 10 s while bpfscope waited in poll(2))
       const full = (): boolean => {
-        try {
-          writeSync(probe, 'y');
-          return false;
-        } catch (e) {
-          return (e as NodeJS.ErrnoException).code === 'EAGAIN';
+        for (const size of [4096, 1]) {
+          const chunk = Buffer.alloc(size, 'y');
+          try {
+            for (;;) writeSync(probe, chunk);
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+          }
         }
+        return true;
       };
       await interruptStalled(writer, (pid) => full() && waitingToWrite(pid));
     } finally {
