@@ -8,7 +8,8 @@
  * the command's status, or on an error report.ts's one sentence (BPFSCOPE_DEBUG=1: the stack) and its status.
  */
 import { basename, dirname, join } from 'node:path';
-import { COMPILE_CHILD_ARG, compileInChild, runCompileChild } from '../fleet/agent/compile-child.js';
+import { COMPILE_CHILD_ARG } from '../fleet/agent/child-arg.js';
+import { compileInChild, runCompileChild } from '../fleet/agent/compile-child.js';
 import { main } from '../fleet/agent/main.js';
 
 /** Prints `err` as report.ts does and exits with its status (report.ts is loaded only on failure, as in main.ts). */

@@ -15,8 +15,6 @@ import { BpfscopeError } from '../../errors.js';
 import { COMPILE_CHILD_ARG } from './child-arg.js';
 import { type Precompiled, revivePrecompiled } from '../../runtime/precompiled.js';
 
-export { COMPILE_CHILD_ARG };
-
 /** How long the child may take, ms (a compile takes 0.1-1 s; a loaded machine several times that). */
 const CHILD_TIMEOUT_MS = 120_000;
 
