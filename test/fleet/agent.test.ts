@@ -80,7 +80,7 @@ suite('bpfscope agent', { skip }, () => {
         // run as the installed command: the launcher's prelude gives the agent (and it alone) its V8 flags and
         // one malloc arena
         const argv = readFileSync(`/proc/${agent.pid}/cmdline`, 'utf8').split('\0');
-        for (const flag of ['--max-semi-space-size=1', '--v8-pool-size=1', '--expose-gc']) {
+        for (const flag of ['--max-semi-space-size=1', '--v8-pool-size=1', '--expose-gc', '--max-opt=1']) {
           assert.ok(argv.includes(flag), `${flag} not in ${argv.join(' ')}`);
         }
         const env = readFileSync(`/proc/${agent.pid}/environ`, 'utf8').split('\0');

@@ -2,8 +2,8 @@
  * The agent's program compiled in a short-lived child process (runtime/precompiled.ts), so that the long-lived
  * agent never runs the compiler and keeps none of its memory (bench/results/agent-issue15.md section 12).
  *
- * The child is this node (`process.execPath`, with the agent's V8 flags) running the same entry script in an
- * internal mode, `SCRIPT agent --internal-compile-child` (`SCRIPT` is the launcher, which runs
+ * The child is this node (`process.execPath`, with the agent's V8 flags but `--max-opt`) running the same entry
+ * script in an internal mode, `SCRIPT agent --internal-compile-child` (`SCRIPT` is the launcher, which runs
  * dist/bundle/agent-compile.cjs for it: src/cli/agent-main.ts with the compiler; the agent's own agent.cjs has none,
  * scripts/bundle.mjs). It reads the program text on stdin until EOF, writes the serialized
  * program on stdout and exits 0; on an error it writes the message on stderr and exits 1. It never creates a kernel
@@ -40,7 +40,10 @@ export async function runCompileChild(): Promise<number> {
  */
 export function compileInChild(text: string, script: string): Promise<Precompiled> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, script, 'agent', COMPILE_CHILD_ARG], {
+    // the agent's V8 flags but its optimizing compiler: the compiler's work is short and hot (`--max-opt=1`, which
+    // saves the long-lived agent memory, made the start ~0.3 s of CPU longer)
+    const flags = process.execArgv.filter((a) => !a.startsWith('--max-opt'));
+    const child = spawn(process.execPath, [...flags, script, 'agent', COMPILE_CHILD_ARG], {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const out: Buffer[] = [];

@@ -309,6 +309,18 @@ function agentMetrics(c: Counters, queues: readonly SendQueue[], profiler: Profi
       samples: [{ value: st.elfLoads }],
     },
     {
+      name: 'bpfscope_agent_demangle_batches_total',
+      help: 'Short-lived processes run to demangle C++/Rust names never seen before (at most one a period).',
+      type: 'counter',
+      samples: [{ value: profiler.demangler?.batches ?? 0 }],
+    },
+    {
+      name: 'bpfscope_agent_demangle_failures_total',
+      help: 'Demangling processes that failed: their names stayed mangled.',
+      type: 'counter',
+      samples: [{ value: profiler.demangler?.failures ?? 0 }],
+    },
+    {
       name: 'bpfscope_agent_process_changes_total',
       help: 'Known processes that exec()ed or whose pid was reused: what was known about them was dropped.',
       type: 'counter',
@@ -475,6 +487,7 @@ export async function runAgent(cfg: AgentConfig, run: AgentRunOptions = {}): Pro
     counters.trimmer.check();
   };
   let profiler: Profiler | undefined;
+  let demangleFailures = 0;
   profiler = await Profiler.start(
     {
       hz: cfg.hz,
@@ -484,6 +497,10 @@ export async function runAgent(cfg: AgentConfig, run: AgentRunOptions = {}): Pro
       offcpu: cfg.offcpu,
       ...(cfg.pids ? { pids: cfg.pids } : {}),
       ...(run.compile ? { compile: run.compile } : {}),
+      // the first failure is logged (names stay mangled); later ones only counted (bpfscope_agent_demangle_*)
+      ...(run.demangle
+        ? { demangle: run.demangle, onDemangleError: (e: Error) => void (demangleFailures++ === 0 && log(e.message)) }
+        : {}),
     },
     onPeriod,
   );
@@ -531,6 +548,8 @@ export async function runAgent(cfg: AgentConfig, run: AgentRunOptions = {}): Pro
 export interface AgentRunOptions {
   /** Compiles the profiler's program elsewhere (ProfilerOptions.compile); default: in this process. */
   compile?: ProfilerOptions['compile'];
+  /** Demangles C++/Rust names elsewhere (ProfilerOptions.demangle); default: in this process. */
+  demangle?: ProfilerOptions['demangle'];
 }
 
 /** `bpfscope agent ARGS`; resolves with the exit status. */

@@ -38,6 +38,7 @@ import { KernelError } from '../../errors.js';
 import { Errno } from '../../kernel/ffi.js';
 import { mapLookupBatch } from '../../kernel/bpf.js';
 import { OutputSink } from '../../runtime/output/sink.js';
+import { FrameDemangler } from './demangle-child.js';
 import type { AgentSample } from './pprof.js';
 import { ProcCache } from './procinfo.js';
 import { Slicer } from './slice.js';
@@ -83,6 +84,14 @@ export interface ProfilerOptions {
    * compiled in this process.
    */
   compile?: (text: string) => Promise<Precompiled>;
+  /**
+   * Demangles C++/Rust names elsewhere, a list at a time, telling `spawned` the pid of a process it starts (the
+   * agent: in a child process, demangle-child.ts; the stacks of this process and its children keep their names);
+   * without it names are demangled in this process by the resolver.
+   */
+  demangle?: (names: readonly string[], spawned: (pid: number) => void) => Promise<string[]>;
+  /** Told each failure of `demangle` (the batch's names stay mangled). */
+  onDemangleError?: (e: Error) => void;
 }
 
 /** One period's profile data. */
@@ -285,6 +294,8 @@ export class Profiler {
   private readonly kcache = new Map<bigint, CachedStack>();
   private readonly kcacheOff = new Map<bigint, CachedStack>();
   private readonly ucache = new Map<number, Map<bigint, CachedStack>>();
+  /** With ProfilerOptions.demangle: demangles the new user stacks' names, a batch a period (its counts: metrics). */
+  demangler: FrameDemangler | undefined;
   /** Batch buffers of drainMap, reused from period to period. */
   private readonly scratch = new Map<string, Buffer>();
 
@@ -314,6 +325,7 @@ export class Profiler {
     const resolver = await SymbolResolver.create({
       mapsTtlMs: Math.max(MAPS_TTL_MS, 4 * o.periodMs),
       missRereadMs: o.periodMs,
+      demangle: o.demangle === undefined,
     });
     // The program's only printf output is the new-process event; nothing is printed.
     const writer = new ToolWriter(new OutputSink(1), new OutputSink(2, { bufferSize: 0 }));
@@ -335,6 +347,7 @@ export class Profiler {
       tickMs: AGENT_TICK_MS,
     });
     self = new Profiler(tracer, resolver, o, onPeriod);
+    if (o.demangle) self.demangler = new FrameDemangler(o.demangle, o.onDemangleError);
     self.schedule();
     return self;
   }
@@ -622,6 +635,7 @@ export class Profiler {
     const out: AgentSample[] = [];
     const kc = offcpu ? this.kcacheOff : this.kcache;
     const labelsOf = new Map<string, Record<string, string>>();
+    const fresh: CachedStack[] = [];
     for (const r of raw) {
       const pause = slicer.pause();
       if (pause) await pause;
@@ -643,6 +657,7 @@ export class Profiler {
         const b = fetched.user.get(r.pid)?.get(r.u);
         ue = { frames: b ? this.resolver.userStackFromBytes(r.pid, b) : [], seen: this.periodNo };
         pc.set(r.u, ue);
+        if (this.demangler?.isOwn(r.pid) === false) fresh.push(ue);
         this.stackMisses++;
       } else {
         ue.seen = this.periodNo;
@@ -662,6 +677,15 @@ export class Profiler {
         labelsOf.set(lk, labels);
       }
       out.push({ kernel: ke.frames, user: ue.frames, labels, count: r.value });
+    }
+    if (this.demangler && fresh.length > 0) {
+      // the new user stacks' names demangled in one batch (demangle-child.ts); cached stacks keep the new frames
+      const renamed = await this.demangler.rename(fresh.map((e) => e.frames));
+      const to = new Map<readonly Frame[], readonly Frame[]>();
+      fresh.forEach((e, i) => {
+        if (renamed[i] !== e.frames) to.set(e.frames, (e.frames = renamed[i]!));
+      });
+      if (to.size > 0) for (const s of out) s.user = to.get(s.user) ?? s.user;
     }
     return out;
   }
