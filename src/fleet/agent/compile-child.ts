@@ -10,9 +10,8 @@
  * object (maps and programs are created by the agent), so nothing is left behind whatever happens to either
  * process: a parent that dies closes the pipes, and the child's write fails and it exits.
  */
-import { spawn } from 'node:child_process';
-import { BpfscopeError } from '../../errors.js';
 import { COMPILE_CHILD_ARG } from './child-arg.js';
+import { runChild } from './child-process.js';
 import { type Precompiled, revivePrecompiled } from '../../runtime/precompiled.js';
 
 /** How long the child may take, ms (a compile takes 0.1-1 s; a loaded machine several times that). */
@@ -38,40 +37,16 @@ export async function runCompileChild(): Promise<number> {
  * The agent's side: `text` compiled and linked by a child running `script` (see the module comment).
  * @throws BpfscopeError with the child's message when it fails, is killed or takes over two minutes
  */
-export function compileInChild(text: string, script: string): Promise<Precompiled> {
-  return new Promise((resolve, reject) => {
-    // the agent's V8 flags but its optimizing compiler: the compiler's work is short and hot (`--max-opt=1`, which
-    // saves the long-lived agent memory, made the start ~0.3 s of CPU longer)
-    const flags = process.execArgv.filter((a) => !a.startsWith('--max-opt'));
-    const child = spawn(process.execPath, [...flags, script, 'agent', COMPILE_CHILD_ARG], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => err.push(c));
-    const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_TIMEOUT_MS);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(new BpfscopeError(`cannot start the compiling process: ${e.message}`));
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) {
-        try {
-          resolve(revivePrecompiled(Buffer.concat(out)));
-        } catch (e) {
-          reject(e);
-        }
-        return;
-      }
-      const msg = Buffer.concat(err).toString('utf8').trim().split('\n').pop();
-      const how = signal ? `was killed by ${signal}` : `failed (status ${code})`;
-      reject(new BpfscopeError(`compiling the agent's program: the compiling process ${how}${msg ? `: ${msg}` : ''}`));
-    });
-    child.stdin.on('error', () => {
-      /* the child died first: reported by 'close' */
-    });
-    child.stdin.end(text);
+export async function compileInChild(text: string, script: string): Promise<Precompiled> {
+  // the agent's V8 flags but its optimizing compiler: the compiler's work is short and hot (`--max-opt=1`, which
+  // saves the long-lived agent memory, made the start ~0.3 s of CPU longer)
+  const flags = process.execArgv.filter((a) => !a.startsWith('--max-opt'));
+  const out = await runChild({
+    args: [...flags, script, 'agent', COMPILE_CHILD_ARG],
+    input: text,
+    what: 'the compiling process',
+    context: "compiling the agent's program: ",
+    timeoutMs: CHILD_TIMEOUT_MS,
   });
+  return revivePrecompiled(out);
 }

@@ -22,10 +22,10 @@
  * it writes why on stderr and exits 1. It creates no kernel object and holds nothing: a parent that dies closes its
  * pipes.
  */
-import { spawn } from 'node:child_process';
 import { BpfscopeError } from '../../errors.js';
 import type { Frame } from '../../symbols/frames.js';
 import { demangle, demanglerStatus, isMangled, loadDemangler } from '../../symbols/demangle.js';
+import { runChild } from './child-process.js';
 
 /** How long a child may take, ms (~0.1 s for a few thousand names here; a loaded machine several times that). */
 const CHILD_TIMEOUT_MS = 30_000;
@@ -57,42 +57,23 @@ export async function runDemangleChild(): Promise<number> {
  * @throws BpfscopeError when the child cannot start, fails (its message), is killed, takes over 30 s or answers with
  * another number of names
  */
-export function demangleInChild(
+export async function demangleInChild(
   names: readonly string[],
   script: string,
   spawned: (pid: number) => void = () => {},
 ): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, script], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    if (child.pid !== undefined) spawned(child.pid);
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (c: Buffer) => out.push(c));
-    child.stderr.on('data', (c: Buffer) => err.push(c));
-    const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_TIMEOUT_MS);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(new BpfscopeError(`cannot start the demangling process: ${e.message}`));
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) {
-        const got = Buffer.concat(out).toString('utf8').split('\0');
-        if (got.length === names.length) resolve(got);
-        else reject(new BpfscopeError(`the demangling process answered ${got.length} names for ${names.length}`));
-        return;
-      }
-      const msg = Buffer.concat(err).toString('utf8').trim().split('\n').pop();
-      const how = signal ? `was killed by ${signal}` : `failed (status ${code})`;
-      reject(new BpfscopeError(`the demangling process ${how}${msg ? `: ${msg}` : ''}`));
-    });
-    child.stdin.on('error', () => {
-      /* the child died first: reported by 'close' */
-    });
-    child.stdin.end(names.join('\0'));
+  const out = await runChild({
+    args: [...process.execArgv, script],
+    input: names.join('\0'),
+    what: 'the demangling process',
+    timeoutMs: CHILD_TIMEOUT_MS,
+    spawned,
   });
+  const got = out.toString('utf8').split('\0');
+  if (got.length !== names.length) {
+    throw new BpfscopeError(`the demangling process answered ${got.length} names for ${names.length}`);
+  }
+  return got;
 }
 
 /**
