@@ -7,6 +7,8 @@
  *    their demangled forms out, in order.
  * 3. Live: a C++ program spinning in `demo::spin(long)` (`_ZN4demo4spinEl`), profiled by the agent with `-p`: the
  *    pushed profile names it demangled, with no mangled name left in its stacks, and /metrics counts the batch.
+ * 4. Live, the Profiler with a demangler that fails once: that period's stacks keep the mangled name, and the same
+ *    stacks come out demangled in a later period (a failed batch's stacks are symbolized again).
  * Expected names are c++filt's (and bpftrace's) for these symbols.
  */
 import assert from 'node:assert/strict';
@@ -16,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe as suite, test } from 'node:test';
 import { FrameDemangler } from '../../src/fleet/agent/demangle-child.js';
+import { type PeriodData, Profiler } from '../../src/fleet/agent/profiler.js';
 import type { Frame } from '../../src/symbols/resolver.js';
 import { bpfscopeSkipReason, repoRoot, startTool } from '../helpers/cli.js';
 import { FakePyroscope, metricsUrl, sampleFrames, sampleLabels, scrape } from './receivers.js';
@@ -190,6 +193,56 @@ suite('bpfscope agent: C++ names', { skip: bpfscopeSkipReason() ?? cxxSkipReason
       await pyro.down();
       rmSync(dir, { recursive: true, force: true });
       assert.equal(res.code, 0, res.stderr);
+    }
+  });
+});
+
+suite('Profiler: a failed demangling batch', { skip: bpfscopeSkipReason() ?? cxxSkipReason() }, () => {
+  test("that period's names stay mangled, and a later period's stacks are all demangled", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bpfscope-agent-cxx-'));
+    const bin = join(dir, 'bpfs_cxxspin');
+    writeFileSync(join(dir, 'spin.cpp'), SPIN);
+    const cc = spawnSync('c++', ['-O1', '-o', bin, join(dir, 'spin.cpp')], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, cc.stderr);
+    const spinner = spawn(bin, [], { stdio: 'ignore' });
+    const calls: number[] = [];
+    const leaves: string[][] = [];
+    let done: () => void = () => {};
+    const enough = new Promise<void>((r) => (done = r));
+    const profiler = await Profiler.start(
+      {
+        hz: 49,
+        periodMs: 1000,
+        pids: [spinner.pid!],
+        maxStacks: 1024,
+        stackStorage: 1024,
+        demangle: async (names) => {
+          calls.push(names.length);
+          if (calls.length === 1) throw new Error('the first batch fails');
+          return names.map((n) => (n === '_ZN4demo4spinEl' ? 'demo::spin(long)' : n));
+        },
+      },
+      (p: PeriodData) => {
+        const names = p.samples.map((s) => s.user[0]?.name ?? '(none)');
+        if (names.length > 0) leaves.push(names);
+        // every stack of a later period demangled, those cached in the failed period included
+        if (calls.length >= 2 && names.includes('demo::spin(long)') && !names.includes('_ZN4demo4spinEl')) done();
+      },
+    );
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no demangled period in 30 s: ${JSON.stringify(leaves)}`)), 30_000);
+      });
+      await Promise.race([enough, late]).finally(() => clearTimeout(timer));
+      assert.ok(leaves[0]!.includes('_ZN4demo4spinEl'), JSON.stringify(leaves[0]));
+      assert.ok(!leaves[0]!.includes('demo::spin(long)'), JSON.stringify(leaves[0]));
+      assert.equal(profiler.demangler?.failures, 1);
+      assert.ok(profiler.demangler!.batches >= 2);
+    } finally {
+      await profiler.stop();
+      spinner.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -85,7 +85,7 @@ export class FrameDemangler {
   batches = 0;
   /** Names demangled by the children. */
   names = 0;
-  /** Batches that failed (their names stay mangled until a later period meets them again). */
+  /** Batches that failed (their names stay mangled; the profiler symbolizes those stacks again when next met). */
   failures = 0;
   private readonly cache = new Map<string, string>();
   private readonly renamed = new WeakMap<Frame, Frame>();

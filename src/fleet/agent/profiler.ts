@@ -635,7 +635,7 @@ export class Profiler {
     const out: AgentSample[] = [];
     const kc = offcpu ? this.kcacheOff : this.kcache;
     const labelsOf = new Map<string, Record<string, string>>();
-    const fresh: CachedStack[] = [];
+    const fresh: { ue: CachedStack; pc: Map<bigint, CachedStack>; u: bigint }[] = [];
     for (const r of raw) {
       const pause = slicer.pause();
       if (pause) await pause;
@@ -657,7 +657,7 @@ export class Profiler {
         const b = fetched.user.get(r.pid)?.get(r.u);
         ue = { frames: b ? this.resolver.userStackFromBytes(r.pid, b) : [], seen: this.periodNo };
         pc.set(r.u, ue);
-        if (this.demangler?.isOwn(r.pid) === false) fresh.push(ue);
+        if (this.demangler?.isOwn(r.pid) === false) fresh.push({ ue, pc, u: r.u });
         this.stackMisses++;
       } else {
         ue.seen = this.periodNo;
@@ -680,12 +680,15 @@ export class Profiler {
     }
     if (this.demangler && fresh.length > 0) {
       // the new user stacks' names demangled in one batch (demangle-child.ts); cached stacks keep the new frames
-      const renamed = await this.demangler.rename(fresh.map((e) => e.frames));
+      const failures = this.demangler.failures;
+      const renamed = await this.demangler.rename(fresh.map((e) => e.ue.frames));
       const to = new Map<readonly Frame[], readonly Frame[]>();
-      fresh.forEach((e, i) => {
-        if (renamed[i] !== e.frames) to.set(e.frames, (e.frames = renamed[i]!));
+      fresh.forEach(({ ue }, i) => {
+        if (renamed[i] !== ue.frames) to.set(ue.frames, (ue.frames = renamed[i]!));
       });
       if (to.size > 0) for (const s of out) s.user = to.get(s.user) ?? s.user;
+      // a failed batch: its stacks are symbolized again when next sampled, and their names tried again
+      if (this.demangler.failures > failures) for (const { pc, u } of fresh) pc.delete(u);
     }
     return out;
   }
