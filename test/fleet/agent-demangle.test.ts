@@ -21,6 +21,7 @@ import { FrameDemangler } from '../../src/fleet/agent/demangle-child.js';
 import { type PeriodData, Profiler } from '../../src/fleet/agent/profiler.js';
 import type { Frame } from '../../src/symbols/resolver.js';
 import { bpfscopeSkipReason, repoRoot, startTool } from '../helpers/cli.js';
+import { haveCxx } from '../symbols/helpers.js';
 import { FakePyroscope, metricsUrl, sampleFrames, sampleLabels, scrape } from './receivers.js';
 
 const frame = (name: string | undefined, addr: bigint): Frame => ({
@@ -134,18 +135,30 @@ const SPIN = `namespace demo { __attribute__((noinline)) long spin(long n) { vol
 int main() { for (;;) demo::spin(1000000); }
 `;
 
-function cxxSkipReason(): string | undefined {
-  return spawnSync('c++', ['--version']).status === 0 ? undefined : 'needs a C++ compiler (c++)';
+const cxxSkip = haveCxx ? undefined : 'needs a C++ compiler (c++)';
+
+/** SPIN compiled in a temporary directory and started; `stop()` kills it and removes the directory. */
+function startCxxSpinner(): { bin: string; pid: number; stop: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'bpfscope-agent-cxx-'));
+  const bin = join(dir, 'bpfs_cxxspin');
+  writeFileSync(join(dir, 'spin.cpp'), SPIN);
+  const cc = spawnSync('c++', ['-O1', '-o', bin, join(dir, 'spin.cpp')], { encoding: 'utf8' });
+  assert.equal(cc.status, 0, cc.stderr);
+  const child = spawn(bin, [], { stdio: 'ignore' });
+  return {
+    bin,
+    pid: child.pid!,
+    stop: () => {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
-suite('bpfscope agent: C++ names', { skip: bpfscopeSkipReason() ?? cxxSkipReason() }, () => {
+suite('bpfscope agent: C++ names', { skip: bpfscopeSkipReason() ?? cxxSkip }, () => {
   test('a C++ function comes out demangled in the pushed profile, demangled by a child', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'bpfscope-agent-cxx-'));
-    const bin = join(dir, 'bpfs_cxxspin');
-    writeFileSync(join(dir, 'spin.cpp'), SPIN);
-    const cc = spawnSync('c++', ['-O1', '-o', bin, join(dir, 'spin.cpp')], { encoding: 'utf8' });
-    assert.equal(cc.status, 0, cc.stderr);
-    const spinner = spawn(bin, [], { stdio: 'ignore' });
+    const spinner = startCxxSpinner();
+    const bin = spinner.bin;
     const pyro = new FakePyroscope();
     await pyro.listen();
     const agent = startTool(
@@ -189,22 +202,16 @@ suite('bpfscope agent: C++ names', { skip: bpfscopeSkipReason() ?? cxxSkipReason
     } finally {
       agent.signal('SIGTERM');
       const res = await agent.done;
-      spinner.kill('SIGKILL');
+      spinner.stop();
       await pyro.down();
-      rmSync(dir, { recursive: true, force: true });
       assert.equal(res.code, 0, res.stderr);
     }
   });
 });
 
-suite('Profiler: a failed demangling batch', { skip: bpfscopeSkipReason() ?? cxxSkipReason() }, () => {
+suite('Profiler: a failed demangling batch', { skip: bpfscopeSkipReason() ?? cxxSkip }, () => {
   test("that period's names stay mangled, and a later period's stacks are all demangled", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'bpfscope-agent-cxx-'));
-    const bin = join(dir, 'bpfs_cxxspin');
-    writeFileSync(join(dir, 'spin.cpp'), SPIN);
-    const cc = spawnSync('c++', ['-O1', '-o', bin, join(dir, 'spin.cpp')], { encoding: 'utf8' });
-    assert.equal(cc.status, 0, cc.stderr);
-    const spinner = spawn(bin, [], { stdio: 'ignore' });
+    const spinner = startCxxSpinner();
     const calls: number[] = [];
     const leaves: string[][] = [];
     let done: () => void = () => {};
@@ -213,7 +220,7 @@ suite('Profiler: a failed demangling batch', { skip: bpfscopeSkipReason() ?? cxx
       {
         hz: 49,
         periodMs: 1000,
-        pids: [spinner.pid!],
+        pids: [spinner.pid],
         maxStacks: 1024,
         stackStorage: 1024,
         demangle: async (names) => {
@@ -241,8 +248,7 @@ suite('Profiler: a failed demangling batch', { skip: bpfscopeSkipReason() ?? cxx
       assert.ok(profiler.demangler!.batches >= 2);
     } finally {
       await profiler.stop();
-      spinner.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
+      spinner.stop();
     }
   });
 });

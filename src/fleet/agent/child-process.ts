@@ -1,7 +1,8 @@
 /**
  * A short-lived child process of the agent (the compile child, compile-child.ts; the demangling child,
- * demangle-child.ts): this node (`process.execPath`) with the given arguments, its input written whole to its stdin,
- * its stdout collected until it exits. Neither child creates a kernel object or keeps a file: a parent that dies
+ * demangle-child.ts), both sides: the agent runs this node (`process.execPath`) with the given arguments, writes its
+ * input whole to its stdin and collects its stdout until it exits ({@link runChild}); the child reads its stdin to
+ * the end and writes its answer ({@link readStdin}, {@link writeStdout}). Neither child creates a kernel object or keeps a file: a parent that dies
  * closes the pipes, and the child's read or write fails and it exits.
  */
 import { spawn } from 'node:child_process';
@@ -53,4 +54,16 @@ export function runChild(run: ChildRun): Promise<Buffer> {
     });
     child.stdin.end(run.input);
   });
+}
+
+/** The child's side: all of stdin, until EOF. */
+export async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** The child's side: `data` written to stdout; resolves once written. */
+export function writeStdout(data: string | Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => process.stdout.write(data, (e) => (e ? reject(e) : resolve())));
 }

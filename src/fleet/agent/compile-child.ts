@@ -11,7 +11,7 @@
  * process: a parent that dies closes the pipes, and the child's write fails and it exits.
  */
 import { COMPILE_CHILD_ARG } from './child-arg.js';
-import { runChild } from './child-process.js';
+import { readStdin, runChild, writeStdout } from './child-process.js';
 import { type Precompiled, revivePrecompiled } from '../../runtime/precompiled.js';
 
 /** How long the child may take, ms (a compile takes 0.1-1 s; a loaded machine several times that). */
@@ -19,13 +19,11 @@ const CHILD_TIMEOUT_MS = 120_000;
 
 /** The child's side: stdin's program text compiled to stdout. Resolves with the exit status. */
 export async function runCompileChild(): Promise<number> {
-  const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  const text = (await readStdin()).toString('utf8');
   try {
     // imported here: the agent's own process (compileInChild) never loads the compiler's code
     const { precompile } = await import('../../runtime/precompile.js');
-    const bytes = precompile({ name: 'agent', text: Buffer.concat(chunks).toString('utf8') });
-    await new Promise<void>((resolve, reject) => process.stdout.write(bytes, (e) => (e ? reject(e) : resolve())));
+    await writeStdout(precompile({ name: 'agent', text }));
     return 0;
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n`);

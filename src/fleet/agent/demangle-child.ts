@@ -19,13 +19,12 @@
  * (src/cli/demangle-child-main.ts: the demangler and this module's {@link runDemangleChild}, nothing else; ~0.08 s of
  * CPU for a batch here, of which ~0.07 s is node's own start). It reads names separated by NUL bytes on stdin until
  * EOF and writes as many demangled names, NUL-separated, on stdout, and exits 0; when the demangler cannot be loaded
- * it writes why on stderr and exits 1. It creates no kernel object and holds nothing: a parent that dies closes its
- * pipes.
+ * it writes why on stderr and exits 1 (child-process.ts runs it).
  */
 import { BpfscopeError } from '../../errors.js';
 import type { Frame } from '../../symbols/frames.js';
 import { demangle, demanglerStatus, isMangled, loadDemangler } from '../../symbols/demangle.js';
-import { runChild } from './child-process.js';
+import { readStdin, runChild, writeStdout } from './child-process.js';
 
 /** How long a child may take, ms (~0.1 s for a few thousand names here; a loaded machine several times that). */
 const CHILD_TIMEOUT_MS = 30_000;
@@ -38,15 +37,12 @@ const MAX_CACHED = 65_536;
 
 /** The child's side: stdin's NUL-separated names demangled to stdout. Resolves with the exit status. */
 export async function runDemangleChild(): Promise<number> {
-  const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  const names = (await readStdin()).toString('utf8').split('\0');
   if (!(await loadDemangler())) {
     process.stderr.write(`${demanglerStatus().reason ?? 'the demangler cannot be loaded'}\n`);
     return 1;
   }
-  const names = Buffer.concat(chunks).toString('utf8').split('\0');
-  const out = names.map((n) => demangle(n)).join('\0');
-  await new Promise<void>((resolve, reject) => process.stdout.write(out, (e) => (e ? reject(e) : resolve())));
+  await writeStdout(names.map((n) => demangle(n)).join('\0'));
   return 0;
 }
 
